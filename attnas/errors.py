@@ -1,0 +1,67 @@
+"""User-facing errors.
+
+Every error a user can cause (a bad recipe, an unknown operation name, a corrupt
+checkpoint, a dataset of the wrong shape) is raised as a subclass of
+:class:`AttnasError` with a message that names the problem. The command line prints
+the message on one line and exits with a non-zero status; the Python API lets it
+propagate.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class AttnasError(Exception):
+    """Base class of all errors that attnas reports to users."""
+
+
+class ConfigError(AttnasError, ValueError):
+    """A recipe, a ``--set`` override or a component option is invalid."""
+
+
+class ArchError(AttnasError, ValueError):
+    """An architecture document is malformed or violates its space."""
+
+
+class DataError(AttnasError, ValueError):
+    """A dataset is missing, incomplete or malformed."""
+
+
+class CheckpointError(AttnasError):
+    """A checkpoint is missing, truncated or corrupt."""
+
+
+class RunDirError(AttnasError):
+    """A run directory cannot be created, written, locked or resumed."""
+
+
+class UnsupportedError(AttnasError):
+    """A strategy was asked to drive a space that lacks what it needs."""
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """Return a ``" (did you mean 'x'?)"`` hint, or an empty string.
+
+    Args:
+        name: The name the user gave.
+        choices: The valid names.
+    """
+    close = difflib.get_close_matches(str(name), list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def unknown_name(kind: str, name: str, choices: Iterable[str]) -> str:
+    """Format the message for an unknown ``kind`` called ``name``.
+
+    Args:
+        kind: What was looked up, e.g. ``"operation"``.
+        name: The name that was not found.
+        choices: The valid names, listed in the message.
+    """
+    choices = sorted(choices)
+    return (
+        f"unknown {kind} '{name}'{did_you_mean(name, choices)}; "
+        f"valid choices: {', '.join(choices) if choices else '(none registered)'}"
+    )

@@ -1,0 +1,351 @@
+"""The run directory: everything a search writes, written so that a crash loses nothing.
+
+Layout::
+
+    RUN_DIR/
+      config.yaml        the resolved RunConfig
+      run.json           runtime facts: attnas version, data root, command, status
+      events.jsonl       one JSON line per step / candidate / epoch
+      checkpoints/       <tag>-<step>.ckpt, checksummed, the newest two kept per tag
+      arch.json          the found architecture
+      metrics.json       flat JSON object (val_accuracy, test_accuracy, ...)
+      model.pt           weights of the final model (state_dict + what rebuilds it)
+      report.md, *.png   written by ``attnas report``
+
+Every file is written to a temporary name in the same folder, flushed, fsynced and
+renamed over the target, so a reader sees either the old or the new file, never half
+of one. Checkpoints carry a SHA-256 of their payload; a truncated or corrupt one is
+detected on load and the previous good one is used, with a warning. A lock file keeps
+two processes from writing one run directory.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import io
+import json
+import os
+import re
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+
+from attnas.errors import CheckpointError, RunDirError
+
+_MAGIC = b"ATTNAS-CKPT-1 "
+_KEEP = 2
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (temp file, fsync, rename, fsync folder)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    try:
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError:
+        pass
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
+    """Write ``obj`` as indented JSON to ``path`` atomically."""
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n")
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj.tolist()
+    if hasattr(obj, "item"):
+        return obj.item()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+def save_checkpoint_file(path: str | os.PathLike, state: dict) -> None:
+    """Save ``state`` (tensors and plain data only) with a checksum header, atomically."""
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    payload = buf.getvalue()
+    digest = hashlib.sha256(payload).hexdigest().encode()
+    atomic_write_bytes(path, _MAGIC + digest + b"\n" + payload)
+
+
+def load_checkpoint_file(path: str | os.PathLike) -> dict:
+    """Load a checkpoint written by :func:`save_checkpoint_file`, verifying its checksum.
+
+    Loading uses ``torch.load(weights_only=True)``: a checkpoint can hold tensors and
+    plain data, never code.
+
+    Raises:
+        CheckpointError: When the file is missing, truncated, corrupt or not a checkpoint.
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise CheckpointError(f"cannot read checkpoint {path}: {exc.strerror}") from None
+    if not raw.startswith(_MAGIC):
+        raise CheckpointError(f"{path} is not an attnas checkpoint (bad header)")
+    header_end = raw.find(b"\n", len(_MAGIC))
+    if header_end < 0:
+        raise CheckpointError(f"{path} is truncated (no checksum line)")
+    digest = raw[len(_MAGIC) : header_end].decode(errors="replace")
+    payload = raw[header_end + 1 :]
+    actual = hashlib.sha256(payload).hexdigest()
+    if actual != digest:
+        raise CheckpointError(f"{path} is corrupt or truncated (checksum mismatch)")
+    try:
+        return torch.load(io.BytesIO(payload), map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any unpickling failure means a bad file
+        raise CheckpointError(f"{path} could not be loaded: {exc}") from None
+
+
+class RunDir:
+    """A run directory (see the module docstring for its layout).
+
+    Args:
+        path: The folder.
+    """
+
+    CONFIG = "config.yaml"
+    RUN = "run.json"
+    EVENTS = "events.jsonl"
+    ARCH = "arch.json"
+    METRICS = "metrics.json"
+    MODEL = "model.pt"
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path).expanduser().resolve()
+        self._lock_fh = None
+        self._events_fh = None
+
+    # ------------------------------------------------------------------ creation and locking
+
+    @staticmethod
+    def check_writable(path: str | os.PathLike) -> None:
+        """Fail early, before any work, if ``path`` cannot be created and written."""
+        path = Path(path).expanduser()
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            probe = path / f".write-probe-{os.getpid()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise RunDirError(f"run directory {path} is not writable: {exc.strerror or exc}") from None
+
+    @classmethod
+    def create(cls, path: str | os.PathLike, config_yaml: str, run_info: dict) -> RunDir:
+        """Create a fresh run directory holding ``config_yaml``.
+
+        Raises:
+            RunDirError: If the folder already holds a run, or cannot be written.
+        """
+        path = Path(path).expanduser()
+        if (path / cls.CONFIG).exists():
+            raise RunDirError(
+                f"{path} already holds a run; use `attnas search --resume {path}` to continue it "
+                "or --out to choose another folder"
+            )
+        cls.check_writable(path)
+        run = cls(path)
+        run.lock()
+        (run.path / "checkpoints").mkdir(exist_ok=True)
+        atomic_write_text(run.path / cls.CONFIG, config_yaml)
+        atomic_write_json(run.path / cls.RUN, {**run_info, "status": "running", "created": time.time()})
+        if not (run.path / cls.EVENTS).exists():
+            atomic_write_bytes(run.path / cls.EVENTS, b"")
+        return run
+
+    @classmethod
+    def open(cls, path: str | os.PathLike) -> RunDir:
+        """Open an existing run directory (for resume, retrain, evaluate, report)."""
+        path = Path(path).expanduser()
+        if not path.is_dir():
+            raise RunDirError(f"{path} is not a run directory (folder does not exist)")
+        if not (path / cls.CONFIG).exists():
+            raise RunDirError(f"{path} is not a run directory (no {cls.CONFIG})")
+        return cls(path)
+
+    def lock(self) -> None:
+        """Take the run's exclusive lock; fails if another process holds it."""
+        if self._lock_fh is not None:
+            return
+        try:
+            fh = open(self.path / ".lock", "a+")
+        except OSError as exc:
+            raise RunDirError(f"run directory {self.path} is not writable: {exc.strerror}") from None
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.close()
+            raise RunDirError(f"{self.path} is in use by another attnas process") from None
+        self._lock_fh = fh
+
+    def close(self) -> None:
+        """Release the lock and close the event log."""
+        if self._events_fh is not None:
+            self._events_fh.close()
+            self._events_fh = None
+        if self._lock_fh is not None:
+            fcntl.flock(self._lock_fh.fileno(), fcntl.LOCK_UN)
+            self._lock_fh.close()
+            self._lock_fh = None
+
+    def __enter__(self) -> RunDir:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ files
+
+    def file(self, name: str) -> Path:
+        """Path of a file in the run directory."""
+        return self.path / name
+
+    def exists(self, name: str) -> bool:
+        """Whether a file of the run exists."""
+        return (self.path / name).exists()
+
+    def read_config_yaml(self) -> dict:
+        """The resolved config as plain data."""
+        return yaml.safe_load((self.path / self.CONFIG).read_text())
+
+    def read_json(self, name: str) -> Any:
+        """Read a JSON file of the run."""
+        p = self.path / name
+        try:
+            return json.loads(p.read_text())
+        except FileNotFoundError:
+            raise RunDirError(f"{p} does not exist") from None
+        except json.JSONDecodeError as exc:
+            raise RunDirError(f"{p} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+
+    def write_json(self, name: str, obj: Any) -> None:
+        """Write a JSON file of the run atomically."""
+        atomic_write_json(self.path / name, obj)
+
+    def write_text(self, name: str, text: str) -> None:
+        """Write a text file of the run atomically."""
+        atomic_write_text(self.path / name, text)
+
+    def update_run_info(self, **fields: Any) -> None:
+        """Merge ``fields`` into run.json."""
+        info = self.read_json(self.RUN) if self.exists(self.RUN) else {}
+        info.update(fields)
+        self.write_json(self.RUN, info)
+
+    # ------------------------------------------------------------------ events
+
+    def log(self, event: dict) -> None:
+        """Append one event (a JSON object) to events.jsonl."""
+        if self._events_fh is None:
+            self._events_fh = open(self.path / self.EVENTS, "a", encoding="utf-8")
+        self._events_fh.write(json.dumps({"time": round(time.time(), 3), **event}, default=_json_default) + "\n")
+        self._events_fh.flush()
+
+    def events_offset(self) -> int:
+        """Byte length of events.jsonl (stored in checkpoints, restored on resume)."""
+        if self._events_fh is not None:
+            self._events_fh.flush()
+            os.fsync(self._events_fh.fileno())
+        p = self.path / self.EVENTS
+        return p.stat().st_size if p.exists() else 0
+
+    def truncate_events(self, offset: int) -> None:
+        """Drop events written after ``offset`` (those of work that will be redone)."""
+        if self._events_fh is not None:
+            self._events_fh.close()
+            self._events_fh = None
+        p = self.path / self.EVENTS
+        if p.exists() and p.stat().st_size > offset:
+            with open(p, "r+b") as fh:
+                fh.truncate(offset)
+
+    def events(self, phase: str | None = None) -> list[dict]:
+        """Read events, skipping a torn last line; optionally of one phase."""
+        p = self.path / self.EVENTS
+        out = []
+        if not p.exists():
+            return out
+        for line in p.read_text(encoding="utf-8").splitlines():
+            try:
+                ev = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if phase is None or ev.get("phase") == phase:
+                out.append(ev)
+        return out
+
+    # ------------------------------------------------------------------ checkpoints
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        """Folder of the checkpoints."""
+        return self.path / "checkpoints"
+
+    def _ckpts(self, tag: str) -> list[tuple[int, Path]]:
+        pat = re.compile(rf"^{re.escape(tag)}-(\d+)\.ckpt$")
+        found = []
+        if self.checkpoint_dir.exists():
+            for p in self.checkpoint_dir.iterdir():
+                m = pat.match(p.name)
+                if m:
+                    found.append((int(m.group(1)), p))
+        return sorted(found)
+
+    def save_checkpoint(self, tag: str, step: int, state: dict) -> Path:
+        """Save ``state`` as checkpoint ``tag`` at ``step``; keeps the newest two of the tag.
+
+        The current events.jsonl length is stored with it, so a resume drops the events
+        of work done after the checkpoint.
+        """
+        self.checkpoint_dir.mkdir(exist_ok=True)
+        path = self.checkpoint_dir / f"{tag}-{step:08d}.ckpt"
+        save_checkpoint_file(path, {"events_offset": self.events_offset(), "step": step, "state": state})
+        for _, old in self._ckpts(tag)[:-_KEEP]:
+            old.unlink(missing_ok=True)
+        return path
+
+    def load_checkpoint(self, tag: str) -> dict | None:
+        """The newest good checkpoint of ``tag`` (``None`` if there is none).
+
+        A corrupt newest checkpoint is skipped with a warning and the previous one used.
+        On success, events written after the checkpoint are truncated away.
+
+        Returns:
+            ``{"step": int, "state": dict}`` or ``None``.
+        """
+        for step, path in reversed(self._ckpts(tag)):
+            try:
+                ckpt = load_checkpoint_file(path)
+            except CheckpointError as exc:
+                warnings.warn(f"{exc}; falling back to the previous checkpoint", stacklevel=2)
+                continue
+            self.truncate_events(int(ckpt.get("events_offset", 0)))
+            return {"step": step, "state": ckpt["state"]}
+        return None
+
+    def clear_checkpoints(self, tag: str) -> None:
+        """Remove every checkpoint of ``tag`` (after its phase is finished for good)."""
+        for _, p in self._ckpts(tag):
+            p.unlink(missing_ok=True)

@@ -1,0 +1,100 @@
+"""The Space role: what an architecture is.
+
+A space owns the meaning of its architectures' ``choices``. Strategies talk to a space
+only through the methods below; a space declares which strategy families it supports
+in :attr:`Space.capabilities` and :meth:`Space.require` refuses the rest with a message
+that says why.
+
+Capabilities:
+    ``one-shot``: :meth:`supernet` returns a weight-sharing network whose
+        ``forward(batch, arch)`` runs the sampled sub-architecture.
+    ``relaxed``: :meth:`relaxed` returns a continuous relaxation (mixed operations with
+        architecture parameters kept apart from weights) and :meth:`derive` discretises it.
+    ``dag``: :meth:`to_dag` turns an architecture into a DAG for graph encoders.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, ClassVar
+
+import numpy as np
+from torch import nn
+
+from attnas.arch import Arch
+from attnas.errors import ArchError, UnsupportedError
+
+
+class Space:
+    """Base class of search spaces.
+
+    Args:
+        options: The space's validated ``Config`` dataclass instance.
+    """
+
+    name: ClassVar[str] = ""
+    Config: ClassVar[type | None] = None
+    capabilities: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, options: Any = None):
+        self.options = options if options is not None else (self.Config() if self.Config else None)
+
+    # -- the architecture distribution --------------------------------------------------------
+
+    def sample(self, rng: random.Random) -> Arch:
+        """Draw an architecture from the space's prior Γ(A)."""
+        raise NotImplementedError
+
+    def mutate(self, arch: Arch, rng: random.Random) -> Arch:
+        """Return a valid neighbour of ``arch`` that differs from it."""
+        raise NotImplementedError
+
+    def validate(self, arch: Arch) -> None:
+        """Raise :class:`ArchError` naming the first invalid choice of ``arch``."""
+        if arch.space != self.name:
+            raise ArchError(f"architecture is for space '{arch.space}', not '{self.name}'")
+
+    def size(self) -> int:
+        """Number of architectures in the space (exact where the paper gives a formula)."""
+        raise NotImplementedError
+
+    # -- networks ------------------------------------------------------------------------------
+
+    def build(self, arch: Arch, task: Any) -> nn.Module:
+        """A standalone ``nn.Module`` for ``arch`` on ``task`` (``forward(batch)``)."""
+        raise NotImplementedError
+
+    def supernet(self, task: Any) -> nn.Module:
+        """A weight-sharing supernet (``forward(batch, arch)``); needs ``one-shot``."""
+        raise UnsupportedError(f"space '{self.name}' has no one-shot supernet")
+
+    def relaxed(self, task: Any) -> nn.Module:
+        """A continuous relaxation for differentiable search; needs ``relaxed``."""
+        raise UnsupportedError(f"space '{self.name}' has no continuous relaxation")
+
+    def derive(self, relaxed: nn.Module) -> Arch:
+        """The discrete architecture a relaxed network encodes."""
+        raise UnsupportedError(f"space '{self.name}' has no continuous relaxation")
+
+    def to_dag(self, arch: Arch) -> tuple[np.ndarray, list[str]]:
+        """``(adjacency, operation labels)`` of ``arch``: a DAG in topological order."""
+        raise UnsupportedError(f"space '{self.name}' does not describe its architectures as DAGs")
+
+    def describe(self, arch: Arch) -> str:
+        """A short human-readable description of ``arch``."""
+        return arch.to_json(indent=None)
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def require(self, capability: str, strategy: str) -> None:
+        """Refuse a strategy whose needs this space does not meet."""
+        if capability not in self.capabilities:
+            have = ", ".join(sorted(self.capabilities)) or "none"
+            raise UnsupportedError(
+                f"strategy '{strategy}' needs a space with '{capability}' support; "
+                f"space '{self.name}' supports: {have}"
+            )
+
+    def arch(self, choices: dict, **meta: Any) -> Arch:
+        """Wrap ``choices`` in an :class:`Arch` of this space."""
+        return Arch(space=self.name, choices=choices, meta=meta)

@@ -1,0 +1,83 @@
+"""The Task role: data plus what "good" means.
+
+A task owns its data (loaded from the data root), the shapes a model needs
+(:class:`TaskInfo`), how batches are formed, the loss, and the metric. Models take one
+batch and return the task's output (``model(batch)``; supernets ``model(batch, arch)``),
+so strategies and the trainer never look inside a batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+
+SPLITS = ("train", "val", "test")
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """What a model needs to know about a task's data.
+
+    Attributes:
+        kind: ``node``, ``text``, ``image``, ``sequence`` or ``reconstruction``.
+        in_dim: Input feature size (node features, embedding size, channels).
+        num_classes: Output size.
+        multilabel: Whether targets are multi-label (sigmoid outputs).
+        extra: Task-specific facts (e.g. ``{"inductive": True}``, vocabulary size).
+    """
+
+    kind: str
+    in_dim: int
+    num_classes: int
+    multilabel: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+class Task:
+    """Base class of tasks.
+
+    Args:
+        options: The task's validated ``Config`` dataclass instance.
+        data_root: Where datasets are read from (see :mod:`attnas.data.root`).
+    """
+
+    name: ClassVar[str] = ""
+    Config: ClassVar[type | None] = None
+    metric: ClassVar[str] = "accuracy"
+
+    def __init__(self, options: Any = None, data_root: Path | None = None):
+        self.options = options if options is not None else (self.Config() if self.Config else None)
+        self.data_root = data_root
+        self.device = torch.device("cpu")
+
+    @property
+    def info(self) -> TaskInfo:
+        """Shapes and facts a model needs."""
+        raise NotImplementedError
+
+    def to(self, device: torch.device | str) -> Task:
+        """Move the task's tensors to ``device`` (batches come out there)."""
+        self.device = torch.device(device)
+        return self
+
+    def batches(self, split: str, *, shuffle: bool = False, generator: torch.Generator | None = None,
+                batch_size: int | None = None) -> Iterator[Any]:
+        """Iterate over the batches of ``split`` (``train``, ``val`` or ``test``)."""
+        raise NotImplementedError
+
+    def loss(self, output: torch.Tensor, batch: Any) -> torch.Tensor:
+        """Training loss of ``output`` on ``batch``."""
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def evaluate(self, forward: Callable[[Any], torch.Tensor], split: str, batch_size: int | None = None) -> float:
+        """The task's metric (a fraction in [0, 1]) of ``forward`` on ``split``."""
+        raise NotImplementedError
+
+    def with_dataset(self, dataset: str) -> Task:
+        """The same task on another dataset (for transfer: ``attnas retrain --dataset``)."""
+        raise NotImplementedError(f"task '{self.name}' cannot switch datasets")
