@@ -35,7 +35,8 @@ class Entry:
         kind: One of :data:`KINDS`.
         name: The name users write in recipes and on the command line.
         obj: The class or factory.
-        group: A sub-division of the kind (an operation pool, a task family).
+        group: A sub-division of the kind: the pool of an operation (part of its key), or
+            a family for other kinds (metadata only, e.g. ``graph`` datasets).
         help: One line for ``attnas list``.
     """
 
@@ -56,6 +57,11 @@ def _first_doc_line(obj: Any) -> str:
     return doc.strip().splitlines()[0] if doc.strip() else ""
 
 
+def _key(kind: str, name: str, group: str | None) -> tuple[str, str]:
+    """Registry key: operations are keyed per pool (group); other kinds by name alone."""
+    return (kind, f"{group}/{name}" if kind == "op" and group else name)
+
+
 def register(kind: str, name: str, *, group: str = "", help: str = "", **extra: Any) -> Callable:
     """Register ``obj`` as a ``kind`` called ``name`` (decorator).
 
@@ -70,7 +76,7 @@ def register(kind: str, name: str, *, group: str = "", help: str = "", **extra: 
         raise ValueError(f"unknown registry kind {kind!r}; valid: {KINDS}")
 
     def decorator(obj: Any) -> Any:
-        key = (kind, f"{group}/{name}" if group else name)
+        key = _key(kind, name, group)
         old = _ENTRIES.get(key)
         if old is not None and old.obj is not obj and getattr(old.obj, "__qualname__", None) != getattr(
             obj, "__qualname__", object()
@@ -145,7 +151,7 @@ def names(kind: str, group: str | None = None) -> list[str]:
 def get_entry(kind: str, name: str, group: str | None = None) -> Entry:
     """Look up an entry; raises :class:`ConfigError` listing valid names when absent."""
     discover()
-    key = (kind, f"{group}/{name}" if group else name)
+    key = _key(kind, name, group)
     if key not in _ENTRIES:
         what = f"{kind}" + (f" in pool '{group}'" if group else "")
         raise ConfigError(unknown_name(what, name, names(kind, group)))

@@ -80,13 +80,40 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
 
 
-def save_checkpoint_file(path: str | os.PathLike, state: dict) -> None:
-    """Save ``state`` (tensors and plain data only) with a checksum header, atomically."""
+def save_checkpoint_file(path: str | os.PathLike, state: dict, events_offset: int = 0) -> None:
+    """Save ``state`` (tensors and plain data only) with a checksum header, atomically.
+
+    The header line is ``ATTNAS-CKPT-1 <sha256 of payload> <events offset>``.
+    """
     buf = io.BytesIO()
     torch.save(state, buf)
     payload = buf.getvalue()
-    digest = hashlib.sha256(payload).hexdigest().encode()
-    atomic_write_bytes(path, _MAGIC + digest + b"\n" + payload)
+    digest = hashlib.sha256(payload).hexdigest()
+    atomic_write_bytes(path, _MAGIC + f"{digest} {int(events_offset)}".encode() + b"\n" + payload)
+
+
+def _read_verified(path: Path) -> tuple[int, bytes]:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise CheckpointError(f"cannot read checkpoint {path}: {exc.strerror}") from None
+    if not raw.startswith(_MAGIC):
+        raise CheckpointError(f"{path} is not an attnas checkpoint (bad header)")
+    header_end = raw.find(b"\n", len(_MAGIC))
+    if header_end < 0:
+        raise CheckpointError(f"{path} is truncated (no checksum line)")
+    fields = raw[len(_MAGIC) : header_end].decode(errors="replace").split()
+    if len(fields) != 2 or not fields[1].isdigit():
+        raise CheckpointError(f"{path} has a malformed header")
+    payload = raw[header_end + 1 :]
+    if hashlib.sha256(payload).hexdigest() != fields[0]:
+        raise CheckpointError(f"{path} is corrupt or truncated (checksum mismatch)")
+    return int(fields[1]), payload
+
+
+def checkpoint_events_offset(path: str | os.PathLike) -> int:
+    """The events.jsonl offset stored in a checkpoint (verifying its checksum)."""
+    return _read_verified(Path(path))[0]
 
 
 def load_checkpoint_file(path: str | os.PathLike) -> dict:
@@ -99,20 +126,7 @@ def load_checkpoint_file(path: str | os.PathLike) -> dict:
         CheckpointError: When the file is missing, truncated, corrupt or not a checkpoint.
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise CheckpointError(f"cannot read checkpoint {path}: {exc.strerror}") from None
-    if not raw.startswith(_MAGIC):
-        raise CheckpointError(f"{path} is not an attnas checkpoint (bad header)")
-    header_end = raw.find(b"\n", len(_MAGIC))
-    if header_end < 0:
-        raise CheckpointError(f"{path} is truncated (no checksum line)")
-    digest = raw[len(_MAGIC) : header_end].decode(errors="replace")
-    payload = raw[header_end + 1 :]
-    actual = hashlib.sha256(payload).hexdigest()
-    if actual != digest:
-        raise CheckpointError(f"{path} is corrupt or truncated (checksum mismatch)")
+    _, payload = _read_verified(path)
     try:
         return torch.load(io.BytesIO(payload), map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any unpickling failure means a bad file
@@ -316,21 +330,24 @@ class RunDir:
     def save_checkpoint(self, tag: str, step: int, state: dict) -> Path:
         """Save ``state`` as checkpoint ``tag`` at ``step``; keeps the newest two of the tag.
 
-        The current events.jsonl length is stored with it, so a resume drops the events
-        of work done after the checkpoint.
+        The current events.jsonl length is stored with it, so a resume can drop the
+        events of work done after the checkpoint (:meth:`rewind_events`).
         """
         self.checkpoint_dir.mkdir(exist_ok=True)
         path = self.checkpoint_dir / f"{tag}-{step:08d}.ckpt"
-        save_checkpoint_file(path, {"events_offset": self.events_offset(), "step": step, "state": state})
+        save_checkpoint_file(path, {"step": step, "state": state}, events_offset=self.events_offset())
         for _, old in self._ckpts(tag)[:-_KEEP]:
             old.unlink(missing_ok=True)
         return path
+
+    def has_checkpoint(self, tag: str) -> bool:
+        """Whether any checkpoint file of ``tag`` exists (good or not)."""
+        return bool(self._ckpts(tag))
 
     def load_checkpoint(self, tag: str) -> dict | None:
         """The newest good checkpoint of ``tag`` (``None`` if there is none).
 
         A corrupt newest checkpoint is skipped with a warning and the previous one used.
-        On success, events written after the checkpoint are truncated away.
 
         Returns:
             ``{"step": int, "state": dict}`` or ``None``.
@@ -341,9 +358,22 @@ class RunDir:
             except CheckpointError as exc:
                 warnings.warn(f"{exc}; falling back to the previous checkpoint", stacklevel=2)
                 continue
-            self.truncate_events(int(ckpt.get("events_offset", 0)))
             return {"step": step, "state": ckpt["state"]}
         return None
+
+    def rewind_events(self) -> None:
+        """Before resuming: drop the events logged after the newest good checkpoint of any tag.
+
+        Work after that checkpoint is redone, so its events would otherwise appear twice.
+        With no good checkpoint at all, every event is dropped.
+        """
+        offset = 0
+        for p in self.checkpoint_dir.glob("*.ckpt") if self.checkpoint_dir.exists() else ():
+            try:
+                offset = max(offset, checkpoint_events_offset(p))
+            except CheckpointError:
+                continue
+        self.truncate_events(offset)
 
     def clear_checkpoints(self, tag: str) -> None:
         """Remove every checkpoint of ``tag`` (after its phase is finished for good)."""

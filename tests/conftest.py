@@ -30,3 +30,5 @@ def data_root() -> Path:
     if root is None:
         pytest.skip("real data not available (set ATTNAS_DATA)")
     return root
+
+os.environ.setdefault("ATTNAS_PROGRESS", "0")

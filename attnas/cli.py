@@ -1,0 +1,187 @@
+"""The ``attnas`` command.
+
+::
+
+    attnas list [spaces|strategies|tasks|datasets|ops|recipes]
+    attnas show RECIPE [--set key=value ...]
+    attnas search RECIPE [--set key=value ...] [--out RUN_DIR] [--data-dir DIR] [--seed N] [--device D]
+    attnas search --resume RUN_DIR
+    attnas retrain RUN_DIR [--dataset NAME] [--seeds N] [--init supernet|scratch]
+    attnas evaluate RUN_DIR
+    attnas report RUN_DIR
+    attnas check-arch ARCH_JSON RECIPE
+
+Exit status is 0 on success; on failure a one-line reason goes to stderr and the status
+is 2 for bad input (recipe, architecture, data, run directory) and 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from attnas import __version__
+from attnas.errors import AttnasError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Neural architecture search for attention (AutoAttend, DARTFormer, AutoLA, "
+                       "full-attention NAS, operation embeddings).")
+
+
+def _fail(msg: str, code: int = 2) -> None:
+    typer.echo(f"error: {msg}", err=True)
+    raise typer.Exit(code)
+
+
+def _guard(fn):
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except AttnasError as exc:
+            _fail(str(exc).replace("\n", " "), 2)
+        except KeyboardInterrupt:
+            _fail("interrupted; a search continues with `attnas search --resume RUN_DIR`", 130)
+
+    return wrapper
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"attnas {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_callback(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                               help="Print the version and exit.")) -> None:
+    """attnas: neural architecture search for attention."""
+    warnings.formatwarning = lambda message, category, *a, **k: f"warning: {message}\n"
+
+
+@app.command("list")
+@_guard
+def list_cmd(what: str = typer.Argument("all", help="spaces, strategies, tasks, datasets, ops, recipes or all")) -> None:
+    """List registered components and shipped recipes."""
+    from attnas import _registry
+    from attnas.config import list_recipes, read_yaml, recipe_path
+
+    kinds = {"spaces": "space", "strategies": "strategy", "tasks": "task", "datasets": "dataset", "ops": "op"}
+    valid = [*kinds, "recipes", "all"]
+    if what not in valid:
+        from attnas.errors import ConfigError, unknown_name
+
+        raise ConfigError(unknown_name("list target", what, valid))
+    for name, kind in kinds.items():
+        if what not in (name, "all"):
+            continue
+        typer.echo(f"{name}:")
+        for e in _registry.entries(kind):
+            label = f"{e.group}/{e.name}" if kind == "op" and e.group else e.name
+            typer.echo(f"  {label:28s} {e.help}")
+    if what in ("recipes", "all"):
+        typer.echo("recipes:")
+        for r in list_recipes():
+            desc = read_yaml(recipe_path(r)).get("description", "")
+            typer.echo(f"  {r:28s} {desc.splitlines()[0] if desc else ''}")
+
+
+@app.command()
+@_guard
+def show(recipe: str = typer.Argument(..., help="Recipe name or YAML path."),
+         set_: list[str] = typer.Option([], "--set", help="Override: key.sub=value (repeatable).")) -> None:
+    """Print a recipe's fully resolved configuration."""
+    from attnas.config import load_config
+
+    typer.echo(load_config(recipe, set_).to_yaml().rstrip())
+
+
+@app.command()
+@_guard
+def search(recipe: Optional[str] = typer.Argument(None, help="Recipe name (attnas list recipes) or YAML path."),
+           set_: list[str] = typer.Option([], "--set", help="Override: key.sub=value (repeatable)."),
+           out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<name>-<time>)."),
+           data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Data root (default $ATTNAS_DATA)."),
+           seed: Optional[int] = typer.Option(None, "--seed", help="Override the recipe's seed."),
+           device: Optional[str] = typer.Option(None, "--device", help="auto (default), cpu or cuda."),
+           resume: Optional[Path] = typer.Option(None, "--resume", help="Continue the killed search in RUN_DIR.")) -> None:
+    """Search an architecture; writes arch.json, metrics.json and model.pt to the run directory."""
+    from attnas import pipeline
+
+    if resume is not None:
+        if recipe or set_ or out or seed is not None:
+            _fail("--resume takes only the run directory (and --data-dir/--device); the run keeps its own config")
+        run = pipeline.resume(resume, data_dir=data_dir, device=device)
+    else:
+        if not recipe:
+            _fail("give a RECIPE (see `attnas list recipes`) or --resume RUN_DIR")
+        run = pipeline.search(recipe, set_, out=out, data_dir=data_dir, seed=seed, device=device)
+    metrics = run.read_json("metrics.json")
+    typer.echo(f"run: {run.path}")
+    typer.echo(json.dumps({k: v for k, v in metrics.items() if isinstance(v, (int, float))}, indent=1))
+
+
+@app.command()
+@_guard
+def retrain(run_dir: Path = typer.Argument(..., help="A finished run directory."),
+            dataset: Optional[str] = typer.Option(None, "--dataset", help="Transfer to another dataset."),
+            seeds: Optional[int] = typer.Option(None, "--seeds", help="Number of seeds (default retrain.seeds)."),
+            init: Optional[str] = typer.Option(None, "--init", help="supernet or scratch."),
+            set_: list[str] = typer.Option([], "--set", help="retrain.* overrides, e.g. retrain.epochs=300."),
+            data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
+            device: Optional[str] = typer.Option(None, "--device")) -> None:
+    """Retrain the found architecture with several seeds (mean and std go to metrics.json)."""
+    from attnas import pipeline
+
+    if init not in (None, "supernet", "scratch"):
+        _fail(f"--init must be supernet or scratch, got {init!r}")
+    s = pipeline.retrain(run_dir, dataset=dataset, seeds=seeds, data_dir=data_dir, device=device, init=init,
+                         overrides=set_)
+    typer.echo(json.dumps({k: v for k, v in s.items() if k != "per_seed"}, indent=1))
+
+
+@app.command()
+@_guard
+def evaluate(run_dir: Path = typer.Argument(..., help="A finished run directory."),
+             data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
+             device: Optional[str] = typer.Option(None, "--device")) -> None:
+    """Score the run's final model on the validation and test splits."""
+    from attnas import pipeline
+
+    typer.echo(json.dumps(pipeline.evaluate(run_dir, data_dir=data_dir, device=device), indent=1))
+
+
+@app.command()
+@_guard
+def report(run_dir: Path = typer.Argument(..., help="A run directory.")) -> None:
+    """Write report.md with the search-progress figure and the architecture drawn."""
+    from attnas.report import write_report
+
+    typer.echo(str(write_report(run_dir)))
+
+
+@app.command("check-arch")
+@_guard
+def check_arch(arch_json: Path = typer.Argument(..., help="An arch.json file."),
+               recipe: str = typer.Argument(..., help="The recipe whose space it belongs to.")) -> None:
+    """Validate an architecture file against a recipe's space."""
+    from attnas import pipeline
+
+    arch, space = pipeline.check_arch_file(arch_json, recipe)
+    typer.echo(f"ok: {space.describe(arch)}")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""The Cora / PPI operation pool of AutoAttend: stand-alone graph convolutions from torch_geometric.
+
+Guan et al., ICML 2021, Sec. 5.2.1: "zero, identity, GCNConv (Kipf & Welling, 2017),
+SageConv (Hamilton et al., 2017), GATConv (Velickovic et al., 2018) with head number in
+{1, 2, 4, 8, 16}, Linear, ARMAConv (Bianchi et al., 2019), ChebConv (Defferrard et al.,
+2016), SGConv (Wu et al., 2019)". Each parametric operation is the torch_geometric
+layer followed by the space's activation.
+
+Factories take ``(dim, *, act, attn_dropout, last, **_)`` and return a module with
+``forward(x, ctx) -> [N, dim]``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch_geometric import nn as gnn
+
+from attnas._registry import register_op
+from attnas.ops.common import Identity, Zero, activation
+from attnas.ops.graph_context import GraphContext
+
+POOL = "pyg"
+GAT_HEADS = (1, 2, 4, 8, 16)
+
+
+class PyGOp(nn.Module):
+    """A torch_geometric layer ``conv(x, edge_index)`` followed by an activation.
+
+    Args:
+        conv: The layer.
+        act: Activation name (``relu``, ``elu``, ``tanh``, ...).
+        uses_edges: False for layers that ignore the graph (Linear).
+
+    Shapes:
+        - x: [N, d_in]
+        - output: [N, d_out]
+    """
+
+    def __init__(self, conv: nn.Module, act: str, uses_edges: bool = True):
+        super().__init__()
+        self.conv = conv
+        self.act = activation(act)
+        self.uses_edges = uses_edges
+
+    def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
+        out = self.conv(x, ctx.edge_index) if self.uses_edges else self.conv(x)
+        return self.act(out)
+
+
+@register_op(POOL, "zero")
+def zero(dim: int, **_: object) -> nn.Module:
+    """Zero operation."""
+    return Zero()
+
+
+@register_op(POOL, "identity")
+def identity(dim: int, **_: object) -> nn.Module:
+    """Identity operation."""
+    return Identity()
+
+
+@register_op(POOL, "gcn")
+def gcn(dim: int, *, act: str = "elu", **_: object) -> nn.Module:
+    """GCNConv (Kipf & Welling, ICLR 2017): D^-1/2 (A+I) D^-1/2 X W."""
+    return PyGOp(gnn.GCNConv(dim, dim), act)
+
+
+@register_op(POOL, "sage")
+def sage(dim: int, *, act: str = "elu", **_: object) -> nn.Module:
+    """SAGEConv (Hamilton et al., NeurIPS 2017), mean aggregator: W1 x_i + W2 mean_j x_j."""
+    return PyGOp(gnn.SAGEConv(dim, dim), act)
+
+
+def _gat(heads: int):
+    def factory(dim: int, *, act: str = "elu", attn_dropout: float = 0.0, **_: object) -> nn.Module:
+        concat = dim % heads == 0
+        out = dim // heads if concat else dim
+        return PyGOp(gnn.GATConv(dim, out, heads=heads, concat=concat, dropout=attn_dropout), act)
+
+    factory.__doc__ = (f"GATConv (Velickovic et al., ICLR 2018) with {heads} head(s), concatenated "
+                       f"(averaged when the hidden size is not divisible by {heads}).")
+    return factory
+
+
+for _h in GAT_HEADS:
+    register_op(POOL, f"gat_{_h}")(_gat(_h))
+
+
+@register_op(POOL, "linear")
+def linear(dim: int, *, act: str = "elu", **_: object) -> nn.Module:
+    """Linear: x W + b, ignoring the graph."""
+    return PyGOp(nn.Linear(dim, dim), act, uses_edges=False)
+
+
+@register_op(POOL, "arma")
+def arma(dim: int, *, act: str = "elu", **_: object) -> nn.Module:
+    """ARMAConv (Bianchi et al., 2019), one stack, one layer."""
+    return PyGOp(gnn.ARMAConv(dim, dim, num_stacks=1, num_layers=1), act)
+
+
+@register_op(POOL, "cheb")
+def cheb(dim: int, *, act: str = "elu", **_: object) -> nn.Module:
+    """ChebConv (Defferrard et al., NeurIPS 2016) with K = 2 Chebyshev terms."""
+    return PyGOp(gnn.ChebConv(dim, dim, K=2), act)
+
+
+@register_op(POOL, "sg")
+def sg(dim: int, *, act: str = "elu", **_: object) -> nn.Module:
+    """SGConv (Wu et al., ICML 2019): (D^-1/2 (A+I) D^-1/2)^K X W with K = 2."""
+    return PyGOp(gnn.SGConv(dim, dim, K=2), act)

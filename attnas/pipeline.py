@@ -1,0 +1,316 @@
+"""The Python API behind the command line: search, resume, retrain, evaluate, load a model.
+
+A search run goes through three phases, each resumable:
+
+1. the strategy's search (its own checkpoints), ending in ``arch.json``;
+2. the final training of the found architecture with the recipe's ``retrain`` settings
+   (fine-tuned from the supernet's weights when ``retrain.init: supernet`` and the
+   strategy has them, else from scratch), checkpoint tag ``final``;
+3. ``metrics.json`` (search metrics plus ``val_<metric>`` and ``test_<metric>``) and
+   ``model.pt`` (weights, architecture and config: everything needed to rebuild it).
+
+Example:
+    >>> from attnas import pipeline
+    >>> run = pipeline.search("autoattend-digits-quick", out="runs/demo")   # doctest: +SKIP
+    >>> model = pipeline.load_model("runs/demo")                           # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from attnas import __version__, _registry
+from attnas.arch import Arch, load_arch
+from attnas.config import RunConfig, TrainConfig, config_from_dict, load_config
+from attnas.data.root import resolve_data_root
+from attnas.errors import ConfigError, RunDirError
+from attnas.rng import seed_everything
+from attnas.runs import RunDir, load_checkpoint_file, save_checkpoint_file
+from attnas.train import fit
+
+
+def pick_device(device: str | None) -> torch.device:
+    """``auto`` (CUDA when available), ``cpu``, ``cuda`` or ``cuda:N``."""
+    if device in (None, "", "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ConfigError(f"--device: {device!r} is not a device (use auto, cpu or cuda)") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"--device {device}: CUDA is not available on this machine")
+    return dev
+
+
+def build_task(config: RunConfig, data_root: Path, device: torch.device) -> Any:
+    """The task a config describes, with its data loaded and moved to ``device``."""
+    cls = _registry.get("task", config.task.name)
+    return cls(config.task.options, data_root).to(device)
+
+
+def build_space(config: RunConfig) -> Any:
+    """The space a config describes."""
+    return _registry.get("space", config.space.name)(config.space.options)
+
+
+def build_strategy(config: RunConfig, space: Any, task: Any, run: RunDir) -> Any:
+    """The strategy a config describes (refusing a space it cannot drive)."""
+    cls = _registry.get("strategy", config.strategy.name)
+    return cls(config.strategy.options, space, task, run, seed=config.seed)
+
+
+def _default_out(config: RunConfig) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return Path("runs") / f"{config.name}-{stamp}"
+
+
+def _run_info(data_root: Path, device: torch.device) -> dict:
+    return {"attnas_version": __version__, "data_root": str(data_root), "device": str(device),
+            "command": " ".join(sys.argv), "torch": torch.__version__, "pid": os.getpid()}
+
+
+def search(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (), out: str | Path | None = None,
+           data_dir: str | Path | None = None, seed: int | None = None, device: str | None = None) -> RunDir:
+    """Run a search from a recipe into a new run directory.
+
+    Args:
+        recipe: A shipped recipe name, a YAML path or a mapping.
+        overrides: ``key=value`` overrides (``--set``).
+        out: The run directory (default ``runs/<name>-<time>``); must not hold a run yet.
+        data_dir: The data root (default ``$ATTNAS_DATA``, else the per-user cache).
+        seed: Overrides the recipe's seed.
+        device: ``auto``, ``cpu`` or ``cuda``.
+
+    Returns:
+        The finished run directory.
+    """
+    config = load_config(recipe, overrides)
+    if seed is not None:
+        config = config.replace(seed=seed)
+    dev = pick_device(device)
+    data_root = resolve_data_root(data_dir)
+    out = Path(out) if out else _default_out(config)
+    RunDir.check_writable(out)
+    # Build everything once before writing anything, so bad options fail with nothing written.
+    space = build_space(config)
+    task = build_task(config, data_root, dev)
+    run = RunDir.create(out, config.to_yaml(), _run_info(data_root, dev))
+    try:
+        _execute(run, config, space, task)
+    finally:
+        run.close()
+    return run
+
+
+def resume(run_dir: str | Path, data_dir: str | Path | None = None, device: str | None = None) -> RunDir:
+    """Continue a killed search from its checkpoints (same config, same seed).
+
+    Returns:
+        The finished run directory.
+    """
+    run = RunDir.open(run_dir)
+    config = config_from_dict(run.read_config_yaml())
+    info = run.read_json(RunDir.RUN) if run.exists(RunDir.RUN) else {}
+    data_root = resolve_data_root(data_dir or info.get("data_root"))
+    dev = pick_device(device or info.get("device"))
+    run.lock()
+    try:
+        space = build_space(config)
+        task = build_task(config, data_root, dev)
+        run.rewind_events()
+        run.update_run_info(status="running", resumed=time.time())
+        _execute(run, config, space, task)
+    finally:
+        run.close()
+    return run
+
+
+def _execute(run: RunDir, config: RunConfig, space: Any, task: Any) -> None:
+    strategy = build_strategy(config, space, task, run)
+    if run.exists(RunDir.METRICS) and run.exists(RunDir.MODEL):
+        run.update_run_info(status="finished")
+        return
+    t0 = time.time()
+    result = strategy.search()
+    space.validate(result.arch)
+    run.write_text(RunDir.ARCH, result.arch.to_json() + "\n")
+    run.log({"phase": "search-done", "arch": result.arch.choices, **result.metrics})
+    final = train_final(run, config, space, task, strategy, result.arch)
+    metric = task.metric
+    metrics = {**result.metrics, f"val_{metric}": final.val, f"test_{metric}": final.test,
+               "final_epochs": final.epochs, "final_best_epoch": final.best_epoch,
+               "params": sum(p.numel() for p in space.build(result.arch, task).parameters()),
+               "arch": space.describe(result.arch)}
+    save_model(run, config, result.arch, final.state_dict)
+    run.write_json(RunDir.METRICS, metrics)
+    run.update_run_info(status="finished", finished=time.time(), wall_seconds_this_process=round(time.time() - t0, 2))
+
+
+def train_final(run: RunDir | None, config: RunConfig, space: Any, task: Any, strategy: Any, arch: Arch,
+                train: TrainConfig | None = None, seed: int | None = None, tag: str = "final",
+                desc: str = "final training") -> Any:
+    """Train ``arch`` with ``train`` (default: the recipe's ``retrain``), resumably.
+
+    Fine-tunes from the strategy's shared weights when ``train.init == 'supernet'`` and the
+    strategy has them; otherwise trains from scratch.
+    """
+    train = train or config.retrain
+    seed = config.seed if seed is None else seed
+    ck = run.load_checkpoint(tag) if run is not None else None
+    seed_everything(seed + 1)
+    model = None
+    if train.init == "supernet" and strategy is not None:
+        model = strategy.initial_model(arch)
+    if model is None:
+        model = space.build(arch, task).to(task.device)
+
+    def checkpoint(epoch: int, state: dict) -> None:
+        run.save_checkpoint(tag, epoch, state)
+
+    def log(ev: dict) -> None:
+        if run is not None:
+            run.log({"phase": tag, **ev})
+
+    every = max(1, train.epochs // 10) if run is not None else 0
+    return fit(model, task, train, seed=seed, desc=desc, log=log, checkpoint=checkpoint if run else None,
+               checkpoint_every=every, resume=ck["state"] if ck else None)
+
+
+def save_model(run: RunDir, config: RunConfig, arch: Arch, state_dict: dict, name: str = RunDir.MODEL) -> None:
+    """Write weights plus what rebuilds the model (config, architecture), checksummed."""
+    save_checkpoint_file(run.file(name), {"config": config.to_dict(), "arch": arch.to_dict(),
+                                          "state_dict": state_dict, "attnas_version": __version__})
+
+
+def _open_finished(run_dir: str | Path) -> tuple[RunDir, RunConfig, Arch, Any]:
+    run = RunDir.open(run_dir)
+    config = config_from_dict(run.read_config_yaml())
+    if not run.exists(RunDir.ARCH):
+        raise RunDirError(f"{run.path} has no arch.json yet (the search has not finished; "
+                          f"`attnas search --resume {run.path}` continues it)")
+    space = build_space(config)
+    arch = load_arch(run.file(RunDir.ARCH), space)
+    return run, config, arch, space
+
+
+def load_model(run_dir: str | Path, data_dir: str | Path | None = None, device: str | None = None) -> nn.Module:
+    """Rebuild a run's final model (a plain ``nn.Module``) with its trained weights."""
+    run, config, arch, space = _open_finished(run_dir)
+    if not run.exists(RunDir.MODEL):
+        raise RunDirError(f"{run.path} has no model.pt (the final training has not finished)")
+    task = build_task(config, resolve_data_root(data_dir or _saved_root(run)), pick_device(device))
+    ck = load_checkpoint_file(run.file(RunDir.MODEL))
+    model = space.build(arch, task).to(task.device)
+    model.load_state_dict(ck["state_dict"])
+    model.eval()
+    return model
+
+
+def _saved_root(run: RunDir) -> str | None:
+    return run.read_json(RunDir.RUN).get("data_root") if run.exists(RunDir.RUN) else None
+
+
+def evaluate(run_dir: str | Path, data_dir: str | Path | None = None, device: str | None = None) -> dict:
+    """Score a run's final model on its validation and test splits (writes evaluation.json)."""
+    run, config, arch, space = _open_finished(run_dir)
+    task = build_task(config, resolve_data_root(data_dir or _saved_root(run)), pick_device(device))
+    model = load_model(run_dir, data_dir, device)
+    metric = task.metric
+    out = {f"val_{metric}": task.evaluate(model, "val"), f"test_{metric}": task.evaluate(model, "test"),
+           "arch": space.describe(arch)}
+    run.write_json("evaluation.json", out)
+    return out
+
+
+def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None = None,
+            data_dir: str | Path | None = None, device: str | None = None, init: str | None = None,
+            overrides: list[str] | tuple[str, ...] = ()) -> dict:
+    """Retrain a run's architecture with several seeds (optionally on another dataset).
+
+    Each seed's result is written to ``retrain/<dataset>/seed-<k>.json`` as it finishes,
+    so an interrupted retrain continues with the seeds left; the summary (mean and
+    standard deviation) goes to ``retrain/<dataset>/summary.json`` and into
+    ``metrics.json`` as ``retrain_<dataset>_test_<metric>_mean`` etc.
+
+    Args:
+        run_dir: A finished run.
+        dataset: Transfer target (e.g. ``sst2`` for an SST-5 search); default the run's own.
+        seeds: Number of seeds (default ``retrain.seeds`` of the recipe).
+        data_dir: The data root.
+        device: Where to train.
+        init: ``supernet`` or ``scratch`` (default: the recipe's; transfer always uses scratch).
+        overrides: ``retrain.*`` overrides, e.g. ``retrain.epochs=300``.
+    """
+    run, config, arch, space = _open_finished(run_dir)
+    for o in overrides:
+        if not o.startswith("retrain."):
+            raise ConfigError(f"--set {o}: only retrain.* settings can change when retraining")
+    if overrides:
+        from attnas.config import apply_overrides
+
+        config = config_from_dict(apply_overrides(config.to_dict(), overrides))
+    run.lock()
+    try:
+        dev = pick_device(device)
+        task = build_task(config, resolve_data_root(data_dir or _saved_root(run)), dev)
+        name = dataset or config.task.get("dataset", "same") or "same"
+        if dataset and dataset != config.task.get("dataset"):
+            task = task.with_dataset(dataset)
+            init = "scratch"
+        train = config.retrain
+        if init:
+            from dataclasses import replace
+
+            train = replace(train, init=init)
+        strategy = build_strategy(config, space, task, run) if train.init == "supernet" else None
+        n = seeds or train.seeds
+        folder = run.path / "retrain" / str(name)
+        folder.mkdir(parents=True, exist_ok=True)
+        metric = task.metric
+        results = []
+        for k in range(n):
+            f = folder / f"seed-{k}.json"
+            if f.exists():
+                results.append(run.read_json(str(f.relative_to(run.path))))
+                continue
+            res = train_final(None, config, space, task, strategy, arch, train=train, seed=config.seed + 100 + k,
+                              desc=f"retrain seed {k + 1}/{n}")
+            row = {"seed": k, f"val_{metric}": res.val, f"test_{metric}": res.test, "epochs": res.epochs,
+                   "init": train.init}
+            run.write_json(str(f.relative_to(run.path)), row)
+            results.append(row)
+        summary = {"dataset": name, "seeds": n, "init": train.init}
+        for split in ("val", "test"):
+            vals = [r[f"{split}_{metric}"] for r in results]
+            summary[f"{split}_{metric}_mean"] = statistics.fmean(vals)
+            summary[f"{split}_{metric}_std"] = statistics.stdev(vals) if len(vals) > 1 else 0.0
+        summary["per_seed"] = results
+        run.write_json(str((folder / "summary.json").relative_to(run.path)), summary)
+        if run.exists(RunDir.METRICS):
+            metrics = run.read_json(RunDir.METRICS)
+            for k2, v in summary.items():
+                if k2.endswith(("_mean", "_std")):
+                    metrics[f"retrain_{name}_{k2}"] = v
+            metrics[f"retrain_{name}_seeds"] = n
+            run.write_json(RunDir.METRICS, metrics)
+        return summary
+    finally:
+        run.close()
+
+
+def check_arch_file(path: str | Path, recipe: str | Path) -> tuple[Arch, Any]:
+    """Validate an architecture file against a recipe's space (``attnas check-arch``).
+
+    Returns:
+        The architecture and the space it was checked against.
+    """
+    space = build_space(load_config(recipe))
+    return load_arch(path, space), space

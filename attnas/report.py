@@ -1,0 +1,179 @@
+"""Reports of a run: ``report.md`` with a search-progress figure and the architecture drawn.
+
+:func:`write_report` reads only the run directory (config, events, arch, metrics,
+retrain summaries), so it works on finished and unfinished runs alike and can be run
+again at any time.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import networkx as nx  # noqa: E402
+import numpy as np  # noqa: E402
+
+from attnas.arch import Arch  # noqa: E402
+from attnas.runs import RunDir  # noqa: E402
+
+
+def _moving_average(y: np.ndarray, k: int) -> np.ndarray:
+    if len(y) < k or k <= 1:
+        return y
+    c = np.cumsum(np.insert(y, 0, 0.0))
+    out = (c[k:] - c[:-k]) / k
+    return np.concatenate([y[: k - 1], out])
+
+
+def plot_progress(events: list[dict], path: Path, metric: str = "accuracy") -> bool:
+    """Draw the search's progress; returns False when there is nothing to draw.
+
+    Panels, as the events allow: supernet (or other training) loss per epoch; candidate
+    scores in evaluation order with the running best; validation score of the final
+    training.
+    """
+    by_phase: dict[str, list[dict]] = {}
+    for ev in events:
+        by_phase.setdefault(ev.get("phase", ""), []).append(ev)
+    panels = []
+    for phase, evs in by_phase.items():
+        if any(metric in e for e in evs) and any("index" in e for e in evs):
+            panels.append(("candidates", phase, evs))
+        elif any("loss" in e for e in evs):
+            panels.append(("loss", phase, evs))
+        if any("val" in e and "epoch" in e for e in evs):
+            panels.append(("val", phase, evs))
+    if not panels:
+        return False
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
+    for ax, (kind, phase, evs) in zip(axes[0], panels):
+        if kind == "loss":
+            pts = [(e.get("epoch", e.get("step", i)), e["loss"]) for i, e in enumerate(evs) if "loss" in e]
+            x, y = np.array(pts, dtype=float).T
+            ax.plot(x, y, lw=0.6, alpha=0.4, color="tab:blue", label="per epoch")
+            k = max(1, len(y) // 50)
+            ax.plot(x, _moving_average(y, k), lw=1.5, color="tab:blue", label=f"moving mean ({k})")
+            ax.set_xlabel("epoch")
+            ax.set_ylabel("training loss")
+            ax.set_title(f"{phase}: loss")
+            ax.legend(fontsize=7)
+        elif kind == "candidates":
+            pts = [(e["index"], e[metric], e.get("stage", 0)) for e in evs if metric in e]
+            idx, score, stage = np.array(pts, dtype=float).T
+            sc = ax.scatter(idx, score, c=stage, s=6, cmap="viridis")
+            ax.plot(idx, np.maximum.accumulate(score), color="tab:red", lw=1.5, label="best so far")
+            ax.set_xlabel("candidate")
+            ax.set_ylabel(f"validation {metric} (shared weights)")
+            ax.set_title(f"{phase}: candidates")
+            if len(set(stage)) > 1:
+                fig.colorbar(sc, ax=ax, label="stage")
+            ax.legend(fontsize=7)
+        else:
+            pts = [(e["epoch"], e["val"]) for e in evs if "val" in e and "epoch" in e]
+            x, y = np.array(pts, dtype=float).T
+            ax.plot(x, y, color="tab:green")
+            ax.set_xlabel("epoch")
+            ax.set_ylabel(f"validation {metric}")
+            ax.set_title(f"{phase}: validation")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def _node_color(label: str) -> str:
+    if label in ("input", "output"):
+        return "#dddddd"
+    if label == "attn":
+        return "#f4a261"
+    if label == "add":
+        return "#8ecae6"
+    if label.startswith("zero"):
+        return "#ffffff"
+    return "#caffbf"
+
+
+def plot_arch(adj: np.ndarray, labels: list[str], path: Path, title: str = "") -> None:
+    """Draw a DAG (from ``space.to_dag``) left to right by topological generation."""
+    g = nx.DiGraph()
+    for i, lab in enumerate(labels):
+        g.add_node(i, label=lab)
+    for a, b in zip(*np.nonzero(adj)):
+        g.add_edge(int(a), int(b))
+    for depth, gen in enumerate(nx.topological_generations(g)):
+        for n in gen:
+            g.nodes[n]["depth"] = depth
+    pos = nx.multipartite_layout(g, subset_key="depth")
+    width = 1.6 + 1.4 * (max(nx.get_node_attributes(g, "depth").values()) + 1)
+    height = 1.5 + 0.55 * max(len(list(gen)) for gen in nx.topological_generations(g))
+    fig, ax = plt.subplots(figsize=(min(width, 40), min(height, 30)))
+    nx.draw_networkx_edges(g, pos, ax=ax, arrows=True, arrowsize=10, edge_color="#555555", node_size=1400)
+    nx.draw_networkx_nodes(g, pos, ax=ax, node_color=[_node_color(labels[n]) for n in g.nodes], node_size=1400,
+                           edgecolors="#333333")
+    nx.draw_networkx_labels(g, pos, labels={n: labels[n].replace("@", "\n@") for n in g.nodes}, font_size=7, ax=ax)
+    ax.set_title(title, fontsize=9)
+    ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _table(rows: dict[str, Any]) -> str:
+    out = ["| key | value |", "|---|---|"]
+    for k, v in rows.items():
+        if isinstance(v, float):
+            v = f"{v:.4f}"
+        out.append(f"| {k} | {v} |")
+    return "\n".join(out)
+
+
+def write_report(run_dir: str | Path) -> Path:
+    """Write ``report.md`` and its figures into the run directory; returns the report's path."""
+    from attnas.config import config_from_dict
+    from attnas.pipeline import build_space
+
+    run = RunDir.open(run_dir)
+    config = config_from_dict(run.read_config_yaml())
+    space = build_space(config)
+    info = run.read_json(RunDir.RUN) if run.exists(RunDir.RUN) else {}
+    metrics = run.read_json(RunDir.METRICS) if run.exists(RunDir.METRICS) else {}
+    metric = next((k[len("test_"):] for k in metrics if k.startswith("test_")), "accuracy")
+    lines = [f"# attnas run: {config.name}", ""]
+    if config.description:
+        lines += [config.description, ""]
+    lines += [f"- run directory: `{run.path}`", f"- status: {info.get('status', 'unknown')}",
+              f"- task: `{config.task.name}` ({config.task.get('dataset', '')}), space: `{config.space.name}`, "
+              f"strategy: `{config.strategy.name}`, seed: {config.seed}", ""]
+    if metrics:
+        lines += ["## Metrics", "", _table({k: v for k, v in metrics.items() if k != "arch"}), ""]
+    if run.exists(RunDir.ARCH):
+        arch = Arch.from_json(run.file(RunDir.ARCH).read_text(), source="arch.json")
+        lines += ["## Architecture", "", f"`{space.describe(arch)}`", ""]
+        try:
+            adj, labels = space.to_dag(arch)
+            plot_arch(adj, labels, run.file("architecture.png"), space.describe(arch)[:160])
+            lines += ["![architecture](architecture.png)", ""]
+        except Exception as exc:  # noqa: BLE001 - a space without to_dag still gets a report
+            lines += [f"(no drawing: {exc})", ""]
+        lines += ["```json", json.dumps(arch.to_dict(), indent=1), "```", ""]
+    events = run.events()
+    if plot_progress(events, run.file("search_progress.png"), metric):
+        lines += ["## Search progress", "", "![search progress](search_progress.png)", ""]
+    retrain_dir = run.path / "retrain"
+    if retrain_dir.exists():
+        lines += ["## Retraining", ""]
+        for summary in sorted(retrain_dir.glob("*/summary.json")):
+            s = json.loads(summary.read_text())
+            m = f"test_{metric}"
+            lines.append(f"- {s['dataset']}: test {metric} {s.get(m + '_mean', float('nan')):.4f} "
+                         f"± {s.get(m + '_std', float('nan')):.4f} over {s['seeds']} seeds (init: {s['init']})")
+        lines.append("")
+    lines += ["## Configuration", "", "```yaml", config.to_yaml().rstrip(), "```", ""]
+    path = run.file("report.md")
+    run.write_text("report.md", "\n".join(lines))
+    return path

@@ -1,0 +1,383 @@
+"""The AutoAttend search space: layers, connections, addition and attention layers.
+
+Guan et al., *AutoAttend: Automated Attention Representation Search*, ICML 2021, Sec. 4.1.
+
+A network is ``n`` layers after an input layer 0. Layer ``t`` (1-based) is either an
+*addition* layer, which sums two incoming connections, or an *attention* layer, which
+takes three connections as Query, Key and Value and applies multi-head scaled dot-product
+attention (Eq. 4 and 8). Every connection picks a source layer in ``0..t-1`` and a
+primitive operation from the pool. Constraints of Sec. 4.1.3, each switchable:
+
+1. *Skeleton*: the first input of an addition layer and the Query of an attention layer
+   come from the previous layer ``t-1``.
+2. Key and Value of an attention layer share their source layer.
+3. Skeleton operations and all three attention connections are non-zero.
+
+With all three, the space has ``prod_k (b(b-1)k + (b-1)^3 k)`` architectures; without any,
+``prod_k (k^2 b^2 + k^3 b^3)`` (b = pool size, k = layer index); :meth:`AutoAttendSpace.size`
+computes the count for any subset of constraints.
+
+``choices`` layout (attention inputs are in Query, Key, Value order)::
+
+    {"layers": [
+        {"type": "add",  "inputs": [{"source": 0, "op": "gcn"}, {"source": 0, "op": "zero"}]},
+        {"type": "attn", "inputs": [{"source": 1, "op": "gat_4"}, {"source": 0, "op": "sage"},
+                                    {"source": 0, "op": "linear"}]}
+    ]}
+
+The networks themselves (supernet with context-aware parameter sharing, standalone
+model) are in :mod:`attnas.spaces.autoattend_net`; what they look like in each domain
+(graph, text) is a domain adapter chosen by the task's kind.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from torch import nn
+
+from attnas import _registry
+from attnas._registry import register_space
+from attnas.arch import Arch
+from attnas.errors import ArchError, ConfigError, unknown_name
+from attnas.spaces.base import Space
+
+LAYER_TYPES = ("add", "attn")
+ROLES = {"add": ("add", "add"), "attn": ("q", "k", "v")}
+ZERO = "zero"
+
+
+@dataclass(frozen=True)
+class AutoAttendConfig:
+    """Options of the AutoAttend space.
+
+    Attributes:
+        layers: Number of searchable layers n.
+        hidden: Hidden size of every layer.
+        pool: Operation pool: ``pyg`` (Cora/PPI), ``mp`` (CiteSeer/PubMed, Eq. 7), ``text``.
+        ops: Subset of the pool to search (empty: the whole pool).
+        layer_types: Layer types to search; ``["add"]`` is the baseline space of Sec. 4.1.1.
+        constraints: Which of constraints 1, 2, 3 (Sec. 4.1.3) apply.
+        context: Parameter sharing of the supernet (Sec. 4.2.2, 5.4.2): ``nc`` no context,
+            ``sc`` source, ``tc`` target, ``fc`` full context.
+        heads: Heads h of the attention layer (Eq. 8; 4 for graphs, 8 for text).
+        op_heads: Heads h_m of the Eq. 7 message-passing operations.
+        act: Activation after parametric operations (``tanh`` is Eq. 7's sigma).
+        dropout: Dropout on the input features and on every connection's input.
+        attn_dropout: Dropout on attention coefficients (attention layer, GAT, Eq. 7).
+        options: Domain-specific extras (e.g. text: ``{max_len: 64}``).
+    """
+
+    layers: int = 2
+    hidden: int = 64
+    pool: str = "pyg"
+    ops: tuple[str, ...] = ()
+    layer_types: tuple[Literal["add", "attn"], ...] = ("add", "attn")
+    constraints: tuple[int, ...] = (1, 2, 3)
+    context: Literal["nc", "sc", "tc", "fc"] = "fc"
+    heads: int = 4
+    op_heads: int = 4
+    act: str = "elu"
+    dropout: float = 0.6
+    attn_dropout: float = 0.6
+    options: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.layers < 1:
+            raise ConfigError(f"space.layers: must be >= 1, got {self.layers}")
+        if self.hidden < 1:
+            raise ConfigError(f"space.hidden: must be >= 1, got {self.hidden}")
+        if not self.layer_types:
+            raise ConfigError("space.layer_types: must name at least one of add, attn")
+        if len(set(self.layer_types)) != len(self.layer_types):
+            raise ConfigError(f"space.layer_types: repeated entries in {list(self.layer_types)}")
+        bad = [c for c in self.constraints if c not in (1, 2, 3)]
+        if bad:
+            raise ConfigError(f"space.constraints: {bad} are not constraints; valid: 1, 2, 3")
+        if "attn" in self.layer_types and self.hidden % self.heads:
+            raise ConfigError(f"space.hidden: {self.hidden} is not divisible by space.heads={self.heads}")
+        if not 0 <= self.dropout < 1 or not 0 <= self.attn_dropout < 1:
+            raise ConfigError("space.dropout and space.attn_dropout must be in [0, 1)")
+
+
+@register_space("autoattend")
+class AutoAttendSpace(Space):
+    """AutoAttend: addition/attention layers with searched connections (Guan et al., 2021)."""
+
+    name = "autoattend"
+    Config = AutoAttendConfig
+    capabilities = frozenset({"one-shot", "dag"})
+
+    def __init__(self, options: AutoAttendConfig | None = None):
+        super().__init__(options)
+        opts = self.options
+        pool = _registry.names("op", opts.pool)
+        if not pool:
+            pools = sorted({e.group for e in _registry.entries("op")})
+            raise ConfigError(unknown_name("space.pool", opts.pool, pools))
+        if opts.ops:
+            for op in opts.ops:
+                if op not in pool:
+                    raise ConfigError(f"space.ops: {unknown_name(f'operation in pool {opts.pool!r}', op, pool)}")
+            if len(set(opts.ops)) != len(opts.ops):
+                raise ConfigError(f"space.ops: repeated operations in {list(opts.ops)}")
+            self.ops: tuple[str, ...] = tuple(opts.ops)
+        else:
+            self.ops = tuple(o for o in pool if o not in ("self_attention",))
+        self.nonzero_ops = tuple(o for o in self.ops if o != ZERO)
+        if not self.nonzero_ops and 3 in opts.constraints:
+            raise ConfigError("space.ops: constraint 3 needs at least one non-zero operation")
+        self.c1, self.c2, self.c3 = (c in opts.constraints for c in (1, 2, 3))
+
+    # ---------------------------------------------------------------- the choice structure
+
+    @property
+    def n_layers(self) -> int:
+        """Number of searchable layers."""
+        return self.options.layers
+
+    def _is_skeleton(self, ltype: str, slot: int) -> bool:
+        return self.c1 and slot == 0
+
+    def _op_choices(self, ltype: str, slot: int) -> tuple[str, ...]:
+        nonzero = self.c3 and (ltype == "attn" or self._is_skeleton(ltype, slot))
+        return self.nonzero_ops if nonzero else self.ops
+
+    def _source_choices(self, t: int, ltype: str, slot: int, k_source: int | None = None) -> tuple[int, ...]:
+        if self._is_skeleton(ltype, slot):
+            return (t - 1,)
+        if ltype == "attn" and slot == 2 and self.c2:
+            return (k_source,)
+        return tuple(range(t))
+
+    def _sample_layer(self, t: int, rng: random.Random, ltype: str | None = None) -> dict:
+        ltype = ltype or rng.choice(self.options.layer_types)
+        inputs = []
+        for slot in range(len(ROLES[ltype])):
+            k_src = inputs[1]["source"] if slot == 2 else None
+            inputs.append({"source": rng.choice(self._source_choices(t, ltype, slot, k_src)),
+                           "op": rng.choice(self._op_choices(ltype, slot))})
+        return {"type": ltype, "inputs": inputs}
+
+    def sample(self, rng: random.Random) -> Arch:
+        """Draw from the prior Γ(A): every decision uniform among its valid options.
+
+        Layer type, then each connection's source and operation, are drawn uniformly
+        among the choices the constraints leave (SPOS-style uniform sampling).
+        """
+        return self.arch({"layers": [self._sample_layer(t, rng) for t in range(1, self.n_layers + 1)]})
+
+    def mutate(self, arch: Arch, rng: random.Random, max_tries: int = 100) -> Arch:
+        """Change one layer (Sec. 5.2.3): another operation, source layer or layer type.
+
+        The result is always valid and differs from ``arch``.
+        """
+        layers = arch.choices["layers"]
+        for _ in range(max_tries):
+            t = rng.randrange(1, self.n_layers + 1)
+            layer = layers[t - 1]
+            kind = rng.choice(("op", "source", "type"))
+            new = self._mutate_layer(t, layer, kind, rng)
+            if new is not None and new != layer:
+                out = [dict(layer_) for layer_ in layers]
+                out[t - 1] = new
+                cand = self.arch({"layers": out})
+                self.validate(cand)
+                return cand
+        raise ArchError("mutation found no different valid architecture (is the space a single point?)")
+
+    def _mutate_layer(self, t: int, layer: dict, kind: str, rng: random.Random) -> dict | None:
+        ltype = layer["type"]
+        inputs = [dict(c) for c in layer["inputs"]]
+        if kind == "op":
+            slot = rng.randrange(len(inputs))
+            options = [o for o in self._op_choices(ltype, slot) if o != inputs[slot]["op"]]
+            if not options:
+                return None
+            inputs[slot]["op"] = rng.choice(options)
+        elif kind == "source":
+            slots = [s for s in range(len(inputs)) if len(self._source_choices(t, ltype, s, inputs[1]["source"] if
+                                                                                  len(inputs) > 1 else None)) > 1]
+            if not slots:
+                return None
+            slot = rng.choice(slots)
+            options = [s for s in range(t) if s != inputs[slot]["source"]]
+            if not options:
+                return None
+            inputs[slot]["source"] = rng.choice(options)
+            if ltype == "attn" and slot == 1 and self.c2:
+                inputs[2]["source"] = inputs[1]["source"]
+        else:  # another layer type: keep what can be kept, draw the rest
+            others = [x for x in self.options.layer_types if x != ltype]
+            if not others:
+                return None
+            new_type = rng.choice(others)
+            fresh = self._sample_layer(t, rng, new_type)
+            for slot, conn in enumerate(fresh["inputs"][: len(inputs)]):
+                old = inputs[slot]
+                if old["op"] in self._op_choices(new_type, slot):
+                    conn["op"] = old["op"]
+                k_src = fresh["inputs"][1]["source"] if slot == 2 else None
+                if old["source"] in self._source_choices(t, new_type, slot, k_src):
+                    conn["source"] = old["source"]
+            if new_type == "attn" and self.c2:
+                fresh["inputs"][2]["source"] = fresh["inputs"][1]["source"]
+            return fresh
+        return {"type": ltype, "inputs": inputs}
+
+    def validate(self, arch: Arch) -> None:
+        """Check every layer, connection, operation and constraint; the error names the first violation."""
+        super().validate(arch)
+        ch = arch.choices
+        if set(ch) != {"layers"}:
+            raise ArchError(f"choices must have exactly the key 'layers', got {sorted(ch)}")
+        layers = ch["layers"]
+        if not isinstance(layers, list) or len(layers) != self.n_layers:
+            got = len(layers) if isinstance(layers, list) else type(layers).__name__
+            raise ArchError(f"expected {self.n_layers} layers, got {got}")
+        for t, layer in enumerate(layers, start=1):
+            where = f"layer {t}"
+            if not isinstance(layer, dict) or set(layer) != {"type", "inputs"}:
+                raise ArchError(f"{where}: must be an object with keys 'type' and 'inputs'")
+            ltype = layer["type"]
+            if ltype not in self.options.layer_types:
+                raise ArchError(f"{where}: {unknown_name('layer type', ltype, self.options.layer_types)}")
+            inputs = layer["inputs"]
+            need = len(ROLES[ltype])
+            if not isinstance(inputs, list) or len(inputs) != need:
+                raise ArchError(f"{where}: an '{ltype}' layer takes {need} inputs, got "
+                                f"{len(inputs) if isinstance(inputs, list) else inputs!r}")
+            for slot, conn in enumerate(inputs):
+                role = ROLES[ltype][slot] if ltype == "attn" else f"input {slot + 1}"
+                w = f"{where} {role}"
+                if not isinstance(conn, dict) or set(conn) != {"source", "op"}:
+                    raise ArchError(f"{w}: must be an object with keys 'source' and 'op'")
+                src, op = conn["source"], conn["op"]
+                if isinstance(src, bool) or not isinstance(src, int) or not 0 <= src < t:
+                    raise ArchError(f"{w}: source layer {src!r} out of range 0..{t - 1}")
+                if op not in self.ops:
+                    raise ArchError(f"{w}: {unknown_name('operation', op, self.ops)}")
+                if self._is_skeleton(ltype, slot) and src != t - 1:
+                    raise ArchError(f"{w}: constraint 1 requires the skeleton source to be layer {t - 1}, got {src}")
+                if self.c3 and op == ZERO and (ltype == "attn" or self._is_skeleton(ltype, slot)):
+                    raise ArchError(f"{w}: constraint 3 forbids the zero operation here")
+            if ltype == "attn" and self.c2 and inputs[1]["source"] != inputs[2]["source"]:
+                raise ArchError(f"{where}: constraint 2 requires Key and Value to share their source layer "
+                                f"(got {inputs[1]['source']} and {inputs[2]['source']})")
+
+    # ---------------------------------------------------------------- counting
+
+    def layer_count(self, k: int) -> int:
+        """Number of valid choices for layer ``k`` (1-based)."""
+        b, bn = len(self.ops), len(self.nonzero_ops)
+        total = 0
+        if "add" in self.options.layer_types:
+            src1 = 1 if self.c1 else k
+            op1 = bn if (self.c1 and self.c3) else b
+            total += src1 * op1 * k * b
+        if "attn" in self.options.layer_types:
+            q_src = 1 if self.c1 else k
+            kv_src = k if self.c2 else k * k
+            total += q_src * kv_src * (bn**3 if self.c3 else b**3)
+        return total
+
+    def size(self) -> int:
+        """Exact number of architectures: the product of :meth:`layer_count` over layers.
+
+        Equals ``prod_k (b(b-1)k + (b-1)^3 k)`` with constraints 1-3 and
+        ``prod_k (k^2 b^2 + k^3 b^3)`` without (Sec. 4.1.2-4.1.3).
+        """
+        out = 1
+        for k in range(1, self.n_layers + 1):
+            out *= self.layer_count(k)
+        return out
+
+    def enumerate(self) -> Iterator[Arch]:
+        """Every architecture of the space (only sensible for tiny spaces; used by tests)."""
+        per_layer = []
+        for t in range(1, self.n_layers + 1):
+            options = []
+            for ltype in self.options.layer_types:
+                n_in = len(ROLES[ltype])
+                conn_options = [[{"source": s, "op": o} for s in range(t) for o in self.ops]] * n_in
+                for combo in itertools.product(*conn_options):
+                    layer = {"type": ltype, "inputs": [dict(c) for c in combo]}
+                    options.append(layer)
+            per_layer.append(options)
+        for layers in itertools.product(*per_layer):
+            arch = self.arch({"layers": list(layers)})
+            try:
+                self.validate(arch)
+            except ArchError:
+                continue
+            yield arch
+
+    # ---------------------------------------------------------------- description
+
+    def describe(self, arch: Arch) -> str:
+        """E.g. ``L1=add(0:gcn, 0:zero) L2=attn(q=1:gat_4, k=0:sage, v=0:linear)``."""
+        parts = []
+        for t, layer in enumerate(arch.choices["layers"], start=1):
+            if layer["type"] == "add":
+                conns = ", ".join(f"{c['source']}:{c['op']}" for c in layer["inputs"])
+            else:
+                conns = ", ".join(f"{r}={c['source']}:{c['op']}" for r, c in zip("qkv", layer["inputs"]))
+            parts.append(f"L{t}={layer['type']}({conns})")
+        return " ".join(parts)
+
+    def to_dag(self, arch: Arch) -> tuple[np.ndarray, list[str]]:
+        """The architecture as a DAG in topological order.
+
+        Nodes: ``input``; for each layer, one node per connection labelled
+        ``<op>@<role>`` (role ``in`` for addition inputs, ``q``/``k``/``v`` for attention)
+        followed by the layer's node (``add`` or ``attn``); finally ``output``.
+        Edges: source layer -> connection node -> its layer node; last layer -> output.
+        """
+        labels = ["input"]
+        layer_node = [0]
+        edges = []
+        for layer in arch.choices["layers"]:
+            conn_nodes = []
+            for slot, conn in enumerate(layer["inputs"]):
+                role = "in" if layer["type"] == "add" else "qkv"[slot]
+                labels.append(f"{conn['op']}@{role}")
+                node = len(labels) - 1
+                edges.append((layer_node[conn["source"]], node))
+                conn_nodes.append(node)
+            labels.append(layer["type"])
+            me = len(labels) - 1
+            edges.extend((c, me) for c in conn_nodes)
+            layer_node.append(me)
+        labels.append("output")
+        edges.append((layer_node[-1], len(labels) - 1))
+        adj = np.zeros((len(labels), len(labels)), dtype=np.int64)
+        for a, b in edges:
+            adj[a, b] = 1
+        return adj, labels
+
+    def dag_vocabulary(self) -> list[str]:
+        """Every node label :meth:`to_dag` can produce (for graph encoders)."""
+        roles = ["in"] if "add" in self.options.layer_types else []
+        if "attn" in self.options.layer_types:
+            roles += ["q", "k", "v"]
+        return ["input", "output", *self.options.layer_types, *(f"{o}@{r}" for r in roles for o in self.ops)]
+
+    # ---------------------------------------------------------------- networks
+
+    def supernet(self, task: Any) -> nn.Module:
+        """The one-shot supernet with context-aware parameter sharing (Sec. 4.2)."""
+        from attnas.spaces.autoattend_net import AutoAttendSupernet
+
+        return AutoAttendSupernet(self, task.info)
+
+    def build(self, arch: Arch, task: Any) -> nn.Module:
+        """A standalone model of ``arch`` for ``task``."""
+        from attnas.spaces.autoattend_net import AutoAttendModel
+
+        self.validate(arch)
+        return AutoAttendModel(self, arch, task.info)

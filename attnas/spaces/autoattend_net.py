@@ -1,0 +1,244 @@
+"""AutoAttend networks: the context-aware supernet and the standalone model.
+
+Both run the same computation (:meth:`_AutoAttendBase.run`):
+
+1. a domain *stem* maps the batch to the input layer ``h_0`` and a context (graph edges,
+   padding masks) shared by all operations;
+2. layer ``t`` applies each of its connections' operation to its source layer (with
+   dropout on the operation's input) and aggregates: the *addition* layer sums, the
+   *attention* layer runs Eq. 8 on (Query, Key, Value);
+3. a domain *head* maps the last layer to the task's output.
+
+Only the layers the last layer depends on are computed.
+
+Context-aware parameter sharing (Sec. 4.2.2): the supernet keeps one module per
+(source layer, target layer, operation, context), where the context is the source
+layer's type (``input``, ``add``, ``attn``) and the connection's role at the target
+(``add``, or ``q``/``k``/``v`` of an attention layer): the 8 contexts of the paper (plus
+the input layer, whose type never varies). The ablation variants of Sec. 5.4.2 drop
+parts of the key: ``nc`` neither, ``sc`` the source type only, ``tc`` the target role
+only, ``fc`` both. All modules are created up front, so the optimiser and the
+checkpoint see a fixed set of parameters; parameters of operations not in the sampled
+architecture get no gradient and are not updated by the optimiser.
+
+What the stem, head, attention and operations are in a domain is a *domain adapter*,
+registered per task kind with :func:`register_adapter`.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import torch
+from torch import nn
+
+from attnas.arch import Arch
+from attnas.errors import UnsupportedError
+from attnas.ops.dropout import fast_dropout
+from attnas.spaces.autoattend import ROLES, ZERO
+from attnas.tasks.base import TaskInfo
+
+_ADAPTERS: dict[str, type] = {}
+
+
+def register_adapter(kind: str):
+    """Register the domain adapter for tasks of ``kind`` (class decorator)."""
+
+    def deco(cls: type) -> type:
+        _ADAPTERS[kind] = cls
+        return cls
+
+    return deco
+
+
+def adapter_for(space: Any, info: TaskInfo) -> Any:
+    """The domain adapter for a task, instantiated for ``space``'s options."""
+    from attnas import _registry
+
+    _registry.discover()
+    if info.kind not in _ADAPTERS:
+        raise UnsupportedError(
+            f"space 'autoattend' has no networks for '{info.kind}' tasks; supported: {', '.join(sorted(_ADAPTERS))}"
+        )
+    return _ADAPTERS[info.kind](space, info)
+
+
+def _src_type(s: int, layers: list[dict]) -> str:
+    return "input" if s == 0 else layers[s - 1]["type"]
+
+
+def context_key(s: int, t: int, op: str, src_type: str, role: str, sharing: str) -> str:
+    """The supernet module name a connection uses under a sharing variant."""
+    src = src_type if sharing in ("sc", "fc") else "any"
+    tgt = role if sharing in ("tc", "fc") else "any"
+    return f"s{s}_t{t}_{op}_{src}_{tgt}"
+
+
+def plan(arch: Arch, sharing: str) -> tuple:
+    """Compile ``arch`` into the steps :meth:`_AutoAttendBase.run` executes.
+
+    Returns:
+        A tuple over layers of ``(t, type, needed, ((slot, source, op, key), ...))``.
+    """
+    layers = arch.choices["layers"]
+    n = len(layers)
+    needed = [False] * (n + 1)
+    needed[n] = True
+    for t in range(n, 0, -1):
+        if needed[t]:
+            for conn in layers[t - 1]["inputs"]:
+                if conn["op"] != ZERO:
+                    needed[conn["source"]] = True
+    steps = []
+    for t, layer in enumerate(layers, start=1):
+        conns = []
+        for slot, (role, conn) in enumerate(zip(ROLES[layer["type"]], layer["inputs"])):
+            s, op = conn["source"], conn["op"]
+            conns.append((slot, s, op, context_key(s, t, op, _src_type(s, layers), role, sharing)))
+        steps.append((t, layer["type"], needed[t], tuple(conns)))
+    return tuple(steps)
+
+
+class _AutoAttendBase(nn.Module):
+    def __init__(self, space: Any, info: TaskInfo):
+        super().__init__()
+        self.space_options = space.options
+        self.adapter = adapter_for(space, info)
+        self.stem = self.adapter.stem()
+        self.head = self.adapter.head()
+        self.attention = self.adapter.attention()
+        self.p = space.options.dropout
+        self._stateless: dict[str, nn.Module] = {}
+
+    def _module(self, t: int, slot: int, key: str, op: str) -> nn.Module:
+        raise NotImplementedError
+
+    def run(self, batch: Any, steps: tuple) -> torch.Tensor:
+        h0, ctx = self.stem(batch)
+        hs: list[torch.Tensor | None] = [h0]
+        dropped: dict[int, torch.Tensor] = {}  # one dropout mask per source layer and forward
+        for t, ltype, needed, conns in steps:
+            if not needed:
+                hs.append(None)
+                continue
+            outs = []
+            for slot, s, op, key in conns:
+                if op == ZERO:
+                    outs.append(None)
+                    continue
+                x = hs[s]
+                if op == "identity":
+                    outs.append(x)
+                else:
+                    if s not in dropped:
+                        dropped[s] = fast_dropout(x, self.p, self.training)
+                    outs.append(self._module(t, slot, key, op)(dropped[s], ctx))
+            if ltype == "add":
+                present = [o for o in outs if o is not None]
+                h = present[0] if len(present) == 1 else (sum(present) if present else torch.zeros_like(h0))
+            else:
+                q, k, v = (o if o is not None else torch.zeros_like(h0) for o in outs)
+                h = self.attention(q, k, v, ctx)
+            hs.append(h)
+        return self.head(hs[-1], ctx)
+
+
+class AutoAttendSupernet(_AutoAttendBase):
+    """The one-shot supernet; ``forward(batch, arch)`` runs the sub-architecture ``arch``.
+
+    Args:
+        space: The :class:`~attnas.spaces.autoattend.AutoAttendSpace`.
+        info: The task's :class:`~attnas.tasks.base.TaskInfo`.
+    """
+
+    def __init__(self, space: Any, info: TaskInfo):
+        super().__init__(space, info)
+        opts = space.options
+        self.sharing = opts.context
+        self.ops = nn.ModuleDict()
+        n = opts.layers
+        src_types = {0: ["input"], **{s: list(opts.layer_types) for s in range(1, n)}}
+        roles = []
+        if "add" in opts.layer_types:
+            roles.append("add")
+        if "attn" in opts.layer_types:
+            roles += ["q", "k", "v"]
+        for t in range(1, n + 1):
+            for s in range(t):
+                for op in space.ops:
+                    if op in (ZERO, "identity"):
+                        continue
+                    for st in src_types[s]:
+                        for role in roles:
+                            key = context_key(s, t, op, st, role, self.sharing)
+                            if key not in self.ops:
+                                self.ops[key] = self.adapter.op(op, last=(t == n))
+        self._plans: OrderedDict[str, tuple] = OrderedDict()
+
+    def plan(self, arch: Arch) -> tuple:
+        """The compiled plan of ``arch`` (memoised for the last 4096 architectures)."""
+        k = arch.key()
+        p = self._plans.get(k)
+        if p is None:
+            p = self._plans[k] = plan(arch, self.sharing)
+            if len(self._plans) > 4096:
+                self._plans.popitem(last=False)
+        return p
+
+    def _module(self, t: int, slot: int, key: str, op: str) -> nn.Module:
+        return self.ops[key]
+
+    def forward(self, batch: Any, arch: Arch) -> torch.Tensor:
+        return self.run(batch, self.plan(arch))
+
+    def parameters_of(self, arch: Arch) -> list[nn.Parameter]:
+        """The parameters the sub-architecture ``arch`` uses (for counting)."""
+        params = list(self.stem.parameters()) + list(self.head.parameters()) + list(self.attention.parameters())
+        for _, _, needed, conns in self.plan(arch):
+            if needed:
+                for _, _, op, key in conns:
+                    if key in self.ops:
+                        params += list(self.ops[key].parameters())
+        return params
+
+
+class AutoAttendModel(_AutoAttendBase):
+    """A standalone AutoAttend network of one architecture; ``forward(batch)``.
+
+    Args:
+        space: The space.
+        arch: The architecture (validated).
+        info: The task's :class:`~attnas.tasks.base.TaskInfo`.
+    """
+
+    def __init__(self, space: Any, arch: Arch, info: TaskInfo):
+        super().__init__(space, info)
+        self.arch_doc = arch.to_dict()
+        self.steps = plan(arch, space.options.context)
+        self.ops = nn.ModuleDict()
+        n = space.options.layers
+        for t, _, needed, conns in self.steps:
+            if not needed:
+                continue
+            for slot, _, op, _ in conns:
+                if op not in (ZERO, "identity"):
+                    self.ops[f"L{t}_{slot}"] = self.adapter.op(op, last=(t == n))
+
+    def _module(self, t: int, slot: int, key: str, op: str) -> nn.Module:
+        return self.ops[f"L{t}_{slot}"]
+
+    def forward(self, batch: Any) -> torch.Tensor:
+        return self.run(batch, self.steps)
+
+    @torch.no_grad()
+    def load_from_supernet(self, supernet: AutoAttendSupernet) -> None:
+        """Copy the shared weights this architecture inherits from ``supernet``."""
+        for name in ("stem", "head", "attention"):
+            getattr(self, name).load_state_dict(getattr(supernet, name).state_dict())
+        for t, _, needed, conns in self.steps:
+            if not needed:
+                continue
+            for slot, _, op, key in conns:
+                if op not in (ZERO, "identity"):
+                    self.ops[f"L{t}_{slot}"].load_state_dict(supernet.ops[key].state_dict())

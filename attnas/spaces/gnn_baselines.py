@@ -1,0 +1,121 @@
+"""Hand-designed graph networks with their standard settings, as one-point "spaces".
+
+Used with the ``fixed`` strategy to run the baselines of AutoAttend's Table 5 in the
+same harness as the searched models:
+
+- ``gcn``: Kipf & Welling, ICLR 2017: two GCNConv layers, hidden 16, ReLU, dropout 0.5.
+- ``gat``: Velickovic et al., ICLR 2018: 8 heads x 8 hidden units with ELU, then an
+  output GATConv with 1 head (8 heads averaged on PubMed); dropout 0.6 on inputs and
+  attention coefficients.
+
+``choices`` layout: ``{"model": "gcn"}`` or ``{"model": "gat"}``; sizes come from the
+space options, whose defaults are the papers' settings.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch_geometric import nn as gnn
+
+from attnas._registry import register_space
+from attnas.arch import Arch
+from attnas.errors import ArchError, unknown_name
+from attnas.ops.dropout import fast_dropout
+from attnas.spaces.base import Space
+
+MODELS = ("gcn", "gat")
+
+
+@dataclass(frozen=True)
+class GNNBaselineConfig:
+    """Options (defaults: the papers' Cora settings).
+
+    Attributes:
+        gcn_hidden: GCN hidden units.
+        gcn_dropout: GCN dropout.
+        gat_hidden: GAT hidden units per head.
+        gat_heads: GAT first-layer heads.
+        gat_out_heads: GAT output heads (averaged).
+        gat_dropout: GAT dropout on inputs and attention coefficients.
+    """
+
+    gcn_hidden: int = 16
+    gcn_dropout: float = 0.5
+    gat_hidden: int = 8
+    gat_heads: int = 8
+    gat_out_heads: int = 1
+    gat_dropout: float = 0.6
+
+
+class GCN(nn.Module):
+    """Two-layer GCN (Kipf & Welling, 2017, Eq. 9): softmax(A relu(A X W0) W1)."""
+
+    def __init__(self, in_dim: int, hidden: int, out_dim: int, dropout: float):
+        super().__init__()
+        self.conv1, self.conv2, self.p = gnn.GCNConv(in_dim, hidden), gnn.GCNConv(hidden, out_dim), dropout
+
+    def forward(self, batch: Any) -> torch.Tensor:
+        x = fast_dropout(batch.x, self.p, self.training)
+        x = F.relu(self.conv1(x, batch.edge_index))
+        x = fast_dropout(x, self.p, self.training)
+        return self.conv2(x, batch.edge_index)
+
+
+class GAT(nn.Module):
+    """Two-layer GAT (Velickovic et al., 2018, Sec. 3.3 transductive setting)."""
+
+    def __init__(self, in_dim: int, hidden: int, heads: int, out_dim: int, out_heads: int, dropout: float):
+        super().__init__()
+        self.p = dropout
+        self.conv1 = gnn.GATConv(in_dim, hidden, heads=heads, dropout=dropout)
+        self.conv2 = gnn.GATConv(hidden * heads, out_dim, heads=out_heads, concat=False, dropout=dropout)
+
+    def forward(self, batch: Any) -> torch.Tensor:
+        x = fast_dropout(batch.x, self.p, self.training)
+        x = F.elu(self.conv1(x, batch.edge_index))
+        x = fast_dropout(x, self.p, self.training)
+        return self.conv2(x, batch.edge_index)
+
+
+@register_space("gnn-baseline")
+class GNNBaselineSpace(Space):
+    """GCN and GAT with their standard settings (for the ``fixed`` strategy)."""
+
+    name = "gnn-baseline"
+    Config = GNNBaselineConfig
+    capabilities = frozenset({"dag"})
+
+    def sample(self, rng: random.Random) -> Arch:
+        return self.arch({"model": rng.choice(MODELS)})
+
+    def mutate(self, arch: Arch, rng: random.Random) -> Arch:
+        return self.arch({"model": next(m for m in MODELS if m != arch.choices["model"])})
+
+    def validate(self, arch: Arch) -> None:
+        super().validate(arch)
+        if set(arch.choices) != {"model"}:
+            raise ArchError(f"choices must be {{'model': ...}}, got keys {sorted(arch.choices)}")
+        if arch.choices["model"] not in MODELS:
+            raise ArchError(unknown_name("baseline model", arch.choices["model"], MODELS))
+
+    def size(self) -> int:
+        return len(MODELS)
+
+    def build(self, arch: Arch, task: Any) -> nn.Module:
+        self.validate(arch)
+        o, info = self.options, task.info
+        if arch.choices["model"] == "gcn":
+            return GCN(info.in_dim, o.gcn_hidden, info.num_classes, o.gcn_dropout)
+        return GAT(info.in_dim, o.gat_hidden, o.gat_heads, info.num_classes, o.gat_out_heads, o.gat_dropout)
+
+    def to_dag(self, arch: Arch) -> tuple[np.ndarray, list[str]]:
+        labels = ["input", arch.choices["model"], arch.choices["model"], "output"]
+        adj = np.eye(4, k=1, dtype=np.int64)
+        return adj, labels

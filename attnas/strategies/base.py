@@ -1,0 +1,67 @@
+"""The Strategy role: how a space is searched.
+
+A strategy owns its search loop and its state, talks to the space only through the
+:class:`~attnas.spaces.base.Space` methods, and checkpoints its state in the run
+directory so that a killed search resumes where it stopped and ends with the same
+architecture. It declares the space capabilities it needs in :attr:`Strategy.requires`;
+a space without them is refused before any work starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from attnas.arch import Arch
+from attnas.runs import RunDir
+
+
+@dataclass
+class SearchResult:
+    """What a search found.
+
+    Attributes:
+        arch: The chosen architecture.
+        metrics: Flat search-side metrics (e.g. the supernet validation score of ``arch``).
+    """
+
+    arch: Arch
+    metrics: dict = field(default_factory=dict)
+
+
+class Strategy:
+    """Base class of search strategies.
+
+    Args:
+        options: The strategy's validated ``Config`` dataclass instance.
+        space: The space to search.
+        task: The task that scores architectures.
+        run: The run directory (events and checkpoints go there).
+        seed: The run's seed.
+    """
+
+    name: ClassVar[str] = ""
+    Config: ClassVar[type | None] = None
+    requires: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, options: Any, space: Any, task: Any, run: RunDir, seed: int = 0):
+        self.options = options if options is not None else (self.Config() if self.Config else None)
+        self.space, self.task, self.run, self.seed = space, task, run, seed
+        for capability in self.requires:
+            space.require(capability, self.name)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the task's tensors live."""
+        return getattr(self.task, "device", torch.device("cpu"))
+
+    def search(self) -> SearchResult:
+        """Run (or resume) the search and return the chosen architecture."""
+        raise NotImplementedError
+
+    def initial_model(self, arch: Arch) -> nn.Module | None:
+        """A model of ``arch`` initialised from the search's shared weights, if it has any."""
+        return None

@@ -1,0 +1,50 @@
+"""``fixed``: no search, train a given architecture (hand-designed baselines, a user's design).
+
+The architecture comes from the recipe (``strategy.arch``: the ``choices`` of an
+:class:`~attnas.arch.Arch`) or from a file (``strategy.arch_file``: an ``arch.json``, e.g.
+one found by another run). It is validated against the space before anything runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from attnas._registry import register_strategy
+from attnas.arch import Arch, load_arch
+from attnas.errors import ConfigError
+from attnas.strategies.base import SearchResult, Strategy
+
+
+@dataclass(frozen=True)
+class FixedConfig:
+    """Options of ``fixed``.
+
+    Attributes:
+        arch: The architecture's ``choices``.
+        arch_file: Path of an ``arch.json`` (used when ``arch`` is empty).
+    """
+
+    arch: dict[str, Any] | None = None
+    arch_file: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.arch and not self.arch_file:
+            raise ConfigError("strategy: 'fixed' needs strategy.arch (the choices) or strategy.arch_file")
+
+
+@register_strategy("fixed")
+class FixedArchitecture(Strategy):
+    """Train one given architecture (no search)."""
+
+    name = "fixed"
+    Config = FixedConfig
+
+    def search(self) -> SearchResult:
+        if self.options.arch:
+            arch = Arch(self.space.name, dict(self.options.arch), meta={"strategy": "fixed"})
+            self.space.validate(arch)
+        else:
+            arch = load_arch(self.options.arch_file, self.space)
+        self.run.log({"phase": "fixed", "arch": arch.choices})
+        return SearchResult(arch, {})

@@ -1,0 +1,405 @@
+"""One-shot search: train a weight-sharing supernet, then search on inherited weights.
+
+Guan et al., ICML 2021, Sec. 4.2 and 5.2.3, following SPOS (Guo et al., ECCV 2020):
+
+1. **Supernet training** (Eq. 6): every training step samples one architecture from
+   the prior Γ(A) (:meth:`~attnas.spaces.base.Space.sample`) and updates the weights it
+   uses: ``w* = argmin_w E_{a ~ Γ(A)} L_train(a, w)``, estimated by Monte Carlo.
+2. **Search** (Eq. 5) on validation accuracy with supernet weights:
+
+   - ``one-shot-evolution``: 500 architectures sampled from the prior; then 5 times,
+     the top 100 are each mutated once (another operation, source layer or layer type)
+     and the 100 new architectures join the population: 1,000 evaluated in all.
+   - ``one-shot-random``: the same number of architectures sampled from the prior
+     (the random-search baseline with the same evaluation budget).
+
+3. **Re-ranking**: the top 10 are optionally fine-tuned from the supernet weights for a
+   few epochs each and the best validation score wins (``rerank_epochs``; 0 ranks by
+   supernet score alone).
+
+State (supernet weights, optimiser, population, pending candidates, RNG) is
+checkpointed in the run directory; a killed search resumes and ends with the same
+architecture as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+import torch
+from torch import nn
+
+from attnas._registry import register_strategy
+from attnas.arch import Arch
+from attnas.config import TrainConfig
+from attnas.errors import CheckpointError
+from attnas.progress import progress
+from attnas.rng import rng_state, seed_everything, set_rng_state
+from attnas.strategies.base import SearchResult, Strategy
+from attnas.train import fit, make_optimizer, make_scheduler
+
+
+@dataclass(frozen=True)
+class SupernetConfig:
+    """Supernet training (Sec. 5.2.3: Adam, lr 0.005; graphs: weight decay 5e-4).
+
+    Attributes:
+        epochs: Passes over the training split (one full-batch step for transductive graphs).
+        lr, weight_decay, optimizer, momentum, scheduler, lr_min, grad_clip: The optimiser.
+        batch_size: Mini-batch size where the task batches.
+        checkpoint_every: Epochs between checkpoints.
+    """
+
+    epochs: int = 2000
+    lr: float = 0.005
+    weight_decay: float = 5e-4
+    optimizer: Literal["adam", "adamw", "sgd"] = "adam"
+    momentum: float = 0.9
+    scheduler: Literal["none", "cosine"] = "none"
+    lr_min: float = 0.0
+    batch_size: int = 128
+    grad_clip: float = 0.0
+    checkpoint_every: int = 200
+
+
+@dataclass(frozen=True)
+class RerankConfig:
+    """Re-ranking of the best candidates.
+
+    Attributes:
+        top_k: How many of the best supernet-scored architectures are re-ranked.
+        epochs: Fine-tuning epochs from supernet weights per candidate (0: rank by supernet score).
+    """
+
+    top_k: int = 10
+    epochs: int = 0
+
+
+@dataclass(frozen=True)
+class EvolutionConfig:
+    """Evolution of Sec. 5.2.3.
+
+    Attributes:
+        population: Architectures sampled from the prior first.
+        parents: How many of the best are mutated each round.
+        children: New architectures per round (each parent mutated once, cycling if more).
+        rounds: Mutation rounds.
+        checkpoint_every: Evaluated candidates between checkpoints.
+    """
+
+    population: int = 500
+    parents: int = 100
+    children: int = 100
+    rounds: int = 5
+    checkpoint_every: int = 100
+
+
+@dataclass(frozen=True)
+class OneShotEvolutionConfig:
+    """Options of ``one-shot-evolution``."""
+
+    supernet: SupernetConfig = field(default_factory=SupernetConfig)
+    evolution: EvolutionConfig = field(default_factory=EvolutionConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
+
+
+@dataclass(frozen=True)
+class OneShotRandomConfig:
+    """Options of ``one-shot-random``.
+
+    Attributes:
+        samples: Distinct architectures drawn from the prior and scored.
+        checkpoint_every: Evaluated candidates between checkpoints.
+    """
+
+    supernet: SupernetConfig = field(default_factory=SupernetConfig)
+    samples: int = 1000
+    checkpoint_every: int = 100
+    rerank: RerankConfig = field(default_factory=RerankConfig)
+
+
+class _OneShot(Strategy):
+    """Supernet training, candidate generation and scoring shared by the one-shot strategies."""
+
+    requires = ("one-shot",)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.supernet: nn.Module | None = None
+        self.py_rng = random.Random(self.seed)
+
+    # ------------------------------------------------------------------ supernet
+
+    def _build_supernet(self) -> nn.Module:
+        seed_everything(self.seed)
+        return self.space.supernet(self.task).to(self.device)
+
+    def load_supernet(self) -> nn.Module:
+        """The trained supernet of a finished supernet phase (from its checkpoint)."""
+        if self.supernet is None:
+            ck = self.run.load_checkpoint("supernet")
+            if ck is None or not ck["state"].get("done"):
+                raise CheckpointError(f"{self.run.path}: no finished supernet checkpoint to take weights from")
+            self.supernet = self._build_supernet()
+            self.supernet.load_state_dict(ck["state"]["model"])
+        return self.supernet
+
+    def train_supernet(self) -> nn.Module:
+        """Train (or resume training) the supernet; each step samples one architecture (Eq. 6)."""
+        cfg = self.options.supernet
+        task = self.task
+        supernet = self._build_supernet()
+        ck = self.run.load_checkpoint("supernet")
+        if ck is not None and ck["state"].get("done"):
+            supernet.load_state_dict(ck["state"]["model"])
+            set_rng_state(ck["state"]["rng"], self.py_rng)
+            self.elapsed = ck["state"]["elapsed"]
+            self.supernet = supernet
+            return supernet
+        params = list(supernet.parameters())
+        opt = make_optimizer(params, cfg)
+        sched = make_scheduler(opt, cfg, cfg.epochs)
+        gen = torch.Generator().manual_seed(self.seed)
+        start, self.elapsed = 0, 0.0
+        if ck is not None:
+            st = ck["state"]
+            supernet.load_state_dict(st["model"])
+            opt.load_state_dict(st["optimizer"])
+            if sched is not None:
+                sched.load_state_dict(st["scheduler"])
+            gen.set_state(st["generator"])
+            set_rng_state(st["rng"], self.py_rng)
+            start, self.elapsed = ck["step"], st["elapsed"]
+        t0 = time.time() - self.elapsed
+        supernet.train()
+        with progress("supernet training", cfg.epochs, completed=start) as bar:
+            for epoch in range(start + 1, cfg.epochs + 1):
+                total, correct, count = 0.0, 0, 0
+                for batch in task.batches("train", shuffle=True, generator=gen, batch_size=cfg.batch_size):
+                    arch = self.space.sample(self.py_rng)
+                    opt.zero_grad(set_to_none=True)
+                    loss = task.loss(supernet(batch, arch), batch)
+                    loss.backward()
+                    if cfg.grad_clip > 0:
+                        nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+                    opt.step()
+                    total += loss.item()
+                    count += 1
+                if sched is not None:
+                    sched.step()
+                loss_mean = total / max(count, 1)
+                self.run.log({"phase": "supernet", "epoch": epoch, "loss": round(loss_mean, 6)})
+                bar.advance(1, loss=loss_mean)
+                done = epoch == cfg.epochs
+                if done or epoch % cfg.checkpoint_every == 0:
+                    self.elapsed = time.time() - t0
+                    state = {"done": done, "model": supernet.state_dict(), "rng": rng_state(self.py_rng),
+                             "elapsed": self.elapsed}
+                    if not done:
+                        state.update(optimizer=opt.state_dict(), generator=gen.get_state(),
+                                     scheduler=sched.state_dict() if sched is not None else None)
+                    self.run.save_checkpoint("supernet", epoch, state)
+        if cfg.epochs == 0:
+            self.run.save_checkpoint("supernet", 0, {"done": True, "model": supernet.state_dict(),
+                                                     "rng": rng_state(self.py_rng), "elapsed": 0.0})
+        self.supernet = supernet
+        return supernet
+
+    # ------------------------------------------------------------------ scoring
+
+    def score(self, arch: Arch) -> float:
+        """Validation score of ``arch`` with inherited supernet weights."""
+        self.supernet.eval()
+        return self.task.evaluate(lambda batch: self.supernet(batch, arch), "val",
+                                  batch_size=self.options.supernet.batch_size)
+
+    def sample_unique(self, n: int, seen: set[str]) -> list[Arch]:
+        """Up to ``n`` architectures from the prior, none in ``seen`` (which is updated)."""
+        out, tries = [], 0
+        while len(out) < n and tries < 50 * n + 100:
+            tries += 1
+            a = self.space.sample(self.py_rng)
+            if a.key() not in seen:
+                seen.add(a.key())
+                out.append(a)
+        return out
+
+    def mutate_unique(self, parents: list[Arch], n: int, seen: set[str]) -> list[Arch]:
+        """``n`` unseen children, mutating the parents in turn (cycling when ``n`` exceeds them)."""
+        out = []
+        for i in range(n):
+            parent = parents[i % len(parents)]
+            child = None
+            for _ in range(20):
+                cand = self.space.mutate(parent, self.py_rng)
+                if cand.key() not in seen:
+                    child = cand
+                    break
+            if child is None:  # the neighbourhood is exhausted: a fresh sample keeps the budget
+                fresh = self.sample_unique(1, seen)
+                if not fresh:
+                    continue
+                child = fresh[0]
+            seen.add(child.key())
+            out.append(child)
+        return out
+
+    def _stages(self) -> int:
+        raise NotImplementedError
+
+    def _candidates(self, stage: int, population: list[dict], seen: set[str]) -> list[Arch]:
+        raise NotImplementedError
+
+    def _checkpoint_every(self) -> int:
+        raise NotImplementedError
+
+    def search_population(self) -> list[dict]:
+        """Generate and score candidates stage by stage (resumable); returns the population."""
+        ck = self.run.load_checkpoint("evolution")
+        if ck is not None:
+            st = ck["state"]
+            population, pending, scores, stage = st["population"], st["pending"], st["scores"], st["stage"]
+            set_rng_state(st["rng"], self.py_rng)
+            self.elapsed = st["elapsed"]
+            if st.get("finished"):
+                return population
+        else:
+            population, pending, scores, stage = [], None, [], 0
+        seen = {Arch(self.space.name, p["arch"]).key() for p in population}
+        if pending is not None:
+            seen |= {Arch(self.space.name, a).key() for a in pending}
+        t0 = time.time() - self.elapsed
+        metric = self.task.metric
+
+        def save(step: int, finished: bool = False) -> None:
+            self.elapsed = time.time() - t0
+            self.run.save_checkpoint("evolution", step, {
+                "population": population, "pending": pending, "scores": scores, "stage": stage,
+                "rng": rng_state(self.py_rng), "elapsed": self.elapsed, "finished": finished})
+
+        total = self._budget()
+        with progress("evaluating candidates", total, completed=len(population) + len(scores)) as bar:
+            while True:
+                if pending is None:
+                    pending = [a.choices for a in self._candidates(stage, population, seen)]
+                    scores = []
+                    save(len(population))
+                for choices in pending[len(scores):]:
+                    arch = Arch(self.space.name, choices)
+                    s = self.score(arch)
+                    scores.append(s)
+                    idx = len(population) + len(scores) - 1
+                    self.run.log({"phase": "evolution", "stage": stage, "index": idx, metric: s,
+                                  "arch": choices})
+                    best = max([p["score"] for p in population] + scores)
+                    bar.advance(1, score=s, best=best)
+                    if len(scores) % self._checkpoint_every() == 0 and len(scores) < len(pending):
+                        save(idx + 1)
+                population += [{"arch": a, "score": s, "stage": stage} for a, s in zip(pending, scores)]
+                pending, scores = None, []
+                if stage >= self._stages():
+                    break
+                stage += 1
+        save(len(population), finished=True)
+        return population
+
+    def _budget(self) -> int:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ re-ranking
+
+    def _rerank_cfg(self, epochs: int) -> TrainConfig:
+        sn = self.options.supernet
+        return TrainConfig(epochs=epochs, lr=sn.lr, weight_decay=sn.weight_decay, optimizer=sn.optimizer,
+                           momentum=sn.momentum, batch_size=sn.batch_size, patience=0, grad_clip=sn.grad_clip)
+
+    def rerank(self, population: list[dict]) -> tuple[dict, dict]:
+        """Pick the final architecture among the top ``rerank.top_k`` (resumable)."""
+        rr = self.options.rerank
+        ranked = sorted(population, key=lambda p: -p["score"])[: max(1, rr.top_k)]
+        if rr.epochs <= 0:
+            return ranked[0], {}
+        ck = self.run.load_checkpoint("rerank")
+        results = list(ck["state"]["results"]) if ck else []
+        cfg = self._rerank_cfg(rr.epochs)
+        with progress("re-ranking top candidates", len(ranked), completed=len(results)) as bar:
+            for i in range(len(results), len(ranked)):
+                arch = Arch(self.space.name, ranked[i]["arch"])
+                seed_everything(self.seed + 1000 + i)
+                model = self.initial_model(arch)
+                res = fit(model, self.task, cfg, seed=self.seed + i, desc=f"re-rank {i + 1}")
+                results.append(res.val)
+                self.run.log({"phase": "rerank", "index": i, "val": res.val, "supernet_score": ranked[i]["score"],
+                              "arch": ranked[i]["arch"]})
+                self.run.save_checkpoint("rerank", i + 1, {"results": results})
+                bar.advance(1, val=res.val)
+        best = max(range(len(ranked)), key=lambda i: (results[i], -i))
+        return ranked[best], {"rerank_val": results[best]}
+
+    # ------------------------------------------------------------------ the search
+
+    def search(self) -> SearchResult:
+        self.train_supernet()
+        population = self.search_population()
+        best, extra = self.rerank(population)
+        metric = self.task.metric
+        metrics = {f"supernet_val_{metric}": best["score"], "evaluated": len(population),
+                   "search_seconds": round(self.elapsed, 2), **extra}
+        arch = Arch(self.space.name, best["arch"], meta={"strategy": self.name})
+        return SearchResult(arch, metrics)
+
+    def initial_model(self, arch: Arch) -> nn.Module:
+        """``arch`` as a standalone model holding the supernet's weights for it."""
+        supernet = self.load_supernet()
+        model = self.space.build(arch, self.task).to(self.device)
+        model.load_from_supernet(supernet)
+        return model
+
+
+@register_strategy("one-shot-evolution")
+class OneShotEvolution(_OneShot):
+    """Supernet + evolution on inherited weights (AutoAttend, Sec. 4.2 and 5.2.3)."""
+
+    name = "one-shot-evolution"
+    Config = OneShotEvolutionConfig
+
+    def _stages(self) -> int:
+        return self.options.evolution.rounds
+
+    def _budget(self) -> int:
+        ev = self.options.evolution
+        return ev.population + ev.rounds * ev.children
+
+    def _checkpoint_every(self) -> int:
+        return self.options.evolution.checkpoint_every
+
+    def _candidates(self, stage: int, population: list[dict], seen: set[str]) -> list[Arch]:
+        ev = self.options.evolution
+        if stage == 0:
+            return self.sample_unique(ev.population, seen)
+        ranked = sorted(population, key=lambda p: -p["score"])[: ev.parents]
+        parents = [Arch(self.space.name, p["arch"]) for p in ranked]
+        return self.mutate_unique(parents, ev.children, seen)
+
+
+@register_strategy("one-shot-random")
+class OneShotRandom(_OneShot):
+    """Supernet + random search with the same evaluation budget (the baseline of Table 4)."""
+
+    name = "one-shot-random"
+    Config = OneShotRandomConfig
+
+    def _stages(self) -> int:
+        return 0
+
+    def _budget(self) -> int:
+        return self.options.samples
+
+    def _checkpoint_every(self) -> int:
+        return self.options.checkpoint_every
+
+    def _candidates(self, stage: int, population: list[dict], seen: set[str]) -> list[Arch]:
+        return self.sample_unique(self.options.samples, seen)

@@ -1,0 +1,135 @@
+"""AutoAttend search space (Sec. 4.1): counting, sampling, mutation, validation, DAGs."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+from attnas.arch import Arch
+from attnas.errors import ArchError, ConfigError
+from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
+
+SUBSETS = [c for r in range(4) for c in itertools.combinations((1, 2, 3), r)]
+
+
+def space(layers=2, ops=("zero", "gcn", "sage"), constraints=(1, 2, 3), layer_types=("add", "attn")):
+    return AutoAttendSpace(AutoAttendConfig(layers=layers, ops=ops, constraints=constraints,
+                                            layer_types=layer_types, hidden=8, heads=4))
+
+
+@pytest.mark.parametrize("n,ops", [(1, ("zero", "gcn")), (2, ("zero", "gcn")), (2, ("zero", "gcn", "sage")),
+                                   (3, ("zero", "gcn"))])
+def test_paper_formulas_match_brute_force(n, ops):
+    b = len(ops)
+    constrained = space(n, ops, (1, 2, 3))
+    free = space(n, ops, ())
+    formula_c = 1
+    formula_f = 1
+    for k in range(1, n + 1):
+        formula_c *= b * (b - 1) * k + (b - 1) ** 3 * k
+        formula_f *= k**2 * b**2 + k**3 * b**3
+    assert constrained.size() == formula_c == sum(1 for _ in constrained.enumerate())
+    assert free.size() == formula_f == sum(1 for _ in free.enumerate())
+
+
+@pytest.mark.parametrize("constraints", SUBSETS)
+def test_size_matches_enumeration_for_every_constraint_subset(constraints):
+    s = space(2, ("zero", "gcn"), constraints)
+    archs = list(s.enumerate())
+    assert len(archs) == s.size()
+    assert len({a.key() for a in archs}) == len(archs)
+
+
+def test_baseline_space_without_attention_layer():
+    s = space(2, ("zero", "gcn", "sage"), (1, 2, 3), layer_types=("add",))
+    assert s.size() == (3 * 2 * 1) * (3 * 2 * 2) == sum(1 for _ in s.enumerate())
+
+
+@pytest.mark.parametrize("constraints", SUBSETS)
+def test_samples_and_mutations_are_valid(constraints):
+    s = AutoAttendSpace(AutoAttendConfig(layers=4, constraints=constraints))
+    rng = random.Random(0)
+    kinds = set()
+    for _ in range(200):
+        a = s.sample(rng)
+        s.validate(a)
+        m = s.mutate(a, rng)
+        s.validate(m)
+        assert m != a
+        diff = [(x, y) for x, y in zip(a.choices["layers"], m.choices["layers"]) if x != y]
+        assert len(diff) == 1  # one layer changed
+        x, y = diff[0]
+        kinds.add("type" if x["type"] != y["type"] else
+                  "source" if [c["source"] for c in x["inputs"]] != [c["source"] for c in y["inputs"]] else "op")
+    assert kinds == {"type", "source", "op"}
+
+
+def test_prior_covers_the_tiny_space():
+    s = space(1, ("zero", "gcn"), (1, 2, 3))
+    rng = random.Random(1)
+    seen = {s.sample(rng).key() for _ in range(500)}
+    assert seen == {a.key() for a in s.enumerate()}
+
+
+@pytest.mark.parametrize("layer,message", [
+    ({"type": "mul", "inputs": []}, "unknown layer type 'mul'"),
+    ({"type": "add", "inputs": [{"source": 0, "op": "gcn"}]}, "takes 2 inputs"),
+    ({"type": "add", "inputs": [{"source": 0, "op": "gcn"}, {"source": 5, "op": "gcn"}]}, "source layer 5 out of range"),
+    ({"type": "add", "inputs": [{"source": 0, "op": "zero"}, {"source": 0, "op": "gcn"}]}, "constraint 3"),
+    ({"type": "attn", "inputs": [{"source": 0, "op": "gcn"}, {"source": 0, "op": "gcn"}, {"source": 0, "op": "zero"}]},
+     "constraint 3"),
+    ({"type": "add", "inputs": [{"source": 0, "op": "gcn"}, {"source": 0, "op": "gat_3"}]}, "unknown operation 'gat_3'"),
+    ({"type": "add", "inputs": [{"source": 0, "op": "gcn"}, {"src": 0, "op": "gcn"}]}, "keys 'source' and 'op'"),
+])
+def test_validation_names_the_problem(layer, message):
+    s = AutoAttendSpace(AutoAttendConfig(layers=1))
+    with pytest.raises(ArchError, match=message):
+        s.validate(Arch("autoattend", {"layers": [layer]}))
+
+
+def test_constraints_1_and_2_checked():
+    s = AutoAttendSpace(AutoAttendConfig(layers=2))
+    ok = {"type": "add", "inputs": [{"source": 0, "op": "gcn"}, {"source": 0, "op": "gcn"}]}
+    bad_skeleton = {"type": "add", "inputs": [{"source": 0, "op": "gcn"}, {"source": 1, "op": "gcn"}]}
+    with pytest.raises(ArchError, match="constraint 1"):
+        s.validate(Arch("autoattend", {"layers": [ok, bad_skeleton]}))
+    bad_kv = {"type": "attn", "inputs": [{"source": 1, "op": "gcn"}, {"source": 0, "op": "gcn"},
+                                         {"source": 1, "op": "gcn"}]}
+    with pytest.raises(ArchError, match="constraint 2"):
+        s.validate(Arch("autoattend", {"layers": [ok, bad_kv]}))
+    free = AutoAttendSpace(AutoAttendConfig(layers=2, constraints=()))
+    free.validate(Arch("autoattend", {"layers": [ok, bad_kv]}))
+    with pytest.raises(ArchError, match="expected 2 layers"):
+        s.validate(Arch("autoattend", {"layers": [ok]}))
+    with pytest.raises(ArchError, match="not 'autoattend'"):
+        s.validate(Arch("hoga", {"layers": [ok, ok]}))
+
+
+def test_bad_space_options():
+    with pytest.raises(ConfigError, match="unknown operation in pool 'pyg' 'gcnn'"):
+        AutoAttendSpace(AutoAttendConfig(ops=("gcnn",)))
+    with pytest.raises(ConfigError, match="unknown space.pool 'pyx'"):
+        AutoAttendSpace(AutoAttendConfig(pool="pyx"))
+    with pytest.raises(ConfigError, match="not divisible by space.heads"):
+        AutoAttendConfig(hidden=30, heads=4)
+
+
+def test_to_dag_is_a_topological_dag_with_known_labels():
+    s = AutoAttendSpace(AutoAttendConfig(layers=3))
+    vocab = set(s.dag_vocabulary())
+    rng = random.Random(3)
+    for _ in range(50):
+        a = s.sample(rng)
+        adj, labels = s.to_dag(a)
+        n = len(labels)
+        assert adj.shape == (n, n)
+        assert (np.tril(adj) == 0).all()  # edges only go forward: topological order
+        assert labels[0] == "input" and labels[-1] == "output"
+        assert set(labels) <= vocab
+    # different architectures give different DAGs
+    a, b = s.sample(rng), s.sample(rng)
+    if a != b:
+        assert s.to_dag(a)[1] != s.to_dag(b)[1] or (s.to_dag(a)[0] != s.to_dag(b)[0]).any()

@@ -1,0 +1,94 @@
+"""Run directories: atomic files, checksummed checkpoints, event rewind, locking."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from attnas.errors import CheckpointError, RunDirError
+from attnas.runs import RunDir, load_checkpoint_file, save_checkpoint_file
+
+
+def test_checkpoint_round_trip_and_corruption(tmp_path):
+    p = tmp_path / "a.ckpt"
+    save_checkpoint_file(p, {"w": torch.arange(5.0), "n": 3}, events_offset=17)
+    assert torch.equal(load_checkpoint_file(p)["w"], torch.arange(5.0))
+    raw = p.read_bytes()
+    p.write_bytes(raw[:-10])  # truncated
+    with pytest.raises(CheckpointError, match="corrupt or truncated"):
+        load_checkpoint_file(p)
+    p.write_bytes(raw[:-1] + bytes([raw[-1] ^ 1]))  # one flipped bit
+    with pytest.raises(CheckpointError, match="checksum mismatch"):
+        load_checkpoint_file(p)
+    p.write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="bad header"):
+        load_checkpoint_file(p)
+
+
+def test_checkpoints_refuse_code(tmp_path):
+    """weights_only loading: a checkpoint holding an arbitrary object is rejected, not executed."""
+    import hashlib
+    import io
+
+    buf = io.BytesIO()
+    torch.save({"x": EvilPayload()}, buf)
+    payload = buf.getvalue()
+    p = tmp_path / "evil.ckpt"
+    p.write_bytes(b"ATTNAS-CKPT-1 " + hashlib.sha256(payload).hexdigest().encode() + b" 0\n" + payload)
+    with pytest.raises(CheckpointError, match="could not be loaded"):
+        load_checkpoint_file(p)
+
+
+class EvilPayload:
+    """A class a weights-only load must refuse to construct."""
+
+
+def test_run_dir_fallback_keep_and_rewind(tmp_path):
+    run = RunDir.create(tmp_path / "run", "name: x\n", {})
+    run.log({"phase": "a", "i": 1})
+    run.save_checkpoint("s", 1, {"v": 1})
+    run.log({"phase": "a", "i": 2})
+    run.save_checkpoint("s", 2, {"v": 2})
+    run.log({"phase": "a", "i": 3})
+    run.save_checkpoint("s", 3, {"v": 3})
+    run.log({"phase": "a", "i": 4})
+    names = sorted(p.name for p in run.checkpoint_dir.iterdir())
+    assert names == ["s-00000002.ckpt", "s-00000003.ckpt"]  # newest two kept
+    newest = run.checkpoint_dir / "s-00000003.ckpt"
+    newest.write_bytes(newest.read_bytes()[:-5])
+    with pytest.warns(UserWarning, match="falling back"):
+        ck = run.load_checkpoint("s")
+    assert ck["step"] == 2 and ck["state"]["v"] == 2
+    run.rewind_events()  # back to the newest good checkpoint: events 1 and 2 stay
+    assert [e["i"] for e in run.events()] == [1, 2]
+    run.close()
+
+
+def test_create_refuses_existing_run_and_locks(tmp_path):
+    run = RunDir.create(tmp_path / "run", "name: x\n", {})
+    with pytest.raises(RunDirError, match="already holds a run"):
+        RunDir.create(tmp_path / "run", "name: y\n", {})
+    other = RunDir.open(tmp_path / "run")
+    with pytest.raises(RunDirError, match="in use by another attnas process"):
+        other.lock()
+    run.close()
+    other.lock()
+    other.close()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
+def test_unwritable_dir(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    with pytest.raises(RunDirError, match="not writable"):
+        RunDir.check_writable(ro / "run")
+
+
+def test_unwritable_path_under_a_file(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(RunDirError, match="not writable"):
+        RunDir.check_writable(f / "run")
