@@ -1,30 +1,81 @@
-"""What graph operations need besides node features: the edges, and caches per forward."""
+"""What graph operations need besides node features: the edges, and per-graph caches.
+
+Normalised adjacency matrices do not change while a graph does, so they are computed
+once per graph (the cache lives on the batch, which a transductive task reuses every
+step) as sparse CSR matrices ``M`` with ``M[target, source] = weight``; an operation then
+propagates with one sparse-dense product ``M @ h``.
+"""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import torch
-from torch_geometric.utils import add_remaining_self_loops
+from torch_geometric.nn.conv.gcn_conv import gcn_norm
+from torch_geometric.utils import add_remaining_self_loops, get_laplacian
+
+
+def to_csr(edge_index: torch.Tensor, weight: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    """Sparse CSR ``M`` with ``M[dst, src] = weight`` (duplicate edges summed)."""
+    idx = torch.stack([edge_index[1], edge_index[0]])
+    coo = torch.sparse_coo_tensor(idx, weight, (num_nodes, num_nodes)).coalesce()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        return coo.to_sparse_csr()
 
 
 @dataclass
 class GraphContext:
-    """Edges of the graph a batch holds, shared by every operation of one forward pass.
+    """Edges of the graph a batch holds, shared by every operation of a forward pass.
 
     Attributes:
         edge_index: [2, E] edges (source row 0, target row 1), as torch_geometric.
         num_nodes: Number of nodes.
-        cache: Per-forward memo (e.g. edges with self-loops), filled on first use.
+        cache: Memo of derived structures; pass the batch's own dict so it outlives one forward.
     """
 
     edge_index: torch.Tensor
     num_nodes: int
     cache: dict = field(default_factory=dict)
 
+    def _memo(self, key: str, make):
+        if key not in self.cache:
+            with torch.no_grad():
+                self.cache[key] = make()
+        return self.cache[key]
+
     @property
     def edge_index_with_self_loops(self) -> torch.Tensor:
-        """``edge_index`` with one self-loop per node (so no node attends to nothing)."""
-        if "self_loops" not in self.cache:
-            self.cache["self_loops"] = add_remaining_self_loops(self.edge_index, num_nodes=self.num_nodes)[0]
-        return self.cache["self_loops"]
+        """``edge_index`` plus a self-loop for every node that lacks one."""
+        return self._memo("self_loops", lambda: add_remaining_self_loops(self.edge_index, num_nodes=self.num_nodes)[0])
+
+    @property
+    def gcn_adj(self) -> torch.Tensor:
+        """D^-1/2 (A + I) D^-1/2 as CSR (Kipf & Welling's propagation matrix)."""
+        def make():
+            ei, w = gcn_norm(self.edge_index, None, self.num_nodes, add_self_loops=True)
+            return to_csr(ei, w, self.num_nodes)
+        return self._memo("gcn_adj", make)
+
+    @property
+    def cheb_laplacian(self) -> torch.Tensor:
+        """ChebConv's scaled Laplacian 2L/lambda_max - I (symmetric normalisation) as CSR.
+
+        Built exactly as ``ChebConv.__norm__`` does with its default ``lambda_max``
+        (twice the largest Laplacian weight), so the two agree on directed graphs too.
+        """
+        def make():
+            ei, w = get_laplacian(self.edge_index, None, "sym", num_nodes=self.num_nodes)
+            w = 2.0 * w / (2.0 * w.max())
+            w = torch.where(ei[0] == ei[1], w - 1, w)
+            return to_csr(ei, w, self.num_nodes)
+        return self._memo("cheb_laplacian", make)
+
+    @property
+    def sym_adj(self) -> torch.Tensor:
+        """D^-1/2 A D^-1/2 as CSR (no self-loops, in-degree normalisation): ARMA's propagation."""
+        def make():
+            ei, w = gcn_norm(self.edge_index, None, self.num_nodes, add_self_loops=False)
+            return to_csr(ei, w, self.num_nodes)
+        return self._memo("sym_adj", make)

@@ -39,7 +39,7 @@ class GraphStem(nn.Module):
         self.proj = nn.Linear(in_dim, hidden)
 
     def forward(self, batch: Any) -> tuple[torch.Tensor, GraphContext]:
-        ctx = GraphContext(batch.edge_index, batch.x.size(0))
+        ctx = GraphContext(batch.edge_index, batch.x.size(0), getattr(batch, "cache", {}))
         sparse = getattr(batch, "sparse_x", None)
         if sparse is None:
             return self.proj(fast_dropout(batch.x, self.p, self.training)), ctx

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +55,8 @@ class NodeBatch:
         edge_index: [2, E] edges.
         y: [N] class ids or [N, C] multi-labels.
         mask: [N] bool nodes the loss/metric uses (``None``: all nodes).
-        key: Identifies the graph, for per-graph caches.
+        key: Identifies the graph.
+        cache: Structures derived from the graph (normalised adjacencies), computed once.
     """
 
     x: torch.Tensor
@@ -64,13 +64,14 @@ class NodeBatch:
     y: torch.Tensor
     mask: torch.Tensor | None
     key: str = ""
+    cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def num_nodes(self) -> int:
         """Number of nodes."""
         return self.x.size(0)
 
-    @cached_property
+    @property
     def sparse_x(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
         """``(columns, row offsets, values)`` of ``x`` when under 20% of it is non-zero, else None.
 
@@ -78,12 +79,15 @@ class NodeBatch:
         :func:`torch.nn.functional.embedding_bag` from this form, and input dropout acts on
         the non-zero values only (dropping a zero changes nothing).
         """
-        nz = self.x.count_nonzero().item()
-        if nz > 0.2 * self.x.numel():
-            return None
-        rows, cols = self.x.nonzero(as_tuple=True)
-        offsets = torch.searchsorted(rows, torch.arange(self.x.size(0), device=rows.device))
-        return cols, offsets, self.x[rows, cols]
+        if "sparse_x" not in self.cache:
+            nz = self.x.count_nonzero().item()
+            if nz > 0.2 * self.x.numel():
+                self.cache["sparse_x"] = None
+            else:
+                rows, cols = self.x.nonzero(as_tuple=True)
+                offsets = torch.searchsorted(rows, torch.arange(self.x.size(0), device=rows.device))
+                self.cache["sparse_x"] = (cols, offsets, self.x[rows, cols])
+        return self.cache["sparse_x"]
 
 
 def micro_f1(logits: torch.Tensor, y: torch.Tensor) -> float:
@@ -138,8 +142,11 @@ class NodeClassificationTask(Task):
     def _graph_batch(self, split: str) -> NodeBatch:
         if split not in self._batches:
             g = self.dataset.graph
-            self._batches[split] = NodeBatch(g.x.to(self.device), g.edge_index.to(self.device), g.y.to(self.device),
-                                             g[f"{split}_mask"].to(self.device), key="graph")
+            if not self._batches:
+                self._graph_tensors = (g.x.to(self.device), g.edge_index.to(self.device), g.y.to(self.device), {})
+            x, ei, y, cache = self._graph_tensors
+            # the splits share the graph's tensors and its cache of derived structures
+            self._batches[split] = NodeBatch(x, ei, y, g[f"{split}_mask"].to(self.device), key="graph", cache=cache)
         return self._batches[split]
 
     def batches(self, split: str, *, shuffle: bool = False, generator: torch.Generator | None = None,
