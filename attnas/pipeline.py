@@ -101,6 +101,9 @@ def search(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (
     RunDir.check_writable(out)
     # Build everything once before writing anything, so bad options fail with nothing written.
     space = build_space(config)
+    strategy_cls = _registry.get("strategy", config.strategy.name)
+    for capability in strategy_cls.requires:
+        space.require(capability, config.strategy.name)
     task = build_task(config, data_root, dev)
     run = RunDir.create(out, config.to_yaml(), _run_info(data_root, dev))
     try:

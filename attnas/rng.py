@@ -22,9 +22,12 @@ def seed_everything(seed: int) -> None:
 
 def rng_state(py_rng: random.Random | None = None) -> dict:
     """Capture the generators' states as checkpointable data."""
+    np_state = np.random.get_state(legacy=False)
+    np_state = {**np_state, "state": {"key": torch.from_numpy(np_state["state"]["key"].astype(np.int64)),
+                                      "pos": int(np_state["state"]["pos"])}}
     state = {
         "python": random.getstate(),
-        "numpy": np.random.get_state(legacy=False),
+        "numpy": np_state,  # plain data and tensors only: checkpoints load with weights_only=True
         "torch": torch.get_rng_state(),
     }
     if py_rng is not None:
@@ -41,7 +44,10 @@ def _to_tuple(x):
 def set_rng_state(state: dict, py_rng: random.Random | None = None) -> None:
     """Restore states captured by :func:`rng_state`."""
     random.setstate(_to_tuple(state["python"]))
-    np.random.set_state(state["numpy"])
+    np_state = dict(state["numpy"])
+    np_state["state"] = {"key": np.asarray(np_state["state"]["key"], dtype=np.uint32),
+                         "pos": int(np_state["state"]["pos"])}
+    np.random.set_state(np_state)
     torch.set_rng_state(state["torch"])
     if py_rng is not None and "py_rng" in state:
         py_rng.setstate(_to_tuple(state["py_rng"]))

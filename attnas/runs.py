@@ -133,6 +133,25 @@ def load_checkpoint_file(path: str | os.PathLike) -> dict:
         raise CheckpointError(f"{path} could not be loaded: {exc}") from None
 
 
+_fault_counts: dict[str, int] = {}
+
+
+def _maybe_inject_fault(event: dict) -> None:
+    """Fault injection for tests: ``ATTNAS_FAULT=<phase>:<n>`` SIGKILLs this process
+    right after the n-th event of ``phase`` is logged (a real, unclean death)."""
+    spec = os.environ.get("ATTNAS_FAULT")
+    if not spec:
+        return
+    phase, _, n = spec.partition(":")
+    if event.get("phase") != phase:
+        return
+    _fault_counts[phase] = _fault_counts.get(phase, 0) + 1
+    if _fault_counts[phase] >= int(n or 1):
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 class RunDir:
     """A run directory (see the module docstring for its layout).
 
@@ -276,6 +295,7 @@ class RunDir:
             self._events_fh = open(self.path / self.EVENTS, "a", encoding="utf-8")
         self._events_fh.write(json.dumps({"time": round(time.time(), 3), **event}, default=_json_default) + "\n")
         self._events_fh.flush()
+        _maybe_inject_fault(event)
 
     def events_offset(self) -> int:
         """Byte length of events.jsonl (stored in checkpoints, restored on resume)."""

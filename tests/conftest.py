@@ -32,3 +32,63 @@ def data_root() -> Path:
     return root
 
 os.environ.setdefault("ATTNAS_PROGRESS", "0")
+
+
+def _write_ppi(root, graphs_per_split=(3, 1, 1), nodes=6, feats=5, labels=4, seed=0):
+    """Write a tiny PPI dataset in torch_geometric's raw layout under ``root/PPI/raw``."""
+    import json
+
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    raw = root / "PPI" / "raw"
+    raw.mkdir(parents=True)
+    gid = 1
+    for split, count in zip(("train", "valid", "test"), graphs_per_split):
+        n = count * nodes
+        links, ids = [], []
+        for g in range(count):
+            base = g * nodes
+            for i in range(nodes - 1):
+                links.append({"source": base + i, "target": base + i + 1})
+            ids += [gid] * nodes
+            gid += 1
+        doc = {"directed": False, "multigraph": False, "graph": {},
+               "nodes": [{"id": i} for i in range(n)], "links": links}
+        (raw / f"{split}_graph.json").write_text(json.dumps(doc))
+        np.save(raw / f"{split}_feats.npy", rng.normal(size=(n, feats)).astype(np.float32))
+        np.save(raw / f"{split}_labels.npy", rng.integers(0, 2, size=(n, labels)).astype(np.float32))
+        np.save(raw / f"{split}_graph_id.npy", np.array(ids))
+    return raw
+
+
+@pytest.fixture
+def write_ppi(tmp_path, monkeypatch):
+    """A writer of tiny PPI files; the processed cache goes under tmp_path."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return _write_ppi
+
+
+TINY_DIGITS_RECIPE = {
+    "name": "tiny-digits",
+    "seed": 0,
+    "task": {"name": "node-classification", "dataset": "digits-graph"},
+    "space": {"name": "autoattend", "layers": 2, "hidden": 16, "pool": "pyg",
+              "ops": ["zero", "identity", "gcn", "sage", "gat_2", "linear", "sg"], "dropout": 0.5,
+              "attn_dropout": 0.3},
+    "strategy": {"name": "one-shot-evolution",
+                 "supernet": {"epochs": 40, "checkpoint_every": 10},
+                 "evolution": {"population": 30, "parents": 6, "children": 6, "rounds": 3, "checkpoint_every": 7},
+                 "rerank": {"top_k": 3, "epochs": 3}},
+    "retrain": {"epochs": 20, "patience": 0, "init": "supernet", "seeds": 2},
+}
+
+
+@pytest.fixture
+def tiny_recipe(tmp_path):
+    """A YAML recipe of a seconds-long AutoAttend search on the digits graph."""
+    import yaml
+
+    p = tmp_path / "tiny.yaml"
+    p.write_text(yaml.safe_dump(TINY_DIGITS_RECIPE))
+    return p

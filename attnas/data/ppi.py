@@ -18,6 +18,8 @@ import hashlib
 import os
 from pathlib import Path
 
+import torch
+
 from attnas._registry import register_dataset
 from attnas.data.graphs import GraphDataset, validate_graph
 from attnas.data.root import default_cache_dir, require_files
@@ -55,9 +57,12 @@ def load_ppi(root: Path, **_: object) -> GraphDataset:
 
     raw = ppi_raw_dir(root)
     require_files(raw, PPI_FILES, "PPI")
+    from attnas.data.graph_file import _safe_globals
+
     try:
-        splits = {ours: list(PPI(str(_shadow_root(raw)), split=theirs))
-                  for ours, theirs in (("train", "train"), ("val", "val"), ("test", "test"))}
+        with torch.serialization.safe_globals(_safe_globals()):  # PyG re-loads its processed files
+            splits = {ours: list(PPI(str(_shadow_root(raw)), split=theirs))
+                      for ours, theirs in (("train", "train"), ("val", "val"), ("test", "test"))}
     except DataError:
         raise
     except Exception as exc:  # noqa: BLE001 - report malformed files clearly

@@ -19,7 +19,7 @@ from torch_geometric.utils import add_remaining_self_loops, get_laplacian
 def to_csr(edge_index: torch.Tensor, weight: torch.Tensor, num_nodes: int) -> torch.Tensor:
     """Sparse CSR ``M`` with ``M[dst, src] = weight`` (duplicate edges summed)."""
     idx = torch.stack([edge_index[1], edge_index[0]])
-    coo = torch.sparse_coo_tensor(idx, weight, (num_nodes, num_nodes)).coalesce()
+    coo = torch.sparse_coo_tensor(idx, weight, (num_nodes, num_nodes), check_invariants=False).coalesce()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
         return coo.to_sparse_csr()

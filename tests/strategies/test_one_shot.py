@@ -1,0 +1,53 @@
+"""One-shot strategies: budgets, uniqueness, re-ranking, random search, refusal."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from attnas import pipeline
+from attnas.errors import UnsupportedError
+
+
+def test_evolution_evaluates_the_budget_of_distinct_architectures(tiny_recipe, tmp_path):
+    run = pipeline.search(tiny_recipe, ["strategy.supernet.epochs=5"], out=tmp_path / "run")
+    events = run.events("evolution")
+    assert len(events) == 30 + 3 * 6
+    keys = {json.dumps(e["arch"], sort_keys=True) for e in events}
+    assert len(keys) == len(events)
+    stages = [e["stage"] for e in events]
+    assert stages == [0] * 30 + [1] * 6 + [2] * 6 + [3] * 6
+    # each later stage mutates architectures of the best of the population so far
+    reranked = run.events("rerank")
+    assert len(reranked) == 3
+    scores = sorted((e["accuracy"] for e in events), reverse=True)[:3]
+    assert sorted(e["supernet_score"] for e in reranked) == sorted(scores)
+    arch = json.loads(run.file("arch.json").read_text())["choices"]
+    best_rerank = max(reranked, key=lambda e: e["val"])
+    assert arch == best_rerank["arch"]
+
+
+def test_random_search_same_budget(tmp_path):
+    from conftest import TINY_DIGITS_RECIPE
+
+    recipe = dict(TINY_DIGITS_RECIPE, strategy={"name": "one-shot-random", "samples": 20,
+                                                "supernet": {"epochs": 5}, "rerank": {"epochs": 0}})
+    run = pipeline.search(recipe, out=tmp_path / "run")
+    events = run.events("evolution")
+    assert len(events) == 20 and {e["stage"] for e in events} == {0}
+    best = max(events, key=lambda e: e["accuracy"])
+    assert json.loads(run.file("arch.json").read_text())["choices"] == best["arch"]
+
+
+def test_fixed_strategy_and_refusal(tmp_path):
+    run = pipeline.search("gcn-cora", ["retrain.epochs=5", "task.dataset=digits-graph"], out=tmp_path / "gcn")
+    assert json.loads(run.file("arch.json").read_text())["choices"] == {"model": "gcn"}
+    from attnas.config import read_yaml, recipe_path
+
+    recipe = read_yaml(recipe_path("gcn-cora"))
+    recipe["strategy"] = {"name": "one-shot-evolution"}
+    recipe["task"]["dataset"] = "digits-graph"
+    with pytest.raises(UnsupportedError, match="needs a space with 'one-shot' support"):
+        pipeline.search(recipe, out=tmp_path / "x")
+    assert not (tmp_path / "x" / "config.yaml").exists()  # refused before anything was written

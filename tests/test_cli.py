@@ -1,0 +1,99 @@
+"""The command-line contract: list, show, search, retrain, evaluate, report, check-arch, errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from attnas.cli import app
+
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def test_list_and_show():
+    r = run("list")
+    assert r.exit_code == 0
+    for word in ("autoattend", "one-shot-evolution", "node-classification", "cora", "pyg/gat_16",
+                 "autoattend-cora-quick"):
+        assert word in r.output
+    r = run("show", "autoattend-cora", "--set", "space.hidden=32")
+    assert r.exit_code == 0 and "hidden: 32" in r.output
+
+
+@pytest.mark.parametrize("args,message", [
+    (["show", "autoattend-cora", "--set", "space.hiden=3"], "space.hiden: unknown key"),
+    (["search", "no-such-recipe"], "unknown recipe 'no-such-recipe'"),
+    (["search"], "give a RECIPE"),
+    (["list", "spacez"], "unknown list target 'spacez'"),
+    (["evaluate", "/nonexistent/run"], "is not a run directory"),
+])
+def test_errors_are_one_line_with_status_2(args, message):
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2
+    lines = [line for line in r.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], r.output
+
+
+def test_bad_config_writes_nothing(tmp_path):
+    out = tmp_path / "run"
+    r = runner.invoke(app, ["search", "autoattend-digits-quick", "--out", str(out), "--set", "space.ops=[gcnn]"])
+    assert r.exit_code == 2 and "gcnn" in r.output
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_unwritable_run_dir_fails_before_work(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    r = runner.invoke(app, ["search", "autoattend-digits-quick", "--out", str(blocker / "run")])
+    assert r.exit_code == 2 and "not writable" in r.output
+
+
+def test_search_retrain_evaluate_report_check_arch(tiny_recipe, tmp_path):
+    out = tmp_path / "run"
+    r = run("search", str(tiny_recipe), "--out", str(out), "--set", "strategy.supernet.epochs=15")
+    assert r.exit_code == 0, r.output
+    for f in ("config.yaml", "events.jsonl", "arch.json", "metrics.json", "model.pt", "run.json"):
+        assert (out / f).exists(), f
+    assert (out / "checkpoints").is_dir()
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert 0 <= metrics["val_accuracy"] <= 1 and 0 <= metrics["test_accuracy"] <= 1
+    assert metrics["evaluated"] == 30 + 3 * 6
+    # the same run directory cannot be reused
+    r = runner.invoke(app, ["search", str(tiny_recipe), "--out", str(out)])
+    assert r.exit_code == 2 and "already holds a run" in r.output
+
+    r = run("evaluate", str(out))
+    assert r.exit_code == 0
+    ev = json.loads(r.output)
+    assert ev["test_accuracy"] == pytest.approx(metrics["test_accuracy"])
+
+    r = run("retrain", str(out), "--seeds", "2", "--set", "retrain.epochs=5")
+    assert r.exit_code == 0, r.output
+    summary = json.loads((out / "retrain" / "digits-graph" / "summary.json").read_text())
+    assert summary["seeds"] == 2 and len(summary["per_seed"]) == 2
+    assert "retrain_digits-graph_test_accuracy_mean" in json.loads((out / "metrics.json").read_text())
+
+    r = run("report", str(out))
+    assert r.exit_code == 0
+    report = (out / "report.md").read_text()
+    assert "search_progress.png" in report and "architecture.png" in report and "Retraining" in report
+    assert (out / "search_progress.png").stat().st_size > 1000 and (out / "architecture.png").stat().st_size > 1000
+
+    r = run("check-arch", str(out / "arch.json"), str(tiny_recipe))
+    assert r.exit_code == 0 and r.output.startswith("ok: L1=")
+    bad = json.loads((out / "arch.json").read_text())
+    bad["choices"]["layers"][0]["inputs"][0]["op"] = "gcnn"
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    r = runner.invoke(app, ["check-arch", str(tmp_path / "bad.json"), str(tiny_recipe)])
+    assert r.exit_code == 2 and "unknown operation 'gcnn'" in r.output
+
+
+def test_version():
+    r = run("--version")
+    assert r.exit_code == 0 and r.output.startswith("attnas ")

@@ -1,0 +1,67 @@
+"""A search killed with SIGKILL resumes and ends exactly as an uninterrupted run.
+
+The process is really killed (``ATTNAS_FAULT=<phase>:<n>`` makes it SIGKILL itself right
+after the n-th event of a phase), then continued with ``attnas search --resume``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+
+def attnas(*args, fault=None, check=True):
+    env = dict(os.environ, ATTNAS_PROGRESS="0")
+    env.pop("ATTNAS_FAULT", None)
+    if fault:
+        env["ATTNAS_FAULT"] = fault
+    proc = subprocess.run([sys.executable, "-m", "attnas", *args], env=env, capture_output=True, text=True,
+                          timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"attnas {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def reference_run(tmp_path_factory):
+    import yaml
+
+    from conftest import TINY_DIGITS_RECIPE
+
+    d = tmp_path_factory.mktemp("ref")
+    recipe = d / "tiny.yaml"
+    recipe.write_text(yaml.safe_dump(TINY_DIGITS_RECIPE))
+    attnas("search", str(recipe), "--out", str(d / "run"))
+    return recipe, d / "run"
+
+
+@pytest.mark.parametrize("fault", ["supernet:17", "evolution:40", "rerank:2", "final:5"])
+def test_killed_search_resumes_to_the_same_result(reference_run, tmp_path, fault):
+    recipe, ref = reference_run
+    out = tmp_path / "run"
+    killed = attnas("search", str(recipe), "--out", str(out), fault=fault, check=False)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert not (out / "metrics.json").exists()
+    resumed = attnas("search", "--resume", str(out))
+    assert "warning" not in resumed.stderr.lower(), resumed.stderr  # every checkpoint loaded cleanly
+    assert json.loads((out / "arch.json").read_text()) == json.loads((ref / "arch.json").read_text())
+    m_out, m_ref = (json.loads((p / "metrics.json").read_text()) for p in (out, ref))
+    for key in ("val_accuracy", "test_accuracy", "supernet_val_accuracy", "evaluated", "rerank_val"):
+        assert m_out[key] == m_ref[key], key
+    # the event log reads as one uninterrupted run: no repeated supernet epochs or candidates
+    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    epochs = [e["epoch"] for e in events if e["phase"] == "supernet"]
+    assert epochs == list(range(1, 41))
+    assert [e["index"] for e in events if e["phase"] == "evolution"] == list(range(48))
+
+
+def test_resume_of_a_finished_run_is_a_no_op(reference_run):
+    _, ref = reference_run
+    before = (ref / "metrics.json").read_text()
+    attnas("search", "--resume", str(ref))
+    assert (ref / "metrics.json").read_text() == before
