@@ -86,14 +86,22 @@ class BigBirdAttention(AttentionBlock):
         we = torch.minimum(i[None] + 1, n_real - 1)
         wcount = (we - ws + 1).clamp(min=0)
         eligible = (n_real - g - wcount).clamp(min=0)
-        pick = (self.rand_u[:nb].to(torch.float64)[None] * eligible[..., None]).floor().long()
-        pick = torch.minimum(pick, (eligible[..., None] - 1).clamp(min=0))
+        # r distinct picks among the `eligible` blocks: the j-th is uniform over the e - j not yet taken
+        u = self.rand_u[:nb].to(torch.float64)[None]  # [1, nb, r]
+        picks: list[torch.Tensor] = []
+        for j in range(self.random_blocks):
+            left = (eligible - j).clamp(min=1)
+            c = torch.minimum((u[..., j] * left).floor().long(), left - 1)
+            if picks:
+                for p in torch.stack(picks, dim=-1).sort(dim=-1).values.unbind(-1):
+                    c = c + (c >= p).long()
+            picks.append(c)
+        pick = torch.stack(picks, dim=-1) if picks else eligible.new_zeros(*eligible.shape, 0)
         rand = g + pick
         rand = rand + wcount[..., None] * (rand >= ws[..., None])
+        rand_ok = torch.arange(self.random_blocks, device=dev) < eligible[..., None]
         idx = torch.cat([window, glob, rand], dim=-1)
-        ok = torch.cat(
-            [(window >= 0) & (window < nb), glob < nb, (eligible > 0)[..., None].expand_as(rand)], dim=-1
-        )
+        ok = torch.cat([(window >= 0) & (window < nb), glob < nb, rand_ok], dim=-1)
         return idx, drop_duplicate_blocks(idx, ok)
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -17,7 +17,7 @@ def orthogonal_gaussian(features: int, dim: int, *, device=None, dtype=torch.flo
     r"""Orthogonal random features :math:`\omega_1, \dots, \omega_m \in \mathbb{R}^d` (Performer, Sec. 2.4).
 
     Stacks ``ceil(m / d)`` blocks of ``d`` exactly orthogonal directions (QR of a
-    Gaussian matrix) and rescales every row by the norm of an independent
+    Gaussian matrix, with the signs fixed so the directions are uniform) and rescales every row by the norm of an independent
     :math:`\mathcal{N}(0, I_d)` vector, so each row is marginally Gaussian while rows
     within a block are orthogonal (Choromanski et al. 2021, "Rethinking Attention with
     Performers", ORFs).
@@ -32,12 +32,12 @@ def orthogonal_gaussian(features: int, dim: int, *, device=None, dtype=torch.flo
     Returns:
         ``[m, d]``.
     """
-    blocks = []
-    for _ in range(math.ceil(features / dim)):
-        g = torch.randn(dim, dim, device=device, dtype=dtype, generator=generator)
-        q, _ = torch.linalg.qr(g)
-        blocks.append(q.T)
-    w = torch.cat(blocks, dim=0)[:features]
+    n_blocks = math.ceil(features / dim)
+    g = torch.randn(n_blocks, dim, dim, device=device, dtype=dtype, generator=generator)
+    q, r = torch.linalg.qr(g)
+    # sign fix: makes Q Haar-distributed (LAPACK's Householder signs would bias the directions)
+    q = q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)
+    w = q.transpose(-1, -2).reshape(n_blocks * dim, dim)[:features]
     norms = torch.randn(features, dim, device=device, dtype=dtype, generator=generator).norm(dim=1, keepdim=True)
     return w * norms
 

@@ -134,8 +134,8 @@ class ReformerAttention(AttentionBlock):
         if rounds > 1:  # N_ij: in how many rounds i and j share a bucket (Eq. 6)
             shared = (b_own[..., :, None, :] == b_look[..., None, :, :]).sum(dim=-1).clamp(min=1)
             scores = scores - torch.log(shared.to(scores.dtype))
-        scores = scores.masked_fill(~ok, NEG_INF)
-        scores = scores.masked_fill(pos_own[..., :, None] == pos_look[..., None, :], SELF_SCORE)
+        is_self = (pos_own[..., :, None] == pos_look[..., None, :]) & ok
+        scores = scores.masked_fill(~ok, NEG_INF).masked_fill(is_self, SELF_SCORE)
         lse = torch.logsumexp(scores, dim=-1, keepdim=True)
         out = torch.exp(scores - lse) @ v_look  # [B, H, R, nc, c, d]
         # undo the sort of every round and combine the rounds by their normalisers
