@@ -311,11 +311,16 @@ def tokenize(text: str) -> list[int]:
     return ids
 
 
-def generate_examples(cfg: ListOpsConfig) -> dict[str, tuple[list[list[int]], list[int]]]:
+def generate_examples(cfg: ListOpsConfig, max_stale: int = 100_000) -> dict[str, tuple[list[list[int]], list[int]]]:
     """Draw the train, validation and test examples of ``cfg``.
 
     Examples are distinct; the first ``train_size`` drawn form the training split, the
     next ``val_size`` the validation split and the rest the test split (LRA's order).
+
+    Args:
+        cfg: Generation options.
+        max_stale: Give up after this many accepted-length draws in a row that were all
+            duplicates (the bounds admit too few distinct examples).
 
     Returns:
         ``split -> (token id lists, labels)``.
@@ -330,7 +335,7 @@ def generate_examples(cfg: ListOpsConfig) -> dict[str, tuple[list[list[int]], li
     limit = 1_000_000 + 1000 * total
     while len(seen) < total:
         attempts += 1
-        if attempts > limit or stale > 100_000:
+        if attempts > limit or stale > max_stale:
             raise DataError(
                 f"listops: found only {len(seen)} distinct examples of {total} with "
                 f"{cfg.min_length} < length < {cfg.max_length} after {attempts} draws; widen the length bounds "
