@@ -144,7 +144,8 @@ def memory_in_child(names: list[str], args) -> dict:
     cmd = [sys.executable, __file__, "--memory-child", "--mechanisms", *names, "--lengths", *map(str, args.lengths),
            "--dim", str(args.dim), "--heads", str(args.heads), "--batch", str(args.batch),
            "--threads", str(args.threads)]
-    env = {**os.environ, **MMAP_ENV, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, **MMAP_ENV, "PYTHONPATH": path}
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if out.returncode:
         sys.exit(f"memory measurement failed:\n{out.stderr}")

@@ -78,7 +78,9 @@ class SupernetAttention(nn.Module):
         options = options or {}
         for name in options:
             if name not in mechanisms:
-                raise ConfigError(f"mechanism_options: '{name}' is not a candidate; candidates: {', '.join(mechanisms)}")
+                raise ConfigError(
+                    f"mechanism_options: '{name}' is not a candidate; candidates: {', '.join(mechanisms)}"
+                )
         self.mode, self.heads = mode, heads
         self.names: list[str] = []
         self.mechanisms: list[str] = []

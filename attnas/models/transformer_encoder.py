@@ -51,8 +51,8 @@ class TokenEmbedding(nn.Module):
         - **output:** ``x`` ``[B, L', D]`` and ``mask`` ``[B, L']`` with ``L' = L + cls``.
     """
 
-    def __init__(self, vocab_size: int, dim: int, max_len: int, positions: Literal["sinusoidal", "learned"] = "sinusoidal",
-                 pad_id: int = 0, cls: bool = False):
+    def __init__(self, vocab_size: int, dim: int, max_len: int,
+                 positions: Literal["sinusoidal", "learned"] = "sinusoidal", pad_id: int = 0, cls: bool = False):
         super().__init__()
         self.tokens = nn.Embedding(vocab_size, dim, padding_idx=pad_id)
         self.max_len, self.cls = max_len, cls

@@ -84,8 +84,9 @@ def test_random_trees_agree_with_pythons_evaluation():
         checked += 1
 
 
-@pytest.mark.parametrize("bad,message", [("[MAX 1 2", "unclosed"), ("1 2", "more than one"), ("[MAX 1 ] ]", "unmatched"),
-                                         ("[MAX ]", "no arguments"), ("[FOO 1 ]", "unknown token")])
+@pytest.mark.parametrize("bad,message", [("[MAX 1 2", "unclosed"), ("1 2", "more than one"),
+                                         ("[MAX 1 ] ]", "unmatched"), ("[MAX ]", "no arguments"),
+                                         ("[FOO 1 ]", "unknown token")])
 def test_evaluator_names_malformed_expressions(bad, message):
     with pytest.raises(DataError, match=message):
         evaluate_tokens(bad.split())

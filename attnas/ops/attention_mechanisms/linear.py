@@ -10,7 +10,10 @@ from attnas.ops.attention_mechanisms.base import AttentionBlock
 
 
 def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
-    r"""The Linear Transformer's feature map :math:`\phi(x) = \mathrm{elu}(x) + 1` (Katharopoulos et al. 2020, Eq. 7)."""
+    r"""The Linear Transformer's feature map :math:`\phi(x) = \mathrm{elu}(x) + 1`.
+
+    Katharopoulos et al. 2020, "Transformers are RNNs", Sec. 3.2.1.
+    """
     return F.elu(x) + 1.0
 
 
@@ -21,7 +24,7 @@ def kernel_attention(qf: torch.Tensor, kf: torch.Tensor, v: torch.Tensor, mask: 
     .. math::
         V'_i = \frac{\phi(Q_i)^\top \sum_j \phi(K_j) V_j^\top}{\phi(Q_i)^\top \sum_j \phi(K_j)}
 
-    (Katharopoulos et al. 2020, Eq. 5-6; Performer's FAVOR+ uses the same product with
+    (Katharopoulos et al. 2020, Sec. 3.2, Eq. 5-6; Performer's FAVOR+ uses the same product with
     random features). Padded keys are removed by zeroing their features.
 
     Args:
@@ -46,8 +49,8 @@ class LinearAttention(AttentionBlock):
 
     The softmax similarity is replaced by the kernel
     :math:`\mathrm{sim}(q, k) = \phi(q)^\top \phi(k)` with
-    :math:`\phi(x) = \mathrm{elu}(x) + 1` (Eq. 7), and associativity gives the linear
-    form of Eq. 6 (see :func:`kernel_attention`): no ``L x L`` matrix is formed, time
+    :math:`\phi(x) = \mathrm{elu}(x) + 1` (Sec. 3.2.1), and associativity gives the linear
+    form of Sec. 3.2 (Eq. 5-6) (see :func:`kernel_attention`): no ``L x L`` matrix is formed, time
     and memory are :math:`O(L d_h^2)`.
 
     Args:

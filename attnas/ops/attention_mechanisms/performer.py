@@ -17,9 +17,9 @@ def orthogonal_gaussian(features: int, dim: int, *, device=None, dtype=torch.flo
     r"""Orthogonal random features :math:`\omega_1, \dots, \omega_m \in \mathbb{R}^d` (Performer, Sec. 2.4).
 
     Stacks ``ceil(m / d)`` blocks of ``d`` exactly orthogonal directions (QR of a
-    Gaussian matrix, with the signs fixed so the directions are uniform) and rescales every row by the norm of an independent
-    :math:`\mathcal{N}(0, I_d)` vector, so each row is marginally Gaussian while rows
-    within a block are orthogonal (Choromanski et al. 2021, "Rethinking Attention with
+    Gaussian matrix, with the signs fixed so the directions are uniform) and rescales
+    every row by the norm of an independent :math:`\mathcal{N}(0, I_d)` vector, so each
+    row is marginally Gaussian while rows within a block are orthogonal (Choromanski et al. 2021, "Rethinking Attention with
     Performers", ORFs).
 
     Args:
@@ -50,7 +50,7 @@ def positive_random_features(x: torch.Tensor, omega: torch.Tensor, *, is_query: 
         \phi(x) = \frac{1}{\sqrt m}\exp\!\left(-\tfrac{\lVert x\rVert^2}{2}\right)
         \left(\exp(\omega_1^\top x), \dots, \exp(\omega_m^\top x)\right)
 
-    (Performer, Lemma 1 / Eq. 7 with :math:`h(x) = \exp(-\lVert x\rVert^2/2)`,
+    (Performer, Sec. 2.3, Lemma 1: :math:`h(x) = \exp(-\lVert x\rVert^2/2)`,
     :math:`f = \exp`), so that :math:`\mathbb{E}[\phi(q)^\top\phi(k)] = \exp(q^\top k)`.
     For numerical stability a maximum is subtracted inside the exponential: per query
     row for queries, and over all real keys (and features) of a head for keys; both
@@ -85,7 +85,7 @@ class PerformerAttention(AttentionBlock):
     :math:`\exp(q^\top k / \sqrt{d_h})` by :math:`\phi(q')^\top\phi(k')` with positive
     orthogonal random features (:func:`positive_random_features`,
     :math:`q' = q\, d_h^{-1/4}`) and computes attention in the linear form
-    :math:`\hat D^{-1}(\phi(Q')(\phi(K')^\top V))` (Eq. 2-3 with Lemma 1), in time and
+    :math:`\hat D^{-1}(\phi(Q')(\phi(K')^\top V))` (Sec. 2.2-2.3), in time and
     memory :math:`O(L m d_h)`.
 
     The features are a buffer shared by the heads. They are redrawn every

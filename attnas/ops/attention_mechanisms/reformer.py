@@ -30,17 +30,17 @@ class ReformerAttention(AttentionBlock):
 
     * Shared QK (Sec. 2): one projection gives the queries and the keys
       :math:`k_j = q_j / \lVert q_j \rVert`.
-    * Angular LSH (Sec. 2, Eq. before 3): with a random rotation
+    * Angular LSH (Sec. 2, "Locality sensitive hashing"): with a random rotation
       :math:`R \in \mathbb{R}^{d_h \times b/2}`, :math:`h(x) = \arg\max([xR; -xR])`
       assigns one of ``n_buckets`` buckets.
-    * Sorting and chunking (Eq. 3-4, Fig. 2): positions are sorted by (bucket,
-      position), cut into chunks of ``chunk`` tokens, and every query attends to the
-      keys of its own chunk and of the previous one that share its bucket. A token
-      attends to itself only if nothing else is available (score :math:`-10^5`).
-    * Multi-round hashing (Sec. 2, Eq. 5-6): ``n_hashes`` independent rounds; the score
-      of a pair found in :math:`N_{i,j}` rounds is reduced by :math:`\log N_{i,j}` and the
-      rounds are combined with weights :math:`\exp(z^{(r)}_i - \log\sum_{r'} e^{z^{(r')}_i})`
-      where :math:`z^{(r)}_i` is round ``r``'s log-normaliser.
+    * Sorting and chunking (Sec. 2, "LSH attention", Fig. 2): positions are sorted by
+      (bucket, position), cut into chunks of ``chunk`` tokens, and every query attends
+      to the keys of its own chunk and of the previous one that share its bucket. A
+      token attends to itself only if nothing else is available (score :math:`-10^5`).
+    * Multi-round hashing (Sec. 2 "Multi-round LSH attention" and App. A): ``n_hashes``
+      independent rounds; the score of a pair found in :math:`N_{i,j}` rounds is reduced
+      by :math:`\log N_{i,j}` and the rounds are combined with weights
+      :math:`\exp(z^{(r)}_i - \log\sum_{r'} e^{z^{(r')}_i})` where :math:`z^{(r)}_i` is round ``r``'s log-normaliser.
 
     Memory is :math:`O(n_{hashes} \cdot L \cdot c)` for chunk length ``c``: no ``L x L``
     matrix. ``n_buckets`` is fixed at construction (default about ``max_len / chunk``,
@@ -131,7 +131,7 @@ class ReformerAttention(AttentionBlock):
 
         scores = torch.einsum("bhrnqd,bhrnkd->bhrnqk", q_own, k_look) * self.scale
         ok = valid_look[..., None, :] & (this_q[..., :, None] == this_k[..., None, :])
-        if rounds > 1:  # N_ij: in how many rounds i and j share a bucket (Eq. 6)
+        if rounds > 1:  # N_ij: in how many rounds i and j share a bucket (App. A)
             shared = (b_own[..., :, None, :] == b_look[..., None, :, :]).sum(dim=-1).clamp(min=1)
             scores = scores - torch.log(shared.to(scores.dtype))
         is_self = (pos_own[..., :, None] == pos_look[..., None, :]) & ok

@@ -24,7 +24,8 @@ SMALL = {
 
 def make(name: str, heads: int = 2, head_dim: int | None = None, max_len: int = 64, **extra):
     torch.manual_seed(0)
-    return build_mechanism(name, DIM, heads=heads, head_dim=head_dim, max_len=max_len, **{**SMALL.get(name, {}), **extra})
+    options = {**SMALL.get(name, {}), **extra}
+    return build_mechanism(name, DIM, heads=heads, head_dim=head_dim, max_len=max_len, **options)
 
 
 def test_every_candidate_of_the_paper_is_registered():
