@@ -9,7 +9,7 @@ from attnas.errors import ConfigError
 from attnas.models.mechanism_supernet import DEFAULT_CANDIDATES, MechanismSupernet, SupernetAttention
 from attnas.ops.attention_mechanisms import mechanism_names
 
-OPTS = {"local": {"window": 4}, "reformer": {"chunk": 4}, "performer": {"features": 16}}
+OPTS = {"local": {"window": 4}, "reformer": {"bucket_size": 4}, "performer": {"features": 16}}
 
 
 def supernet(mode="homogeneous", mechanisms=("softmax", "local", "performer"), heads=2):

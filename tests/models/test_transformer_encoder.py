@@ -13,7 +13,7 @@ from attnas.models.transformer_encoder import (
 )
 from attnas.ops.attention_mechanisms import mechanism_names
 
-SMALL = {"local": {"window": 4}, "longformer": {"window": 4}, "bigbird": {"block": 4}, "reformer": {"chunk": 4},
+SMALL = {"local": {"window": 4}, "longformer": {"window": 4}, "bigbird": {"block": 4}, "reformer": {"bucket_size": 4},
          "linformer": {"k": 8}, "performer": {"features": 16}, "sparse": {"stride": 4}}
 
 

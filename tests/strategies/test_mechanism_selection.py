@@ -15,7 +15,7 @@ from attnas.strategies._mechanism_selection import (
     select_homogeneous,
 )
 
-OPTS = {"local": {"window": 4}, "reformer": {"chunk": 4, "redraw_every": 1}, "performer": {"features": 16}}
+OPTS = {"local": {"window": 4}, "reformer": {"bucket_size": 4, "redraw_every": 1}, "performer": {"features": 16}}
 
 
 def supernet(mode="homogeneous", mechanisms=("softmax", "reformer", "performer", "local"), heads=2):

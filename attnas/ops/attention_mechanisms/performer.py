@@ -19,8 +19,8 @@ def orthogonal_gaussian(features: int, dim: int, *, device=None, dtype=torch.flo
     Stacks ``ceil(m / d)`` blocks of ``d`` exactly orthogonal directions (QR of a
     Gaussian matrix, with the signs fixed so the directions are uniform) and rescales
     every row by the norm of an independent :math:`\mathcal{N}(0, I_d)` vector, so each
-    row is marginally Gaussian while rows within a block are orthogonal (Choromanski et al. 2021, "Rethinking Attention with
-    Performers", ORFs).
+    row is marginally Gaussian while rows within a block are orthogonal (Choromanski et
+    al. 2021, "Rethinking Attention with Performers", ORFs).
 
     Args:
         features: Number of features ``m``.

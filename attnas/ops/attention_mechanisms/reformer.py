@@ -34,21 +34,22 @@ class ReformerAttention(AttentionBlock):
       :math:`R \in \mathbb{R}^{d_h \times b/2}`, :math:`h(x) = \arg\max([xR; -xR])`
       assigns one of ``n_buckets`` buckets.
     * Sorting and chunking (Sec. 2, "LSH attention", Fig. 2): positions are sorted by
-      (bucket, position), cut into chunks of ``chunk`` tokens, and every query attends
+      (bucket, position), cut into chunks of ``bucket_size`` tokens, and every query attends
       to the keys of its own chunk and of the previous one that share its bucket. A
       token attends to itself only if nothing else is available (score :math:`-10^5`).
     * Multi-round hashing (Sec. 2 "Multi-round LSH attention" and App. A): ``n_hashes``
       independent rounds; the score of a pair found in :math:`N_{i,j}` rounds is reduced
       by :math:`\log N_{i,j}` and the rounds are combined with weights
-      :math:`\exp(z^{(r)}_i - \log\sum_{r'} e^{z^{(r')}_i})` where :math:`z^{(r)}_i` is round ``r``'s log-normaliser.
+      :math:`\exp(z^{(r)}_i - \log\sum_{r'} e^{z^{(r')}_i})`, where :math:`z^{(r)}_i` is
+      round ``r``'s log-normaliser.
 
     Memory is :math:`O(n_{hashes} \cdot L \cdot c)` for chunk length ``c``: no ``L x L``
-    matrix. ``n_buckets`` is fixed at construction (default about ``max_len / chunk``,
-    the paper's bucket size ~ chunk size). Padded tokens are put in an extra last bucket
-    and chunk 0 has no previous chunk, so appending padding does not move any real
-    token's chunk. Rotations are redrawn every ``redraw_every`` training passes (the
-    paper samples them anew for each pass; 0: fixed), never while frozen or in
-    ``eval()`` mode.
+    matrix. ``n_buckets`` is fixed at construction (default about
+    ``max_len / bucket_size``, so a bucket holds about one chunk, as in the paper).
+    Padded tokens are put in an extra last bucket and chunk 0 has no previous chunk, so
+    appending padding does not move any real token's chunk. Rotations are redrawn every
+    ``redraw_every`` training passes (the reference implementation samples them anew
+    for each pass; 0: fixed), never while frozen or in ``eval()`` mode.
 
     Args:
         dim: Model dimension ``D``.
@@ -56,8 +57,8 @@ class ReformerAttention(AttentionBlock):
         head_dim: Per-head dimension (default ``dim // heads``).
         max_len: Used for the default ``n_buckets`` only.
         n_hashes: Hash rounds.
-        n_buckets: Buckets per round (even; default ``~max_len / chunk``).
-        chunk: Chunk length ``c``.
+        n_buckets: Buckets per round (even; default ``~max_len / bucket_size``).
+        bucket_size: Chunk length ``c`` (the "bucket size" of common implementations).
         redraw_every: Redraw rotations every this many training passes (0: fixed).
 
     Shapes:
@@ -70,17 +71,19 @@ class ReformerAttention(AttentionBlock):
     has_random = True
 
     def __init__(self, dim: int, heads: int = 4, head_dim: int | None = None, max_len: int = 1024, n_hashes: int = 2,
-                 n_buckets: int | None = None, chunk: int = 32, redraw_every: int = 1):
+                 n_buckets: int | None = None, bucket_size: int = 32, redraw_every: int = 1):
         super().__init__(dim, heads, head_dim, max_len, qkv=False)
         if n_buckets is None:
-            n_buckets = max(2, math.ceil(max_len / chunk))
+            n_buckets = max(2, math.ceil(max_len / bucket_size))
             n_buckets += n_buckets % 2
-        if n_hashes < 1 or chunk < 1 or redraw_every < 0 or n_buckets < 2 or n_buckets % 2:
+        if n_hashes < 1 or bucket_size < 1 or redraw_every < 0 or n_buckets < 2 or n_buckets % 2:
             raise ConfigError(
-                f"{self._what()}: need n_hashes >= 1, chunk >= 1, redraw_every >= 0 and an even n_buckets >= 2; "
-                f"got n_hashes={n_hashes}, chunk={chunk}, redraw_every={redraw_every}, n_buckets={n_buckets}"
+                f"{self._what()}: need n_hashes >= 1, bucket_size >= 1, redraw_every >= 0 and an even n_buckets >= 2; "
+                f"got n_hashes={n_hashes}, bucket_size={bucket_size}, redraw_every={redraw_every}, "
+                f"n_buckets={n_buckets}"
             )
-        self.n_hashes, self.n_buckets, self.chunk, self.redraw_every = n_hashes, n_buckets, chunk, redraw_every
+        self.n_hashes, self.n_buckets, self.bucket_size = n_hashes, n_buckets, bucket_size
+        self.redraw_every = redraw_every
         self.qk = nn.Linear(dim, self.inner)
         self.v = nn.Linear(dim, self.inner)
         self.register_buffer("rotations", torch.empty(self.heads, n_hashes, self.head_dim, n_buckets // 2))
@@ -99,7 +102,7 @@ class ReformerAttention(AttentionBlock):
         qk = self.split_heads(self.qk(x))
         v = self.split_heads(self.v(x))
         bsz, heads, n, d = qk.shape
-        rounds, c = self.n_hashes, self.chunk
+        rounds, c = self.n_hashes, self.bucket_size
         keys = F.normalize(qk, dim=-1)
         buckets = self.hash(keys, mask)  # [B, H, R, L]
         pos = torch.arange(n, device=x.device)

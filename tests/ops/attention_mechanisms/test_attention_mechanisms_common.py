@@ -16,7 +16,7 @@ SMALL = {
     "longformer": {"window": 8},
     "bigbird": {"block": 4, "random_blocks": 2},
     "sparse": {"stride": 6},
-    "reformer": {"chunk": 4, "n_buckets": 4},
+    "reformer": {"bucket_size": 4, "n_buckets": 4},
     "linformer": {"k": 8},
     "performer": {"features": 32},
 }

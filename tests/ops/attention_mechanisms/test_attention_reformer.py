@@ -15,7 +15,7 @@ def dense_reformer(block, x, mask):
     v = block.split_heads(block.v(x))
     keys = F.normalize(qk, dim=-1)
     bsz, heads, n, _ = qk.shape
-    rounds, c = block.n_hashes, block.chunk
+    rounds, c = block.n_hashes, block.bucket_size
     out = torch.zeros_like(qk)
     for b in range(bsz):
         real = [i for i in range(n) if mask[b, i]]
@@ -46,7 +46,7 @@ def dense_reformer(block, x, mask):
 @pytest.mark.parametrize("n_hashes", [1, 3])
 def test_reformer_equals_dense_reference(n_hashes, reference):
     torch.manual_seed(0)
-    block = build_mechanism("reformer", 16, heads=2, n_hashes=n_hashes, n_buckets=4, chunk=4).eval()
+    block = build_mechanism("reformer", 16, heads=2, n_hashes=n_hashes, n_buckets=4, bucket_size=4).eval()
     x, mask = reference.padded_inputs(dim=16)
     expected = reference.finish(block, dense_reformer(block, x, mask), mask)
     torch.testing.assert_close(block(x, mask), expected, atol=1e-5, rtol=1e-4)
@@ -54,7 +54,7 @@ def test_reformer_equals_dense_reference(n_hashes, reference):
 
 def test_hash_is_angular_and_padding_gets_the_extra_bucket():
     torch.manual_seed(0)
-    block = build_mechanism("reformer", 8, heads=1, n_buckets=6, chunk=4)
+    block = build_mechanism("reformer", 8, heads=1, n_buckets=6, bucket_size=4)
     keys = F.normalize(torch.randn(2, 1, 10, 8), dim=-1)
     mask = torch.ones(2, 10, dtype=torch.bool)
     mask[1, 7:] = False
@@ -66,4 +66,4 @@ def test_hash_is_angular_and_padding_gets_the_extra_bucket():
 
 
 def test_default_bucket_count_follows_max_len_over_chunk():
-    assert build_mechanism("reformer", 8, heads=1, max_len=1000, chunk=50).n_buckets == 20
+    assert build_mechanism("reformer", 8, heads=1, max_len=1000, bucket_size=50).n_buckets == 20
