@@ -20,7 +20,10 @@ Inputs and the block's parameters exist before the measurement; the output and e
 intermediate count.
 
 Timings on a shared machine are noisy: the load average is printed beside every row,
-threads are pinned (``--threads``), and only ratios within one run should be compared.
+threads are pinned (``--threads``, default 1), only ratios within one run should be
+compared, and besides the wall-clock time the process CPU time of each call is recorded
+(``time.process_time``; with one thread it leaves out the time the process waited for a
+core, so it is the steadier of the two on a busy machine).
 
 Usage::
 
@@ -123,13 +126,15 @@ def prepared(name: str, length: int, args):
 def measure_time(name: str, length: int, args) -> dict:
     block, x, mask = prepared(name, length, args)
     block(x, mask)  # warm-up
-    times = []
+    times, cpu = [], []
     for _ in range(args.repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         block(x, mask)
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
     return {"mechanism": name, "length": length, "time_ms": 1000 * statistics.median(times),
-            "claimed_memory": getattr(block, "memory_growth", ""), "load1": os.getloadavg()[0]}
+            "cpu_ms": 1000 * statistics.median(cpu), "claimed_memory": getattr(block, "memory_growth", ""),
+            "load1": os.getloadavg()[0]}
 
 
 @torch.no_grad()
@@ -152,7 +157,7 @@ def memory_in_child(names: list[str], args) -> dict:
     return {tuple(k.split("|")): v for k, v in json.loads(out.stdout.strip().splitlines()[-1]).items()}
 
 
-def plot(rows: list[dict], path: Path) -> None:
+def plot(rows: list[dict], path: Path, batch: int, dim: int, heads: int) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -165,11 +170,12 @@ def plot(rows: list[dict], path: Path) -> None:
     for i, name in enumerate(names):
         rs = [r for r in rows if r["mechanism"] == name]
         ls = "--" if name == REFERENCE else "-"
-        for ax, key in zip(axes, ("time_ms", "peak_mib")):
+        for ax, key in zip(axes, ("cpu_ms", "peak_mib")):
             ax.plot([r["length"] for r in rs], [max(r[key], 1e-3) for r in rs], ls, marker=markers[i % len(markers)],
                     color=colors[i % len(colors)], label=name, linewidth=1.2, markersize=4)
     lengths = sorted({r["length"] for r in rows})
-    for ax, key, title in zip(axes, ("time_ms", "peak_mib"), ("forward time (ms)", "peak extra memory (MiB)")):
+    titles = ("forward pass, process CPU time (ms, 1 thread)", "forward pass, peak extra memory (MiB)")
+    for ax, key, title in zip(axes, ("cpu_ms", "peak_mib"), titles):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xticks(lengths, [str(n) for n in lengths])
@@ -182,7 +188,7 @@ def plot(rows: list[dict], path: Path) -> None:
             ax.plot(lengths, [y0 * (n / lengths[0]) for n in lengths], ":", color="grey", linewidth=0.8)
             ax.plot(lengths, [y0 * (n / lengths[0]) ** 2 for n in lengths], ":", color="black", linewidth=0.8)
     axes[1].legend(fontsize=7, ncol=2, loc="upper left")
-    fig.suptitle("Attention mechanisms: one forward pass (dotted: slope 1 and 2)", fontsize=10)
+    fig.suptitle(f"Attention mechanisms, batch {batch}, dim {dim}, {heads} heads (dotted: slope 1 and 2)", fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
@@ -212,25 +218,28 @@ def main() -> None:
     started = time.time()
     rows = [measure_time(n, L, args) for n in names for L in args.lengths]
     memory = memory_in_child(names, args)
-    print(f"{'mechanism':20s} {'L':>5s} {'time ms':>9s} {'peak MiB':>9s} {'load1':>6s}")
+    print(f"{'mechanism':20s} {'L':>5s} {'time ms':>9s} {'cpu ms':>9s} {'peak MiB':>9s} {'load1':>6s}")
     for r in rows:
         r["peak_mib"] = memory[(r["mechanism"], str(r["length"]))]
-        print(f"{r['mechanism']:20s} {r['length']:5d} {r['time_ms']:9.2f} {r['peak_mib']:9.3f} {r['load1']:6.2f}")
+        print(f"{r['mechanism']:20s} {r['length']:5d} {r['time_ms']:9.2f} {r['cpu_ms']:9.2f} {r['peak_mib']:9.3f} "
+              f"{r['load1']:6.2f}")
     print(f"\nslopes of log(value) vs log(L)   [all lengths | L >= 1024]   (total {time.time() - started:.0f} s, "
           f"load average now {' '.join(f'{v:.2f}' for v in os.getloadavg())})")
-    print(f"{'mechanism':20s} {'claimed mem':>11s} {'time':>13s} {'memory':>13s}")
+    print(f"{'mechanism':20s} {'claimed mem':>11s} {'wall time':>13s} {'cpu time':>13s} {'memory':>13s}")
     summary = []
     for name in names:
         rs = [r for r in rows if r["mechanism"] == name]
         ls = [r["length"] for r in rs]
         big = [i for i, n in enumerate(ls) if n >= 1024]
-        mem = [max(r["peak_mib"], PAGE / 2**20) for r in rs]
-        st, sm = slope(ls, [r["time_ms"] for r in rs]), slope(ls, mem)
-        st_big = slope([ls[i] for i in big], [rs[i]["time_ms"] for i in big])
-        sm_big = slope([ls[i] for i in big], [mem[i] for i in big])
-        summary.append({"mechanism": name, "time_slope": st, "memory_slope": sm, "time_slope_L>=1024": st_big,
-                        "memory_slope_L>=1024": sm_big})
-        print(f"{name:20s} {rs[0]['claimed_memory']:>11s} {st:6.2f} | {st_big:4.2f} {sm:6.2f} | {sm_big:4.2f}")
+        series = {"time": [r["time_ms"] for r in rs], "cpu": [r["cpu_ms"] for r in rs],
+                  "memory": [max(r["peak_mib"], PAGE / 2**20) for r in rs]}
+        row = {"mechanism": name, "claimed_memory": rs[0]["claimed_memory"]}
+        for key, values in series.items():
+            row[f"{key}_slope"] = slope(ls, values)
+            row[f"{key}_slope_L>=1024"] = slope([ls[i] for i in big], [values[i] for i in big])
+        summary.append(row)
+        cells = " ".join(f"{row[f'{k}_slope']:6.2f} | {row[f'{k}_slope_L>=1024']:4.2f}" for k in series)
+        print(f"{name:20s} {row['claimed_memory']:>11s} {cells}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out.with_suffix(".csv"), "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
@@ -240,7 +249,7 @@ def main() -> None:
         writer = csv.DictWriter(fh, fieldnames=list(summary[0]))
         writer.writeheader()
         writer.writerows(summary)
-    plot(rows, args.out.with_suffix(".png"))
+    plot(rows, args.out.with_suffix(".png"), args.batch, args.dim, args.heads)
     print(f"wrote {args.out.with_suffix('.csv')}, {args.out.name}_slopes.csv and {args.out.with_suffix('.png')}")
 
 
