@@ -1,0 +1,204 @@
+"""Selecting attention mechanisms from a trained fixed-alpha supernet (DARTFormer, Sec. 3.1-3.3).
+
+The strength of a candidate block ``j`` is its masked-drop score (masked validation
+accuracy, Wang et al. 2021, "Rethinking Architecture Selection in Differentiable NAS",
+Sec. 4):
+
+    score_j = acc(all active blocks) - acc(all active blocks, block j's output zeroed)
+
+measured with random features and hash rotations frozen, so every evaluation sees the
+same random structure. From these scores:
+
+* homogeneous search (Sec. 3.3.1): one multi-head block per mechanism, a single masked
+  trial, the highest score wins (:func:`select_homogeneous`);
+* heterogeneous search (Sec. 3.3.2), ``H`` single-head blocks per mechanism:
+  **NAS One-shot** scores once and keeps the top ``H`` heads (:func:`nas_one_shot`);
+  **NAS Prune** repeatedly drops the lowest-scoring head, fine-tunes for a few steps
+  and rescores, until ``H`` heads remain (:func:`nas_prune`; the progressive
+  discretisation of Wang et al. 2021, Alg. 1).
+
+These are plain functions over a model with the selection interface of
+:class:`~attnas.models.mechanism_supernet.MechanismSupernet` (``active_names``,
+``masked(names)``, ``drop(name)``), an ``evaluate(model) -> accuracy`` callable and,
+for pruning, a ``train_step(model)`` callable; the strategy that wraps them adds
+checkpoints. The pruned set lives in the model's ``state_dict``, so calling
+:func:`nas_prune` again on a reloaded model continues where it stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from torch import nn
+
+from attnas.errors import ConfigError
+
+
+class SelectableSupernet(Protocol):
+    """What selection needs from a supernet."""
+
+    @property
+    def active_names(self) -> list[str]: ...
+
+    def masked(self, names: list[str]) -> Any: ...
+
+    def drop(self, name: str) -> None: ...
+
+
+Evaluate = Callable[[Any], float]
+TrainStep = Callable[[Any], Any]
+
+
+@dataclass
+class DropScores:
+    """One masked-validation trial.
+
+    Attributes:
+        base: Accuracy with every active block.
+        scores: ``block name -> base - accuracy with that block zeroed``, in block order.
+    """
+
+    base: float
+    scores: dict[str, float]
+
+    def ranking(self) -> list[str]:
+        """Block names from strongest to weakest (ties keep block order)."""
+        order = list(self.scores)
+        return sorted(order, key=lambda n: (-self.scores[n], order.index(n)))
+
+    def to_dict(self) -> dict:
+        """Plain data for ``metrics.json``."""
+        return {"base_accuracy": self.base, "scores": dict(self.scores)}
+
+
+@dataclass
+class SelectionResult:
+    """Outcome of a selection.
+
+    Attributes:
+        kept: Names of the blocks kept, in block order.
+        dropped: Names of the dropped blocks, in the order they were dropped.
+        trials: Every masked-validation trial, in order.
+    """
+
+    kept: list[str]
+    dropped: list[str] = field(default_factory=list)
+    trials: list[DropScores] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """Plain data for ``metrics.json``."""
+        return {"kept": list(self.kept), "dropped": list(self.dropped), "trials": [t.to_dict() for t in self.trials]}
+
+
+@contextmanager
+def frozen_random(model: nn.Module) -> Iterator[nn.Module]:
+    """Freeze every submodule's random structure (and restore each one's state afterwards)."""
+    saved = [(m, m.frozen) for m in model.modules() if hasattr(m, "freeze_random") and hasattr(m, "frozen")]
+    for m, _ in saved:
+        m.freeze_random(True)
+    try:
+        yield model
+    finally:
+        for m, state in saved:
+            m.freeze_random(state)
+
+
+@contextmanager
+def evaluation_mode(model: nn.Module) -> Iterator[nn.Module]:
+    """``model.eval()`` and frozen random structure inside the ``with``; training mode restored after."""
+    was_training = model.training
+    model.eval()
+    try:
+        with frozen_random(model):
+            yield model
+    finally:
+        model.train(was_training)
+
+
+def masked_drop_scores(model: SelectableSupernet, evaluate: Evaluate, blocks: list[str] | None = None) -> DropScores:
+    """Masked-validation scores of the active blocks.
+
+    Args:
+        model: The supernet.
+        evaluate: ``evaluate(model) -> validation accuracy``.
+        blocks: Which active blocks to score (default: all).
+
+    Returns:
+        The base accuracy and ``score_j = base - acc(block j zeroed)`` per block.
+    """
+    names = list(model.active_names if blocks is None else blocks)
+    with evaluation_mode(model):  # type: ignore[arg-type]
+        base = float(evaluate(model))
+        scores = {}
+        for name in names:
+            with model.masked([name]):
+                scores[name] = base - float(evaluate(model))
+    return DropScores(base, scores)
+
+
+def select_homogeneous(model: SelectableSupernet, evaluate: Evaluate) -> tuple[str, DropScores]:
+    """Homogeneous search (Sec. 3.3.1): one masked trial; the highest-scoring block wins.
+
+    Returns:
+        ``(winning block name, the trial)``.
+    """
+    trial = masked_drop_scores(model, evaluate)
+    return trial.ranking()[0], trial
+
+
+def _check_keep(model: SelectableSupernet, keep: int) -> None:
+    n = len(model.active_names)
+    if not 1 <= keep <= n:
+        raise ConfigError(f"keep: must be between 1 and the {n} active blocks, got {keep}")
+
+
+def nas_one_shot(model: SelectableSupernet, evaluate: Evaluate, keep: int) -> SelectionResult:
+    """NAS One-shot (Sec. 3.3.2): score once, keep the ``keep`` highest-scoring heads, drop the rest.
+
+    Args:
+        model: The trained heterogeneous supernet (modified in place).
+        evaluate: ``evaluate(model) -> validation accuracy``.
+        keep: Number of heads ``H`` to keep.
+    """
+    _check_keep(model, keep)
+    trial = masked_drop_scores(model, evaluate)
+    ranking = trial.ranking()
+    dropped = ranking[keep:][::-1]  # weakest first
+    for name in dropped:
+        model.drop(name)
+    return SelectionResult(kept=list(model.active_names), dropped=dropped, trials=[trial])
+
+
+def nas_prune(model: SelectableSupernet, train_step: TrainStep, evaluate: Evaluate, keep: int,
+              finetune_steps: int = 10,
+              on_round: Callable[[SelectionResult], None] | None = None) -> SelectionResult:
+    """NAS Prune (Sec. 3.3.2): drop the lowest-scoring head, fine-tune, rescore, until ``keep`` remain.
+
+    Args:
+        model: The trained heterogeneous supernet (modified in place).
+        train_step: ``train_step(model)`` performs one optimisation step.
+        evaluate: ``evaluate(model) -> validation accuracy``.
+        keep: Number of heads ``H`` to keep.
+        finetune_steps: ``train_step`` calls after each drop (not after the last).
+        on_round: Called with the result so far after every drop (for checkpoints).
+    """
+    _check_keep(model, keep)
+    if finetune_steps < 0:
+        raise ConfigError(f"finetune_steps: must be >= 0, got {finetune_steps}")
+    result = SelectionResult(kept=list(model.active_names))
+    while len(model.active_names) > keep:
+        trial = masked_drop_scores(model, evaluate)
+        worst = trial.ranking()[-1]
+        model.drop(worst)
+        result.trials.append(trial)
+        result.dropped.append(worst)
+        result.kept = list(model.active_names)
+        if len(result.kept) > keep:
+            for _ in range(finetune_steps):
+                train_step(model)
+        if on_round is not None:
+            on_round(result)
+    return result

@@ -1,0 +1,147 @@
+"""Sequence classification: one label per token sequence (ListOps; text datasets later).
+
+Batches are dictionaries ``{"tokens": [B, L] long, "mask": [B, L] bool, "y": [B] long}``
+padded to the longest sequence of the batch (``mask`` is True at real tokens). Models
+return logits ``[B, num_classes]``; the metric is accuracy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+import torch.nn.functional as F
+
+from attnas import _registry
+from attnas.data.listops import ListOpsConfig
+from attnas.data.token_sequences import SPLITS, TokenSequences, pad_sequences
+from attnas.errors import ConfigError
+from attnas.tasks.base import Task, TaskInfo
+
+#: Datasets this task reads, and the name of the option section that configures each.
+DATASET_OPTIONS = {"listops": "listops"}
+
+
+@dataclass(frozen=True)
+class SequenceClassificationConfig:
+    """Options of :class:`SequenceClassificationTask`.
+
+    Attributes:
+        dataset: Which dataset (``listops``).
+        listops: ListOps generation options (LRA's setting by default).
+        batch_size: Default batch size of :meth:`SequenceClassificationTask.batches`.
+    """
+
+    dataset: Literal["listops"] = "listops"
+    listops: ListOpsConfig = field(default_factory=ListOpsConfig)
+    batch_size: int = 32
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise ConfigError(f"batch_size: must be >= 1, got {self.batch_size}")
+
+
+@_registry.register_task("sequence-classification")
+class SequenceClassificationTask(Task):
+    """Classify token sequences (ListOps now; byte/word-level text through the same task later).
+
+    Args:
+        options: A :class:`SequenceClassificationConfig`.
+        data_root: Data root (unused by generated datasets).
+    """
+
+    name = "sequence-classification"
+    Config = SequenceClassificationConfig
+    metric = "accuracy"
+
+    def __init__(self, options: SequenceClassificationConfig | None = None, data_root: Path | None = None):
+        super().__init__(options, data_root)
+        self.data = self._load(self.options.dataset)
+        self._tensors = {split: self._pack(split) for split in SPLITS}
+
+    def _load(self, dataset: str) -> TokenSequences:
+        loader = _registry.get("dataset", dataset)
+        section = DATASET_OPTIONS.get(dataset)
+        dataset_options = getattr(self.options, section) if section else None
+        return loader(dataset_options, self.data_root)
+
+    def _pack(self, split: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        seqs, labels = self.data.splits[split]
+        tokens, lengths = pad_sequences(seqs, self.data.pad_id)
+        return tokens.to(self.device), lengths.to(self.device), torch.as_tensor(labels, dtype=torch.long,
+                                                                               device=self.device)
+
+    @property
+    def info(self) -> TaskInfo:
+        """Vocabulary size as ``in_dim``; ``extra`` holds ``vocab_size``, ``max_len``, ``pad_id``, ``dataset``."""
+        return TaskInfo(
+            kind="sequence",
+            in_dim=self.data.vocab_size,
+            num_classes=self.data.num_classes,
+            extra={"vocab_size": self.data.vocab_size, "max_len": self.data.max_len, "pad_id": self.data.pad_id,
+                   "dataset": self.data.name},
+        )
+
+    def to(self, device: torch.device | str) -> SequenceClassificationTask:
+        super().to(device)
+        self._tensors = {s: tuple(t.to(self.device) for t in ts) for s, ts in self._tensors.items()}
+        return self
+
+    def size(self, split: str) -> int:
+        """Number of examples in ``split``."""
+        return self.data.size(self._check_split(split))
+
+    def _check_split(self, split: str) -> str:
+        if split not in SPLITS:
+            raise ConfigError(f"unknown split '{split}'; valid: {', '.join(SPLITS)}")
+        return split
+
+    def batches(self, split: str, *, shuffle: bool = False, generator: torch.Generator | None = None,
+                batch_size: int | None = None) -> Iterator[dict[str, torch.Tensor]]:
+        """Batches ``{"tokens", "mask", "y"}`` of ``split``, padded to the batch's longest sequence.
+
+        Args:
+            split: ``train``, ``val`` or ``test``.
+            shuffle: Visit the examples in a random order (drawn on the CPU from ``generator``).
+            generator: Torch generator for the order (default: the global one).
+            batch_size: Examples per batch (default: the task's ``batch_size``).
+        """
+        tokens, lengths, labels = self._tensors[self._check_split(split)]
+        bs = batch_size or self.options.batch_size
+        n = labels.shape[0]
+        order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
+        order = order.to(self.device)
+        for start in range(0, n, bs):
+            idx = order[start : start + bs]
+            lens = lengths[idx]
+            width = int(lens.max())
+            tok = tokens[idx, :width]
+            mask = torch.arange(width, device=self.device)[None, :] < lens[:, None]
+            yield {"tokens": tok, "mask": mask, "y": labels[idx]}
+
+    def loss(self, output: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Cross-entropy of the logits ``output [B, C]``."""
+        return F.cross_entropy(output, batch["y"])
+
+    @torch.no_grad()
+    def evaluate(self, forward: Callable[[Any], torch.Tensor], split: str, batch_size: int | None = None) -> float:
+        """Accuracy of ``forward`` on ``split``."""
+        correct = total = 0
+        for batch in self.batches(split, batch_size=batch_size):
+            pred = forward(batch).argmax(dim=-1)
+            correct += int((pred == batch["y"]).sum())
+            total += int(batch["y"].numel())
+        return correct / max(total, 1)
+
+    def with_dataset(self, dataset: str) -> SequenceClassificationTask:
+        """The same task on another registered sequence dataset."""
+        if dataset not in DATASET_OPTIONS:
+            raise ConfigError(
+                f"task '{self.name}' cannot read dataset '{dataset}'; valid: {', '.join(sorted(DATASET_OPTIONS))}"
+            )
+        import dataclasses
+
+        return SequenceClassificationTask(dataclasses.replace(self.options, dataset=dataset), self.data_root)

@@ -1,0 +1,107 @@
+"""The fixed-alpha supernet: averaging, masking, pruning, and the saved pruned state."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnas.errors import ConfigError
+from attnas.models.mechanism_supernet import DEFAULT_CANDIDATES, MechanismSupernet, SupernetAttention
+from attnas.ops.attention_mechanisms import mechanism_names
+
+OPTS = {"local": {"window": 4}, "reformer": {"bucket_size": 4}, "performer": {"features": 16}}
+
+
+def supernet(mode="homogeneous", mechanisms=("softmax", "local", "performer"), heads=2):
+    torch.manual_seed(0)
+    return MechanismSupernet(12, 5, mechanisms, mode=mode, dim=16, heads=heads, max_len=32,
+                             mechanism_options={m: OPTS[m] for m in mechanisms if m in OPTS}).eval()
+
+
+def batch():
+    g = torch.Generator().manual_seed(0)
+    mask = torch.arange(20)[None] < torch.tensor([20, 9])[:, None]
+    return {"tokens": torch.randint(1, 12, (2, 20), generator=g) * mask, "mask": mask}
+
+
+def test_default_candidates_are_all_registered_mechanisms():
+    assert set(DEFAULT_CANDIDATES) == set(mechanism_names())
+
+
+def test_output_is_the_fixed_alpha_average_of_the_blocks():
+    layer = SupernetAttention(16, ("softmax", "linear", "sparse"), heads=2, max_len=32)
+    x = torch.randn(2, 9, 16)
+    expected = sum(b(x) for b in layer.blocks) / 3
+    torch.testing.assert_close(layer(x), expected)
+    assert not any(n.startswith("alpha") for n, _ in layer.named_parameters())  # no architecture weights
+
+
+def test_masking_zeroes_one_block_and_keeps_alpha():
+    layer = SupernetAttention(16, ("softmax", "linear", "sparse"), heads=2, max_len=32)
+    x = torch.randn(2, 9, 16)
+    with layer.masked(["linear"]):
+        torch.testing.assert_close(layer(x), (layer.blocks[0](x) + layer.blocks[2](x)) / 3)
+    torch.testing.assert_close(layer(x), sum(b(x) for b in layer.blocks) / 3)  # restored
+
+
+def test_dropping_removes_a_block_from_the_average_and_survives_state_dict():
+    net = supernet()
+    net.drop("local")
+    x = torch.randn(2, 9, 16)
+    blocks = net.supernet.blocks
+    torch.testing.assert_close(net.supernet(x), (blocks[0](x) + blocks[2](x)) / 2)
+    assert net.active_names == ["softmax", "performer"]
+    fresh = supernet()
+    fresh.load_state_dict(net.state_dict())
+    assert fresh.active_names == ["softmax", "performer"]
+    torch.testing.assert_close(fresh(batch()), net(batch()))
+
+
+def test_heterogeneous_mode_has_h_single_heads_per_mechanism():
+    net = supernet("heterogeneous", ("softmax", "local"), heads=4)
+    assert net.block_names == [f"{m}/{i}" for m in ("softmax", "local") for i in range(4)]
+    assert all(b.heads == 1 and b.head_dim == 4 for b in net.supernet.blocks)
+    for name in ("softmax/1", "softmax/3", "local/0", "local/2"):
+        net.drop(name)
+    assert net.kept() == {"softmax": 2, "local": 2}
+    assert net(batch()).shape == (2, 5)
+
+
+def test_homogeneous_kept_is_the_single_remaining_mechanism():
+    net = supernet()
+    net.drop("softmax")
+    net.drop("performer")
+    assert net.kept() == "local"
+
+
+def test_mistakes_are_named():
+    with pytest.raises(ConfigError, match="did you mean 'softmax'"):
+        SupernetAttention(16, ("sofmax",))
+    with pytest.raises(ConfigError, match="once"):
+        SupernetAttention(16, ("softmax", "softmax"))
+    net = supernet()
+    with pytest.raises(ConfigError, match="unknown supernet block 'lokal'"):
+        net.drop("lokal")
+    net.drop("local")
+    with pytest.raises(ConfigError, match="already dropped"):
+        net.drop("local")
+    net.drop("softmax")
+    with pytest.raises(ConfigError, match="last active block"):
+        net.drop("performer")
+    with pytest.raises(ConfigError, match="not a candidate"):
+        MechanismSupernet(12, 5, ("softmax",), dim=16, heads=2, mechanism_options={"local": {"window": 4}})
+
+
+def test_a_few_training_steps_fit_one_batch():
+    net = supernet().train()
+    b = batch()
+    y = torch.tensor([1, 3])
+    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    first = None
+    for _ in range(15):
+        loss = torch.nn.functional.cross_entropy(net(b), y)
+        first = first if first is not None else loss.item()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert loss.item() < 0.5 * first
