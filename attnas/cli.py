@@ -61,9 +61,17 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main_callback(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                               help="Print the version and exit.")) -> None:
+                                               help="Print the version and exit."),
+                  threads: Optional[int] = typer.Option(None, "--threads", envvar="ATTNAS_THREADS",
+                                                        help="torch CPU threads (default: torch's choice).")) -> None:
     """attnas: neural architecture search for attention."""
     warnings.formatwarning = lambda message, category, *a, **k: f"warning: {message}\n"
+    if threads is not None:
+        if threads < 1:
+            _fail(f"--threads must be >= 1, got {threads}")
+        import torch
+
+        torch.set_num_threads(threads)
 
 
 @app.command("list")

@@ -2,7 +2,7 @@
 
 Layer 0 is the node features after dropout and a linear projection to the hidden size
 (shared by all architectures, as AutoGL's AutoAttend does), so every operation maps
-``hidden -> hidden``. The head is dropout and a linear classifier. The attention layer is
+``hidden -> hidden``. The head is a linear classifier. The attention layer is
 :class:`~attnas.ops.graph_attention.EdgeScaledDotProductAttention` (Eq. 8, h = 4).
 """
 
@@ -16,7 +16,7 @@ from torch import nn
 
 from attnas import _registry
 from attnas.ops.graph_attention import EdgeScaledDotProductAttention
-from attnas.ops.dropout import FastDropout, fast_dropout
+from attnas.ops.dropout import fast_dropout
 from attnas.ops.graph_context import GraphContext
 from attnas.spaces.autoattend_net import register_adapter
 from attnas.tasks.base import TaskInfo
@@ -50,15 +50,14 @@ class GraphStem(nn.Module):
 
 
 class GraphHead(nn.Module):
-    """``logits = W dropout(h) + b``."""
+    """``logits = W h + b``."""
 
-    def __init__(self, hidden: int, num_classes: int, dropout: float):
+    def __init__(self, hidden: int, num_classes: int):
         super().__init__()
-        self.dropout = FastDropout(dropout)
         self.lin = nn.Linear(hidden, num_classes)
 
     def forward(self, h: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
-        return self.lin(self.dropout(h))
+        return self.lin(h)
 
 
 @register_adapter("node")
@@ -73,7 +72,7 @@ class GraphAdapter:
         return GraphStem(self.info.in_dim, self.opts.hidden, self.opts.dropout)
 
     def head(self) -> nn.Module:
-        return GraphHead(self.opts.hidden, self.info.num_classes, self.opts.dropout)
+        return GraphHead(self.opts.hidden, self.info.num_classes)
 
     def attention(self) -> nn.Module:
         return EdgeScaledDotProductAttention(self.opts.heads, self.opts.attn_dropout)

@@ -117,7 +117,7 @@ class _AutoAttendBase(nn.Module):
     def run(self, batch: Any, steps: tuple) -> torch.Tensor:
         h0, ctx = self.stem(batch)
         hs: list[torch.Tensor | None] = [h0]
-        dropped: dict[int, torch.Tensor] = {}  # one dropout mask per source layer and forward
+        dropped: dict[int, torch.Tensor] = {0: h0}  # the stem already dropped the input
         for t, ltype, needed, conns in steps:
             if not needed:
                 hs.append(None)
