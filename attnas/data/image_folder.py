@@ -80,7 +80,7 @@ def _read_pil(path: Path, mode: str | None) -> np.ndarray:
 
 
 def _resize(arr: np.ndarray, size: int) -> np.ndarray:
-    x = torch.from_numpy(arr).permute(2, 0, 1)[None].float()
+    x = torch.from_numpy(np.array(arr)).permute(2, 0, 1)[None].float()
     x = torch.nn.functional.interpolate(x, size=(size, size), mode="bilinear", align_corners=False, antialias=True)
     return x[0].permute(1, 2, 0).round().clamp(0, 255).to(torch.uint8).numpy()
 
