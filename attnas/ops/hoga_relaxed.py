@@ -68,26 +68,42 @@ class MixedOp(nn.Module):
         return sum(w * op(x) for w, op in zip(weights, self.ops))
 
 
-class GroupedMixedOp(nn.Module):
-    """``G`` independent mixed operations (Eq. 13) on the ``G`` channel groups of one tensor.
+def _conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, **kw) -> torch.Tensor:
+    """A convolution computed in channels-last layout (much faster on CPU for depth-wise and
+    small grouped convolutions), returned contiguous."""
+    return F.conv2d(x.contiguous(memory_format=torch.channels_last), weight, bias, **kw).contiguous()
 
-    Group ``g`` computes ``sum_o w[g, o] * o_g(x_g)`` with its own weights for every
-    operation ``o``; all groups and all operations of a kind are evaluated together.
-    Parameters are stored stacked over groups; :meth:`export` returns the ordinary module
-    of one group's operation with the same weights.
+
+class GroupedMixedOp(nn.Module):
+    """``G`` mixed operations (Eq. 13) evaluated together, each with its own weights.
+
+    Two arrangements occur in a HOGA cell:
+
+    * ``shared_input=False``: ``G`` edges on the ``G`` channel groups of one tensor (the
+      edges ``F_k -> U_k``); input ``(B, G * c, H, W)``;
+    * ``shared_input=True``: ``G`` edges leaving one node (the edges ``U_j -> U_k``, ``k > j``);
+      input ``(B, c, H, W)``, pooled statistics computed once for all of them.
+
+    Edge ``g`` computes ``sum_o w[g, o] * o_g(x_g)``. Every operation is a gate times its input,
+    so the gates are combined first and the input multiplied once; the operations of a kind on
+    all edges run as one convolution / one batched matrix product. Work is done on
+    contiguous ``(B, G, c, H, W)`` tensors (long inner loops for the broadcast gates). Parameters are stacked over edges; :meth:`export` returns the
+    ordinary module of one edge's operation with the same weights.
 
     Args:
-        groups: ``G``.
-        channels: Channels ``c`` of each group.
+        groups: ``G``, the number of edges.
+        channels: Channels ``c`` of each edge's input.
         ops: Operation names; must be from :data:`~attnas.ops.vision_attention.HOGA_OPS`.
         reduction: Reduction ratio of the channel-attention MLPs.
+        shared_input: Whether all edges read the same input (see above).
 
     Shapes:
-        - input: ``(B, G * c, H, W)`` and weights ``(G, len(ops))``
-        - output: ``(B, G * c, H, W)``
+        - input: ``(B, G * c, H, W)`` (or ``(B, c, H, W)`` when shared) and weights ``(G, len(ops))``
+        - output: ``(B, G * c, H, W)``, edge ``g`` in channels ``g c .. (g + 1) c``
     """
 
-    def __init__(self, groups: int, channels: int, ops: Sequence[str], reduction: int = 4):
+    def __init__(self, groups: int, channels: int, ops: Sequence[str], reduction: int = 4,
+                 shared_input: bool = False):
         super().__init__()
         for name in ops:
             if name not in HOGA_OPS:
@@ -95,6 +111,7 @@ class GroupedMixedOp(nn.Module):
         if len(set(ops)) != len(ops):
             raise ConfigError(f"operation pool lists an operation twice: {list(ops)}")
         self.groups, self.channels, self.ops, self.reduction = groups, channels, tuple(ops), reduction
+        self.shared_input = shared_input
         self.index = {name: i for i, name in enumerate(self.ops)}
         # Reference modules give every stacked weight the initialisation of its own module.
         ref = {name: [create_attention(name, channels, reduction) for _ in range(groups)] for name in self.ops}
@@ -109,16 +126,14 @@ class GroupedMixedOp(nn.Module):
             self.register_buffer("_keep_max", torch.tensor([float(f != "se") for f in self.families]),
                                  persistent=False)
         if "cbam" in self.index:
-            sp = [m.spatial for m in ref["cbam"]]
-            self.cbam_kernel = sp[0].kernel_size
-            self.cbam_conv = nn.Parameter(torch.cat([s.conv.weight for s in sp]).detach())  # (G, 2, k, k)
+            self.cbam_kernel = ref["cbam"][0].spatial.kernel_size
+            self.cbam_conv = nn.Parameter(torch.cat([m.spatial.conv.weight for m in ref["cbam"]]).detach())
             self._bn("cbam_bn", groups)
 
         self.spatial = [(n, d) for n, d in _SPATIAL.items() if n in self.index]
-        if self.spatial:  # kernel of op s in group g at row g * S + s
-            self.sp_conv = nn.Parameter(torch.cat([ref[n][g].conv.weight for g in range(groups)
-                                                   for n, _ in self.spatial]).detach())  # (G * S, 2, 3, 3)
-            self._bn("sp_bn", groups * len(self.spatial))
+        for n, _ in self.spatial:
+            setattr(self, f"{n}_conv", nn.Parameter(torch.cat([m.conv.weight for m in ref[n]]).detach()))
+            self._bn(f"{n}_bn", groups)
 
         self.norm = [(n, d) for n, d in _NORM.items() if n in self.index]
         for n, _ in self.norm:
@@ -136,31 +151,27 @@ class GroupedMixedOp(nn.Module):
                             getattr(self, f"{prefix}_weight"), getattr(self, f"{prefix}_bias"),
                             self.training, 0.1, 1e-5)
 
-    def _spatial_kernel(self) -> tuple[torch.Tensor, int]:
-        """The spatial operations' dilated kernels embedded in one ``(G * S, 2, k, k)`` kernel."""
-        dmax = max(d for _, d in self.spatial)
-        size = 2 * dmax + 1
-        S = len(self.spatial)
-        if S == 1:
-            return self.sp_conv, dmax
-        small = self.sp_conv.reshape(self.groups, S, 2, 3, 3)
-        big = small.new_zeros(self.groups, S, 2, size, size)
-        for s, (_, d) in enumerate(self.spatial):
-            big[:, s, :, dmax - d: dmax + d + 1: d, dmax - d: dmax + d + 1: d] = small[:, s]
-        return big.reshape(-1, 2, size, size), dmax
+    def _spatial_gate(self, prefix: str, pooled: torch.Tensor, weight: torch.Tensor, dilation: int,
+                      padding: int) -> torch.Tensor:
+        """``sigmoid(BN(conv(pooled)))``, ``(B, G, H, W)``; ``pooled`` is ``(B, G|1, 2, H, W)``."""
+        B, P, _, H, W = pooled.shape
+        z = _conv(pooled.reshape(B, 2 * P, H, W), weight, padding=padding, dilation=dilation,
+                  groups=P)  # one input pair per edge, or one pair read by all edges
+        return torch.sigmoid(self._batch_norm(prefix, z))
 
     def forward(self, x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         B, _, H, W = x.shape
         G, c = self.groups, self.channels
-        xg = x.reshape(B, G, c, H, W)
+        x = x.contiguous()  # the elementwise work is fastest with H, W innermost
+        xe = x[:, None] if self.shared_input else x.view(B, G, c, H, W)  # (B, G|1, c, H, W)
         col = {name: weights[:, i] for i, name in enumerate(self.ops)}  # (G,) each
-        chan = col["identity"][None, :, None] if "identity" in col else None  # (B|1, G, c|1)
-        spat = None  # (B, G, H, W)
+        chan = None  # (B, G, c)
         full = None  # (B, G, c, H, W)
+        spat = None  # (B, G, H, W)
 
         if self.families:
-            avg = xg.mean((3, 4))
-            pooled = torch.stack((avg, xg.amax((3, 4)))) if self._needs_max else avg[None]
+            avg = xe.mean((3, 4)).expand(B, G, c)
+            pooled = torch.stack((avg, xe.amax((3, 4)).expand(B, G, c))) if self._needs_max else avg[None]
             hid = torch.relu(torch.einsum("sbgc,fghc->sfbgh", pooled, self.mlp1))
             logits = torch.einsum("sfbgh,fgch->sfbgc", hid, self.mlp2)
             if self._needs_max:
@@ -169,33 +180,32 @@ class GroupedMixedOp(nn.Module):
                 logits = logits[0]
             sig = torch.sigmoid(logits)  # (F, B, G, c)
             mix = torch.stack([col[f] if f != "cbam" else torch.zeros_like(col[f]) for f in self.families])
-            c_gate = torch.einsum("fbgc,fg->bgc", sig, mix)
-            chan = c_gate if chan is None else c_gate + chan
+            chan = torch.einsum("fbgc,fg->bgc", sig, mix)
             if "cbam" in col:
                 gc = sig[self.families.index("cbam")]  # (B, G, c)
-                y = xg * gc[..., None, None]
-                ps = torch.stack((y.mean(2), y.amax(2)), 2).reshape(B, 2 * G, H, W)
+                y = xe * gc[..., None, None]  # (B, G, c, H, W)
+                ps = torch.stack((y.mean(2), y.amax(2)), 2)  # (B, G, 2, H, W)
                 k = self.cbam_kernel
-                z = F.conv2d(ps, self.cbam_conv, padding=k // 2, groups=G)
-                gs = torch.sigmoid(self._batch_norm("cbam_bn", z))  # (B, G, H, W)
+                gs = self._spatial_gate("cbam_bn", ps, self.cbam_conv, 1, k // 2)
                 full = (gc * col["cbam"][None, :, None])[..., None, None] * gs[:, :, None]
+        if "identity" in col:
+            ident = col["identity"][None, :, None]
+            chan = ident.expand(B, G, c) if chan is None else chan + ident
 
         if self.spatial:
-            S = len(self.spatial)
-            ps = torch.stack((xg.mean(2), xg.amax(2)), 2).reshape(B, 2 * G, H, W)
-            kernel, pad = self._spatial_kernel()
-            dil = self.spatial[0][1] if S == 1 else 1
-            z = F.conv2d(ps, kernel, padding=pad, dilation=dil, groups=G)  # (B, G * S, H, W)
-            s_gate = torch.sigmoid(self._batch_norm("sp_bn", z)).reshape(B, G, S, H, W)
-            w_sp = torch.stack([col[n] for n, _ in self.spatial], 1)  # (G, S)
-            spat = torch.einsum("bgshw,gs->bghw", s_gate, w_sp)
+            ps = torch.stack((xe.mean(2), xe.amax(2)), 2)  # (B, G|1, 2, H, W)
+            for n, d in self.spatial:
+                g = self._spatial_gate(f"{n}_bn", ps, getattr(self, f"{n}_conv"), d, d) * col[n][None, :, None, None]
+                spat = g if spat is None else spat + g
 
-        for n, d in self.norm:
-            z = F.conv2d(x, getattr(self, f"{n}_weight"), getattr(self, f"{n}_bias"), padding=d, dilation=d,
-                         groups=G * c)
-            g = torch.sigmoid(z).reshape(B, G, c, H, W)
-            term = g * col[n][None, :, None, None, None]
-            full = term if full is None else full + term
+        if self.norm:
+            src = x.repeat(1, G, 1, 1) if self.shared_input and G > 1 else x  # one filter bank per edge
+            for n, d in self.norm:
+                z = _conv(src, getattr(self, f"{n}_weight"), getattr(self, f"{n}_bias"), padding=d, dilation=d,
+                          groups=G * c)
+                g = torch.sigmoid(z).view(B, G, c, H, W)
+                w = col[n][None, :, None, None, None]
+                full = g * w if full is None else torch.addcmul(full, g, w)
 
         gate = full
         if chan is not None:
@@ -203,12 +213,12 @@ class GroupedMixedOp(nn.Module):
         if spat is not None:
             gate = spat[:, :, None] if gate is None else gate + spat[:, :, None]
         if gate is None:  # a pool of only "zero"
-            return torch.zeros_like(x)
-        return (xg * gate).reshape(B, G * c, H, W)
+            return x.new_zeros(B, G * c, H, W)
+        return (xe * gate).reshape(B, G * c, H, W)
 
     @torch.no_grad()
     def export(self, group: int, name: str) -> nn.Module:
-        """The ordinary module of operation ``name`` of group ``group``, with its weights."""
+        """The ordinary module of operation ``name`` of edge ``group``, with its weights."""
         if name not in self.index:
             raise ConfigError(unknown_name("operation of this mixed op", name, self.ops))
         if not 0 <= group < self.groups:
@@ -224,10 +234,8 @@ class GroupedMixedOp(nn.Module):
             m.spatial.conv.weight.copy_(self.cbam_conv[g: g + 1])
             self._copy_bn(m.spatial.bn, "cbam_bn", slice(g, g + 1))
         if name in _SPATIAL:
-            S = len(self.spatial)
-            row = g * S + [n for n, _ in self.spatial].index(name)
-            m.conv.weight.copy_(self.sp_conv[row: row + 1])
-            self._copy_bn(m.bn, "sp_bn", slice(row, row + 1))
+            m.conv.weight.copy_(getattr(self, f"{name}_conv")[g: g + 1])
+            self._copy_bn(m.bn, f"{name}_bn", slice(g, g + 1))
         if name in _NORM:
             part = slice(g * c, (g + 1) * c)
             m.conv.weight.copy_(getattr(self, f"{name}_weight")[part])
@@ -274,7 +282,7 @@ class RelaxedHOGA(nn.Module):
         self.alpha = alpha
         row = {e: i for i, e in enumerate(edges)}
         self.diag = GroupedMixedOp(groups, c, self.ops, reduction)  # edges F_k -> U_k
-        self.fanout = nn.ModuleList(GroupedMixedOp(groups - 1 - j, c, self.ops, reduction)
+        self.fanout = nn.ModuleList(GroupedMixedOp(groups - 1 - j, c, self.ops, reduction, shared_input=True)
                                     for j in range(groups - 1))  # edges U_j -> U_k, k > j
         self.register_buffer("_diag_rows", torch.tensor([row[(k, k)] for k in range(groups)]), persistent=False)
         for j in range(groups - 1):
@@ -288,21 +296,18 @@ class RelaxedHOGA(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w = self.arch_weights()
-        B, C, H, W = x.shape
-        K, c = self.groups, self.group_channels
-        diag = self.diag(x, w[self._diag_rows]).reshape(B, K, c, H, W)
-        acc: list[torch.Tensor] = [diag[:, k] for k in range(K)]
+        c, K = self.group_channels, self.groups
+        diag = self.diag(x, w[self._diag_rows])
+        acc: list[torch.Tensor] = [diag[:, k * c: (k + 1) * c] for k in range(K)]
         nodes: list[torch.Tensor] = []
         for j in range(K):
             u = acc[j]
             nodes.append(u)
-            n = K - 1 - j
-            if n == 0:
-                continue
-            src = torch.cat([u] * n, 1) if n > 1 else u
-            out = self.fanout[j](src, w[getattr(self, f"_fan_rows{j}")]).reshape(B, n, c, H, W)
+            if j == K - 1:
+                break
+            out = self.fanout[j](u, w[getattr(self, f"_fan_rows{j}")])
             for i, k in enumerate(range(j + 1, K)):
-                acc[k] = acc[k] + out[:, i]
+                acc[k] = acc[k] + out[:, i * c: (i + 1) * c]
         return self.phi(aggregate(nodes))
 
     def locate(self, j: int, k: int) -> tuple[GroupedMixedOp, int]:
