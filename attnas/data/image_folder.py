@@ -65,14 +65,14 @@ def _read_npy(path: Path) -> np.ndarray:
     raise DataError(f"image-folder: {path}: unsupported dtype {arr.dtype} (use uint8 or floats in [0, 1])")
 
 
-def _read_pil(path: Path, mode: str | None) -> np.ndarray:
+def _read_pil(path: Path) -> np.ndarray:
+    """An image as ``(H, W, 1)`` (grey modes) or ``(H, W, 3)`` (anything else, as RGB) bytes."""
     from PIL import Image, UnidentifiedImageError
 
     try:
         with Image.open(path) as img:
             img.load()
-            if mode is None:  # first pass: report whether the image is grey
-                mode = "L" if img.mode in ("1", "L", "LA", "I", "I;16", "F") else "RGB"
+            mode = "L" if img.mode in ("1", "L", "LA", "I", "I;16", "F") else "RGB"
             arr = np.asarray(img.convert(mode))
     except (UnidentifiedImageError, OSError) as exc:
         raise DataError(f"image-folder: cannot read image {path}: {exc}") from None
@@ -86,7 +86,7 @@ def _resize(arr: np.ndarray, size: int) -> np.ndarray:
 
 
 def _load(files: list[Path], image_size: int | None) -> list[np.ndarray]:
-    arrays = [_read_npy(p) if p.suffix.lower() == ".npy" else _read_pil(p, None) for p in files]
+    arrays = [_read_npy(p) if p.suffix.lower() == ".npy" else _read_pil(p) for p in files]
     grey = all(a.shape[2] == 1 for a in arrays)
     out = []
     for p, a in zip(files, arrays):

@@ -95,3 +95,20 @@ def test_edge_keys_match_rows():
     cell = RelaxedHOGA(9, groups=3)
     assert [edge_key(j, k) for j, k in cell.edges] == edge_keys(3)
     assert cell.alpha.shape == (6, 9)
+
+
+def test_edges_sharing_one_input_equal_mixed_ops():
+    torch.manual_seed(5)
+    fan = GroupedMixedOp(3, 4, HOGA_OPS, shared_input=True)
+    u = torch.randn(2, 4, 6, 6)
+    w = torch.softmax(torch.randn(3, len(HOGA_OPS)), -1)
+    out = fan(u, w)
+    assert out.shape == (2, 12, 6, 6)
+    for g in range(3):
+        ref = MixedOp(4, [fan.export(g, o) for o in HOGA_OPS])(u, w[g])
+        torch.testing.assert_close(out[:, 4 * g: 4 * g + 4], ref, atol=1e-5, rtol=1e-4)
+
+
+def test_unknown_pool_operation():
+    with pytest.raises(ConfigError, match="unknown relaxed HOGA operation 'sse'"):
+        GroupedMixedOp(2, 4, ("se", "sse"))

@@ -65,7 +65,6 @@ def test_evaluate_and_loss():
     task = digits_task(test_subset=50)
     assert task.size("test") == 50
     labels = task._y["test"]
-    oracle = {"i": 0}
 
     def perfect(batch):
         return torch.nn.functional.one_hot(batch[1], 10).float()
@@ -77,12 +76,11 @@ def test_evaluate_and_loss():
                          "test") == pytest.approx(share)
     batch = next(task.batches("test"))
     assert float(task.loss(torch.zeros(len(batch[1]), 10), batch)) == pytest.approx(np.log(10), rel=1e-5)
-    del oracle
 
 
 def test_errors():
     with pytest.raises(ConfigError, match="unknown image dataset 'digit'.*did you mean 'digits'"):
-        digits_task.__wrapped__ if False else ImageClassificationTask(ImageClassificationConfig(dataset="digit"))
+        ImageClassificationTask(ImageClassificationConfig(dataset="digit"))
     with pytest.raises(ConfigError, match="unknown split 'valid'"):
         next(digits_task().batches("valid"))
     with pytest.raises(ConfigError, match="split 'val' is empty"):
