@@ -200,6 +200,7 @@ class GroupedMixedOp(nn.Module):
 
         if self.norm:
             src = x.repeat(1, G, 1, 1) if self.shared_input and G > 1 else x  # one filter bank per edge
+            src = src.contiguous(memory_format=torch.channels_last)  # converted once for all dilations
             for n, d in self.norm:
                 z = _conv(src, getattr(self, f"{n}_weight"), getattr(self, f"{n}_bias"), padding=d, dilation=d,
                           groups=G * c)
