@@ -39,6 +39,10 @@ def main() -> None:
     p.add_argument("--memory-format", choices=("channels_last", "contiguous"), default="channels_last")
     p.add_argument("--groups", type=int, default=4)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--cell", choices=("figure3", "hog_se", "hog_cbam"), default="figure3",
+                   help="the discrete cell of the retraining step (Figure 3, or every edge SE / CBAM)")
+    p.add_argument("--breakdown", action="store_true",
+                   help="also time one stage-1 block, the cells and phi (forward + backward) separately")
     args = p.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -50,7 +54,11 @@ def main() -> None:
 
     dev = torch.device(args.device)
     fmt = torch.channels_last if args.memory_format == "channels_last" else torch.contiguous_format
-    edges = FIGURE3_EDGES if args.groups == 4 else {k: "cbam" for k in edge_keys(args.groups)}
+    if args.cell == "figure3" and args.groups == 4:
+        edges = FIGURE3_EDGES
+    else:
+        op = {"hog_se": "se", "hog_cbam": "cbam"}.get(args.cell, "cbam")
+        edges = {k: op for k in edge_keys(args.groups)}
 
     def batch():
         x = torch.randn(args.batch, 3, 32, 32, device=dev).contiguous(memory_format=fmt)
@@ -108,8 +116,8 @@ def main() -> None:
             loads[name].append(os.getloadavg()[0])
 
     print(f"device={dev} threads={torch.get_num_threads()} OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} "
-          f"batch={args.batch} memory_format={args.memory_format} groups={args.groups} repeats={args.repeats} "
-          f"torch={torch.__version__}")
+          f"batch={args.batch} memory_format={args.memory_format} groups={args.groups} cell={args.cell} "
+          f"repeats={args.repeats} torch={torch.__version__}")
     med = {k: statistics.median(v) for k, v in times.items()}
     for name in steps:
         print(f"  {name:9s} median {med[name] * 1e3:9.1f} ms  (min {min(times[name]) * 1e3:8.1f})  "
@@ -118,6 +126,49 @@ def main() -> None:
     print(f"  darts / plain    = {darts_ratio:5.2f}x   (target <= 3x)   {'OK' if darts_ratio <= 3 else 'MISSED'}")
     print(f"  discrete / plain = {disc_ratio:5.2f}x   (target <= 1.5x) {'OK' if disc_ratio <= 1.5 else 'MISSED'}")
     print(f"  load average now: {os.getloadavg()}")
+    if args.breakdown:
+        breakdown(args, dev, fmt, edges, sync)
+
+
+def breakdown(args, dev, fmt, edges, sync) -> None:
+    """Forward + backward of the pieces of one stage-1 block (16 channels, 32 x 32), interleaved."""
+    from attnas.models.resnet_cifar import BasicBlock
+    from attnas.ops.hoga_cell import HOGA, HOGAProjection
+    from attnas.ops.hoga_relaxed import RelaxedHOGA
+
+    C, S, K = 16, 32, args.groups
+    c = C // K
+
+    def tensor(ch):
+        return torch.randn(args.batch, ch, S, S, device=dev).contiguous(memory_format=fmt)
+
+    x, g = tensor(C).requires_grad_(), tensor(C)
+    xc, gc = tensor(c).requires_grad_(), tensor(c)
+    xphi = tensor((K + 1) * c).requires_grad_()
+    block = BasicBlock(C, C).to(dev, memory_format=fmt)
+    discrete = HOGA(C, edges, K).to(dev, memory_format=fmt)
+    relaxed = RelaxedHOGA(C, K).to(dev, memory_format=fmt)
+    phi = HOGAProjection((K + 1) * c, C).to(dev, memory_format=fmt)
+    parts = {"block": lambda: block(x).backward(g), "discrete cell": lambda: discrete(x).backward(g),
+             "relaxed cell": lambda: relaxed(x).backward(g), "phi": lambda: phi(xphi).backward(g)}
+    for key, op in discrete.ops.items():
+        if discrete.choices[key] not in ("identity", "zero"):
+            parts[f"edge {key} {discrete.choices[key]} (C/K ch)"] = lambda op=op: op(xc).backward(gc)
+    for f in parts.values():
+        f()
+    times = {k: [] for k in parts}
+    for _ in range(args.repeats):
+        for k, f in parts.items():
+            sync()
+            t = time.perf_counter()
+            f()
+            sync()
+            times[k].append(time.perf_counter() - t)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"breakdown, stage 1 ({C} channels, {S}x{S}, batch {args.batch}), forward + backward, "
+          f"load avg {os.getloadavg()[0]:.2f}:")
+    for k, v in med.items():
+        print(f"  {k:32s} {v * 1e3:8.1f} ms  = {v / med['block']:5.2f} x block")
 
 
 if __name__ == "__main__":
