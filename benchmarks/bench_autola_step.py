@@ -1,0 +1,175 @@
+"""Speed of AutoLA's search and retraining steps against a plain ResNet-20 step.
+
+Measures, in one run and interleaved (so that load on the machine hits all of them alike):
+
+* ``plain``    -- one SGD training step of ResNet-20 (forward, backward, update);
+* ``darts``    -- one first-order DARTS step of the ResNet-20 + HOGA supernet (every edge of
+  every cell mixing all nine operations): an SGD weight step on a train_A batch, then an
+  Adam step of alpha on a train_B batch (AutoLA Sec. 3.3, 4.2);
+* ``discrete`` -- one SGD training step of ResNet-20 + the discrete HOGA cell of Figure 3
+  (the network one retrains after the search).
+
+Targets (issue 4): darts <= 3x plain, discrete <= 1.5x plain, at the same batch size.
+Prints the median of each over the repeats, the ratios of the medians, and the load
+average beside each figure; threads are pinned.
+
+    PYTHONPATH=. python benchmarks/bench_autola_step.py --batch 64 --repeats 7 --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # spinning OpenMP threads on a busy machine
+
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--memory-format", choices=("channels_last", "contiguous"), default="channels_last")
+    p.add_argument("--groups", type=int, default=4)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--cell", choices=("figure3", "hog_se", "hog_cbam"), default="figure3",
+                   help="the discrete cell of the retraining step (Figure 3, or every edge SE / CBAM)")
+    p.add_argument("--breakdown", action="store_true",
+                   help="also time one stage-1 block, the cells and phi (forward + backward) separately")
+    args = p.parse_args()
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    from attnas.models.hoga_networks import RelaxedHOGANetwork, hoga_network
+    from attnas.models.resnet_cifar import cifar_resnet
+    from attnas.ops.hoga_cell import edge_keys
+    from attnas.spaces.hoga import FIGURE3_EDGES
+
+    dev = torch.device(args.device)
+    fmt = torch.channels_last if args.memory_format == "channels_last" else torch.contiguous_format
+    if args.cell == "figure3" and args.groups == 4:
+        edges = FIGURE3_EDGES
+    else:
+        op = {"hog_se": "se", "hog_cbam": "cbam"}.get(args.cell, "cbam")
+        edges = {k: op for k in edge_keys(args.groups)}
+
+    def batch():
+        x = torch.randn(args.batch, 3, 32, 32, device=dev).contiguous(memory_format=fmt)
+        return x, torch.randint(0, 10, (args.batch,), device=dev)
+
+    batch_a, batch_b = batch(), batch()
+
+    plain = cifar_resnet("resnet20").to(dev, memory_format=fmt)
+    plain_opt = torch.optim.SGD(plain.parameters(), lr=0.025, momentum=0.9, weight_decay=3e-4)
+
+    supernet = RelaxedHOGANetwork("resnet20", groups=args.groups).to(dev, memory_format=fmt)
+    weights, alpha = supernet.weight_parameters(), supernet.arch_parameters()
+    w_opt = torch.optim.SGD(weights, lr=0.025, momentum=0.9, weight_decay=3e-4)
+    a_opt = torch.optim.Adam(alpha, lr=3e-4, betas=(0.5, 0.999), weight_decay=1e-3)
+
+    discrete = hoga_network("resnet20", edges, groups=args.groups).to(dev, memory_format=fmt)
+    d_opt = torch.optim.SGD(discrete.parameters(), lr=0.025, momentum=0.9, weight_decay=3e-4)
+
+    def sync():
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+
+    def plain_step():
+        plain_opt.zero_grad(set_to_none=True)
+        F.cross_entropy(plain(batch_a[0]), batch_a[1]).backward()
+        plain_opt.step()
+
+    def darts_step():
+        w_opt.zero_grad(set_to_none=True)  # weights on train_A
+        F.cross_entropy(supernet(batch_a), batch_a[1]).backward(inputs=weights)
+        w_opt.step()
+        a_opt.zero_grad(set_to_none=True)  # alpha on train_B: only d loss / d alpha is computed
+        F.cross_entropy(supernet(batch_b), batch_b[1]).backward(inputs=alpha)
+        a_opt.step()
+
+    def discrete_step():
+        d_opt.zero_grad(set_to_none=True)
+        F.cross_entropy(discrete(batch_a[0]), batch_a[1]).backward()
+        d_opt.step()
+
+    steps = {"plain": plain_step, "darts": darts_step, "discrete": discrete_step}
+    for _ in range(args.warmup):
+        for f in steps.values():
+            f()
+    sync()
+    times: dict[str, list[float]] = {k: [] for k in steps}
+    loads: dict[str, list[float]] = {k: [] for k in steps}
+    for _ in range(args.repeats):
+        for name, f in steps.items():  # interleaved
+            sync()
+            t = time.perf_counter()
+            f()
+            sync()
+            times[name].append(time.perf_counter() - t)
+            loads[name].append(os.getloadavg()[0])
+
+    print(f"device={dev} threads={torch.get_num_threads()} OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} "
+          f"batch={args.batch} memory_format={args.memory_format} groups={args.groups} cell={args.cell} "
+          f"repeats={args.repeats} torch={torch.__version__}")
+    med = {k: statistics.median(v) for k, v in times.items()}
+    for name in steps:
+        print(f"  {name:9s} median {med[name] * 1e3:9.1f} ms  (min {min(times[name]) * 1e3:8.1f})  "
+              f"load avg during: {statistics.median(loads[name]):.2f}")
+    darts_ratio, disc_ratio = med["darts"] / med["plain"], med["discrete"] / med["plain"]
+    print(f"  darts / plain    = {darts_ratio:5.2f}x   (target <= 3x)   {'OK' if darts_ratio <= 3 else 'MISSED'}")
+    print(f"  discrete / plain = {disc_ratio:5.2f}x   (target <= 1.5x) {'OK' if disc_ratio <= 1.5 else 'MISSED'}")
+    print(f"  load average now: {os.getloadavg()}")
+    if args.breakdown:
+        breakdown(args, dev, fmt, edges, sync)
+
+
+def breakdown(args, dev, fmt, edges, sync) -> None:
+    """Forward + backward of the pieces of one stage-1 block (16 channels, 32 x 32), interleaved."""
+    from attnas.models.resnet_cifar import BasicBlock
+    from attnas.ops.hoga_cell import HOGA, HOGAProjection
+    from attnas.ops.hoga_relaxed import RelaxedHOGA
+
+    C, S, K = 16, 32, args.groups
+    c = C // K
+
+    def tensor(ch):
+        return torch.randn(args.batch, ch, S, S, device=dev).contiguous(memory_format=fmt)
+
+    x, g = tensor(C).requires_grad_(), tensor(C)
+    xc, gc = tensor(c).requires_grad_(), tensor(c)
+    xphi = tensor((K + 1) * c).requires_grad_()
+    block = BasicBlock(C, C).to(dev, memory_format=fmt)
+    discrete = HOGA(C, edges, K).to(dev, memory_format=fmt)
+    relaxed = RelaxedHOGA(C, K).to(dev, memory_format=fmt)
+    phi = HOGAProjection((K + 1) * c, C).to(dev, memory_format=fmt)
+    parts = {"block": lambda: block(x).backward(g), "discrete cell": lambda: discrete(x).backward(g),
+             "relaxed cell": lambda: relaxed(x).backward(g), "phi": lambda: phi(xphi).backward(g)}
+    for key, op in discrete.ops.items():
+        if discrete.choices[key] not in ("identity", "zero"):
+            parts[f"edge {key} {discrete.choices[key]} (C/K ch)"] = lambda op=op: op(xc).backward(gc)
+    for f in parts.values():
+        f()
+    times = {k: [] for k in parts}
+    for _ in range(args.repeats):
+        for k, f in parts.items():
+            sync()
+            t = time.perf_counter()
+            f()
+            sync()
+            times[k].append(time.perf_counter() - t)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"breakdown, stage 1 ({C} channels, {S}x{S}, batch {args.batch}), forward + backward, "
+          f"load avg {os.getloadavg()[0]:.2f}:")
+    for k, v in med.items():
+        print(f"  {k:32s} {v * 1e3:8.1f} ms  = {v / med['block']:5.2f} x block")
+
+
+if __name__ == "__main__":
+    main()
