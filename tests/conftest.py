@@ -88,6 +88,14 @@ TINY_DIGITS_RECIPE = {
 }
 
 
+@pytest.fixture(scope="session")
+def tiny_recipe_data():
+    """The tiny digits recipe as a mapping (a fresh copy)."""
+    import copy
+
+    return copy.deepcopy(TINY_DIGITS_RECIPE)
+
+
 @pytest.fixture
 def tiny_recipe(tmp_path):
     """A YAML recipe of a seconds-long AutoAttend search on the digits graph."""

@@ -28,14 +28,12 @@ def attnas(*args, fault=None, check=True):
 
 
 @pytest.fixture(scope="module")
-def reference_run(tmp_path_factory):
+def reference_run(tmp_path_factory, tiny_recipe_data):
     import yaml
-
-    from conftest import TINY_DIGITS_RECIPE
 
     d = tmp_path_factory.mktemp("ref")
     recipe = d / "tiny.yaml"
-    recipe.write_text(yaml.safe_dump(TINY_DIGITS_RECIPE))
+    recipe.write_text(yaml.safe_dump(tiny_recipe_data))
     attnas("search", str(recipe), "--out", str(d / "run"))
     return recipe, d / "run"
 

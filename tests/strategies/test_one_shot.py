@@ -28,10 +28,8 @@ def test_evolution_evaluates_the_budget_of_distinct_architectures(tiny_recipe, t
     assert arch == best_rerank["arch"]
 
 
-def test_random_search_same_budget(tmp_path):
-    from conftest import TINY_DIGITS_RECIPE
-
-    recipe = dict(TINY_DIGITS_RECIPE, strategy={"name": "one-shot-random", "samples": 20,
+def test_random_search_same_budget(tmp_path, tiny_recipe_data):
+    recipe = dict(tiny_recipe_data, strategy={"name": "one-shot-random", "samples": 20,
                                                 "supernet": {"epochs": 5}, "rerank": {"epochs": 0}})
     run = pipeline.search(recipe, out=tmp_path / "run")
     events = run.events("evolution")
