@@ -176,11 +176,10 @@ def to_mapping(obj: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class TrainConfig:
-    """How a found architecture is (re)trained and evaluated.
+class OptimConfig:
+    """Optimiser options shared by every training loop.
 
     Attributes:
-        epochs: Training epochs (full passes, or full-batch steps for transductive graphs).
         lr: Learning rate.
         weight_decay: L2 penalty (decoupled for ``adamw``).
         optimizer: ``adam``, ``adamw`` or ``sgd``.
@@ -188,15 +187,9 @@ class TrainConfig:
         scheduler: ``none`` or ``cosine`` (annealed to ``lr_min``).
         lr_min: Final learning rate of the cosine schedule.
         batch_size: Mini-batch size where the task batches (ignored by full-batch tasks).
-        patience: Stop after this many epochs without a better validation score (0: never).
-        init: ``supernet`` fine-tunes from the search's shared weights when the strategy has
-            them; ``scratch`` trains from a fresh initialisation.
-        seeds: Default number of seeds for ``attnas retrain``.
         grad_clip: Max gradient norm (0: no clipping).
-        eval_every: Evaluate on the validation split every this many epochs.
     """
 
-    epochs: int = 200
     lr: float = 0.005
     weight_decay: float = 5e-4
     optimizer: Literal["adam", "adamw", "sgd"] = "adam"
@@ -204,18 +197,43 @@ class TrainConfig:
     scheduler: Literal["none", "cosine"] = "none"
     lr_min: float = 0.0
     batch_size: int = 128
+    grad_clip: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.lr <= 0:
+            raise ConfigError(f"lr: must be > 0, got {self.lr}")
+        if self.batch_size < 1:
+            raise ConfigError(f"batch_size: must be >= 1, got {self.batch_size}")
+        if self.weight_decay < 0 or self.grad_clip < 0:
+            raise ConfigError("weight_decay and grad_clip must be >= 0")
+        if getattr(self, "epochs", 1) < 0:
+            raise ConfigError(f"epochs: must be >= 0, got {self.epochs}")
+
+
+@dataclass(frozen=True)
+class TrainConfig(OptimConfig):
+    """How a found architecture is (re)trained and evaluated (optimiser options: :class:`OptimConfig`).
+
+    Attributes:
+        epochs: Training epochs (full passes, or full-batch steps for transductive graphs).
+        patience: Stop after this many epochs without a better validation score (0: never).
+        init: ``supernet`` fine-tunes from the search's shared weights when the strategy has
+            them; ``scratch`` trains from a fresh initialisation.
+        seeds: Default number of seeds for ``attnas retrain``.
+        eval_every: Evaluate on the validation split every this many epochs.
+    """
+
+    epochs: int = 200
     patience: int = 100
     init: Literal["supernet", "scratch"] = "scratch"
     seeds: int = 1
-    grad_clip: float = 0.0
     eval_every: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("epochs", "batch_size", "seeds", "eval_every"):
+        super().__post_init__()
+        for name in ("epochs", "seeds", "eval_every"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")
-        if self.lr <= 0:
-            raise ConfigError(f"lr: must be > 0, got {self.lr}")
 
 
 @dataclass(frozen=True)

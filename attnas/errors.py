@@ -37,6 +37,10 @@ class RunDirError(AttnasError):
     """A run directory cannot be created, written, locked or resumed."""
 
 
+class TrainingError(AttnasError):
+    """Training diverged (the loss became NaN or infinite)."""
+
+
 class UnsupportedError(AttnasError):
     """A strategy was asked to drive a space that lacks what it needs."""
 

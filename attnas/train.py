@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from attnas.config import TrainConfig
+from attnas.errors import TrainingError
 from attnas.progress import progress
 from attnas.rng import rng_state, set_rng_state
 
@@ -47,7 +48,8 @@ def train_epoch(model_forward: Callable, task: Any, opt: torch.optim.Optimizer, 
         opt.zero_grad(set_to_none=True)
         loss = task.loss(model_forward(batch), batch)
         if not torch.isfinite(loss):
-            raise FloatingPointError(f"training loss became {loss.item()} (lower the learning rate?)")
+            raise TrainingError(f"training loss became {loss.item()}; lower the learning rate or clip gradients "
+                                f"(grad_clip)")
         loss.backward()
         if cfg.grad_clip > 0:
             nn.utils.clip_grad_norm_(params, cfg.grad_clip)

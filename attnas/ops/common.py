@@ -41,3 +41,19 @@ def activation(name: str) -> nn.Module:
     if name not in ACTIVATIONS:
         raise ConfigError(unknown_name("activation", name, ACTIVATIONS))
     return ACTIVATIONS[name]()
+
+
+def register_common_ops(pool: str) -> None:
+    """Register ``zero`` and ``identity`` (Table 3's common operations) in ``pool``."""
+    from attnas._registry import register_op
+
+    def zero(dim: int, **_: Any) -> nn.Module:
+        """Zero operation."""
+        return Zero()
+
+    def identity(dim: int, **_: Any) -> nn.Module:
+        """Identity operation."""
+        return Identity()
+
+    register_op(pool, "zero")(zero)
+    register_op(pool, "identity")(identity)

@@ -33,7 +33,7 @@ from torch import nn
 from torch_geometric.utils import degree, softmax
 
 from attnas._registry import register_op
-from attnas.ops.common import Identity, Zero, activation
+from attnas.ops.common import activation, register_common_ops
 from attnas.ops.dropout import fast_dropout
 from attnas.ops.graph_context import GraphContext
 
@@ -118,16 +118,7 @@ class CorrelationMessagePassing(nn.Module):
         return f"coefficient={self.coefficient}, heads={self.heads}, merge={self.merge}"
 
 
-@register_op(POOL, "zero")
-def zero(dim: int, **_: object) -> nn.Module:
-    """Zero operation."""
-    return Zero()
-
-
-@register_op(POOL, "identity")
-def identity(dim: int, **_: object) -> nn.Module:
-    """Identity operation."""
-    return Identity()
+register_common_ops(POOL)
 
 
 def _make(coefficient: str):

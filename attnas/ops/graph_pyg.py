@@ -22,7 +22,7 @@ from torch import nn
 from torch_geometric import nn as gnn
 
 from attnas._registry import register_op
-from attnas.ops.common import Identity, Zero, activation
+from attnas.ops.common import activation, register_common_ops
 from attnas.ops.graph_context import GraphContext
 
 POOL = "pyg"
@@ -58,16 +58,7 @@ class PyGOp(nn.Module):
         return self.act(self.conv(x, edges))
 
 
-@register_op(POOL, "zero")
-def zero(dim: int, **_: object) -> nn.Module:
-    """Zero operation."""
-    return Zero()
-
-
-@register_op(POOL, "identity")
-def identity(dim: int, **_: object) -> nn.Module:
-    """Identity operation."""
-    return Identity()
+register_common_ops(POOL)
 
 
 class GCNOp(nn.Module):

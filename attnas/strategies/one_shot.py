@@ -27,41 +27,32 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Literal
 
 import torch
 from torch import nn
 
 from attnas._registry import register_strategy
 from attnas.arch import Arch
-from attnas.config import TrainConfig
+from attnas.config import OptimConfig, TrainConfig
 from attnas.errors import CheckpointError
 from attnas.progress import progress
 from attnas.rng import rng_state, seed_everything, set_rng_state
 from attnas.strategies.base import SearchResult, Strategy
-from attnas.train import fit, make_optimizer, make_scheduler
+from attnas.train import fit, make_optimizer, make_scheduler, train_epoch
 
 
 @dataclass(frozen=True)
-class SupernetConfig:
+class SupernetConfig(OptimConfig):
     """Supernet training (Sec. 5.2.3: Adam, lr 0.005; graphs: weight decay 5e-4).
+
+    The optimiser options are those of :class:`~attnas.config.OptimConfig`.
 
     Attributes:
         epochs: Passes over the training split (one full-batch step for transductive graphs).
-        lr, weight_decay, optimizer, momentum, scheduler, lr_min, grad_clip: The optimiser.
-        batch_size: Mini-batch size where the task batches.
         checkpoint_every: Epochs between checkpoints.
     """
 
     epochs: int = 2000
-    lr: float = 0.005
-    weight_decay: float = 5e-4
-    optimizer: Literal["adam", "adamw", "sgd"] = "adam"
-    momentum: float = 0.9
-    scheduler: Literal["none", "cosine"] = "none"
-    lr_min: float = 0.0
-    batch_size: int = 128
-    grad_clip: float = 0.0
     checkpoint_every: int = 200
 
 
@@ -177,20 +168,11 @@ class _OneShot(Strategy):
         supernet.train()
         with progress("supernet training", cfg.epochs, completed=start) as bar:
             for epoch in range(start + 1, cfg.epochs + 1):
-                total, correct, count = 0.0, 0, 0
-                for batch in task.batches("train", shuffle=True, generator=gen, batch_size=cfg.batch_size):
-                    arch = self.space.sample(self.py_rng)
-                    opt.zero_grad(set_to_none=True)
-                    loss = task.loss(supernet(batch, arch), batch)
-                    loss.backward()
-                    if cfg.grad_clip > 0:
-                        nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-                    opt.step()
-                    total += loss.item()
-                    count += 1
+                # every step trains one architecture drawn from the prior (Eq. 6)
+                loss_mean = train_epoch(lambda batch: supernet(batch, self.space.sample(self.py_rng)), task, opt,
+                                        params, cfg, gen)
                 if sched is not None:
                     sched.step()
-                loss_mean = total / max(count, 1)
                 self.run.log({"phase": "supernet", "epoch": epoch, "loss": round(loss_mean, 6)})
                 bar.advance(1, loss=loss_mean)
                 done = epoch == cfg.epochs
