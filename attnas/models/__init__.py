@@ -1,0 +1,1 @@
+"""Reusable network pieces that spaces assemble (domain adapters: stems, heads, baselines)."""
