@@ -93,8 +93,11 @@ def parse_tree(line: str, where: str = "") -> tuple[list[str], list[tuple[int, i
     return leaves, nodes
 
 
+Tree = tuple[tuple[str, ...], tuple[tuple[int, int, int], ...]]
+
+
 @functools.lru_cache(maxsize=8)
-def _read_trees(path: str, _stamp: tuple[int, int]) -> tuple[tuple[tuple[str, ...], tuple[tuple[int, int, int], ...]], ...]:
+def _read_trees(path: str, _stamp: tuple[int, int]) -> tuple[Tree, ...]:
     out = []
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
@@ -110,7 +113,7 @@ def _read_trees(path: str, _stamp: tuple[int, int]) -> tuple[tuple[tuple[str, ..
     return tuple(out)
 
 
-def read_trees(path: Path) -> tuple:
+def read_trees(path: Path) -> tuple[Tree, ...]:
     """All trees of a file as ``(tokens, nodes)`` pairs (see :func:`parse_tree`); cached per file version."""
     st = os.stat(path)
     return _read_trees(str(path), (st.st_mtime_ns, st.st_size))
