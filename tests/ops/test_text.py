@@ -112,15 +112,39 @@ def test_max_pool3_matches_window_max():
             torch.testing.assert_close(y[s, t], window.max(0).values)
 
 
-def test_gru_is_packed_bidirectional_sum():
-    """Each direction only sees the sequence's own tokens: compare with nn.GRU per sequence."""
-    op = make_op("gru", pre_norm=False)
-    x, ctx = padded_batch([5, 2], 8)
+@pytest.mark.parametrize("directions", ["sum", "concat"])
+def test_gru_equals_bidirectional_nn_gru_per_sequence(directions):
+    """Each direction only sees the sequence's own tokens: compare with nn.GRU run on each sequence alone."""
+    op = make_op("gru", pre_norm=False, directions=directions)
+    reference = op.as_bidirectional_gru()
+    hid = reference.hidden_size
+    x, ctx = padded_batch([5, 2, 7], 8)
     with torch.no_grad():
         y = op(x, ctx)
-        for s, n in enumerate([5, 2]):
-            out, _ = op.rnn(x[s : s + 1, :n])
-            torch.testing.assert_close(y[s, :n], out[0, :, :H] + out[0, :, H:], atol=1e-5, rtol=1e-5)
+        for s, n in enumerate([5, 2, 7]):
+            out, _ = reference(x[s : s + 1, :n])
+            expected = out[0, :, :hid] + out[0, :, hid:] if directions == "sum" else out[0]
+            torch.testing.assert_close(y[s, :n], expected, atol=1e-5, rtol=1e-5)
+
+
+def test_gru_backward_direction_matters():
+    """The reverse direction really reads the future: changing the last token changes the first output."""
+    op = make_op("gru", pre_norm=False)
+    x, ctx = padded_batch([4], 4, garbage=False)
+    x2 = x.clone()
+    x2[0, 3] += 1.0
+    with torch.no_grad():
+        assert not torch.allclose(op(x, ctx)[0, 0], op(x2, ctx)[0, 0])
+        forward_only = make_op("gru", pre_norm=False, directions="forward")
+        torch.testing.assert_close(forward_only(x, ctx)[0, :3], forward_only(x2, ctx)[0, :3])
+
+
+def test_reverse_within_length():
+    x, ctx = padded_batch([3, 1], 4, garbage=False)
+    r = ctx.reverse(x)
+    torch.testing.assert_close(r[0, :3], x[0, :3].flip(0))
+    torch.testing.assert_close(r[1, :1], x[1, :1])
+    assert torch.all(r[~ctx.mask] == 0)
 
 
 @pytest.mark.parametrize("directions", ["concat", "forward"])
