@@ -61,6 +61,7 @@ class CsvOptions:
         label_column: Name of the label column.
         split_column: Optional column assigning each row to train/val/test.
         labels: The label set (its order gives the ids); other labels are errors.
+            Integers are compared as text (``[0, 1]`` matches cells ``0`` and ``1``).
         delimiter: ``auto`` (tab for ``.tsv``/``.tab`` files, else comma), ``,``, ``\\t`` or ``;``.
         val_fraction: Share of the training rows held out for validation when none is given.
         test_fraction: Share held out for testing when none is given.
@@ -74,7 +75,7 @@ class CsvOptions:
     text_column: str = "text"
     label_column: str = "label"
     split_column: str = ""
-    labels: tuple[str, ...] = ()
+    labels: tuple[str | int, ...] = ()
     delimiter: Literal["auto", ",", "\t", ";"] = "auto"
     val_fraction: float = 0.1
     test_fraction: float = 0.1
@@ -82,6 +83,7 @@ class CsvOptions:
     lowercase: bool = True
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "labels", tuple(str(label) for label in self.labels))
         for name in ("val_fraction", "test_fraction"):
             v = getattr(self, name)
             if not 0.0 <= v < 1.0:

@@ -137,6 +137,7 @@ def test_options_validated():
         CsvOptions(val_fraction=0.5, test_fraction=0.5)
     with pytest.raises(ConfigError, match="either split_column"):
         CsvOptions(split_column="s", val_path="v.csv")
+    assert from_mapping(CsvOptions, {"labels": [1, "0"]}, "csv").labels == ("1", "0")
     with pytest.raises(ConfigError, match=r"csv.delimiter: '\|' is not a valid choice"):
         from_mapping(CsvOptions, {"delimiter": "|"}, "csv")
 
