@@ -31,7 +31,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnas import _registry
 from attnas.ops.sequence_attention import SequenceAttention
@@ -67,20 +66,6 @@ def fwd_bwd(module: torch.nn.Module, x: torch.Tensor, ctx: SequenceContext, n_in
     return run
 
 
-class PackedBidirectionalGRU(torch.nn.Module):
-    """Reference for the gru op: one ``nn.GRU(bidirectional=True)`` on packed input, directions summed."""
-
-    def __init__(self, op: GRUOp):
-        super().__init__()
-        self.norm, self.rnn, self.dropout = op.norm, op.as_bidirectional_gru(), op.dropout
-
-    def forward(self, x: torch.Tensor, ctx: SequenceContext) -> torch.Tensor:
-        B, L, H = x.shape
-        packed = pack_padded_sequence(self.norm(x), ctx.lengths_cpu, batch_first=True, enforce_sorted=False)
-        y = pad_packed_sequence(self.rnn(packed)[0], batch_first=True, total_length=L)[0]
-        return self.dropout(y.view(B, L, 2, -1).sum(2))
-
-
 def bench(args: argparse.Namespace, lengths: torch.Tensor, label: str) -> dict[str, float]:
     B, H = lengths.shape[0], args.hidden
     L = int(lengths.max())
@@ -96,8 +81,7 @@ def bench(args: argparse.Namespace, lengths: torch.Tensor, label: str) -> dict[s
     results = {}
     cases: list[tuple[str, torch.nn.Module, int]] = [
         (name, _registry.create("op", name, H, group="text", dropout=0.1), 1) for name in BASELINE_TEXT_POOL]
-    cases += [("gru as one packed biGRU", PackedBidirectionalGRU(GRUOp(H, dropout=0.1)), 1),
-              ("gru directions=concat", GRUOp(H, dropout=0.1, directions="concat"), 1),
+    cases += [("gru directions=concat", GRUOp(H, dropout=0.1, directions="concat"), 1),
               ("gru directions=forward", GRUOp(H, dropout=0.1, directions="forward"), 1),
               ("attention layer (Eq. 8)", SequenceAttention(H, 8, dropout=0.1), 3)]
     for name, module, n_inputs in cases:

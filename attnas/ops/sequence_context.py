@@ -97,19 +97,6 @@ class SequenceContext:
         """``[B, 1, 1, L]`` bool, True where a key may be attended to (SDPA ``attn_mask``)."""
         return self.mask[:, None, None, :]
 
-    @cached_property
-    def reverse_index(self) -> torch.Tensor:
-        """``[B, L]`` long: position ``t`` of row ``b`` maps to ``lengths[b] - 1 - t`` (pads map to themselves).
-
-        Gathering along the length with it reverses each sequence's real tokens in place.
-        """
-        t = torch.arange(self.max_len, device=self.mask.device)[None, :].expand(self.batch_size, -1)
-        return torch.where(self.mask, self.lengths[:, None] - 1 - t, t)
-
-    def reverse(self, x: torch.Tensor) -> torch.Tensor:
-        """Reverse the real tokens of each sequence of ``x`` (``[B, L, H]``); pads stay where they are."""
-        return x.gather(1, self.reverse_index[:, :, None].expand(-1, -1, x.shape[-1]))
-
     def zero_pads(self, x: torch.Tensor) -> torch.Tensor:
         """Set the pad positions of ``x`` (``[B, L, H]``) to zero."""
         return x.masked_fill(self.pad, 0.0) if self.has_pad else x

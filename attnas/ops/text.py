@@ -197,11 +197,8 @@ class GRUOp(nn.Module):
     .. math::
         y_t = \overrightarrow{\mathrm{GRU}}(x_{1..t}) + \overleftarrow{\mathrm{GRU}}(x_{n..t})
 
-    ``"concat"`` uses :math:`H/2` per direction and concatenates them (about half the
-    cost), ``"forward"`` runs the forward direction only. The backward direction is run
-    as a forward GRU over each sequence reversed within its length (identical to
-    ``nn.GRU(bidirectional=True)`` on packed input, and much faster on CPU than its
-    packed reverse pass); :meth:`as_bidirectional_gru` gives that equivalent module.
+    ``"concat"`` uses :math:`H/2` per direction and concatenates them (fewer
+    parameters and less work), ``"forward"`` runs the forward direction only.
 
     Args:
         dim: Hidden size :math:`H`.
@@ -225,32 +222,13 @@ class GRUOp(nn.Module):
         self.dim, self.directions = dim, directions
         self.norm = _pre_norm(dim, pre_norm)
         hidden = dim // 2 if directions == "concat" else dim
-        self.rnn_forward = nn.GRU(dim, hidden, batch_first=True)
-        self.rnn_backward = nn.GRU(dim, hidden, batch_first=True) if directions != "forward" else None
+        self.rnn = nn.GRU(dim, hidden, batch_first=True, bidirectional=directions != "forward")
         self.dropout = nn.Dropout(dropout)
 
-    @staticmethod
-    def _packed(rnn: nn.GRU, x: torch.Tensor, ctx: SequenceContext) -> torch.Tensor:
-        packed = pack_padded_sequence(x, ctx.lengths_cpu, batch_first=True, enforce_sorted=False)
-        out, _ = rnn(packed)
-        return pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])[0]  # zeros at pads
-
     def forward(self, x: torch.Tensor, ctx: SequenceContext) -> torch.Tensor:
-        h = self.norm(x)
-        y = self._packed(self.rnn_forward, h, ctx)
-        if self.rnn_backward is not None:
-            back = ctx.reverse(self._packed(self.rnn_backward, ctx.reverse(h), ctx))
-            y = y + back if self.directions == "sum" else torch.cat([y, back], dim=-1)
+        B, L, _ = x.shape
+        packed = pack_padded_sequence(self.norm(x), ctx.lengths_cpu, batch_first=True, enforce_sorted=False)
+        y = pad_packed_sequence(self.rnn(packed)[0], batch_first=True, total_length=L)[0]  # zeros at pads
+        if self.directions == "sum":
+            y = y.view(B, L, 2, self.dim).sum(2)
         return self.dropout(y)
-
-    def as_bidirectional_gru(self) -> nn.GRU:
-        """The equivalent ``nn.GRU(bidirectional=True)`` (outputs ``[..., fwd | bwd]``), sharing no storage."""
-        if self.rnn_backward is None:
-            raise ConfigError("directions='forward' has no backward GRU")
-        hidden = self.rnn_forward.hidden_size
-        gru = nn.GRU(self.dim, hidden, batch_first=True, bidirectional=True)
-        with torch.no_grad():
-            for name, param in self.rnn_forward.named_parameters():
-                getattr(gru, name).copy_(param)
-                getattr(gru, name + "_reverse").copy_(getattr(self.rnn_backward, name))
-        return gru
