@@ -9,10 +9,11 @@ Usage::
 ``--lengths sst``: lengths drawn from the SST-5 training sentences (needs the data root:
 ``--data-dir`` or ``$ATTNAS_DATA``), padded to the batch's longest, as the task batches.
 
-Each figure is the median over ``--repeats`` timed runs (after warm-up) with
-``torch.set_num_threads`` pinned, printed with the 1-minute load average at the time,
-and as a ratio to a plain ``Linear(H, H)`` forward + backward on the same tensor
-measured in the same run (ratios are steadier than milliseconds on a shared machine).
+Each figure is the median over ``--repeats`` rounds (after 3 warm-up rounds) with
+``torch.set_num_threads`` pinned; every round times every operation once, so all see
+the same machine load. Figures are printed with the 1-minute load average over the
+rounds and as a ratio to a plain ``Linear(H, H)`` forward + backward on the same tensor
+in the same rounds (ratios are steadier than milliseconds on a shared machine).
 
 The last lines project the cost of one 24-layer sampled architecture per batch from
 these figures, under stated assumptions (a rough guide to the issue's supernet-epoch
@@ -36,17 +37,6 @@ from attnas import _registry
 from attnas.ops.sequence_attention import SequenceAttention
 from attnas.ops.sequence_context import SequenceContext
 from attnas.ops.text import BASELINE_TEXT_POOL, GRUOp
-
-
-def median_ms(fn: Callable[[], None], repeats: int, warmup: int = 3) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
 
 
 def sst_lengths(data_dir: str | None) -> list[int]:
@@ -73,22 +63,31 @@ def bench(args: argparse.Namespace, lengths: torch.Tensor, label: str) -> dict[s
     ctx = SequenceContext.from_lengths(lengths, L)
     x = ctx.zero_pads(torch.randn(B, L, H)).requires_grad_(True)
     ref = torch.nn.Linear(H, H)
-    t_ref = median_ms(lambda: ref(x).sum().backward(), args.repeats)
-    print(f"\n[{label}] B={B} L={L} (mean real length {lengths.float().mean():.1f}) H={H} "
-          f"threads={torch.get_num_threads()}")
-    print(f"{'operation':<26}{'ms':>9}{'x Linear':>10}{'load1':>8}")
-    print(f"{'Linear(H,H) reference':<26}{t_ref:9.2f}{1.0:10.2f}{os.getloadavg()[0]:8.2f}")
-    results = {}
-    cases: list[tuple[str, torch.nn.Module, int]] = [
-        (name, _registry.create("op", name, H, group="text", dropout=0.1), 1) for name in BASELINE_TEXT_POOL]
-    cases += [("gru directions=concat", GRUOp(H, dropout=0.1, directions="concat"), 1),
-              ("gru directions=forward", GRUOp(H, dropout=0.1, directions="forward"), 1),
-              ("attention layer (Eq. 8)", SequenceAttention(H, 8, dropout=0.1), 3)]
-    for name, module, n_inputs in cases:
+    cases: list[tuple[str, Callable[[], None]]] = [("Linear(H,H) reference", lambda: ref(x).sum().backward())]
+    modules = [(name, _registry.create("op", name, H, group="text", dropout=0.1), 1) for name in BASELINE_TEXT_POOL]
+    modules += [("gru directions=concat", GRUOp(H, dropout=0.1, directions="concat"), 1),
+                ("gru directions=forward", GRUOp(H, dropout=0.1, directions="forward"), 1),
+                ("attention layer (Eq. 8)", SequenceAttention(H, 8, dropout=0.1), 3)]
+    for name, module, n_inputs in modules:
         module.train()
-        ms = median_ms(fwd_bwd(module, x, ctx, n_inputs), args.repeats)
-        results[name] = ms
-        print(f"{name:<26}{ms:9.2f}{ms / t_ref:10.2f}{os.getloadavg()[0]:8.2f}")
+        cases.append((name, fwd_bwd(module, x, ctx, n_inputs)))
+    # round-robin: every operation is timed once per round, so all see the same machine load
+    times: dict[str, list[float]] = {name: [] for name, _ in cases}
+    loads = []
+    for r in range(args.repeats + 3):
+        for name, fn in cases:
+            t0 = time.perf_counter()
+            fn()
+            if r >= 3:  # warm-up rounds
+                times[name].append(time.perf_counter() - t0)
+        loads.append(os.getloadavg()[0])
+    results = {name: statistics.median(ts) * 1e3 for name, ts in times.items()}
+    t_ref = results["Linear(H,H) reference"]
+    print(f"\n[{label}] B={B} L={L} (mean real length {lengths.float().mean():.1f}) H={H} "
+          f"threads={torch.get_num_threads()}, load average during the rounds {min(loads):.2f}..{max(loads):.2f}")
+    print(f"{'operation':<26}{'median ms':>10}{'x Linear':>10}")
+    for name, ms in results.items():
+        print(f"{name:<26}{ms:10.2f}{ms / t_ref:10.2f}")
     # rough projection for one 24-layer sampled architecture (see the module docstring)
     ops = ["zero", "identity", "conv1", "conv3", "max_pool3", "gru"]
     mean_op = statistics.mean(results[o] for o in ops)
