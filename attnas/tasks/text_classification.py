@@ -101,6 +101,8 @@ class TextClassificationConfig:
         for name in ("max_len", "min_freq", "embedding_dim", "batch_size", "eval_batch_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")
+        if self.vocab == "train+glove" and self.glove == "none":
+            raise ConfigError("vocab: 'train+glove' needs GloVe vectors (glove is 'none')")
 
 
 def text_datasets() -> list[str]:
@@ -127,20 +129,17 @@ class TextClassificationTask(Task):
 
         train = self.dataset["train"].tokens
         vocab = Vocab.build(train, self.dataset.normalize, opts.min_freq)
+        other_words: set[str] = set()
+        if opts.vocab == "train+glove":
+            other_words = {vocab.normalize(t) for s in ("val", "test") for ex in self.dataset[s].tokens for t in ex}
         self.glove: GloveVectors | None = None
         if opts.glove != "none":
-            candidates = set(vocab.itos)
-            if opts.vocab == "train+glove":
-                candidates |= {vocab.normalize(t) for s in ("val", "test") for ex in self.dataset[s].tokens for t in ex}
-            self.glove = load_glove(opts.glove, candidates, self.data_root)
-            if opts.vocab == "train+glove":
-                known = set(self.glove.words)
-                extra = sorted({vocab.normalize(t) for s in ("val", "test") for ex in self.dataset[s].tokens
-                                for t in ex} & known)
+            self.glove = load_glove(opts.glove, set(vocab.itos) | other_words, self.data_root)
+            if other_words:  # words of other splits join the vocabulary only with a GloVe vector
+                extra = sorted(other_words & set(self.glove.words))
                 vocab = Vocab.build(train, self.dataset.normalize, opts.min_freq, extra_words=extra)
         self.vocab = vocab
         self._embeddings: torch.Tensor | None = None
-        self._glove_found = 0
         self._encoded: dict[str, EncodedText] = {}
         self._labels: dict[str, torch.Tensor] = {}
         self._lengths_cpu: dict[str, torch.Tensor] = {}
@@ -163,7 +162,7 @@ class TextClassificationTask(Task):
         """A fresh copy of the initial embedding matrix ``[vocab size, D]`` (float32, CPU)."""
         if self._embeddings is None:
             g = torch.Generator().manual_seed(self.options.embedding_seed)
-            self._embeddings, self._glove_found = embedding_matrix(
+            self._embeddings, _ = embedding_matrix(
                 self.vocab, self.glove, self.options.embedding_dim, generator=g)
         return self._embeddings.clone()
 

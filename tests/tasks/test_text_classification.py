@@ -135,6 +135,8 @@ def test_config_from_recipe_mapping_and_errors():
         from_mapping(TextClassificationConfig, {"max_lenn": 3}, "task")
     with pytest.raises(ConfigError, match="max_len: must be >= 1"):
         TextClassificationConfig(max_len=0)
+    with pytest.raises(ConfigError, match="needs GloVe"):
+        TextClassificationConfig(vocab="train+glove", glove="none")
 
 
 def test_unknown_split(sst5):
