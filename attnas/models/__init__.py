@@ -1,1 +1,1 @@
-"""Standalone neural network models built from attnas operations."""
+"""Standalone models and model pieces: backbones, encoders, decoders and networks built by the spaces."""
