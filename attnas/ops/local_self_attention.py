@@ -1,0 +1,441 @@
+"""Local multi-head self-attention with relative position embeddings.
+
+The "stand-alone self-attention" layer of Ramachandran et al., *Stand-Alone Self-Attention
+in Vision Models* (NeurIPS 2019, Eq. 3), the local operation of the full-attention NAS
+search space (Zhou et al., paper 003, Sec. III.A, Table II: ``Local SA_k{3,5,7}_h{4,8}``):
+
+.. math::
+    y_{ij} = \\sum_{(a,b) \\in \\mathcal{N}_k(i,j)}
+        \\operatorname{softmax}_{ab}\\left(q_{ij}^\\top k_{ab} + q_{ij}^\\top r_{a-i,b-j}\\right) v_{ab}
+
+with :math:`q = W_Q x`, :math:`k = W_K x`, :math:`v = W_V x` (1x1 projections) and
+:math:`\\mathcal{N}_k(i,j)` the :math:`k \\times k` neighbourhood centred on :math:`(i,j)`.
+As in SASA, the logits are not scaled by :math:`1/\\sqrt{d}`.
+
+Heads:
+    The ``C`` channels of ``q``, ``k``, ``v`` (and of the relative embedding ``r``) are
+    split depthwise into ``heads`` groups of ``C / heads`` channels; each group attends
+    separately and the outputs are concatenated (SASA, Sec. 2.2).
+
+Relative position embeddings:
+    :math:`r_{a-i,b-j} \\in \\mathbb{R}^C` is the concatenation of a row-offset embedding
+    (``rel_row[:, a-i]``, the first ``C/2`` channels) and a column-offset embedding
+    (``rel_col[:, b-j]``, the last ``C/2`` channels), exactly as SASA describes ("each with
+    dimension 1/2 d_out"). Because heads split the channels depthwise, with an even number
+    of heads the first half of the heads sees row offsets and the second half column
+    offsets (the layout of the widely used reference implementation).
+
+Borders (padding):
+    Neighbours that fall outside the image are **masked**: they are left out of the
+    softmax, so a query near the border attends over the in-image part of its window and
+    its weights still sum to one. (Zero-padding implementations instead let padded
+    positions, whose key and value are zero, take the weight :math:`e^{q^\\top r}`.) Both
+    implementations below follow this rule and agree to float precision.
+
+Stride:
+    With ``stride = s`` the queries are the pixels ``(s*i, s*j)`` (like a convolution with
+    padding ``(k-1)/2``), giving an output of size ``ceil(H/s) x ceil(W/s)``; keys and
+    values come from the full-resolution map. The paper's blocks use stride 1 followed by
+    average pooling (Sec. III.A); the strided form is provided for standalone use.
+
+Implementations:
+    :func:`local_attention_reference` gathers every window with ``unfold``, materialising
+    ``k*k`` copies of the keys and values; it is the straightforward definition.
+    :func:`local_attention` computes the same result without ever materialising an
+    unfolded copy of the keys or values: windows are strided *views* of a flattened,
+    padded map (see :func:`_flat_geometry`), the relative term is two small matrix
+    products (row and column parts), and the backward pass is written by hand: it
+    recomputes the attention map per batch chunk (so nothing of size ``k*k`` is stored
+    between forward and backward) and accumulates key/value gradients with one strided
+    reduction instead of ``k*k`` scatter-adds.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attnas.errors import ConfigError, DataError
+
+__all__ = [
+    "LocalSelfAttention",
+    "local_attention",
+    "local_attention_reference",
+    "relative_embedding_table",
+]
+
+IMPLEMENTATIONS = ("fast", "unfold")
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _check_inputs(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_col: Tensor, heads: int, stride: int) -> int:
+    """Validate shapes; return the window size ``k``."""
+    if k.dim() != 4 or v.shape != k.shape:
+        raise DataError(f"local attention: keys and values must both be [B, C, H, W], got {tuple(k.shape)} and {tuple(v.shape)}")
+    B, C, H, W = k.shape
+    if stride < 1:
+        raise ConfigError(f"local attention: stride must be >= 1, got {stride}")
+    Ho, Wo = -(-H // stride), -(-W // stride)
+    if tuple(q.shape) not in ((B, C, H, W), (B, C, Ho, Wo)):
+        raise DataError(
+            f"local attention: queries must be [B, C, H, W] = {(B, C, H, W)} or already strided "
+            f"{(B, C, Ho, Wo)}, got {tuple(q.shape)}"
+        )
+    if heads < 1 or C % heads:
+        raise ConfigError(f"local attention: {C} channels cannot be split into {heads} heads")
+    if C % 2:
+        raise ConfigError(f"local attention: the channel count must be even (row/column halves), got {C}")
+    ks = rel_row.shape[-1]
+    if rel_row.shape != (C // 2, ks) or rel_col.shape != (C // 2, ks) or ks % 2 == 0:
+        raise DataError(
+            f"local attention: rel_row and rel_col must be [C/2, k] = [{C // 2}, k] with odd k, "
+            f"got {tuple(rel_row.shape)} and {tuple(rel_col.shape)}"
+        )
+    return ks
+
+
+def _strided_queries(q: Tensor, H: int, W: int, stride: int) -> Tensor:
+    """The queries at the strided positions (accepts full-resolution or pre-strided ``q``)."""
+    if stride > 1 and q.shape[-2:] == (H, W):
+        return q[:, :, ::stride, ::stride]
+    return q
+
+
+def relative_embedding_table(rel_row: Tensor, rel_col: Tensor) -> Tensor:
+    """The relative embedding :math:`r_{a,b}` for every offset of the window.
+
+    Args:
+        rel_row: Row-offset embeddings ``[C/2, k]`` (column ``a`` is offset ``a - (k-1)/2``).
+        rel_col: Column-offset embeddings ``[C/2, k]``.
+
+    Returns:
+        ``[C, k, k]``: channel ``c < C/2`` holds ``rel_row[c, a]``, channel ``c >= C/2``
+        holds ``rel_col[c - C/2, b]``, at offset index ``(a, b)``.
+    """
+    half, ks = rel_row.shape
+    return torch.cat(
+        [rel_row[:, :, None].expand(half, ks, ks), rel_col[:, None, :].expand(half, ks, ks)], dim=0
+    )
+
+
+# --------------------------------------------------------------------------- reference
+
+
+def local_attention_reference(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_col: Tensor,
+                              heads: int, stride: int = 1) -> Tensor:
+    """Local multi-head self-attention by ``unfold`` (SASA Eq. 3; the reference definition).
+
+    Materialises the ``k x k`` window of every key and value (``k*k`` copies of ``k`` and
+    ``v``) and masks neighbours outside the image.
+
+    Args:
+        q: Queries ``[B, C, H, W]`` (or already strided ``[B, C, ceil(H/s), ceil(W/s)]``).
+        k: Keys ``[B, C, H, W]``.
+        v: Values ``[B, C, H, W]``.
+        rel_row: Row-offset embeddings ``[C/2, ks]`` (``ks`` odd: the window size).
+        rel_col: Column-offset embeddings ``[C/2, ks]``.
+        heads: Number of heads; ``C`` must be divisible by it.
+        stride: Query stride ``s``.
+
+    Returns:
+        ``[B, C, ceil(H/s), ceil(W/s)]``.
+
+    Shapes:
+        - **input:** ``q, k, v`` ``[B, C, H, W]``, ``rel_row, rel_col`` ``[C/2, ks]``
+        - **output:** ``[B, C, ceil(H/s), ceil(W/s)]``
+    """
+    ks = _check_inputs(q, k, v, rel_row, rel_col, heads, stride)
+    B, C, H, W = k.shape
+    p = (ks - 1) // 2
+    Ho, Wo = -(-H // stride), -(-W // stride)
+    d = C // heads
+    K2 = ks * ks
+    q = _strided_queries(q, H, W, stride)
+    keys = F.unfold(k, ks, padding=p, stride=stride).view(B, heads, d, K2, Ho * Wo)
+    values = F.unfold(v, ks, padding=p, stride=stride).view(B, heads, d, K2, Ho * Wo)
+    inside = F.unfold(k.new_ones(1, 1, H, W), ks, padding=p, stride=stride).view(1, 1, K2, Ho * Wo) > 0
+    r = relative_embedding_table(rel_row, rel_col).reshape(1, heads, d, K2, 1)
+    logits = (q.reshape(B, heads, d, 1, Ho * Wo) * (keys + r)).sum(2)  # [B, heads, K2, L]
+    attn = logits.masked_fill(~inside, float("-inf")).softmax(dim=2)
+    out = (attn.unsqueeze(2) * values).sum(3)
+    return out.reshape(B, C, Ho, Wo)
+
+
+# --------------------------------------------------------------------------- fast
+
+
+@functools.lru_cache(maxsize=256)
+def _flat_geometry(H: int, W: int, ks: int, stride: int) -> tuple[int, int, int, int, int, int, int]:
+    """Sizes of the flattened layout used by :func:`local_attention`.
+
+    The keys and values are zero-padded to ``Hp x Wp`` (``Wp = W + 2p``) and flattened, so
+    that the neighbour ``(a, b)`` of the query at flat position ``n`` is the flat element
+    ``a*Wp + b + s*n``: every window offset is then a strided *view* whose inner dimension
+    is a long contiguous run. Query row ``i`` occupies flat positions ``i*Wp .. i*Wp+Wo-1``;
+    the other ``Wp - Wo`` positions of each row are padding queries (zero, discarded).
+
+    Returns:
+        ``(p, Ho, Wo, Wp, Hp, N, T0)``: padding, output size, padded width and height,
+        number of flat query positions ``N = Ho*Wp`` and the largest window offset
+        ``T0 = (ks-1)*(Wp+1)``.
+    """
+    p = (ks - 1) // 2
+    Ho, Wo = -(-H // stride), -(-W // stride)
+    Wp = W + 2 * p
+    N = Ho * Wp
+    T0 = (ks - 1) * Wp + (ks - 1)
+    need = T0 + stride * (N - 1) + 1
+    Hp = max(H + 2 * p, -(-need // Wp))
+    return p, Ho, Wo, Wp, Hp, N, T0
+
+
+_MASKS: dict = {}
+
+
+def _flat_mask(H: int, W: int, ks: int, stride: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """Additive mask ``[ks*ks, N]``: 0 for in-image neighbours, ``-inf`` outside the image.
+
+    Padding queries (flat columns ``>= Wo``) get an all-zero row so their (discarded)
+    softmax stays finite.
+    """
+    key = (H, W, ks, stride, dtype, str(device))
+    mask = _MASKS.get(key)
+    if mask is None:
+        p, Ho, Wo, Wp, Hp, N, T0 = _flat_geometry(H, W, ks, stride)
+        rows = torch.arange(Ho, device=device).view(1, 1, Ho, 1) * stride
+        cols = torch.arange(Wp, device=device).view(1, 1, 1, Wp) * stride
+        off = torch.arange(ks, device=device) - p
+        a, b = off.view(ks, 1, 1, 1), off.view(1, ks, 1, 1)
+        inside = (rows + a >= 0) & (rows + a < H) & (cols + b >= 0) & (cols + b < W)
+        inside = inside | (torch.arange(Wp, device=device) >= Wo).view(1, 1, 1, Wp)
+        mask = torch.zeros(ks * ks, N, dtype=dtype, device=device)
+        mask.masked_fill_(~inside.reshape(ks * ks, N), float("-inf"))
+        if len(_MASKS) > 256:
+            _MASKS.clear()
+        _MASKS[key] = mask
+    return mask
+
+
+def _windows(flat: Tensor, ks: int, Wp: int, stride: int, N: int) -> Tensor:
+    """``[n, C, ks, ks, N]`` view of a flat padded map ``[n, C, L]`` (no copy)."""
+    sn, sc, sl = flat.stride()
+    return flat.as_strided((flat.shape[0], flat.shape[1], ks, ks, N), (sn, sc, Wp * sl, sl, stride * sl),
+                           flat.storage_offset())
+
+
+def _mul(a: Tensor, b: Tensor) -> Tensor:
+    """``a * b`` into a fresh contiguous tensor (so the result can be viewed freely)."""
+    return torch.mul(a, b, out=a.new_empty(torch.broadcast_shapes(a.shape, b.shape)))
+
+
+def _relative_matrix(rel_row: Tensor, rel_col: Tensor, heads: int) -> Tensor:
+    """``[heads, 2k, d]``: row ``a`` gives the row-offset term, row ``k + b`` the column term."""
+    half, ks = rel_row.shape
+    C = 2 * half
+    zeros = rel_row.new_zeros(half, ks)
+    R = torch.cat([torch.cat([rel_row, zeros], 1), torch.cat([zeros, rel_col], 1)], 0)  # [C, 2k]
+    return R.view(heads, C // heads, 2 * ks).transpose(1, 2)
+
+
+def _logits(qf: Tensor, kf: Tensor, R: Tensor, mask: Tensor, heads: int, ks: int, stride: int, N: int, Wp: int) -> Tensor:
+    """Masked logits ``[n, heads, ks*ks, N]`` of one batch chunk."""
+    n, C, _ = qf.shape
+    d = C // heads
+    logits = _mul(qf.view(n, C, 1, 1, N), _windows(kf, ks, Wp, stride, N)).view(n, heads, d, ks * ks, N).sum(2)
+    logits += mask
+    rel = torch.matmul(R, qf.view(n, heads, d, N))  # [n, heads, 2k, N]
+    logits.view(n, heads, ks, ks, N).add_(rel[:, :, :ks, None]).add_(rel[:, :, None, ks:])
+    return logits
+
+
+def _window_sum(P: Tensor, ks: int, Wp: int, length: int, T0: int) -> Tensor:
+    """``out[.., m] = sum_{a,b} P[.., a, b, m + T0 - a*Wp - b]`` as one strided reduction.
+
+    This is the transpose of :func:`_windows`: it accumulates what every query sent to
+    each key position, without ``ks*ks`` separate scatter-adds.
+    """
+    sn, sc, sa, sb, st = P.stride()
+    view = P.as_strided((P.shape[0], P.shape[1], ks, ks, length), (sn, sc, sa - Wp * st, sb - st, st),
+                        P.storage_offset() + T0 * st)
+    return view.sum((2, 3))
+
+
+def _chunk_size(B: int, C: int, K2: int, N: int, budget: int = 1 << 21) -> int:
+    """Images per chunk so that one ``[n, C, k*k, N]`` product stays near ``budget`` floats."""
+    return max(1, min(B, budget // max(1, C * K2 * N)))
+
+
+class _LocalAttentionFunction(torch.autograd.Function):
+    """Fused local attention on the flat layout with a hand-written, recomputing backward."""
+
+    @staticmethod
+    def forward(ctx, qf: Tensor, kf: Tensor, vf: Tensor, R: Tensor, mask: Tensor,
+                heads: int, ks: int, stride: int, N: int, Wp: int, T0: int, chunk: int) -> Tensor:
+        B, C, _ = qf.shape
+        d, K2 = C // heads, ks * ks
+        out = qf.new_empty(B, C, N)
+        for i in range(0, B, chunk):
+            j = min(B, i + chunk)
+            n = j - i
+            attn = torch.softmax(_logits(qf[i:j], kf[i:j], R, mask, heads, ks, stride, N, Wp), dim=2)
+            values = _windows(vf[i:j], ks, Wp, stride, N).unflatten(1, (heads, d))
+            prod = _mul(values, attn.view(n, heads, 1, ks, ks, N)).view(n, heads, d, K2, N)
+            torch.sum(prod, 3, out=out[i:j].view(n, heads, d, N))
+        ctx.save_for_backward(qf, kf, vf, R, mask)
+        ctx.config = (heads, ks, stride, N, Wp, T0, chunk)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out: Tensor):
+        qf, kf, vf, R, mask = ctx.saved_tensors
+        heads, ks, stride, N, Wp, T0, chunk = ctx.config
+        B, C, length = kf.shape
+        d, K2 = C // heads, ks * ks
+        grad_out = grad_out.contiguous()
+        dq, dk, dv = torch.empty_like(qf), torch.empty_like(kf), torch.empty_like(vf)
+        dR = torch.zeros_like(R)
+        scratch = None
+        for i in range(0, B, chunk):
+            j = min(B, i + chunk)
+            n = j - i
+            q, g = qf[i:j], grad_out[i:j]
+            attn = torch.softmax(_logits(q, kf[i:j], R, mask, heads, ks, stride, N, Wp), dim=2)
+            values = _windows(vf[i:j], ks, Wp, stride, N)
+            d_attn = _mul(g.view(n, C, 1, 1, N), values).view(n, heads, d, K2, N).sum(2)
+            d_logits = torch._softmax_backward_data(d_attn, attn, 2, attn.dtype)
+            # key/value gradients: write each query's contribution at its (strided) flat
+            # position in a zero buffer, then sum the shifted windows back.
+            if scratch is None or scratch.shape[0] != n:
+                scratch = qf.new_zeros(n, heads, d, K2, T0 + length)
+            target = scratch[..., T0: T0 + stride * (N - 1) + 1: stride]
+            torch.mul(g.view(n, heads, d, 1, N), attn.view(n, heads, 1, K2, N), out=target)
+            dv[i:j] = _window_sum(scratch.view(n, C, ks, ks, -1), ks, Wp, length, T0)
+            torch.mul(q.view(n, heads, d, 1, N), d_logits.view(n, heads, 1, K2, N), out=target)
+            dk[i:j] = _window_sum(scratch.view(n, C, ks, ks, -1), ks, Wp, length, T0)
+            keys = _windows(kf[i:j], ks, Wp, stride, N).unflatten(1, (heads, d))
+            prod = _mul(keys, d_logits.view(n, heads, 1, ks, ks, N)).view(n, heads, d, K2, N)
+            dqi = prod.sum(3)
+            dl = d_logits.view(n, heads, ks, ks, N)
+            d_rel = torch.cat([dl.sum(3), dl.sum(2)], dim=2)  # [n, heads, 2k, N]
+            dqi += torch.matmul(R.transpose(1, 2), d_rel)
+            dq[i:j] = dqi.view(n, C, N)
+            dR += torch.matmul(d_rel, q.view(n, heads, d, N).transpose(2, 3)).sum(0)
+        return dq, dk, dv, dR, None, None, None, None, None, None, None, None
+
+
+def local_attention(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_col: Tensor,
+                    heads: int, stride: int = 1, chunk_size: int | None = None) -> Tensor:
+    """Local multi-head self-attention without unfolded copies (SASA Eq. 3; fast version).
+
+    Same result as :func:`local_attention_reference` (see the module docstring for the
+    layout). Works on any device; on CPU it processes the batch in chunks whose working
+    set stays in cache.
+
+    Args:
+        q: Queries ``[B, C, H, W]`` (or already strided ``[B, C, ceil(H/s), ceil(W/s)]``).
+        k: Keys ``[B, C, H, W]``.
+        v: Values ``[B, C, H, W]``.
+        rel_row: Row-offset embeddings ``[C/2, ks]``.
+        rel_col: Column-offset embeddings ``[C/2, ks]``.
+        heads: Number of heads; ``C`` must be divisible by it.
+        stride: Query stride ``s``.
+        chunk_size: Images per chunk (default: sized to keep one chunk's products near
+            2M floats).
+
+    Returns:
+        ``[B, C, ceil(H/s), ceil(W/s)]``.
+
+    Shapes:
+        - **input:** ``q, k, v`` ``[B, C, H, W]``, ``rel_row, rel_col`` ``[C/2, ks]``
+        - **output:** ``[B, C, ceil(H/s), ceil(W/s)]``
+    """
+    ks = _check_inputs(q, k, v, rel_row, rel_col, heads, stride)
+    B, C, H, W = k.shape
+    p, Ho, Wo, Wp, Hp, N, T0 = _flat_geometry(H, W, ks, stride)
+    q = _strided_queries(q, H, W, stride)
+    qf = F.pad(q, (0, Wp - Wo)).reshape(B, C, N)
+    pad = (p, Wp - W - p, p, Hp - H - p)
+    kf = F.pad(k, pad).reshape(B, C, Hp * Wp)
+    vf = F.pad(v, pad).reshape(B, C, Hp * Wp)
+    mask = _flat_mask(H, W, ks, stride, q.dtype, q.device)
+    R = _relative_matrix(rel_row, rel_col, heads)
+    chunk = chunk_size or _chunk_size(B, C, ks * ks, N)
+    out = _LocalAttentionFunction.apply(qf, kf, vf, R, mask, heads, ks, stride, N, Wp, T0, chunk)
+    return out.view(B, C, Ho, Wp)[..., :Wo]
+
+
+# --------------------------------------------------------------------------- module
+
+
+class LocalSelfAttention(nn.Module):
+    """Local multi-head self-attention layer (SASA Eq. 3; paper 003 Table II ``Local SA``).
+
+    Projects the input with bias-free 1x1 convolutions to queries, keys and values of
+    ``out_channels`` channels and attends over each pixel's ``kernel_size x
+    kernel_size`` neighbourhood with ``heads`` heads and learned relative position
+    embeddings (row and column offsets, half of the channels each).
+
+    Args:
+        in_channels: Input channels.
+        out_channels: Attention width ``C`` (even, divisible by ``heads``).
+        kernel_size: Spatial extent ``k`` (odd; the paper uses 3, 5, 7).
+        heads: Number of heads (the paper uses 4 and 8).
+        stride: Query stride (the paper's blocks use 1 and pool afterwards).
+        impl: ``"fast"`` (:func:`local_attention`) or ``"unfold"``
+            (:func:`local_attention_reference`).
+
+    Shapes:
+        - **input:** ``[B, in_channels, H, W]``
+        - **output:** ``[B, out_channels, ceil(H/stride), ceil(W/stride)]``
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int = 3, heads: int = 8,
+                 stride: int = 1, impl: Literal["fast", "unfold"] = "fast"):
+        super().__init__()
+        if kernel_size < 1 or kernel_size % 2 == 0:
+            raise ConfigError(f"LocalSelfAttention: kernel_size must be odd and positive, got {kernel_size}")
+        if heads < 1 or out_channels % heads or out_channels % 2:
+            raise ConfigError(
+                f"LocalSelfAttention: out_channels={out_channels} must be even and divisible by heads={heads}"
+            )
+        if stride < 1:
+            raise ConfigError(f"LocalSelfAttention: stride must be >= 1, got {stride}")
+        if impl not in IMPLEMENTATIONS:
+            raise ConfigError(f"LocalSelfAttention: unknown impl '{impl}'; valid: {', '.join(IMPLEMENTATIONS)}")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size, self.heads, self.stride, self.impl = kernel_size, heads, stride, impl
+        self.qkv = nn.Conv2d(in_channels, 3 * out_channels, 1, bias=False)
+        self.rel_row = nn.Parameter(torch.empty(out_channels // 2, kernel_size))
+        self.rel_col = nn.Parameter(torch.empty(out_channels // 2, kernel_size))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Default 1x1-convolution init; relative embeddings ~ N(0, 1/d_head)."""
+        self.qkv.reset_parameters()
+        std = 1.0 / math.sqrt(self.out_channels // self.heads)
+        nn.init.normal_(self.rel_row, std=std)
+        nn.init.normal_(self.rel_col, std=std)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.dim() != 4 or x.shape[1] != self.in_channels:
+            raise DataError(f"LocalSelfAttention expects [B, {self.in_channels}, H, W], got {tuple(x.shape)}")
+        C = self.out_channels
+        w = self.qkv.weight
+        if self.stride > 1:
+            q = F.conv2d(x[:, :, :: self.stride, :: self.stride], w[:C])
+            k, v = F.conv2d(x, w[C:]).chunk(2, dim=1)
+        else:
+            q, k, v = F.conv2d(x, w).chunk(3, dim=1)
+        fn = local_attention if self.impl == "fast" else local_attention_reference
+        return fn(q, k, v, self.rel_row, self.rel_col, self.heads, self.stride)
+
+    def extra_repr(self) -> str:
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, heads={self.heads}, "
+                f"stride={self.stride}, impl={self.impl!r}")
