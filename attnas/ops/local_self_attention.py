@@ -244,90 +244,110 @@ def _relative_matrix(rel_row: Tensor, rel_col: Tensor, heads: int) -> Tensor:
     return R.view(heads, C // heads, 2 * ks).transpose(1, 2)
 
 
-def _logits(qf: Tensor, kf: Tensor, R: Tensor, mask: Tensor, heads: int, ks: int, stride: int, N: int, Wp: int) -> Tensor:
-    """Masked logits ``[n, heads, ks*ks, N]`` of one batch chunk."""
+_LOG2E = 1.4426950408889634
+
+
+def _attention(qf: Tensor, kf: Tensor, R: Tensor, mask: Tensor, heads: int, ks: int, stride: int, N: int,
+               Wp: int, out: Tensor) -> Tensor:
+    """Attention weights ``[n, heads, ks*ks, N]`` of one batch chunk: ``softmax(q.k + q.r + mask)``.
+
+    The logits are built in base 2 (queries pre-scaled by ``log2(e)``) so the softmax can
+    use ``exp2``, which is several times faster than ``exp`` on CPU; the weights are the
+    same, ``2**(x*log2 e) = e**x``. ``out`` is a reusable buffer of at least ``n`` images
+    (writing into memory that is already mapped avoids page faults on every chunk).
+    """
     n, C, _ = qf.shape
     d = C // heads
-    logits = _mul(qf.view(n, C, 1, 1, N), _windows(kf, ks, Wp, stride, N)).view(n, heads, d, ks * ks, N).sum(2)
-    logits += mask
-    rel = torch.matmul(R, qf.view(n, heads, d, N))  # [n, heads, 2k, N]
-    logits.view(n, heads, ks, ks, N).add_(rel[:, :, :ks, None]).add_(rel[:, :, None, ks:])
+    q = qf.view(n, heads, d, N) * _LOG2E
+    rel = torch.matmul(R, q)  # [n, heads, 2k, N]: row-offset and column-offset terms
+    logits = torch.add(rel[:, :, :ks, None], rel[:, :, None, ks:], out=out[:n].view(n, heads, ks, ks, N))
+    logits += mask.view(ks, ks, N)
+    keys = _windows(kf, ks, Wp, stride, N).unflatten(1, (heads, d))  # [n, heads, d, k, k, N] view
+    for c in range(d):
+        logits.addcmul_(q[:, :, c, None, None], keys[:, :, c])
+    logits = logits.view(n, heads, ks * ks, N)
+    logits -= logits.amax(dim=2, keepdim=True)
+    torch.exp2(logits, out=logits)
+    logits *= logits.sum(dim=2, keepdim=True).reciprocal_()
     return logits
 
 
-def _window_sum(P: Tensor, ks: int, Wp: int, length: int, T0: int) -> Tensor:
-    """``out[.., m] = sum_{a,b} P[.., a, b, m + T0 - a*Wp - b]`` as one strided reduction.
-
-    This is the transpose of :func:`_windows`: it accumulates what every query sent to
-    each key position, without ``ks*ks`` separate scatter-adds.
-    """
-    sn, sc, sa, sb, st = P.stride()
-    view = P.as_strided((P.shape[0], P.shape[1], ks, ks, length), (sn, sc, sa - Wp * st, sb - st, st),
-                        P.storage_offset() + T0 * st)
-    return view.sum((2, 3))
-
-
-def _chunk_size(B: int, C: int, K2: int, N: int, budget: int = 1 << 21) -> int:
-    """Images per chunk so that one ``[n, C, k*k, N]`` product stays near ``budget`` floats."""
-    return max(1, min(B, budget // max(1, C * K2 * N)))
+def _chunk_size(B: int, C: int, K2: int, N: int, budget: int = 1 << 22) -> int:
+    """Images per chunk so that a chunk's ``[n, heads, k*k, N]`` logits stay near ``budget`` bytes."""
+    return max(1, min(B, budget // max(1, 4 * C * N * max(1, K2 // 8))))
 
 
 class _LocalAttentionFunction(torch.autograd.Function):
-    """Fused local attention on the flat layout with a hand-written, recomputing backward."""
+    """Local attention on the flat layout with a hand-written, recomputing backward.
+
+    Every product with a window of keys or values is an in-place multiply-add on a
+    strided view (``addcmul_``), one per channel of a head (logits) or per window offset
+    (weighted sums and their transposes), so no ``k*k``-sized copy of ``k`` or ``v`` and
+    no ``[C, k*k]``-sized product is ever formed.
+    """
 
     @staticmethod
     def forward(ctx, qf: Tensor, kf: Tensor, vf: Tensor, R: Tensor, mask: Tensor,
-                heads: int, ks: int, stride: int, N: int, Wp: int, T0: int, chunk: int) -> Tensor:
+                heads: int, ks: int, stride: int, N: int, Wp: int, chunk: int) -> Tensor:
         B, C, _ = qf.shape
-        d, K2 = C // heads, ks * ks
-        out = qf.new_empty(B, C, N)
+        d = C // heads
+        out = qf.new_zeros(B, heads, d, N)
+        buffer = qf.new_empty(min(B, chunk), heads, ks * ks, N)
         for i in range(0, B, chunk):
             j = min(B, i + chunk)
-            n = j - i
-            attn = torch.softmax(_logits(qf[i:j], kf[i:j], R, mask, heads, ks, stride, N, Wp), dim=2)
+            attn = _attention(qf[i:j], kf[i:j], R, mask, heads, ks, stride, N, Wp, buffer)
             values = _windows(vf[i:j], ks, Wp, stride, N).unflatten(1, (heads, d))
-            prod = _mul(values, attn.view(n, heads, 1, ks, ks, N)).view(n, heads, d, K2, N)
-            torch.sum(prod, 3, out=out[i:j].view(n, heads, d, N))
+            o = out[i:j]
+            for a in range(ks):
+                for b in range(ks):
+                    o.addcmul_(values[:, :, :, a, b], attn[:, :, None, a * ks + b])
         ctx.save_for_backward(qf, kf, vf, R, mask)
-        ctx.config = (heads, ks, stride, N, Wp, T0, chunk)
-        return out
+        ctx.config = (heads, ks, stride, N, Wp, chunk)
+        return out.view(B, C, N)
 
     @staticmethod
     def backward(ctx, grad_out: Tensor):
         qf, kf, vf, R, mask = ctx.saved_tensors
-        heads, ks, stride, N, Wp, T0, chunk = ctx.config
+        heads, ks, stride, N, Wp, chunk = ctx.config
         B, C, length = kf.shape
-        d, K2 = C // heads, ks * ks
-        grad_out = grad_out.contiguous()
-        dq, dk, dv = torch.empty_like(qf), torch.empty_like(kf), torch.empty_like(vf)
+        d = C // heads
+        grad_out = grad_out.contiguous().view(B, heads, d, N)
+        dq = qf.new_empty(B, heads, d, N)
+        dk, dv = torch.zeros_like(kf), torch.zeros_like(vf)
         dR = torch.zeros_like(R)
-        scratch = None
+        n0 = min(B, chunk)
+        attn_buffer = qf.new_empty(n0, heads, ks * ks, N)
+        grad_buffer = qf.new_empty(n0, heads, ks, ks, N)
+        rel_buffer = qf.new_empty(n0, heads, 2 * ks, N)
         for i in range(0, B, chunk):
             j = min(B, i + chunk)
             n = j - i
-            q, g = qf[i:j], grad_out[i:j]
-            attn = torch.softmax(_logits(q, kf[i:j], R, mask, heads, ks, stride, N, Wp), dim=2)
-            values = _windows(vf[i:j], ks, Wp, stride, N)
-            d_attn = _mul(g.view(n, C, 1, 1, N), values).view(n, heads, d, K2, N).sum(2)
-            d_logits = torch._softmax_backward_data(d_attn, attn, 2, attn.dtype)
-            # key/value gradients: write each query's contribution at its (strided) flat
-            # position in a zero buffer, then sum the shifted windows back.
-            if scratch is None or scratch.shape[0] != n:
-                scratch = qf.new_zeros(n, heads, d, K2, T0 + length)
-            target = scratch[..., T0: T0 + stride * (N - 1) + 1: stride]
-            torch.mul(g.view(n, heads, d, 1, N), attn.view(n, heads, 1, K2, N), out=target)
-            dv[i:j] = _window_sum(scratch.view(n, C, ks, ks, -1), ks, Wp, length, T0)
-            torch.mul(q.view(n, heads, d, 1, N), d_logits.view(n, heads, 1, K2, N), out=target)
-            dk[i:j] = _window_sum(scratch.view(n, C, ks, ks, -1), ks, Wp, length, T0)
+            q, g = qf[i:j].view(n, heads, d, N), grad_out[i:j]
+            attn = _attention(qf[i:j], kf[i:j], R, mask, heads, ks, stride, N, Wp, attn_buffer)
+            values = _windows(vf[i:j], ks, Wp, stride, N).unflatten(1, (heads, d))
             keys = _windows(kf[i:j], ks, Wp, stride, N).unflatten(1, (heads, d))
-            prod = _mul(keys, d_logits.view(n, heads, 1, ks, ks, N)).view(n, heads, d, K2, N)
-            dqi = prod.sum(3)
+            d_attn = torch.mul(g[:, :, 0, None, None], values[:, :, 0], out=grad_buffer[:n])
+            for c in range(1, d):
+                d_attn.addcmul_(g[:, :, c, None, None], values[:, :, c])
+            d_logits = d_attn.view_as(attn).mul_(attn)  # softmax backward: A*dA - A*sum(A*dA)
+            d_logits.addcmul_(attn, d_logits.sum(dim=2, keepdim=True), value=-1.0)
+            # transposed windows: every query sends its share back to each neighbour
+            dvw = _windows(dv[i:j], ks, Wp, stride, N).unflatten(1, (heads, d))
+            dkw = _windows(dk[i:j], ks, Wp, stride, N).unflatten(1, (heads, d))
             dl = d_logits.view(n, heads, ks, ks, N)
-            d_rel = torch.cat([dl.sum(3), dl.sum(2)], dim=2)  # [n, heads, 2k, N]
-            dqi += torch.matmul(R.transpose(1, 2), d_rel)
-            dq[i:j] = dqi.view(n, C, N)
-            dR += torch.matmul(d_rel, q.view(n, heads, d, N).transpose(2, 3)).sum(0)
-        return dq, dk, dv, dR, None, None, None, None, None, None, None, None
+            dqi = dq[i:j]
+            d_rel = rel_buffer[:n]  # [n, heads, 2k, N]: row-offset and column-offset terms
+            torch.sum(dl, 3, out=d_rel[:, :, :ks])
+            torch.sum(dl, 2, out=d_rel[:, :, ks:])
+            torch.matmul(R.transpose(1, 2), d_rel, out=dqi)
+            for a in range(ks):
+                for b in range(ks):
+                    o = a * ks + b
+                    dvw[:, :, :, a, b].addcmul_(g, attn[:, :, None, o])
+                    dkw[:, :, :, a, b].addcmul_(q, d_logits[:, :, None, o])
+                    dqi.addcmul_(keys[:, :, :, a, b], d_logits[:, :, None, o])
+            dR += torch.matmul(d_rel, q.transpose(2, 3)).sum(0)
+        return dq.view(B, C, N), dk, dv, dR, None, None, None, None, None, None, None
 
 
 def local_attention(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_col: Tensor,
@@ -367,7 +387,7 @@ def local_attention(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_col: T
     mask = _flat_mask(H, W, ks, stride, q.dtype, q.device)
     R = _relative_matrix(rel_row, rel_col, heads)
     chunk = chunk_size or _chunk_size(B, C, ks * ks, N)
-    out = _LocalAttentionFunction.apply(qf, kf, vf, R, mask, heads, ks, stride, N, Wp, T0, chunk)
+    out = _LocalAttentionFunction.apply(qf, kf, vf, R, mask, heads, ks, stride, N, Wp, chunk)
     return out.view(B, C, Ho, Wp)[..., :Wo]
 
 

@@ -1,0 +1,1 @@
+"""Standalone neural network models built from attnas operations."""
