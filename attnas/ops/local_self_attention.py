@@ -205,23 +205,26 @@ _MASKS: dict = {}
 
 
 def _flat_mask(H: int, W: int, ks: int, stride: int, dtype: torch.dtype, device: torch.device) -> Tensor:
-    """Additive mask ``[ks*ks, N]``: 0 for in-image neighbours, ``-inf`` outside the image.
+    """Additive border mask ``[2*ks, N]``: rows ``0..ks-1`` for row offsets, ``ks..2ks-1`` for columns.
 
-    Padding queries (flat columns ``>= Wo``) get an all-zero row so their (discarded)
-    softmax stays finite.
+    Entry ``(a, n)`` is 0 when the neighbour at row offset ``a`` of flat query ``n`` is
+    inside the image and ``-inf`` otherwise (likewise for columns); a neighbour ``(a, b)``
+    is outside exactly when ``mask[a] + mask[ks + b]`` is ``-inf``, so the mask is added to
+    the (equally separable) relative-position terms before they are broadcast to
+    ``ks x ks``. Padding queries (flat columns ``>= Wo``) get zero column terms so their
+    (discarded) softmax stays finite.
     """
     key = (H, W, ks, stride, dtype, str(device))
     mask = _MASKS.get(key)
     if mask is None:
         p, Ho, Wo, Wp, Hp, N, T0 = _flat_geometry(H, W, ks, stride)
-        rows = torch.arange(Ho, device=device).view(1, 1, Ho, 1) * stride
-        cols = torch.arange(Wp, device=device).view(1, 1, 1, Wp) * stride
-        off = torch.arange(ks, device=device) - p
-        a, b = off.view(ks, 1, 1, 1), off.view(1, ks, 1, 1)
-        inside = (rows + a >= 0) & (rows + a < H) & (cols + b >= 0) & (cols + b < W)
-        inside = inside | (torch.arange(Wp, device=device) >= Wo).view(1, 1, 1, Wp)
-        mask = torch.zeros(ks * ks, N, dtype=dtype, device=device)
-        mask.masked_fill_(~inside.reshape(ks * ks, N), float("-inf"))
+        off = torch.arange(ks, device=device).view(ks, 1, 1) - p
+        rows = torch.arange(Ho, device=device).view(1, Ho, 1) * stride + off
+        cols = torch.arange(Wp, device=device).view(1, 1, Wp) * stride + off
+        row_ok = ((rows >= 0) & (rows < H)).expand(ks, Ho, Wp)
+        col_ok = ((cols >= 0) & (cols < W)) | (torch.arange(Wp, device=device) >= Wo)
+        inside = torch.cat([row_ok, col_ok.expand(ks, Ho, Wp)]).reshape(2 * ks, N)
+        mask = torch.zeros(2 * ks, N, dtype=dtype, device=device).masked_fill_(~inside, float("-inf"))
         if len(_MASKS) > 256:
             _MASKS.clear()
         _MASKS[key] = mask
@@ -248,20 +251,21 @@ _LOG2E = 1.4426950408889634
 
 
 def _attention(qf: Tensor, kf: Tensor, R: Tensor, mask: Tensor, heads: int, ks: int, stride: int, N: int,
-               Wp: int, out: Tensor) -> Tensor:
+               Wp: int, out: Tensor, q_buffer: Tensor, rel_buffer: Tensor) -> Tensor:
     """Attention weights ``[n, heads, ks*ks, N]`` of one batch chunk: ``softmax(q.k + q.r + mask)``.
 
     The logits are built in base 2 (queries pre-scaled by ``log2(e)``) so the softmax can
     use ``exp2``, which is several times faster than ``exp`` on CPU; the weights are the
-    same, ``2**(x*log2 e) = e**x``. ``out`` is a reusable buffer of at least ``n`` images
-    (writing into memory that is already mapped avoids page faults on every chunk).
+    same, ``2**(x*log2 e) = e**x``. ``out``, ``q_buffer`` and ``rel_buffer`` are reusable
+    buffers of at least ``n`` images (writing into memory that is already mapped avoids
+    page faults on every chunk).
     """
     n, C, _ = qf.shape
     d = C // heads
-    q = qf.view(n, heads, d, N) * _LOG2E
-    rel = torch.matmul(R, q)  # [n, heads, 2k, N]: row-offset and column-offset terms
+    q = torch.mul(qf.view(n, heads, d, N), _LOG2E, out=q_buffer[:n])
+    rel = torch.matmul(R, q, out=rel_buffer[:n])  # [n, heads, 2k, N]: row- and column-offset terms
+    rel += mask
     logits = torch.add(rel[:, :, :ks, None], rel[:, :, None, ks:], out=out[:n].view(n, heads, ks, ks, N))
-    logits += mask.view(ks, ks, N)
     keys = _windows(kf, ks, Wp, stride, N).unflatten(1, (heads, d))  # [n, heads, d, k, k, N] view
     for c in range(d):
         logits.addcmul_(q[:, :, c, None, None], keys[:, :, c])
@@ -292,10 +296,12 @@ class _LocalAttentionFunction(torch.autograd.Function):
         B, C, _ = qf.shape
         d = C // heads
         out = qf.new_zeros(B, heads, d, N)
-        buffer = qf.new_empty(min(B, chunk), heads, ks * ks, N)
+        n0 = min(B, chunk)
+        buffers = (qf.new_empty(n0, heads, ks * ks, N), qf.new_empty(n0, heads, d, N),
+                   qf.new_empty(n0, heads, 2 * ks, N))
         for i in range(0, B, chunk):
             j = min(B, i + chunk)
-            attn = _attention(qf[i:j], kf[i:j], R, mask, heads, ks, stride, N, Wp, buffer)
+            attn = _attention(qf[i:j], kf[i:j], R, mask, heads, ks, stride, N, Wp, *buffers)
             values = _windows(vf[i:j], ks, Wp, stride, N).unflatten(1, (heads, d))
             o = out[i:j]
             for a in range(ks):
@@ -316,14 +322,15 @@ class _LocalAttentionFunction(torch.autograd.Function):
         dk, dv = torch.zeros_like(kf), torch.zeros_like(vf)
         dR = torch.zeros_like(R)
         n0 = min(B, chunk)
-        attn_buffer = qf.new_empty(n0, heads, ks * ks, N)
+        buffers = (qf.new_empty(n0, heads, ks * ks, N), qf.new_empty(n0, heads, d, N),
+                   qf.new_empty(n0, heads, 2 * ks, N))
         grad_buffer = qf.new_empty(n0, heads, ks, ks, N)
-        rel_buffer = qf.new_empty(n0, heads, 2 * ks, N)
+        d_rel_buffer = qf.new_empty(n0, heads, 2 * ks, N)
         for i in range(0, B, chunk):
             j = min(B, i + chunk)
             n = j - i
             q, g = qf[i:j].view(n, heads, d, N), grad_out[i:j]
-            attn = _attention(qf[i:j], kf[i:j], R, mask, heads, ks, stride, N, Wp, attn_buffer)
+            attn = _attention(qf[i:j], kf[i:j], R, mask, heads, ks, stride, N, Wp, *buffers)
             values = _windows(vf[i:j], ks, Wp, stride, N).unflatten(1, (heads, d))
             keys = _windows(kf[i:j], ks, Wp, stride, N).unflatten(1, (heads, d))
             d_attn = torch.mul(g[:, :, 0, None, None], values[:, :, 0], out=grad_buffer[:n])
@@ -336,7 +343,7 @@ class _LocalAttentionFunction(torch.autograd.Function):
             dkw = _windows(dk[i:j], ks, Wp, stride, N).unflatten(1, (heads, d))
             dl = d_logits.view(n, heads, ks, ks, N)
             dqi = dq[i:j]
-            d_rel = rel_buffer[:n]  # [n, heads, 2k, N]: row-offset and column-offset terms
+            d_rel = d_rel_buffer[:n]  # [n, heads, 2k, N]: row-offset and column-offset terms
             torch.sum(dl, 3, out=d_rel[:, :, :ks])
             torch.sum(dl, 2, out=d_rel[:, :, ks:])
             torch.matmul(R.transpose(1, 2), d_rel, out=dqi)
