@@ -25,12 +25,14 @@ def _inputs(B, C, H, W, ks, dtype=torch.float64, seed=0):
 @pytest.mark.parametrize("ks", [3, 5, 7])
 @pytest.mark.parametrize("heads", [4, 8])
 @pytest.mark.parametrize("stride", [1, 2])
-def test_fast_matches_unfold_reference_values_and_gradients(ks, heads, stride):
-    # odd sizes smaller than the window in one direction exercise every border case
-    q, k, v, rr, rc = _inputs(2, 16, 9, 5, ks, seed=ks * 10 + heads + stride)
+@pytest.mark.parametrize("save_attention", [True, False])
+def test_fast_matches_unfold_reference_values_and_gradients(ks, heads, stride, save_attention):
+    # odd sizes smaller than the window in one direction exercise every border case;
+    # three images in chunks of two exercise a short last chunk
+    q, k, v, rr, rc = _inputs(3, 16, 9, 5, ks, seed=ks * 10 + heads + stride)
     ref = local_attention_reference(q, k, v, rr, rc, heads, stride)
-    fast = local_attention(q, k, v, rr, rc, heads, stride, chunk_size=1)
-    assert fast.shape == ref.shape == (2, 16, -(-9 // stride), -(-5 // stride))
+    fast = local_attention(q, k, v, rr, rc, heads, stride, chunk_size=2, save_attention=save_attention)
+    assert fast.shape == ref.shape == (3, 16, -(-9 // stride), -(-5 // stride))
     torch.testing.assert_close(fast, ref, rtol=1e-10, atol=1e-10)
     grad = torch.randn_like(ref)
     g_ref = torch.autograd.grad(ref, (q, k, v, rr, rc), grad)
@@ -45,10 +47,12 @@ def test_fast_matches_reference_in_float32_with_default_chunks():
                                rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("stride", [1, 2])
-def test_fast_passes_gradcheck(stride):
+@pytest.mark.parametrize("stride, save_attention", [(1, True), (2, False)])
+def test_fast_passes_gradcheck(stride, save_attention):
     q, k, v, rr, rc = _inputs(2, 4, 4, 3, 3, seed=7)
-    assert torch.autograd.gradcheck(lambda *t: local_attention(*t, 2, stride, chunk_size=1), (q, k, v, rr, rc))
+    assert torch.autograd.gradcheck(
+        lambda *t: local_attention(*t, 2, stride, chunk_size=1, save_attention=save_attention), (q, k, v, rr, rc)
+    )
 
 
 @pytest.mark.parametrize("impl", [local_attention, local_attention_reference])
