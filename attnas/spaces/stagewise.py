@@ -64,7 +64,9 @@ class StagewiseConfig:
             as many (Table I: 16; the paper's final networks use 80 or 96).
         reduction: Bottleneck ratio: a block's attention width is its output channels
             divided by this (not stated in the paper; 2 matches its parameter counts best).
-        batch_norm: BatchNorm inside the blocks (the paper's blocks have none).
+        batch_norm: BatchNorm after each layer of a block, as in the ResNet bottleneck the
+            paper's blocks are modelled on (see :mod:`attnas.ops.self_attention_block`);
+            ``false`` gives the layers exactly as the text lists them.
         shared_stages: Table VII ablation: stages 1, 3, 5 share one structure and 2, 4
             another.
         impl: Local attention implementation: ``fast`` or the ``unfold`` reference.
@@ -72,7 +74,7 @@ class StagewiseConfig:
 
     init_channels: int = 16
     reduction: int = 2
-    batch_norm: bool = False
+    batch_norm: bool = True
     shared_stages: bool = False
     impl: Literal["fast", "unfold"] = "fast"
 

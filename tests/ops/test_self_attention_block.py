@@ -45,7 +45,7 @@ def test_shortcut_is_identity_only_when_the_shape_is_kept():
 
 def test_block_order_reduce_relu_attention_relu_expand_pool_plus_shortcut():
     torch.manual_seed(0)
-    block = make_candidate("local_sa_k3_h4", 16, 32, 2)
+    block = make_candidate("local_sa_k3_h4", 16, 32, 2, batch_norm=False)
     x = torch.randn(2, 16, 6, 6)
     h = block.reduce(x).relu()
     h = block.attention(h).relu()
@@ -54,11 +54,19 @@ def test_block_order_reduce_relu_attention_relu_expand_pool_plus_shortcut():
     torch.testing.assert_close(block(x), h + skip)
 
 
-def test_batch_norm_is_optional_and_off_by_default():
-    plain = make_candidate("non_local_sa", 16, 16)
+def test_batch_norm_follows_each_layer_by_default_and_is_optional():
+    plain = make_candidate("non_local_sa", 16, 16, batch_norm=False)
     assert not any(isinstance(m, nn.BatchNorm2d) for m in plain.modules())
-    normed = make_candidate("non_local_sa", 16, 32, 2, batch_norm=True)
+    normed = make_candidate("non_local_sa", 16, 32, 2)
     assert sum(isinstance(m, nn.BatchNorm2d) for m in normed.modules()) == 4  # reduce, attention, expand, projection
+    assert all(isinstance(m, nn.BatchNorm2d) for m in (normed.reduce_norm, normed.attention_norm, normed.expand_norm))
+    assert isinstance(normed.shortcut[2], nn.BatchNorm2d)
+    # in eval mode the block is the plain composition with each norm applied after its layer
+    normed.eval()
+    x = torch.randn(2, 16, 6, 6)
+    h = normed.attention_norm(normed.attention(normed.reduce_norm(normed.reduce(x)).relu())).relu()
+    h = nn.functional.avg_pool2d(normed.expand_norm(normed.expand(h)), 2)
+    torch.testing.assert_close(normed(x), h + normed.shortcut(x))
 
 
 def test_bad_names_and_widths_are_named():
