@@ -240,6 +240,11 @@ def _windows(flat: Tensor, ks: int, Wp: int, stride: int, N: int) -> Tensor:
                            flat.storage_offset())
 
 
+def _offsets(windows: Tensor) -> list[Tensor]:
+    """The ``ks*ks`` offset views ``[..., N]`` of a ``[..., ks, ks, N]`` window view, row-major."""
+    return [w for row in windows.unbind(-3) for w in row.unbind(-2)]
+
+
 def _relative_matrix(rel_row: Tensor, rel_col: Tensor, heads: int) -> Tensor:
     """``[heads, 2k, d]``: row ``a`` gives the row-offset term, row ``k + b`` the column term."""
     half, ks = rel_row.shape
@@ -315,9 +320,8 @@ class _LocalAttentionFunction(torch.autograd.Function):
             attn = _attention(qf[i:j], kf[i:j], R, mask, heads, ks, stride, N, Wp, *buffers)
             values = _windows(vf[i:j], ks, Wp, stride, N).unflatten(1, (heads, d))
             o = out[i:j]
-            for a in range(ks):
-                for b in range(ks):
-                    o.addcmul_(values[:, :, :, a, b], attn[:, :, None, a * ks + b])
+            for v_o, a_o in zip(_offsets(values), attn.unsqueeze(2).unbind(3)):
+                o.addcmul_(v_o, a_o)
         ctx.save_for_backward(qf, kf, vf, R, mask, saved)
         ctx.config = (heads, ks, stride, N, Wp, chunk)
         return out.view(B, C, N)
@@ -361,12 +365,11 @@ class _LocalAttentionFunction(torch.autograd.Function):
             torch.sum(dl, 3, out=d_rel[:, :, :ks])
             torch.sum(dl, 2, out=d_rel[:, :, ks:])
             torch.matmul(R.transpose(1, 2), d_rel, out=dqi)
-            for a in range(ks):
-                for b in range(ks):
-                    o = a * ks + b
-                    dvw[:, :, :, a, b].addcmul_(g, attn[:, :, None, o])
-                    dkw[:, :, :, a, b].addcmul_(q, d_logits[:, :, None, o])
-                    dqi.addcmul_(keys[:, :, :, a, b], d_logits[:, :, None, o])
+            for dv_o, dk_o, k_o, a_o, dl_o in zip(_offsets(dvw), _offsets(dkw), _offsets(keys),
+                                                  attn.unsqueeze(2).unbind(3), d_logits.unsqueeze(2).unbind(3)):
+                dv_o.addcmul_(g, a_o)
+                dk_o.addcmul_(q, dl_o)
+                dqi.addcmul_(k_o, dl_o)
             dR += torch.matmul(d_rel, q.transpose(2, 3)).sum(0)
         return dq.view(B, C, N), dk, dv, dR, None, None, None, None, None, None, None, None
 
