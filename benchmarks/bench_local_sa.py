@@ -1,9 +1,8 @@
 """Speed of local self-attention against a 3x3 convolution of the same width (CPU).
 
 Forward + backward of one layer on a batch of 32 maps of 32x32 with 32 channels (the
-setting of the full-attention NAS issue): the unfold reference, the fast (eager PyTorch)
-implementation and the fused compiled kernel at k=3 and k=7 (all with their q/k/v
-projections) and ``Conv2d(32, 32, 3)``. Variants are
+setting of the full-attention NAS issue): the unfold reference, the fast implementation
+at k=3 and k=7 (both with their q/k/v projections) and ``Conv2d(32, 32, 3)``. Variants are
 timed round-robin (one call of each per round) so that they share the machine's load;
 medians over rounds are reported with the load average seen while each was measured,
 and every ratio is against the convolution of the same run.
@@ -26,8 +25,7 @@ import time
 import torch
 from torch import nn
 
-from attnas.ops._local_attention_cpp import unavailable_reason
-from attnas.ops.local_self_attention import LocalSelfAttention, fused_available
+from attnas.ops.local_self_attention import LocalSelfAttention
 
 
 def macs_per_position(kind: str, channels: int, ks: int = 3, heads: int = 8) -> dict[str, int]:
@@ -55,7 +53,6 @@ def main() -> None:
     parser.add_argument("--channels", type=int, default=32)
     parser.add_argument("--heads", type=int, default=8)
     parser.add_argument("--skip-unfold", action="store_true", help="leave out the (slow) unfold reference")
-    parser.add_argument("--skip-fused", action="store_true", help="leave out the compiled kernel")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -68,12 +65,6 @@ def main() -> None:
         layers["unfold_k7"] = LocalSelfAttention(C, C, 7, args.heads, impl="unfold")
     layers["fast_k3"] = LocalSelfAttention(C, C, 3, args.heads)
     layers["fast_k7"] = LocalSelfAttention(C, C, 7, args.heads)
-    if not args.skip_fused:
-        if fused_available():
-            layers["fused_k3"] = LocalSelfAttention(C, C, 3, args.heads, impl="fused")
-            layers["fused_k7"] = LocalSelfAttention(C, C, 7, args.heads, impl="fused")
-        else:
-            print("fused kernel not available:", unavailable_reason())
 
     def step(layer: nn.Module) -> None:
         layer(x).sum().backward()
