@@ -29,7 +29,7 @@ from torch import nn
 
 from attnas import __version__, _registry
 from attnas.arch import Arch, load_arch
-from attnas.config import RunConfig, TrainConfig, config_from_dict, load_config
+from attnas.config import RunConfig, TrainConfig, config_from_dict, load_config, to_mapping
 from attnas.data.root import resolve_data_root
 from attnas.errors import ConfigError, RunDirError
 from attnas.rng import seed_everything
@@ -238,10 +238,12 @@ def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None =
             overrides: list[str] | tuple[str, ...] = ()) -> dict:
     """Retrain a run's architecture with several seeds (optionally on another dataset).
 
-    Each seed's result is written to ``retrain/<dataset>/seed-<k>.json`` as it finishes,
-    so an interrupted retrain continues with the seeds left; the summary (mean and
-    standard deviation) goes to ``retrain/<dataset>/summary.json`` and into
-    ``metrics.json`` as ``retrain_<dataset>_test_<metric>_mean`` etc.
+    Each seed's result is written to ``retrain/<dataset>/<init>/seed-<k>.json`` as it
+    finishes, with the training settings it used, so an interrupted retrain continues
+    with the seeds left (and results made with other settings are never mixed in: they
+    are refused with an error naming the folder). The summary (mean and standard
+    deviation) goes to ``retrain/<dataset>/<init>/summary.json`` and into
+    ``metrics.json`` as ``retrain_<dataset>_<init>_test_<metric>_mean`` etc.
 
     Args:
         run_dir: A finished run.
@@ -275,22 +277,27 @@ def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None =
             train = replace(train, init=init)
         strategy = build_strategy(config, space, task, run) if train.init == "supernet" else None
         n = seeds or train.seeds
-        folder = run.path / "retrain" / str(name)
+        folder = run.path / "retrain" / str(name) / train.init
         folder.mkdir(parents=True, exist_ok=True)
         metric = task.metric
+        settings = to_mapping(train)
         results = []
         for k in range(n):
             f = folder / f"seed-{k}.json"
             if f.exists():
-                results.append(run.read_json(str(f.relative_to(run.path))))
+                row = run.read_json(str(f.relative_to(run.path)))
+                if row.get("train_config") != settings:
+                    raise RunDirError(f"{folder} holds results made with other retrain settings; "
+                                      f"remove that folder to retrain with the new ones")
+                results.append(row)
                 continue
             res = train_final(None, config, space, task, strategy, arch, train=train, seed=config.seed + 100 + k,
                               desc=f"retrain seed {k + 1}/{n}")
             row = {"seed": k, f"val_{metric}": res.val, f"test_{metric}": res.test, "epochs": res.epochs,
-                   "init": train.init}
+                   "init": train.init, "train_config": settings}
             run.write_json(str(f.relative_to(run.path)), row)
             results.append(row)
-        summary = {"dataset": name, "seeds": n, "init": train.init}
+        summary = {"dataset": name, "seeds": n, "init": train.init, "train_config": settings}
         for split in ("val", "test"):
             vals = [r[f"{split}_{metric}"] for r in results]
             summary[f"{split}_{metric}_mean"] = statistics.fmean(vals)
@@ -301,8 +308,8 @@ def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None =
             metrics = run.read_json(RunDir.METRICS)
             for k2, v in summary.items():
                 if k2.endswith(("_mean", "_std")):
-                    metrics[f"retrain_{name}_{k2}"] = v
-            metrics[f"retrain_{name}_seeds"] = n
+                    metrics[f"retrain_{name}_{train.init}_{k2}"] = v
+            metrics[f"retrain_{name}_{train.init}_seeds"] = n
             run.write_json(RunDir.METRICS, metrics)
         return summary
     finally:

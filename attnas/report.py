@@ -167,7 +167,7 @@ def write_report(run_dir: str | Path) -> Path:
     retrain_dir = run.path / "retrain"
     if retrain_dir.exists():
         lines += ["## Retraining", ""]
-        for summary in sorted(retrain_dir.glob("*/summary.json")):
+        for summary in sorted(retrain_dir.glob("*/*/summary.json")):
             s = json.loads(summary.read_text())
             m = f"test_{metric}"
             lines.append(f"- {s['dataset']}: test {metric} {s.get(m + '_mean', float('nan')):.4f} "

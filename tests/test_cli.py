@@ -75,9 +75,15 @@ def test_search_retrain_evaluate_report_check_arch(tiny_recipe, tmp_path):
 
     r = run("retrain", str(out), "--seeds", "2", "--set", "retrain.epochs=5")
     assert r.exit_code == 0, r.output
-    summary = json.loads((out / "retrain" / "digits-graph" / "summary.json").read_text())
+    summary = json.loads((out / "retrain" / "digits-graph" / "supernet" / "summary.json").read_text())
     assert summary["seeds"] == 2 and len(summary["per_seed"]) == 2
-    assert "retrain_digits-graph_test_accuracy_mean" in json.loads((out / "metrics.json").read_text())
+    assert "retrain_digits-graph_supernet_test_accuracy_mean" in json.loads((out / "metrics.json").read_text())
+    # other settings never reuse those results: scratch goes to its own folder ...
+    r = run("retrain", str(out), "--seeds", "1", "--init", "scratch", "--set", "retrain.epochs=5")
+    assert r.exit_code == 0 and (out / "retrain" / "digits-graph" / "scratch" / "seed-0.json").exists()
+    # ... and changed settings on the same folder are refused, naming it
+    r = runner.invoke(app, ["retrain", str(out), "--seeds", "2", "--set", "retrain.epochs=6"])
+    assert r.exit_code == 2 and "holds results made with other retrain settings" in r.output
 
     r = run("report", str(out))
     assert r.exit_code == 0
