@@ -117,6 +117,7 @@ def plot_arch(adj: np.ndarray, labels: list[str], path: Path, title: str = "") -
                            edgecolors="#333333")
     nx.draw_networkx_labels(g, pos, labels={n: labels[n].replace("@", "\n@") for n in g.nodes}, font_size=7, ax=ax)
     ax.set_title(title, fontsize=9)
+    ax.margins(0.12)
     ax.axis("off")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
