@@ -59,6 +59,14 @@ class GraphContext:
         return self._memo("gcn_adj", make)
 
     @property
+    def sum_adj(self) -> torch.Tensor:
+        """A + I (binary, every node its own neighbour) as CSR: plain sum aggregation."""
+        def make():
+            ei = self.edge_index_with_self_loops
+            return to_csr(ei, torch.ones(ei.size(1), device=ei.device), self.num_nodes)
+        return self._memo("sum_adj", make)
+
+    @property
     def cheb_laplacian(self) -> torch.Tensor:
         """ChebConv's scaled Laplacian 2L/lambda_max - I (symmetric normalisation) as CSR.
 

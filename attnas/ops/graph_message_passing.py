@@ -106,11 +106,16 @@ class CorrelationMessagePassing(nn.Module):
 
     def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
         n = x.size(0)
-        src, dst = ctx.edge_index_with_self_loops
         wh = self.lin(x).view(n, self.heads, self.head_dim)
-        e = self._coefficients(wh, src, dst, n)  # [E, h]
-        msg = wh.index_select(0, src) * e.unsqueeze(-1)
-        out = torch.zeros_like(wh).index_add_(0, dst, msg)
+        if self.coefficient in ("const", "gcn"):
+            # fixed coefficients, the same for every head: one sparse product for all heads
+            adj = ctx.sum_adj if self.coefficient == "const" else ctx.gcn_adj
+            out = (adj @ wh.reshape(n, -1)).view(n, self.heads, self.head_dim)
+        else:
+            src, dst = ctx.edge_index_with_self_loops
+            e = self._coefficients(wh, src, dst, n)  # [E, h]
+            msg = wh.index_select(0, src) * e.unsqueeze(-1)
+            out = torch.zeros_like(wh).index_add_(0, dst, msg)
         out = out.reshape(n, -1) if self.merge == "concat" else out.sum(1)
         return self.act(out + self.bias)
 
