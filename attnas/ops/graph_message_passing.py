@@ -30,7 +30,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch_geometric.utils import degree, softmax
+from torch_geometric.utils import softmax
 
 from attnas._registry import register_op
 from attnas.ops.common import activation, register_common_ops
@@ -81,13 +81,8 @@ class CorrelationMessagePassing(nn.Module):
         nn.init.xavier_uniform_(self.lin.weight)
 
     def _coefficients(self, wh: torch.Tensor, src: torch.Tensor, dst: torch.Tensor, n: int) -> torch.Tensor:
+        """Softmax-normalised learned coefficients e_uv per edge and head, [E, h]."""
         c = self.coefficient
-        if c == "const":
-            return wh.new_ones(src.numel(), self.heads)
-        if c == "gcn":
-            deg = degree(dst, n, dtype=wh.dtype)
-            inv = deg.pow(-0.5).masked_fill_(deg == 0, 0)
-            return (inv[src] * inv[dst]).unsqueeze(-1).expand(-1, self.heads)
         wu, wv = wh.index_select(0, src), wh.index_select(0, dst)  # [E, h, d]
         if c in ("gat", "sym_gat"):
             left = (wh * self.att_l).sum(-1)   # a_l . W h per node, [N, h]
