@@ -360,6 +360,47 @@ class AutoAttendSpace(Space):
             adj[a, b] = 1
         return adj, labels
 
+    def from_dag(self, adj: np.ndarray, labels: list[str]) -> Arch:
+        """The architecture a DAG from :meth:`to_dag` describes (e.g. one decoded by a graph VAE).
+
+        Raises:
+            ArchError: When the DAG is not the drawing of a valid architecture of this space.
+        """
+        adj = np.asarray(adj)
+        n = len(labels)
+        if adj.shape != (n, n):
+            raise ArchError(f"DAG: adjacency of shape {adj.shape} for {n} labels")
+        if n < 2 or labels[0] != "input" or labels[-1] != "output":
+            raise ArchError("DAG: must start with an 'input' node and end with an 'output' node")
+        preds = [list(np.nonzero(adj[:, j])[0]) for j in range(n)]
+        layer_index = {0: 0}  # node -> layer number
+        layers = []
+        for node in range(1, n - 1):
+            lab = labels[node]
+            if lab in LAYER_TYPES:
+                conns = []
+                for c in preds[node]:
+                    op, _, role = labels[c].partition("@")
+                    if not role or len(preds[c]) != 1 or preds[c][0] not in layer_index:
+                        raise ArchError(f"DAG: node {c} ('{labels[c]}') is not a connection from an earlier layer")
+                    conns.append((c, op, role, layer_index[preds[c][0]]))
+                if lab == "attn":
+                    order = {r: i for i, r in enumerate("qkv")}
+                    if sorted(r for _, _, r, _ in conns) != ["k", "q", "v"]:
+                        raise ArchError(f"DAG: attention node {node} needs one q, one k and one v connection")
+                    conns.sort(key=lambda c: order[c[2]])
+                else:
+                    if [r for _, _, r, _ in conns] != ["in", "in"]:
+                        raise ArchError(f"DAG: addition node {node} needs two 'in' connections")
+                    conns.sort(key=lambda c: c[0])
+                layers.append({"type": lab, "inputs": [{"source": src, "op": op} for _, op, _, src in conns]})
+                layer_index[node] = len(layers)
+            elif "@" not in lab:
+                raise ArchError(f"DAG: unknown node label '{lab}'")
+        arch = self.arch({"layers": layers})
+        self.validate(arch)
+        return arch
+
     def dag_vocabulary(self) -> list[str]:
         """Every node label :meth:`to_dag` can produce (for graph encoders)."""
         roles = ["in"] if "add" in self.options.layer_types else []

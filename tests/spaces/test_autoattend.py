@@ -133,3 +133,28 @@ def test_to_dag_is_a_topological_dag_with_known_labels():
     a, b = s.sample(rng), s.sample(rng)
     if a != b:
         assert s.to_dag(a)[1] != s.to_dag(b)[1] or (s.to_dag(a)[0] != s.to_dag(b)[0]).any()
+
+
+@pytest.mark.parametrize("constraints", [(1, 2, 3), ()])
+def test_from_dag_inverts_to_dag(constraints):
+    s = AutoAttendSpace(AutoAttendConfig(layers=4, constraints=constraints))
+    rng = random.Random(7)
+    for _ in range(100):
+        a = s.sample(rng)
+        adj, labels = s.to_dag(a)
+        assert s.from_dag(adj, labels) == a
+
+
+def test_from_dag_rejects_broken_graphs():
+    s = AutoAttendSpace(AutoAttendConfig(layers=2))
+    adj, labels = s.to_dag(s.sample(random.Random(0)))
+    with pytest.raises(ArchError, match="must start with an 'input' node"):
+        s.from_dag(adj, ["x"] + labels[1:])
+    bad = list(labels)
+    bad[1] = "gcnn@" + bad[1].split("@")[1]
+    with pytest.raises(ArchError, match="unknown operation 'gcnn'"):
+        s.from_dag(adj, bad)
+    cut = adj.copy()
+    cut[0, 1] = 0  # a connection without a source layer
+    with pytest.raises(ArchError, match="is not a connection from an earlier layer"):
+        s.from_dag(cut, labels)
