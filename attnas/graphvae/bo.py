@@ -164,10 +164,10 @@ def _select(gp_model, x: Tensor, y_std: Tensor, settings: BOSettings, generator_
 
     sampler = SobolQMCNormalSampler(sample_shape=torch.Size([settings.mc_samples]), seed=generator_seed)
     cls = qExpectedImprovement if settings.acquisition == "qEI" else qLogExpectedImprovement
-    acq = cls(gp_model, best_f=float(y_std.max()), sampler=sampler)
     bounds = torch.stack([x.min(0).values, x.max(0).values])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # BoTorch's advice to prefer qLogEI and optimiser chatter
+        acq = cls(gp_model, best_f=float(y_std.max()), sampler=sampler)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(generator_seed)
             cand, _ = optimize_acqf(

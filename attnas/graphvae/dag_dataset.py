@@ -121,7 +121,9 @@ class DagDataset:
                 no predecessor.
             output_label: The label of the DAGs' own output vertex (the last node, the only
                 sink); when None an output vertex is added at the end with an edge from every
-                node that has no successor.
+                node that has no successor. D-VAE's decoder wires a generated output vertex
+                from exactly the vertices without another successor, so a DAG whose output
+                has other predecessors can be encoded but never decoded exactly.
             max_nodes: Pad to this many nodes (default: the largest graph).
 
         Raises:
