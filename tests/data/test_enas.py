@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,11 +23,9 @@ from attnas.errors import DataError
 
 
 @pytest.fixture(scope="module")
-def enas(request):
-    from conftest import shared_data
-
-    root = shared_data()
-    if root is None or not (root / "enas" / "final_structures6.txt").exists():
+def enas():
+    root = os.environ.get("ATTNAS_DATA")  # tests/conftest.py points it at ../shared/data
+    if not root or not (Path(root) / "enas" / "final_structures6.txt").exists():
         pytest.skip("real ENAS data not available (set ATTNAS_DATA)")
     return load_enas6(root)
 
