@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
+from attnas.graphvae.bo import BOSettings  # noqa: E402
 from attnas.graphvae.experiment import QUICK, run_enas_experiment  # noqa: E402
 
 
@@ -37,6 +38,10 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=QUICK.train.epochs)
     ap.add_argument("--hidden", type=int, default=QUICK.hidden)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--bo-iterations", type=int, default=0, help="also run latent BO (Sec. 4.3) for this many rounds")
+    ap.add_argument("--bo-batch", type=int, default=10, help="points per BO round")
+    ap.add_argument("--bo-attempts", type=int, default=50, help="decodings per BO point (paper: 500)")
+    ap.add_argument("--tsne-points", type=int, default=0, help="t-SNE figure of this many training latents (needs --out)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     settings = replace(
@@ -45,6 +50,17 @@ def main() -> None:
         hidden=args.hidden,
         train=replace(QUICK.train, epochs=args.epochs, seed=args.seed),
         seed=args.seed,
+        tsne_points=args.tsne_points,
+        bo=None
+        if args.bo_iterations == 0
+        else BOSettings(
+            iterations=args.bo_iterations,
+            batch_size=args.bo_batch,
+            decode_attempts=args.bo_attempts,
+            num_restarts=4,
+            raw_samples=256,
+            gp=QUICK.gp,
+        ),
     )
     t = time.perf_counter()
     load_before = os.getloadavg()

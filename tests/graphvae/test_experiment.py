@@ -8,6 +8,7 @@ import random
 import pytest
 
 from attnas.errors import ConfigError
+from attnas.graphvae.bo import BOSettings
 from attnas.graphvae.experiment import QUICK, ExperimentSettings, run_enas_experiment
 from attnas.graphvae.gp import SparseGPSettings
 from attnas.graphvae.train import TrainSettings
@@ -40,6 +41,8 @@ def test_tiny_experiment_reports_every_metric(tmp_path):
         gp_repeats=1,
         properties=True,
         tsne_points=30,
+        bo=BOSettings(iterations=1, batch_size=2, decode_attempts=5, num_restarts=2, raw_samples=16, mc_samples=16,
+                      gp=SparseGPSettings(inducing=8, epochs=3, batch_size=32, lr=0.05)),
     )
     metrics = run_enas_experiment(tmp_path, settings, tmp_path / "out")
     for key in ("recon_accuracy", "validity", "uniqueness", "novelty"):
@@ -50,6 +53,10 @@ def test_tiny_experiment_reports_every_metric(tmp_path):
     assert saved["pearson_r"] == pytest.approx(metrics["pearson_r"])
     assert len(json.loads((tmp_path / "out" / "history.json").read_text())) == 2
     assert (tmp_path / "out" / "tsne.png").exists()
+    bo = json.loads((tmp_path / "out" / "bo.json").read_text())
+    assert len(bo["proposals"]) == 2
+    assert all(p["source"] in ("dataset", "surrogate", "invalid") for p in bo["proposals"])
+    assert 0.0 <= metrics["bo_valid_fraction"] <= 1.0
 
 
 def test_quick_preset_and_validation():
