@@ -9,7 +9,7 @@ import pytest
 
 from attnas.errors import ConfigError
 from attnas.graphvae.bo import BOSettings
-from attnas.graphvae.experiment import QUICK, ExperimentSettings, run_enas_experiment
+from attnas.graphvae.experiment import QUICK, ExperimentSettings, paper_settings, run_enas_experiment
 from attnas.graphvae.gp import SparseGPSettings
 from attnas.graphvae.train import TrainSettings
 
@@ -59,7 +59,10 @@ def test_tiny_experiment_reports_every_metric(tmp_path):
     assert 0.0 <= metrics["bo_valid_fraction"] <= 1.0
 
 
-def test_quick_preset_and_validation():
+def test_presets_and_validation():
     assert QUICK.model == "DVAE-EMB" and QUICK.train.epochs == 2
+    paper = paper_settings("DVAE-EMB")
+    assert paper.train.iterations == 4 and paper.train.epochs == 300 and paper.train.lr == 1e-4
+    assert paper_settings("GCN-EMB").train.iterations == 1 and paper.gp.inducing == 500 and paper.gp_repeats == 10
     with pytest.raises(ConfigError, match="did you mean 'GCN-EMB'"):
         ExperimentSettings(model="GCN-EMV")
