@@ -2,19 +2,25 @@
 
 Usage (from the repository root)::
 
-    PYTHONPATH=. python benchmarks/bench_dvae_epoch.py [--threads 2] [--batches 30]
-        [--repeats 3] [--models D-VAE DVAE-EMB GCN GCN-EMB] [--hidden 501] [--reference-batches 2]
+    PYTHONPATH=. python benchmarks/bench_dvae_epoch.py [--threads 2] [--steps 10]
+        [--repeats 3] [--models D-VAE DVAE-EMB GCN GCN-EMB] [--hidden 501] [--reference-steps 1]
 
-For every model (paper sizes: hidden 501, latent 56) it times ``--batches`` training
-steps (forward, backward, Adam) on batches of 32 ENAS training graphs after two warm-up
-steps, ``--repeats`` times, and reports the median seconds per step times the 535 steps
-of an epoch over the 17,118 training graphs: an extrapolation from a fixed fraction of
-the epoch, stated as such. In the same run it times, for D-VAE, the decoder without the
-distinct-state deduplication (``dedup=False``) and the straightforward per-graph
-reference (one graph, vertex and candidate edge at a time, as D-VAE's public code
-computes the loss; ``tests/graphvae/reference_dvae.py``) on ``--reference-batches``
-batches, and prints the ratios. The load average is printed beside every figure: the
-machine is shared, so only ratios measured in one run are comparable.
+Every model is built at the paper's sizes (hidden 501, latent 56). Training steps
+(forward, backward, Adam) on batches of 32 ENAS training graphs are timed round-robin:
+each round runs one step of every variant in turn, so all variants see the same machine
+load, and the ratios between them are measured in one run. After two warm-up rounds,
+``--steps`` rounds are timed per repeat; per variant the median over repeats of the median
+step time, times the 535 steps of an epoch over the 17,118 training graphs, is reported:
+an extrapolation from a fixed fraction of the epoch, stated as such.
+
+Variants: the four paper models; D-VAE without the decoder's distinct-state
+deduplication (``D-VAE dense``); and, with ``--reference-steps``, D-VAE's loss computed
+one graph, vertex and candidate edge at a time as D-VAE's public code does
+(``tests/graphvae/reference_dvae.py``), timed on its own (it is 10-100 times slower).
+
+Wall time and process CPU time are both printed. On a shared machine the wall time
+grows with the other processes' load (printed beside every figure); with one thread the
+CPU time is close to what the step costs on an idle core.
 """
 
 from __future__ import annotations
@@ -43,19 +49,6 @@ def _load() -> str:
     return "load %.2f %.2f %.2f" % os.getloadavg()
 
 
-def _steps(model, batches, step_fn) -> list[float]:
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
-    times = []
-    for b in batches:
-        t = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        loss = step_fn(model, b)
-        loss.backward()
-        opt.step()
-        times.append(time.perf_counter() - t)
-    return times
-
-
 def _batched_loss(model, b):
     return model.loss(b)["loss"]
 
@@ -73,54 +66,86 @@ def _reference_loss(model, b):
     return total
 
 
-def time_model(name, data, args, dedup=True, step_fn=_batched_loss, n_batches=None) -> tuple[float, str]:
-    torch.manual_seed(0)
-    model = GraphVAE(paper_model(name, hidden=args.hidden), data.num_types, data.max_nodes)
-    model.decoder.dedup = dedup
-    model.train()
-    n_batches = args.batches if n_batches is None else n_batches
-    gen = torch.Generator().manual_seed(0)
-    per_step = []
-    for _ in range(args.repeats):
-        batches = [b for _, (b, _y) in zip(range(n_batches + 2), data.batches(BATCH, shuffle=True, generator=gen))]
-        times = _steps(model, batches, step_fn)[2:]  # two warm-up steps
-        per_step.append(statistics.median(times))
-    return statistics.median(per_step), _load()
+class Variant:
+    def __init__(self, label, model_name, data, hidden, dedup=True, loss=_batched_loss):
+        torch.manual_seed(0)
+        self.label = label
+        self.model = GraphVAE(paper_model(model_name, hidden=hidden), data.num_types, data.max_nodes)
+        self.model.decoder.dedup = dedup
+        self.model.train()
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-4, fused=True)  # as attnas.graphvae.train
+        self.loss = loss
+        self.wall: list[float] = []
+        self.cpu: list[float] = []
+
+    def step(self, batch, record: bool) -> None:
+        w, c = time.perf_counter(), time.process_time()
+        self.opt.zero_grad(set_to_none=True)
+        self.loss(self.model, batch).backward()
+        self.opt.step()
+        if record:
+            self.wall.append(time.perf_counter() - w)
+            self.cpu.append(time.process_time() - c)
+
+
+def run_round_robin(variants, data, steps, repeats, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    walls = {v.label: [] for v in variants}
+    cpus = {v.label: [] for v in variants}
+    for _ in range(repeats):
+        for v in variants:
+            v.wall, v.cpu = [], []
+        batches = [b for _, (b, _y) in zip(range(steps + 2), data.batches(BATCH, shuffle=True, generator=gen))]
+        for i, b in enumerate(batches):
+            for v in variants:
+                v.step(b, record=i >= 2)
+        for v in variants:
+            walls[v.label].append(statistics.median(v.wall))
+            cpus[v.label].append(statistics.median(v.cpu))
+    return {k: statistics.median(x) for k, x in walls.items()}, {k: statistics.median(x) for k, x in cpus.items()}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description="seconds per graph-VAE training epoch on ENAS")
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--batches", type=int, default=30, help="timed steps per repeat")
+    ap.add_argument("--steps", type=int, default=10, help="timed round-robin rounds per repeat")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--hidden", type=int, default=501)
     ap.add_argument("--models", nargs="+", default=["D-VAE", "DVAE-EMB", "GCN", "GCN-EMB"])
-    ap.add_argument("--reference-batches", type=int, default=2, help="0 skips the per-graph reference")
+    ap.add_argument("--no-dense", action="store_true", help="skip the D-VAE variant without deduplication")
+    ap.add_argument("--reference-steps", type=int, default=1, help="steps of the per-graph reference (0: skip)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     data = load_enas6(args.data_dir).train
-    steps = math.ceil(len(data) / BATCH)
-    print(f"# torch {torch.__version__}, threads={torch.get_num_threads()}, batch={BATCH}, hidden={args.hidden}, "
-          f"{steps} steps/epoch; epoch seconds are median step time x {steps} "
-          f"(median of {args.repeats} repeats of {args.batches} steps)")
+    per_epoch = math.ceil(len(data) / BATCH)
+    print(
+        f"# torch {torch.__version__}, threads={torch.get_num_threads()}, batch={BATCH}, hidden={args.hidden}; "
+        f"s/epoch = median step time x {per_epoch} steps (extrapolated from {args.repeats} repeats x "
+        f"{args.steps} round-robin steps)"
+    )
     print(f"# start {_load()}")
-    results = {}
-    for name in args.models:
-        sec, load = time_model(name, data, args)
-        results[name] = sec
-        print(f"{name:9s} {sec * 1000:8.1f} ms/step  {sec * steps:7.1f} s/epoch (extrapolated)   [{load}]", flush=True)
-    if "D-VAE" in args.models:
-        sec, load = time_model("D-VAE", data, args, dedup=False)
-        print(f"{'D-VAE dense':9s} {sec * 1000:8.1f} ms/step  {sec * steps:7.1f} s/epoch (extrapolated)   [{load}]"
-              f"  dedup speed-up x{sec / results['D-VAE']:.2f}", flush=True)
-        if args.reference_batches > 0:
-            ref_args = argparse.Namespace(**{**vars(args), "repeats": 1})
-            sec, load = time_model("D-VAE", data, ref_args, step_fn=_reference_loss, n_batches=args.reference_batches)
-            print(f"{'D-VAE per-graph reference':26s} {sec * 1000:9.1f} ms/step  {sec * steps:8.1f} s/epoch (extrapolated)"
-                  f"   [{load}]  batched speed-up x{sec / results['D-VAE']:.1f}", flush=True)
-    if "GCN" in results and "D-VAE" in results:
-        print(f"# GCN / D-VAE time ratio: {results['GCN'] / results['D-VAE']:.2f}")
+    variants = [Variant(m, m, data, args.hidden) for m in args.models]
+    if "D-VAE" in args.models and not args.no_dense:
+        variants.append(Variant("D-VAE dense", "D-VAE", data, args.hidden, dedup=False))
+    wall, cpu = run_round_robin(variants, data, args.steps, args.repeats)
+    load = _load()
+    base = wall.get("D-VAE")
+    for v in variants:
+        ratio = f"  x{wall[v.label] / base:.2f} of D-VAE" if base else ""
+        print(
+            f"{v.label:12s} wall {wall[v.label] * 1000:7.1f} ms/step = {wall[v.label] * per_epoch:6.1f} s/epoch   "
+            f"cpu {cpu[v.label] * 1000:7.1f} ms/step = {cpu[v.label] * per_epoch:6.1f} s/epoch{ratio}   [{load}]"
+        )
+    if "D-VAE" in args.models and args.reference_steps > 0:
+        ref = Variant("per-graph", "D-VAE", data, args.hidden, loss=_reference_loss)
+        main_v = Variant("D-VAE", "D-VAE", data, args.hidden)
+        w2, c2 = run_round_robin([main_v, ref], data, args.reference_steps, 1, seed=1)
+        print(
+            f"{'per-graph reference':20s} wall {w2['per-graph']:.2f} s/step = {w2['per-graph'] * per_epoch:7.0f} s/epoch, "
+            f"cpu {c2['per-graph'] * per_epoch:7.0f} s/epoch; batched D-VAE is x{w2['per-graph'] / w2['D-VAE']:.1f} faster "
+            f"(wall, same rounds)   [{_load()}]"
+        )
 
 
 if __name__ == "__main__":

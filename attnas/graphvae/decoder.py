@@ -27,6 +27,7 @@ are computed (``dedup=True``), then gathered into place.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Literal
 
@@ -42,8 +43,12 @@ from attnas.graphvae.gru import gru_from_zero
 class EdgeScorer(nn.Module):
     """D-VAE's edge MLP ``f_add_edge(Cat(h_k, h_t))`` (Linear 2H -> 4H, ReLU, Linear 4H -> 1).
 
-    The first layer is linear in the concatenation, so it splits into a source part
-    (computed once per vertex) and a target part; :meth:`forward` is the plain form.
+    The first layer is linear in the concatenation: ``W [h_k; h_t] + b = W_s h_k + W_d h_t + b``.
+    It is stored as its two halves ``W_s`` (source) and ``W_d`` (target, with the bias), so
+    the source part is computed once per vertex and the target part once per candidate
+    state, without slicing (and zero-filling gradients of) a shared weight. Both halves
+    are initialised as the one ``nn.Linear(2H, 4H)`` would be (uniform in
+    ``+-1/sqrt(2H)``), so the model is D-VAE's.
 
     Args:
         hidden: Hidden state size ``H``.
@@ -56,20 +61,28 @@ class EdgeScorer(nn.Module):
     def __init__(self, hidden: int):
         super().__init__()
         self.hidden = hidden
-        self.fc1 = nn.Linear(2 * hidden, 4 * hidden)
+        self.fc1_src = nn.Linear(hidden, 4 * hidden, bias=False)
+        self.fc1_dst = nn.Linear(hidden, 4 * hidden)
         self.fc2 = nn.Linear(4 * hidden, 1)
+        bound = 1.0 / math.sqrt(2 * hidden)
+        for p in (self.fc1_src.weight, self.fc1_dst.weight, self.fc1_dst.bias):
+            nn.init.uniform_(p, -bound, bound)
 
     def forward(self, h_src: Tensor, h_dst: Tensor) -> Tensor:
         """Edge logits of ``h_src -> h_dst`` pairs."""
-        return self.fc2(torch.relu(self.fc1(torch.cat([h_src, h_dst], -1)))).squeeze(-1)
+        return self.combine(self.src_part(h_src), self.dst_part(h_dst))
+
+    def first_layer(self) -> tuple[Tensor, Tensor]:
+        """The first layer as one ``(4H, 2H)`` weight on ``Cat(h_src, h_dst)`` and its bias."""
+        return torch.cat([self.fc1_src.weight, self.fc1_dst.weight], 1), self.fc1_dst.bias
 
     def src_part(self, h_src: Tensor) -> Tensor:
         """First-layer contribution of the source state (``(*, 4H)``)."""
-        return F.linear(h_src, self.fc1.weight[:, : self.hidden])
+        return self.fc1_src(h_src)
 
     def dst_part(self, h_dst: Tensor) -> Tensor:
         """First-layer contribution of the target state, with the bias (``(*, 4H)``)."""
-        return F.linear(h_dst, self.fc1.weight[:, self.hidden :], self.fc1.bias)
+        return self.fc1_dst(h_dst)
 
     def combine(self, src: Tensor, dst: Tensor) -> Tensor:
         """Edge logits from the two first-layer parts."""

@@ -45,11 +45,15 @@ def test_padding_does_not_change_a_graphs_likelihood():
     assert torch.allclose(a, b, atol=1e-12)
 
 
-def test_edge_scorer_split_equals_concatenation():
+def test_edge_scorer_is_an_mlp_on_the_concatenation():
     torch.manual_seed(0)
     scorer = EdgeScorer(5)
     a, b = torch.randn(3, 5), torch.randn(3, 5)
-    assert torch.allclose(scorer(a, b), scorer.combine(scorer.src_part(a), scorer.dst_part(b)), atol=1e-6)
+    w, bias = scorer.first_layer()
+    assert w.shape == (20, 10)
+    expected = scorer.fc2(torch.relu(torch.cat([a, b], -1) @ w.T + bias)).squeeze(-1)
+    assert torch.allclose(scorer(a, b), expected, atol=1e-6)
+    assert float(w.abs().max()) <= 1 / 10**0.5  # initialised as nn.Linear(2H, 4H)
 
 
 def test_sampled_graphs_are_well_formed_and_reproducible():
