@@ -115,7 +115,9 @@ def run_enas_experiment(
     Args:
         data_dir: Data root holding ``enas/final_structures6.txt``.
         settings: What to train and measure.
-        out_dir: When given, ``metrics.json``, ``history.json`` and ``tsne.png`` go here.
+        out_dir: When given, ``metrics.json``, ``history.json``, ``model.pt`` (rebuild with
+            ``GraphVAE.from_arguments(d["model_args"])``, then load ``d["model"]``),
+            ``tsne.png`` and ``bo.json`` go here.
         state: A (resumed) training state to continue instead of a fresh one.
 
     Returns:
@@ -172,6 +174,7 @@ def run_enas_experiment(
             k = len(z_train) if settings.tsne_points is None else min(settings.tsne_points, len(z_train))
             plot_tsne(z_train[:k], data.train.y[:k], out / "tsne.png", title=f"{settings.model} latent space")
         (out / "history.json").write_text(json.dumps(state.history, indent=1))
+        torch.save({"model_args": model.arguments(), "model": model.state_dict()}, out / "model.pt")
     metrics["total_seconds"] = time.perf_counter() - t0
     metrics["settings"] = asdict(settings)
     if out_dir is not None:

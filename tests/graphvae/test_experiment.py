@@ -6,11 +6,13 @@ import json
 import random
 
 import pytest
+import torch
 
 from attnas.errors import ConfigError
 from attnas.graphvae.bo import BOSettings
 from attnas.graphvae.experiment import QUICK, ExperimentSettings, paper_settings, run_enas_experiment
 from attnas.graphvae.gp import SparseGPSettings
+from attnas.graphvae.vae import GraphVAE
 from attnas.graphvae.train import TrainSettings
 
 
@@ -53,6 +55,8 @@ def test_tiny_experiment_reports_every_metric(tmp_path):
     assert saved["pearson_r"] == pytest.approx(metrics["pearson_r"])
     assert len(json.loads((tmp_path / "out" / "history.json").read_text())) == 2
     assert (tmp_path / "out" / "tsne.png").exists()
+    saved_model = torch.load(tmp_path / "out" / "model.pt", weights_only=False)
+    GraphVAE.from_arguments(saved_model["model_args"]).load_state_dict(saved_model["model"])
     bo = json.loads((tmp_path / "out" / "bo.json").read_text())
     assert len(bo["proposals"]) == 2
     assert all(p["source"] in ("dataset", "surrogate", "invalid") for p in bo["proposals"])
