@@ -1,0 +1,240 @@
+"""Batch expected-improvement Bayesian optimisation in a graph VAE's latent space.
+
+Paper 004, Sec. 4.3, following D-VAE (Zhang et al. 2019, Sec. 4.3 and its
+``bayesian_optimization/bo.py``): start from the training architectures' latent means
+and scores; in each of 10 iterations fit the sparse GP, pick a batch of latent points by
+expected improvement within the box spanned by the data, decode every point many times
+and keep its most common valid decoding, score the decoded architectures, and add
+``(point, score)`` to the data (an invalid decoding gets the worst observed score).
+
+D-VAE selects its batch of 50 greedily with a Theano batch-EI (each new point maximises
+EI given the previous ones at their predicted means). Here BoTorch's Monte-Carlo
+``qExpectedImprovement`` is optimised with ``optimize_acqf(sequential=True)`` (greedy
+sequential selection, each point conditioned on the pending ones), the library
+counterpart of that procedure. D-VAE decodes each point 500 times; its code means to take
+the most common valid decoding (a quirk of ``np.argmax`` on ``dict.values()`` makes it
+take the first valid one); here the most common one is taken.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+from attnas.errors import ConfigError, DataError
+from attnas.graphvae.dag_batch import DagBatch
+from attnas.graphvae.evaluator import Evaluator
+from attnas.graphvae.gp import SparseGPSettings, fit_sparse_gp
+from attnas.graphvae.vae import GraphVAE
+from attnas.progress import progress
+
+INVALID = "invalid"
+
+
+@dataclass(frozen=True)
+class BOSettings:
+    """Latent Bayesian-optimisation settings (defaults: D-VAE's ENAS protocol).
+
+    Attributes:
+        iterations: BO rounds (paper: 10).
+        batch_size: Points selected per round (D-VAE: 50).
+        decode_attempts: Decodings per selected point (D-VAE: 500).
+        acquisition: ``"qEI"`` (expected improvement, as the paper) or ``"qLogEI"``
+            (BoTorch's numerically safer log form).
+        num_restarts: Starting points of each acquisition optimisation.
+        raw_samples: Random points scored to choose the starting points (D-VAE's grid: 10,000).
+        mc_samples: Monte-Carlo samples of the acquisition.
+        gp: Sparse-GP settings.
+        seed: Seed of the GP fits, the acquisition and the decoding.
+    """
+
+    iterations: int = 10
+    batch_size: int = 50
+    decode_attempts: int = 500
+    acquisition: Literal["qEI", "qLogEI"] = "qEI"
+    num_restarts: int = 10
+    raw_samples: int = 1000
+    mc_samples: int = 256
+    gp: SparseGPSettings = field(default_factory=SparseGPSettings)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for key in ("iterations", "batch_size", "decode_attempts", "num_restarts", "raw_samples", "mc_samples"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"{key} must be >= 1, got {getattr(self, key)}")
+        if self.acquisition not in ("qEI", "qLogEI"):
+            raise ConfigError(f"acquisition: '{self.acquisition}' is not one of qEI, qLogEI")
+
+
+@dataclass
+class Proposal:
+    """One decoded, scored point of a BO round.
+
+    Attributes:
+        iteration: 0-based BO round.
+        z: The latent point.
+        key: :meth:`DagBatch.keys` key of its decoded architecture (None if no valid decoding).
+        graph: ``(adjacency, types)`` of the architecture (None if invalid).
+        value: Its score (the worst observed score when invalid).
+        source: Where the score came from (``"dataset"``, ``"surrogate"``, ..., or ``"invalid"``).
+    """
+
+    iteration: int
+    z: list[float]
+    key: str | None
+    graph: tuple[list[list[int]], list[int]] | None
+    value: float
+    source: str
+
+    def to_dict(self) -> dict:
+        return {
+            "iteration": self.iteration,
+            "key": self.key,
+            "adjacency": None if self.graph is None else self.graph[0],
+            "types": None if self.graph is None else self.graph[1],
+            "value": self.value,
+            "source": self.source,
+        }
+
+
+@dataclass
+class BOResult:
+    """All proposals of a BO run and the best one found.
+
+    Attributes:
+        proposals: Every scored point, in order.
+        best: The valid proposal with the highest score (None if there is none).
+    """
+
+    proposals: list[Proposal]
+    best: Proposal | None
+
+    def to_dict(self) -> dict:
+        return {
+            "proposals": [p.to_dict() for p in self.proposals],
+            "best": None if self.best is None else self.best.to_dict(),
+        }
+
+
+@torch.no_grad()
+def decode_most_common(
+    model: GraphVAE,
+    z: Tensor,
+    attempts: int,
+    is_valid: Callable[[DagBatch], Tensor],
+    generator: torch.Generator | None = None,
+    chunk: int = 20000,
+) -> list[DagBatch | None]:
+    """Decode every point ``attempts`` times and keep its most common valid decoding.
+
+    Returns:
+        One single-graph :class:`DagBatch` per point, or None when no decoding was valid.
+    """
+    was = model.training
+    model.eval()
+    counts: list[Counter] = [Counter() for _ in range(len(z))]
+    examples: list[dict[str, DagBatch]] = [{} for _ in range(len(z))]
+    reps = z.repeat(attempts, 1)
+    owner = torch.arange(len(z)).repeat(attempts)
+    try:
+        for start in range(0, len(reps), chunk):
+            decoded = model.decode(reps[start : start + chunk], generator=generator)
+            valid = is_valid(decoded)
+            keys = decoded.keys()
+            for j in valid.nonzero().squeeze(1).tolist():
+                i = int(owner[start + j])
+                counts[i][keys[j]] += 1
+                if keys[j] not in examples[i]:
+                    examples[i][keys[j]] = decoded.index([j])
+    finally:
+        model.train(was)
+    return [examples[i][c.most_common(1)[0][0]] if c else None for i, c in enumerate(counts)]
+
+
+def _select(gp_model, x: Tensor, y_std: Tensor, settings: BOSettings, generator_seed: int) -> Tensor:
+    from botorch.acquisition import qExpectedImprovement, qLogExpectedImprovement
+    from botorch.optim import optimize_acqf
+    from botorch.sampling import SobolQMCNormalSampler
+
+    sampler = SobolQMCNormalSampler(sample_shape=torch.Size([settings.mc_samples]), seed=generator_seed)
+    cls = qExpectedImprovement if settings.acquisition == "qEI" else qLogExpectedImprovement
+    bounds = torch.stack([x.min(0).values, x.max(0).values])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # BoTorch's advice to prefer qLogEI and optimiser chatter
+        acq = cls(gp_model, best_f=float(y_std.max()), sampler=sampler)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(generator_seed)
+            cand, _ = optimize_acqf(
+                acq,
+                bounds=bounds,
+                q=settings.batch_size,
+                num_restarts=settings.num_restarts,
+                raw_samples=settings.raw_samples,
+                sequential=True,
+            )
+    return cand.detach()
+
+
+def latent_bo(
+    model: GraphVAE,
+    z_train: Tensor,
+    y_train: Tensor,
+    evaluator: Evaluator,
+    is_valid: Callable[[DagBatch], Tensor],
+    settings: BOSettings = BOSettings(),
+    on_iteration: Callable[[int, list[Proposal]], None] | None = None,
+) -> BOResult:
+    """Maximise a score over architectures by batch EI in the VAE's latent space.
+
+    Args:
+        model: The trained VAE (its decoder turns points into architectures).
+        z_train: Latent means of the architectures with known scores.
+        y_train: Their scores (higher is better).
+        evaluator: Scores decoded architectures (every answer carries its source).
+        is_valid: Validity test for decodings (ENAS: ``is_valid_enas(b, n_nodes=8)``).
+        settings: BO settings.
+        on_iteration: Called after each round with its index and proposals.
+
+    Returns:
+        Every proposal with its score and source, and the best valid one.
+    """
+    x = torch.as_tensor(z_train, dtype=torch.float64).clone()
+    y = torch.as_tensor(y_train, dtype=torch.float64).reshape(-1).clone()
+    if len(x) != len(y) or len(x) < 2:
+        raise DataError(f"latent BO needs at least 2 scored points with matching latents, got {len(x)} and {len(y)}")
+    gen = torch.Generator().manual_seed(settings.seed)
+    proposals: list[Proposal] = []
+    with progress("latent BO", total=settings.iterations) as bar:
+        for it in range(settings.iterations):
+            gp = fit_sparse_gp(x, y, replace(settings.gp, seed=settings.gp.seed + it), description=f"BO {it + 1} sparse GP")
+            cand = _select(gp.model, x, gp.standardize(y), settings, settings.seed * 1000 + it)
+            decoded = decode_most_common(model, cand.to(torch.float32), settings.decode_attempts, is_valid, gen)
+            ok = [i for i, d in enumerate(decoded) if d is not None]
+            answers = evaluator.evaluate(DagBatch.cat([decoded[i] for i in ok])) if ok else []
+            worst = float(y.min())
+            by_index = dict(zip(ok, answers))
+            round_props = []
+            for i in range(len(cand)):
+                if i in by_index:
+                    g = decoded[i]
+                    adj, types = g.graphs()[0]
+                    round_props.append(
+                        Proposal(it, cand[i].tolist(), g.keys()[0], (adj.tolist(), types), by_index[i].value, by_index[i].source)
+                    )
+                else:
+                    round_props.append(Proposal(it, cand[i].tolist(), None, None, worst, INVALID))
+            proposals.extend(round_props)
+            x = torch.cat([x, cand])
+            y = torch.cat([y, torch.tensor([p.value for p in round_props], dtype=torch.float64)])
+            if on_iteration is not None:
+                on_iteration(it, round_props)
+            valid_vals = [p.value for p in proposals if p.source != INVALID]
+            bar.advance(1, best=max(valid_vals) if valid_vals else float("nan"))
+    valid = [p for p in proposals if p.source != INVALID]
+    return BOResult(proposals, max(valid, key=lambda p: p.value) if valid else None)
