@@ -20,8 +20,7 @@ def space(layers=2, ops=("zero", "gcn", "sage"), constraints=(1, 2, 3), layer_ty
                                             layer_types=layer_types, hidden=8, heads=4))
 
 
-@pytest.mark.parametrize("n,ops", [(1, ("zero", "gcn")), (2, ("zero", "gcn")), (2, ("zero", "gcn", "sage")),
-                                   (3, ("zero", "gcn"))])
+@pytest.mark.parametrize("n,ops", [(1, ("zero", "gcn")), (2, ("zero", "gcn")), (2, ("zero", "gcn", "sage"))])
 def test_paper_formulas_match_brute_force(n, ops):
     b = len(ops)
     constrained = space(n, ops, (1, 2, 3))
