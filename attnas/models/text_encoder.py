@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnas.errors import ConfigError
+from attnas.ops.dropout import FastDropout
 from attnas.ops.sequence_context import SequenceContext
 
 Pooling = Literal["max", "mean", "max+mean"]
@@ -79,7 +80,7 @@ class TextStem(nn.Module):
         D = embeddings.shape[1]
         self.norm = nn.LayerNorm(D) if pre_norm else nn.Identity()
         self.proj = nn.Linear(D, hidden)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = FastDropout(dropout)
         self.hidden = hidden
 
     @classmethod
@@ -126,7 +127,7 @@ class MaskedPoolingHead(nn.Module):
         """The pooled ``[B, H]`` (or ``[B, 2H]``) sentence vectors."""
         parts = []
         if "max" in self.pooling:
-            parts.append(ctx.fill_pads(h, float("-inf")).amax(dim=1))
+            parts.append(ctx.lowest_at_pads(h).amax(dim=1))
         if "mean" in self.pooling:
             parts.append(ctx.zero_pads(h).sum(dim=1) / ctx.lengths[:, None].to(h.dtype))
         return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)

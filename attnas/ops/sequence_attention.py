@@ -15,25 +15,51 @@ part of the default pool (:data:`attnas.ops.text.DEFAULT_TEXT_POOL`).
 
 from __future__ import annotations
 
+import math
+
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from attnas._registry import register_op
 from attnas.errors import ConfigError
+from attnas.ops.dropout import FastDropout, fast_dropout
 from attnas.ops.sequence_context import SequenceContext
 
 
 def _split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
-    """``[B, L, H]`` -> ``[B, heads, L, H / heads]`` (Row_Split of Eq. 8)."""
+    """``[B, L, H]`` -> ``[B * heads, L, H / heads]`` (Row_Split of Eq. 8)."""
     B, L, H = x.shape
-    return x.reshape(B, L, heads, H // heads).transpose(1, 2)
+    return x.reshape(B, L, heads, H // heads).transpose(1, 2).reshape(B * heads, L, H // heads)
 
 
-def _merge_heads(x: torch.Tensor) -> torch.Tensor:
-    """``[B, heads, L, d]`` -> ``[B, L, heads * d]`` (Row_Cat of Eq. 8)."""
-    B, h, L, d = x.shape
-    return x.transpose(1, 2).reshape(B, L, h * d)
+def _merge_heads(x: torch.Tensor, batch: int) -> torch.Tensor:
+    """``[B * heads, L, d]`` -> ``[B, L, heads * d]`` (Row_Cat of Eq. 8)."""
+    Bh, L, d = x.shape
+    heads = Bh // batch
+    return x.reshape(batch, heads, L, d).transpose(1, 2).reshape(batch, L, heads * d)
+
+
+def _key_bias(ctx: SequenceContext, heads: int, dtype: torch.dtype) -> torch.Tensor:
+    """``[B * heads, 1, L]``: 0 at real keys, ``-inf`` at pad keys (cached on ``ctx``)."""
+    cache = ctx.__dict__.setdefault("_key_bias", {})
+    if (heads, dtype) not in cache:
+        bias = torch.zeros(ctx.mask.shape, dtype=dtype, device=ctx.mask.device).masked_fill(~ctx.mask, float("-inf"))
+        cache[(heads, dtype)] = bias.repeat_interleave(heads, dim=0)[:, None, :]
+    return cache[(heads, dtype)]
+
+
+def softmax_lastdim(x: torch.Tensor) -> torch.Tensor:
+    """``softmax(x, dim=-1)``; written out for rows shorter than 16.
+
+    On CPU, ``torch.softmax`` over a last dimension shorter than 16 is several times
+    slower than its written-out form (measured for ``[1024, 15, 15]``, one thread:
+    4.0 ms vs 0.7 ms forward, 6.2 ms vs 3.8 ms forward + backward), while from 16 on the
+    kernel wins, most clearly in the backward pass.
+    """
+    if x.shape[-1] >= 16:
+        return torch.softmax(x, dim=-1)
+    e = (x - x.amax(dim=-1, keepdim=True)).exp()
+    return e / e.sum(dim=-1, keepdim=True)
 
 
 def masked_multihead_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: SequenceContext,
@@ -46,6 +72,10 @@ def masked_multihead_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
         \mathrm{Out} = \mathrm{Row\_Cat}(\mathbf{O}_1, \dots, \mathbf{O}_h)
 
     where pad keys get a score of :math:`-\infty`. Rows of pad queries are set to zero.
+    Computed with batched matrix products over ``B * h`` heads (``baddbmm`` adds the key
+    mask while scaling), which on CPU is faster than ``scaled_dot_product_attention`` for
+    the small head size of text models (d/h = 8) and does not depend on the inputs'
+    memory layout (SDPA falls back to a slower path for non-contiguous inputs).
 
     Args:
         q, k, v: Queries, keys and values.
@@ -57,11 +87,15 @@ def masked_multihead_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
         - **q, k, v:** :math:`(B, L, H)`
         - **output:** :math:`(B, L, H)`
     """
-    out = F.scaled_dot_product_attention(
-        _split_heads(q, heads), _split_heads(k, heads), _split_heads(v, heads),
-        attn_mask=ctx.key_mask if ctx.has_pad else None, dropout_p=dropout,
-    )
-    return ctx.zero_pads(_merge_heads(out))
+    B, L, H = q.shape
+    qs, ks, vs = _split_heads(q, heads), _split_heads(k, heads), _split_heads(v, heads)
+    scale = 1.0 / math.sqrt(H // heads)
+    if ctx.has_pad:
+        scores = torch.baddbmm(_key_bias(ctx, heads, q.dtype), qs, ks.transpose(1, 2), alpha=scale)
+    else:
+        scores = torch.bmm(qs, ks.transpose(1, 2)).mul_(scale)
+    weights = fast_dropout(softmax_lastdim(scores), dropout, dropout > 0)
+    return ctx.zero_pads(_merge_heads(torch.bmm(weights, vs), B))
 
 
 def _check_heads(dim: int, heads: int) -> None:
@@ -97,7 +131,7 @@ class SequenceAttention(nn.Module):
         super().__init__()
         _check_heads(dim, heads)
         self.dim, self.heads, self.attn_dropout = dim, heads, attn_dropout
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = FastDropout(dropout)
         self.norm = nn.LayerNorm(dim) if norm else nn.Identity()
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: SequenceContext) -> torch.Tensor:

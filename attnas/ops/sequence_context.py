@@ -9,7 +9,11 @@ position. The convention throughout is that hidden states are **zero at pad posi
 every operation zeroes its output there.
 
 The derived masks are computed once per batch and cached, since a 24-layer network
-uses them dozens of times.
+uses them dozens of times. Zeroing multiplies by a cached ``[B, L, 1]`` float mask and
+filling adds one: on CPU a broadcast ``masked_fill`` is about 9x slower than a
+multiplication (measured 280 us vs 31 us for ``[128, 40, 64]``, one thread), and text
+models zero pads after almost every operation. Both need finite inputs (``0 * inf`` is
+NaN); :meth:`SequenceContext.fill_pads` accepts any value.
 """
 
 from __future__ import annotations
@@ -97,9 +101,31 @@ class SequenceContext:
         """``[B, 1, 1, L]`` bool, True where a key may be attended to (SDPA ``attn_mask``)."""
         return self.mask[:, None, None, :]
 
+    def keep(self, dtype: torch.dtype) -> torch.Tensor:
+        """``[B, L, 1]`` of ``dtype``: 1 at real tokens, 0 at pads (cached per dtype)."""
+        cache = self.__dict__.setdefault("_keep", {})
+        if dtype not in cache:
+            cache[dtype] = self.mask[:, :, None].to(dtype)
+        return cache[dtype]
+
+    def lowest(self, dtype: torch.dtype) -> torch.Tensor:
+        """``[B, L, 1]`` of ``dtype``: 0 at real tokens, the lowest finite value at pads (cached)."""
+        cache = self.__dict__.setdefault("_lowest", {})
+        if dtype not in cache:
+            cache[dtype] = (~self.mask[:, :, None]).to(dtype) * torch.finfo(dtype).min
+        return cache[dtype]
+
     def zero_pads(self, x: torch.Tensor) -> torch.Tensor:
-        """Set the pad positions of ``x`` (``[B, L, H]``) to zero."""
-        return x.masked_fill(self.pad, 0.0) if self.has_pad else x
+        """Set the pad positions of ``x`` (``[B, L, H]``, finite) to zero."""
+        return x * self.keep(x.dtype) if self.has_pad else x
+
+    def lowest_at_pads(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` (``[B, L, H]``, finite) with the lowest finite value at pads.
+
+        A max over a window then never picks a pad while a real token is in the window,
+        and stays finite (so :meth:`zero_pads` can clear it) when there is none.
+        """
+        return torch.addcmul(self.lowest(x.dtype), x, self.keep(x.dtype)) if self.has_pad else x
 
     def fill_pads(self, x: torch.Tensor, value: float) -> torch.Tensor:
         """Set the pad positions of ``x`` (``[B, L, H]``) to ``value``."""

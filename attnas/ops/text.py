@@ -31,6 +31,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnas._registry import register_op
 from attnas.errors import ConfigError
+from attnas.ops.dropout import FastDropout
 from attnas.ops.sequence_context import SequenceContext
 
 #: The NLP operation pool of Table 3, in the paper's order.
@@ -125,7 +126,7 @@ class MaskedConv1d(nn.Module):
         else:
             self.conv = nn.Conv1d(dim, dim, kernel_size, padding=(kernel_size - 1) // 2)
         self.activation = activation
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = FastDropout(dropout)
 
     def forward(self, x: torch.Tensor, ctx: SequenceContext) -> torch.Tensor:
         h = self.norm(x)
@@ -135,7 +136,9 @@ class MaskedConv1d(nn.Module):
             # zero the pads so they add nothing to their real neighbours; conv1d is much
             # faster on a contiguous [B, H, L] input than on a transposed view
             h = ctx.zero_pads(h).transpose(1, 2).contiguous()
-            y = self.conv(h).transpose(1, 2)
+            # back to a contiguous [B, L, H]: later operations (LayerNorm, attention) would
+            # otherwise copy it, each of them
+            y = self.conv(h).transpose(1, 2).contiguous()
         if self.activation:
             y = F.relu(y)
         return ctx.zero_pads(self.dropout(y))
@@ -162,7 +165,7 @@ class MaxPool3(nn.Module):
     r"""``max pool 3`` of Table 3: 1-D max pooling, kernel 3, stride 1, same length.
 
     :math:`y_t = \max(x_{t-1}, x_t, x_{t+1})` over the real tokens only: pad positions
-    (and the borders) are filled with :math:`-\infty` before pooling, so they never win,
+    and the borders are set to the lowest finite value before pooling, so they never win,
     and the output is zero at pad positions.
 
     Args:
@@ -180,8 +183,13 @@ class MaxPool3(nn.Module):
         self.norm = _pre_norm(dim, pre_norm)
 
     def forward(self, x: torch.Tensor, ctx: SequenceContext) -> torch.Tensor:
-        h = ctx.fill_pads(self.norm(x), float("-inf"))
-        y = F.max_pool1d(h.transpose(1, 2), 3, stride=1, padding=1).transpose(1, 2)
+        # the lowest finite value at pads: never the max next to a real token, and finite
+        # where a window holds pads only, so the multiplicative zeroing stays exact
+        h = ctx.lowest_at_pads(self.norm(x))
+        # max of the three shifted views in the [B, L, H] layout (contiguous output, no
+        # transposes); the borders hold the lowest finite value too
+        hp = F.pad(h, (0, 0, 1, 1), value=torch.finfo(h.dtype).min)
+        y = torch.maximum(torch.maximum(hp[:, :-2], hp[:, 1:-1]), hp[:, 2:])
         return ctx.zero_pads(y)
 
 
@@ -223,7 +231,7 @@ class GRUOp(nn.Module):
         self.norm = _pre_norm(dim, pre_norm)
         hidden = dim // 2 if directions == "concat" else dim
         self.rnn = nn.GRU(dim, hidden, batch_first=True, bidirectional=directions != "forward")
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = FastDropout(dropout)
 
     def forward(self, x: torch.Tensor, ctx: SequenceContext) -> torch.Tensor:
         B, L, _ = x.shape

@@ -22,7 +22,15 @@ checkpoint see a fixed set of parameters; parameters of operations not in the sa
 architecture get no gradient and are not updated by the optimiser.
 
 What the stem, head, attention and operations are in a domain is a *domain adapter*,
-registered per task kind with :func:`register_adapter`.
+registered per task kind with :func:`register_adapter`. An adapter provides ``stem()``,
+``head()``, ``attention()`` and ``op(name, last)``, and may set three class attributes
+(defaults in brackets):
+
+- ``input_dropout`` [the space's ``dropout``]: dropout on each operation's input;
+- ``add_dropout`` [0]: dropout on the sum of an *addition* layer;
+- ``per_layer_attention`` [False]: one attention module per layer instead of one shared
+  module (for attention layers with parameters, e.g. a LayerNorm after Eq. 8); the
+  supernet keeps one per layer position, shared by all architectures, like the stem.
 """
 
 from __future__ import annotations
@@ -107,9 +115,15 @@ class _AutoAttendBase(nn.Module):
         self.adapter = adapter_for(space, info)
         self.stem = self.adapter.stem()
         self.head = self.adapter.head()
-        self.attention = self.adapter.attention()
-        self.p = space.options.dropout
+        self.per_layer_attention = bool(getattr(self.adapter, "per_layer_attention", False))
+        # per layer: filled by the subclasses with the layers that can be attention layers
+        self.attention = nn.ModuleDict() if self.per_layer_attention else self.adapter.attention()
+        self.p = getattr(self.adapter, "input_dropout", space.options.dropout)
+        self.add_p = getattr(self.adapter, "add_dropout", 0.0)
         self._stateless: dict[str, nn.Module] = {}
+
+    def _attention(self, t: int) -> nn.Module:
+        return self.attention[str(t)] if self.per_layer_attention else self.attention
 
     def _module(self, t: int, slot: int, key: str, op: str) -> nn.Module:
         raise NotImplementedError
@@ -137,9 +151,10 @@ class _AutoAttendBase(nn.Module):
             if ltype == "add":
                 present = [o for o in outs if o is not None]
                 h = present[0] if len(present) == 1 else (sum(present) if present else torch.zeros_like(h0))
+                h = fast_dropout(h, self.add_p, self.training)
             else:
                 q, k, v = (o if o is not None else torch.zeros_like(h0) for o in outs)
-                h = self.attention(q, k, v, ctx)
+                h = self._attention(t)(q, k, v, ctx)
             hs.append(h)
         return self.head(hs[-1], ctx)
 
@@ -174,6 +189,9 @@ class AutoAttendSupernet(_AutoAttendBase):
                             key = context_key(s, t, op, st, role, self.sharing)
                             if key not in self.ops:
                                 self.ops[key] = self.adapter.op(op, last=(t == n))
+        if self.per_layer_attention and "attn" in opts.layer_types:
+            for t in range(1, n + 1):
+                self.attention[str(t)] = self.adapter.attention()
         self._plans: OrderedDict[str, tuple] = OrderedDict()
 
     def plan(self, arch: Arch) -> tuple:
@@ -194,8 +212,12 @@ class AutoAttendSupernet(_AutoAttendBase):
 
     def parameters_of(self, arch: Arch) -> list[nn.Parameter]:
         """The parameters the sub-architecture ``arch`` uses (for counting)."""
-        params = list(self.stem.parameters()) + list(self.head.parameters()) + list(self.attention.parameters())
-        for _, _, needed, conns in self.plan(arch):
+        params = list(self.stem.parameters()) + list(self.head.parameters())
+        if not self.per_layer_attention:
+            params += list(self.attention.parameters())
+        for t, ltype, needed, conns in self.plan(arch):
+            if needed and ltype == "attn" and self.per_layer_attention:
+                params += list(self.attention[str(t)].parameters())
             if needed:
                 for _, _, op, key in conns:
                     if key in self.ops:
@@ -218,9 +240,11 @@ class AutoAttendModel(_AutoAttendBase):
         self.steps = plan(arch, space.options.context)
         self.ops = nn.ModuleDict()
         n = space.options.layers
-        for t, _, needed, conns in self.steps:
+        for t, ltype, needed, conns in self.steps:
             if not needed:
                 continue
+            if ltype == "attn" and self.per_layer_attention:
+                self.attention[str(t)] = self.adapter.attention()
             for slot, _, op, _ in conns:
                 if op not in (ZERO, "identity"):
                     self.ops[f"L{t}_{slot}"] = self.adapter.op(op, last=(t == n))
@@ -234,8 +258,10 @@ class AutoAttendModel(_AutoAttendBase):
     @torch.no_grad()
     def load_from_supernet(self, supernet: AutoAttendSupernet) -> None:
         """Copy the shared weights this architecture inherits from ``supernet``."""
-        for name in ("stem", "head", "attention"):
+        for name in ("stem", "head") + (() if self.per_layer_attention else ("attention",)):
             getattr(self, name).load_state_dict(getattr(supernet, name).state_dict())
+        for t, module in self.attention.items() if self.per_layer_attention else ():
+            module.load_state_dict(supernet.attention[t].state_dict())
         for t, _, needed, conns in self.steps:
             if not needed:
                 continue

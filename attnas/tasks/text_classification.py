@@ -81,6 +81,12 @@ class TextClassificationConfig:
         embedding_seed: Seed of the random rows (words without a GloVe vector).
         batch_size: Default training batch size (128 in the paper).
         eval_batch_size: Batch size of :meth:`evaluate`.
+        bucket: Length-bucketed shuffling of training batches (0: off). The shuffled
+            examples are cut into chunks of ``bucket`` batches, each chunk is sorted by
+            length and cut into batches, and the batches are shuffled: every epoch still
+            sees every example once in random batches of similar lengths, so much less
+            padding is computed (on SST-5 a plain shuffle pads 2.4x the real tokens and
+            4.6x the real attention scores).
         csv: Where and how to read a CSV dataset.
     """
 
@@ -95,12 +101,15 @@ class TextClassificationConfig:
     embedding_seed: int = 0
     batch_size: int = 128
     eval_batch_size: int = 512
+    bucket: int = 0
     csv: CsvOptions = field(default_factory=CsvOptions)
 
     def __post_init__(self) -> None:
         for name in ("max_len", "min_freq", "embedding_dim", "batch_size", "eval_batch_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")
+        if self.bucket < 0:
+            raise ConfigError(f"bucket: must be >= 0, got {self.bucket}")
         if self.vocab == "train+glove" and self.glove == "none":
             raise ConfigError("vocab: 'train+glove' needs GloVe vectors (glove is 'none')")
 
@@ -224,13 +233,26 @@ class TextClassificationTask(Task):
             order = torch.argsort(lengths_cpu, stable=True)
         else:
             order = torch.arange(n)
-        for start in range(0, n, bs):
-            idx = order[start : start + bs]
+        groups = [order[start : start + bs] for start in range(0, n, bs)]
+        if shuffle and self.options.bucket > 0:
+            groups = self._bucketed(order, lengths_cpu, bs, generator)
+        for idx in groups:
             lens = lengths_cpu[idx]
             L = int(lens.max()) if self.options.pad_to == "batch" else self.options.max_len
             idx_d = idx.to(self.device)
             lengths = enc.lengths[idx_d]
             yield TextBatch(enc.ids[idx_d, :L], lengths_to_mask(lengths, L), lengths, y[idx_d], lens)
+
+    def _bucketed(self, order: torch.Tensor, lengths: torch.Tensor, bs: int,
+                  generator: torch.Generator | None) -> list[torch.Tensor]:
+        """Batches of similar lengths: sort chunks of ``bucket`` batches, shuffle the batches."""
+        chunk = bs * self.options.bucket
+        groups = []
+        for start in range(0, len(order), chunk):
+            part = order[start : start + chunk]
+            part = part[torch.argsort(lengths[part], stable=True)]
+            groups += [part[i : i + bs] for i in range(0, len(part), bs)]
+        return [groups[i] for i in torch.randperm(len(groups), generator=generator).tolist()]
 
     # -- objective -----------------------------------------------------------------------------
 

@@ -142,3 +142,28 @@ def test_config_from_recipe_mapping_and_errors():
 def test_unknown_split(sst5):
     with pytest.raises(ConfigError, match="unknown split 'dev'.*valid choices: test, train, val"):
         next(sst5.batches("dev"))
+
+
+def test_bucketed_shuffle_covers_every_example_once_with_less_padding(data_root):
+    task = TextClassificationTask(TextClassificationConfig(dataset="sst5", bucket=4), data_root)
+    plain = TextClassificationTask(TextClassificationConfig(dataset="sst5"), data_root)
+
+    def run(t, seed):
+        g = torch.Generator().manual_seed(seed)
+        batches = list(t.batches("train", shuffle=True, generator=g))
+        return batches, sum(b.tokens.numel() for b in batches)
+
+    batches, padded = run(task, 0)
+    _, padded_plain = run(plain, 0)
+    assert sorted(len(b) for b in batches)[-1] == 128 and sum(len(b) for b in batches) == 8544
+    ids = torch.cat([b.tokens[:, 0] * 1000 + b.lengths for b in batches])  # a cheap fingerprint per example
+    ref = task._encoded["train"]
+    expect = ref.ids[:, 0] * 1000 + ref.lengths
+    assert torch.equal(ids.sort().values, expect.sort().values)
+    assert padded < 0.7 * padded_plain  # similar lengths share a batch
+    again, _ = run(task, 0)
+    other, _ = run(task, 1)
+    assert all(torch.equal(a.tokens, b.tokens) for a, b in zip(batches, again))  # seeded
+    assert not all(torch.equal(a.tokens, b.tokens) for a, b in zip(batches, other))
+    with pytest.raises(ConfigError, match="bucket"):
+        TextClassificationConfig(bucket=-1)
