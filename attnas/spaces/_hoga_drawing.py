@@ -6,7 +6,7 @@ the middle column (top to bottom), the output ``phi([U_0; ...; U_bar])`` on the 
 parallel edges stay apart). Each edge is labelled with its operation and coloured by its
 family; ``zero`` edges (which remove the connection) are drawn dotted and grey.
 
-    python -m attnas.spaces._hoga_drawing RUN_DIR/arch.json cell.png [--title TEXT]
+    python -m attnas.spaces._hoga_drawing RUN_DIR/arch.json cell.png [--title TEXT] [--weights alpha.png]
 """
 
 from __future__ import annotations
@@ -85,11 +85,47 @@ def draw_hoga_cell(edges: dict[str, str], groups: int, path: str | Path, title: 
     return path
 
 
+def draw_edge_weights(weights: dict[str, dict[str, float]], path: str | Path, title: str = "") -> Path:
+    """Heat map of ``softmax(alpha)`` per edge (rows) and operation (columns), with the argmax marked.
+
+    Args:
+        weights: ``{"j-k": {op: probability}}``, as a derived architecture's ``meta["edge_weights"]``.
+        path: The PNG to write.
+        title: Figure title.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    edges = list(weights)
+    ops = list(next(iter(weights.values())))
+    grid = np.array([[weights[e][o] for o in ops] for e in edges])
+    fig, ax = plt.subplots(figsize=(1.0 + 0.75 * len(ops), 0.9 + 0.4 * len(edges)))
+    im = ax.imshow(grid, cmap="viridis", aspect="auto")
+    for i, e in enumerate(edges):
+        j = int(grid[i].argmax())
+        ax.text(j, i, f"{grid[i, j]:.3f}", ha="center", va="center", fontsize=7, color="white", fontweight="bold")
+    ax.set_xticks(range(len(ops)), [LABELS.get(o, o) for o in ops], rotation=40, ha="right", fontsize=8)
+    ax.set_yticks(range(len(edges)), [f"edge {e}" for e in edges], fontsize=8)
+    fig.colorbar(im, ax=ax, label="softmax(alpha)")
+    if title:
+        ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return path
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description="Draw the HOGA cell of an arch.json like AutoLA's Figure 3.")
     p.add_argument("arch", type=Path, help="an arch.json of the hoga space")
     p.add_argument("out", type=Path, help="the PNG to write")
     p.add_argument("--title", default="")
+    p.add_argument("--weights", type=Path, default=None,
+                   help="also draw softmax(alpha) of a derived cell (its meta.edge_weights) to this PNG")
     args = p.parse_args(argv)
     from attnas.arch import Arch
 
@@ -97,6 +133,10 @@ def main(argv: list[str] | None = None) -> None:
     if arch.space != "hoga":
         raise SystemExit(f"{args.arch}: an architecture of space '{arch.space}', not 'hoga'")
     print(draw_hoga_cell(arch.choices["edges"], arch.choices["groups"], args.out, args.title))
+    if args.weights is not None:
+        if "edge_weights" not in arch.meta:
+            raise SystemExit(f"{args.arch}: no meta.edge_weights (not derived from a relaxed search)")
+        print(draw_edge_weights(arch.meta["edge_weights"], args.weights, "softmax(alpha) at the end of the search"))
 
 
 if __name__ == "__main__":

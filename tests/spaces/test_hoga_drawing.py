@@ -37,3 +37,26 @@ def test_command_line(tmp_path, capsys):
     path.write_text(json.dumps(Arch("resnet-attention", {"attention": "se"}).to_dict()))
     with pytest.raises(SystemExit, match="not 'hoga'"):
         main([str(path), str(tmp_path / "other.png")])
+
+
+def test_edge_weight_heat_map_of_a_derived_cell(tmp_path):
+    import torch
+
+    from attnas.tasks.base import TaskInfo
+
+    class _Task:
+        info = TaskInfo(kind="image", in_dim=1, num_classes=3)
+
+    space = HOGASpace(HOGAConfig(groups=2, width=4))
+    relaxed = space.relaxed(_Task())
+    with torch.no_grad():
+        relaxed.alpha[0, 2] = 1.0
+    arch = space.derive(relaxed)
+    path = tmp_path / "arch.json"
+    path.write_text(arch.to_json())
+    main([str(path), str(tmp_path / "cell.png"), "--weights", str(tmp_path / "alpha.png")])
+    with Image.open(tmp_path / "alpha.png") as im:
+        assert im.format == "PNG"
+    path.write_text(space.cell(arch.choices["edges"]).to_json())  # no edge weights
+    with pytest.raises(SystemExit, match="no meta.edge_weights"):
+        main([str(path), str(tmp_path / "c2.png"), "--weights", str(tmp_path / "a2.png")])
