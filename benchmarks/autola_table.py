@@ -4,6 +4,8 @@ Expects one run directory per recipe, named after it, under ``--runs`` (as made 
 ``attnas search autola-<dataset><variant> --out RUNS/autola-<dataset><variant> ...``), and
 prints a Markdown table: test accuracy, parameters and multiply-accumulates (the paper's
 "FLOPS" column counts multiply-adds) of one image, plus the search time of the searched row.
+When ``attnas retrain RUN --seeds N`` was run too, the mean and standard deviation over the
+run's own seed and those ``N`` retraining seeds are added.
 
     PYTHONPATH=. python benchmarks/autola_table.py --runs runs/fm --dataset fashionmnist
     PYTHONPATH=. python benchmarks/autola_table.py --dataset cifar10      # complexity only, no runs
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import statistics
 from pathlib import Path
 
 import torch
@@ -43,17 +46,22 @@ def main() -> None:
     shape = SHAPES[args.dataset]
     task = _Task(shape[0])
     example = torch.zeros(1, *shape)
-    print(f"| model | test acc. (%) | params (M) | MACs (M), one {shape[1]}x{shape[2]} image | run |")
-    print("|---|---|---|---|---|")
+    print(f"| model | test acc. (%) | mean +- std over seeds (%) | params (M) | MACs (M), one {shape[1]}x{shape[2]} "
+          f"image | notes |")
+    print("|---|---|---|---|---|---|")
     for suffix, label in ROWS:
         recipe = f"autola-{args.dataset}{suffix}"
         cfg = load_config(recipe)
         space = _registry.get("space", cfg.space.name)(cfg.space.options)
         run = args.runs / recipe if args.runs else None
-        acc, note = "", ""
+        acc, spread, note = "", "", ""
         if run is not None and (run / "metrics.json").exists():
             metrics = json.loads((run / "metrics.json").read_text())
             acc = f"{100 * metrics['test_accuracy']:.2f}"
+            seeds = [metrics["test_accuracy"]] + [json.loads(f.read_text())["test_accuracy"]
+                                                  for f in sorted((run / "retrain" / "same").glob("seed-*.json"))]
+            if len(seeds) > 1:
+                spread = f"{100 * statistics.fmean(seeds):.2f} +- {100 * statistics.stdev(seeds):.2f} (n={len(seeds)})"
             if "search_seconds" in metrics:
                 note = f"search {metrics['search_seconds'] / 60:.1f} min"
         if run is not None and (run / "arch.json").exists():
@@ -65,7 +73,7 @@ def main() -> None:
             note = "(no run: a random cell's size)"
         model = space.build(arch, task)
         params, macs = count_parameters(model), count_macs(model, example)
-        print(f"| {label} | {acc} | {params / 1e6:.3f} | {macs / 1e6:.1f} | {note} |")
+        print(f"| {label} | {acc} | {spread} | {params / 1e6:.3f} | {macs / 1e6:.1f} | {note} |")
 
 
 if __name__ == "__main__":
