@@ -42,7 +42,28 @@ schedule, the two batch-order generators and every RNG, so a killed search resum
   (own tag, loss, model, epochs, architecture learning rate): the loop, checkpoints and
   resume come for free. The main phase then starts from the ``alpha`` the pretext left.
   This is how the full-attention search (context auto-regression, then classification with
-  ``alpha`` from it and Adam lr 1e-4) is meant to extend it.
+  ``alpha`` from it and Adam lr 1e-4) is meant to extend it, e.g.::
+
+      @dataclass(frozen=True)
+      class CarDartsConfig(DartsConfig):          # adds the pretext's own options
+          pretext_epochs: int = 50
+          pretext_arch_lr: float = 3e-4
+
+      @register_strategy("car-darts")
+      class CarDarts(Darts):
+          Config = CarDartsConfig
+
+          def pretext(self, model):
+              encdec = Reconstructor(model)        # model as encoder + an up-sampling decoder
+              phase = BilevelPhase(tag="pretext", module=encdec,
+                                   weights=[*model.weight_parameters(), *encdec.decoder.parameters()],
+                                   alpha=list(model.arch_parameters()), loss=masked_l1(encdec),
+                                   splits=bilevel_splits(self.task, self.options.splits),
+                                   epochs=self.options.pretext_epochs, arch_lr=self.options.pretext_arch_lr)
+              s = self.run_phase(phase)
+              return {"pretext_loss": s["loss"], "pretext_seconds": s["seconds"]}
+
+  with ``alpha_init: zeros`` and ``arch_lr: 1e-4`` in its recipe (the fine-tuning phase).
 """
 
 from __future__ import annotations
