@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -263,6 +264,13 @@ class HOGASpace(Space):
             adj[node, n - 1] = 1
         labels = ["input"] + [arch.choices["edges"][edge_key(j, k)] for j, k in edges] + ["output"]
         return adj, labels
+
+    def draw(self, arch: Arch, path: str | Path, title: str = "") -> Path:
+        """Draw the cell like AutoLA's Figure 3 (input groups, nodes, one labelled edge per operation) to a PNG."""
+        from attnas.spaces._hoga_drawing import draw_hoga_cell
+
+        self.validate(arch)
+        return draw_hoga_cell(arch.choices["edges"], self.options.groups, path, title)
 
     def describe(self, arch: Arch) -> str:
         """One line per target node: ``U_k = op(F_k) + op(U_j) + ...``."""

@@ -125,6 +125,9 @@ class ImageClassificationTask(Task):
     name = "image-classification"
     Config = ImageClassificationConfig
     metric = "accuracy"
+    #: The bilevel-split protocol of :mod:`attnas.strategies.darts`: weights on ``train_a``,
+    #: architecture weights on ``train_b`` (disjoint halves of ``train``).
+    bilevel_splits = ("train_a", "train_b")
 
     def __init__(self, options: ImageClassificationConfig | None = None, data_root: Path | None = None,
                  dataset: ImageDataset | None = None):

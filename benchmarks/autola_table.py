@@ -1,0 +1,80 @@
+"""The AutoLA results table (like the paper's Tables 1 and 6) from finished run directories.
+
+Expects one run directory per recipe, named after it, under ``--runs`` (as made by
+``attnas search autola-<dataset><variant> --out RUNS/autola-<dataset><variant> ...``), and
+prints a Markdown table: test accuracy, parameters and multiply-accumulates (the paper's
+"FLOPS" column counts multiply-adds) of one image, plus the search time of the searched row.
+When ``attnas retrain RUN --seeds N`` was run too, the mean and standard deviation over the
+run's own seed and those ``N`` retraining seeds are added.
+
+    PYTHONPATH=. python benchmarks/autola_table.py --runs runs/fm --dataset fashionmnist
+    PYTHONPATH=. python benchmarks/autola_table.py --dataset cifar10      # complexity only, no runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+from pathlib import Path
+
+import torch
+
+from attnas import _registry
+from attnas.arch import load_arch
+from attnas.config import load_config
+from attnas.models.complexity import count_macs, count_parameters
+from attnas.tasks.base import TaskInfo
+
+ROWS = [("-plain", "ResNet-20"), ("-se", "ResNet-20 + SE"), ("-cbam", "ResNet-20 + CBAM"),
+        ("-hog-se", "ResNet-20 + HOG_SE (K=4)"), ("-hog-cbam", "ResNet-20 + HOG_CBAM (K=4)"),
+        ("-random", "ResNet-20 + random HOGA (K=4)"), ("", "ResNet-20 + searched HOGA (AutoLA, K=4)")]
+SHAPES = {"cifar10": (3, 32, 32), "fashionmnist": (1, 28, 28)}
+
+
+class _Task:
+    def __init__(self, channels: int):
+        self.info = TaskInfo(kind="image", in_dim=channels, num_classes=10)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dataset", choices=sorted(SHAPES), default="fashionmnist")
+    p.add_argument("--runs", type=Path, default=None, help="folder holding one run directory per recipe")
+    args = p.parse_args()
+    shape = SHAPES[args.dataset]
+    task = _Task(shape[0])
+    example = torch.zeros(1, *shape)
+    print(f"| model | test acc. (%) | mean +- std over seeds (%) | params (M) | MACs (M), one {shape[1]}x{shape[2]} "
+          f"image | notes |")
+    print("|---|---|---|---|---|---|")
+    for suffix, label in ROWS:
+        recipe = f"autola-{args.dataset}{suffix}"
+        cfg = load_config(recipe)
+        space = _registry.get("space", cfg.space.name)(cfg.space.options)
+        run = args.runs / recipe if args.runs else None
+        acc, spread, note = "", "", ""
+        if run is not None and (run / "metrics.json").exists():
+            metrics = json.loads((run / "metrics.json").read_text())
+            acc = f"{100 * metrics['test_accuracy']:.2f}"
+            seeds = [metrics["test_accuracy"]] + [json.loads(f.read_text())["test_accuracy"]
+                                                  for f in sorted((run / "retrain" / "same").glob("seed-*.json"))]
+            if len(seeds) > 1:
+                spread = f"{100 * statistics.fmean(seeds):.2f} +- {100 * statistics.stdev(seeds):.2f} (n={len(seeds)})"
+            if "search_seconds" in metrics:
+                note = f"search {metrics['search_seconds'] / 60:.1f} min"
+        if run is not None and (run / "arch.json").exists():
+            arch = load_arch(run / "arch.json", space)
+        elif cfg.strategy.name == "fixed":
+            arch = space.arch(dict(cfg.strategy.options.arch))
+        else:  # the searched row without a run: a cell of the same shape, for its size only
+            arch = space.sample(random.Random(0))
+            note = "(no run: a random cell's size)"
+        model = space.build(arch, task)
+        params, macs = count_parameters(model), count_macs(model, example)
+        print(f"| {label} | {acc} | {spread} | {params / 1e6:.3f} | {macs / 1e6:.1f} | {note} |")
+
+
+if __name__ == "__main__":
+    main()
