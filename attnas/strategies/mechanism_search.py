@@ -25,8 +25,10 @@ Checkpoints: ``supernet`` (every ``supernet.checkpoint_every`` epochs, then a fi
 holding the best weights), ``selection`` (homogeneous, NAS One-shot) and ``prune`` (after
 every NAS Prune round, holding the pruned supernet, optimiser, batch order and RNG).
 Events: ``supernet`` (epoch, loss, val), ``scoring`` (one per scored block: ``round``,
-``index``, ``block``, ``drop_score``, ``accuracy`` = validation accuracy with the block
-masked, ``base``), ``prune`` (round, dropped block, heads left).
+``index``, ``block``, ``drop_score``, ``masked_accuracy`` = validation accuracy with the
+block masked, ``base``; no key named after the metric, so ``attnas report`` does not plot
+them as candidates whose best is the highest — here the lowest masked accuracy marks
+the strongest block), ``prune`` (round, dropped block, heads left).
 
 ``metrics.json`` gets ``drop_score_<block>`` for every block of the first trial (block
 names are mechanism names in the homogeneous search, ``mechanism/i`` in the
@@ -242,7 +244,7 @@ class MechanismSearch(Strategy):
             scores = base_trial(model)
             for name, s in scores.scores.items():
                 self.run.log({"phase": "scoring", "round": self._rounds, "index": self._scored, "block": name,
-                              "drop_score": s, metric: scores.base - s, "base": scores.base})
+                              "drop_score": s, f"masked_{metric}": scores.base - s, "base": scores.base})
                 self._scored += 1
             self._rounds += 1
             return scores
