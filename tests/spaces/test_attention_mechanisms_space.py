@@ -168,3 +168,17 @@ def test_to_dag_draws_the_cell():
     assert adj.sum() == 2 + 2 + 1 and adj[0, 1] and adj[2, 3] and adj[3, 4]
     adj, labels = space().to_dag(arch("linear"))
     assert labels == ["input", "linear", "linear", "concat+W_O", "output"]
+
+
+@pytest.mark.parametrize("recipe", ["mechanism-listops-quick", "mechanism-listops"])
+def test_per_mechanism_recipes_take_every_mechanism_by_override(recipe):
+    from attnas.config import load_config
+    from attnas.pipeline import build_space
+
+    for name in mechanism_names():
+        cfg = load_config(recipe, [f"strategy.arch.mechanism={name}"])
+        s = build_space(cfg)
+        s.validate(Arch(s.name, dict(cfg.strategy.options.arch)))
+    with pytest.raises(ArchError, match="unknown attention mechanism 'lineer'"):
+        cfg = load_config(recipe, ["strategy.arch.mechanism=lineer"])
+        build_space(cfg).validate(Arch("attention-mechanisms", dict(cfg.strategy.options.arch)))

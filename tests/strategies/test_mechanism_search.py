@@ -121,9 +121,8 @@ def test_bad_configs_fail_before_anything_is_written(tmp_path, change, error, me
 
 
 def test_other_spaces_and_single_candidates_are_refused(tmp_path):
-    from conftest import TINY_DIGITS_RECIPE
-
-    graph = dict(TINY_DIGITS_RECIPE, strategy={"name": "mechanism-search"})
+    graph = {"name": "graph", "task": {"name": "node-classification", "dataset": "digits-graph"},
+             "space": {"name": "autoattend", "layers": 2, "hidden": 16}, "strategy": {"name": "mechanism-search"}}
     with pytest.raises(UnsupportedError, match="needs a space with 'mechanism-supernet' support"):
         pipeline.search(graph, out=tmp_path / "graph")
     evolution = dict(recipe(), strategy={"name": "one-shot-evolution"})
