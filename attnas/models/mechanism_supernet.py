@@ -101,6 +101,7 @@ class SupernetAttention(nn.Module):
         self.blocks = nn.ModuleList(blocks)
         self.register_buffer("active", torch.ones(len(blocks), dtype=torch.bool))
         self._masked: frozenset[int] = frozenset()
+        self._cache: dict | None = None
 
     # -- which blocks run ------------------------------------------------------------------------
 
@@ -129,6 +130,37 @@ class SupernetAttention(nn.Module):
         finally:
             self._masked = previous
 
+    @contextmanager
+    def reuse_outputs(self) -> Iterator[None]:
+        """Inside the ``with``, in eval mode, reuse block outputs across calls on the same input.
+
+        Masked-validation scoring runs the supernet once per masking pattern on the same
+        batch; a block's output does not depend on which other blocks are masked, so each
+        block runs once per batch and later calls with an equal input (and mask) reuse
+        it. The result is the same as running every block again (frozen random
+        structure and eval mode make the blocks deterministic); in training mode the
+        cache is ignored.
+        """
+        previous = self._cache
+        self._cache = {}
+        try:
+            yield
+        finally:
+            self._cache = previous
+
+    def _cached_outputs(self, x: torch.Tensor, mask: torch.Tensor | None) -> dict[int, torch.Tensor] | None:
+        cache = self._cache
+        if cache is None or self.training:
+            return None
+        same = (cache.get("x") is not None and cache["x"].shape == x.shape and torch.equal(cache["x"], x)
+                and ((mask is None and cache["mask"] is None)
+                     or (mask is not None and cache["mask"] is not None and cache["mask"].shape == mask.shape
+                         and torch.equal(cache["mask"], mask))))
+        if not same:
+            cache.clear()
+            cache.update(x=x, mask=mask, out={})
+        return cache["out"]
+
     def drop(self, name: str) -> None:
         """Prune the block ``name`` (it no longer runs; alpha becomes ``1 / |active|``)."""
         j = self.index(name)
@@ -153,10 +185,18 @@ class SupernetAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         active = [j for j, a in enumerate(self.active.tolist()) if a]
+        cached = self._cached_outputs(x, mask)
         out = torch.zeros_like(x)
         for j in active:
-            if j not in self._masked:
-                out = out + self.blocks[j](x, mask)
+            if j in self._masked:
+                continue
+            if cached is None:
+                y = self.blocks[j](x, mask)
+            else:
+                y = cached.get(j)
+                if y is None:
+                    y = cached[j] = self.blocks[j](x, mask)
+            out = out + y
         return out / len(active)
 
 
@@ -211,6 +251,10 @@ class MechanismSupernet(SequenceClassifier):
     def masked(self, names: Iterable[str]):
         """Context manager zeroing the outputs of ``names``."""
         return self.supernet.masked(names)
+
+    def reuse_outputs(self):
+        """Context manager reusing block outputs across masked evaluations of one batch."""
+        return self.supernet.reuse_outputs()
 
     def drop(self, name: str) -> None:
         """Prune the block ``name``."""

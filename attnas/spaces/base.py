@@ -11,6 +11,11 @@ Capabilities:
     ``relaxed``: :meth:`relaxed` returns a continuous relaxation (mixed operations with
         architecture parameters kept apart from weights) and :meth:`derive` discretises it.
     ``dag``: :meth:`to_dag` turns an architecture into a DAG for graph encoders.
+    ``mechanism-supernet``: :meth:`supernet` takes ``mode`` (``homogeneous`` or
+        ``heterogeneous``) and returns DARTFormer's fixed-alpha network of candidate
+        attention blocks (``forward(batch)``, plus ``masked``/``drop``/``kept``), driven
+        by the ``mechanism-search`` strategy (see
+        :mod:`attnas.spaces.attention_mechanisms`).
 """
 
 from __future__ import annotations

@@ -19,19 +19,22 @@ same random structure. From these scores:
 
 These are plain functions over a model with the selection interface of
 :class:`~attnas.models.mechanism_supernet.MechanismSupernet` (``active_names``,
-``masked(names)``, ``drop(name)``), an ``evaluate(model) -> accuracy`` callable and,
-for pruning, a ``train_step(model)`` callable; the strategy that wraps them adds
-checkpoints. The pruned set lives in the model's ``state_dict``, so calling
+``masked(names)``, ``drop(name)``), an ``evaluate(model) -> accuracy`` callable (or a
+``trial(model) -> DropScores`` callable, e.g. :func:`sweep_trial`, which scores every
+block in one pass over the validation batches) and, for pruning, a
+``train_step(model)`` callable; the strategy that wraps them
+(:mod:`attnas.strategies.mechanism_search`) adds checkpoints. The pruned set lives in the model's ``state_dict``, so calling
 :func:`nas_prune` again on a reloaded model continues where it stopped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import torch
 from torch import nn
 
 from attnas.errors import ConfigError
@@ -50,6 +53,8 @@ class SelectableSupernet(Protocol):
 
 Evaluate = Callable[[Any], float]
 TrainStep = Callable[[Any], Any]
+#: ``count(output, batch) -> (correct, total)`` of one batch.
+Count = Callable[[Any, Any], tuple[int, int]]
 
 
 @dataclass
@@ -91,6 +96,10 @@ class SelectionResult:
     def to_dict(self) -> dict:
         """Plain data for ``metrics.json``."""
         return {"kept": list(self.kept), "dropped": list(self.dropped), "trials": [t.to_dict() for t in self.trials]}
+
+
+#: ``trial(model) -> DropScores``: one masked-validation trial of the active blocks.
+Trial = Callable[[Any], DropScores]
 
 
 @contextmanager
@@ -139,14 +148,69 @@ def masked_drop_scores(model: SelectableSupernet, evaluate: Evaluate, blocks: li
     return DropScores(base, scores)
 
 
-def select_homogeneous(model: SelectableSupernet, evaluate: Evaluate) -> tuple[str, DropScores]:
+def masked_drop_scores_sweep(model: Any, batches: Callable[[], Iterable[Any]], count: Count,
+                             blocks: list[str] | None = None) -> DropScores:
+    """Masked-validation scores from one pass over the batches (same numbers as :func:`masked_drop_scores`).
+
+    Batches are the outer loop and masking patterns the inner one, so a supernet with
+    ``reuse_outputs()`` (:class:`~attnas.models.mechanism_supernet.MechanismSupernet`)
+    runs each candidate block once per batch instead of once per pattern: scoring ``n``
+    blocks costs about one supernet pass plus ``n + 1`` passes of the cheap layers
+    after the attention, instead of ``n + 1`` supernet passes.
+
+    Args:
+        model: The supernet (with ``reuse_outputs()`` for the saving; works without).
+        batches: ``batches()`` yields the validation batches afresh.
+        count: ``count(output, batch) -> (correct, total)``.
+        blocks: Which active blocks to score (default: all).
+
+    Returns:
+        The base accuracy and ``score_j = base - acc(block j zeroed)`` per block.
+    """
+    names = list(model.active_names if blocks is None else blocks)
+    patterns: list[list[str]] = [[], *([n] for n in names)]
+    correct = [0] * len(patterns)
+    total = 0
+    reuse = model.reuse_outputs() if hasattr(model, "reuse_outputs") else nullcontext()
+    with evaluation_mode(model), reuse, torch.no_grad():
+        for batch in batches():
+            n = 0
+            for i, pattern in enumerate(patterns):
+                with model.masked(pattern):
+                    c, n = count(model(batch), batch)
+                correct[i] += int(c)
+            total += int(n)
+    acc = [c / max(total, 1) for c in correct]
+    return DropScores(acc[0], {name: acc[0] - a for name, a in zip(names, acc[1:])})
+
+
+def sweep_trial(batches: Callable[[], Iterable[Any]], count: Count) -> Trial:
+    """A ``trial(model)`` callable running :func:`masked_drop_scores_sweep`."""
+    return lambda model: masked_drop_scores_sweep(model, batches, count)
+
+
+def _trial(evaluate: Evaluate | None, trial: Trial | None) -> Trial:
+    if (evaluate is None) == (trial is None):
+        raise ConfigError("selection: give exactly one of evaluate and trial")
+    if trial is not None:
+        return trial
+    return lambda model: masked_drop_scores(model, evaluate)
+
+
+def select_homogeneous(model: SelectableSupernet, evaluate: Evaluate | None = None, *,
+                       trial: Trial | None = None) -> tuple[str, DropScores]:
     """Homogeneous search (Sec. 3.3.1): one masked trial; the highest-scoring block wins.
+
+    Args:
+        model: The trained supernet.
+        evaluate: ``evaluate(model) -> validation accuracy`` (or give ``trial``).
+        trial: ``trial(model) -> DropScores`` (e.g. :func:`sweep_trial`).
 
     Returns:
         ``(winning block name, the trial)``.
     """
-    trial = masked_drop_scores(model, evaluate)
-    return trial.ranking()[0], trial
+    scores = _trial(evaluate, trial)(model)
+    return scores.ranking()[0], scores
 
 
 def _check_keep(model: SelectableSupernet, keep: int) -> None:
@@ -155,16 +219,19 @@ def _check_keep(model: SelectableSupernet, keep: int) -> None:
         raise ConfigError(f"keep: must be between 1 and the {n} active blocks, got {keep}")
 
 
-def nas_one_shot(model: SelectableSupernet, evaluate: Evaluate, keep: int) -> SelectionResult:
+def nas_one_shot(model: SelectableSupernet, evaluate: Evaluate | None = None, keep: int = 1, *,
+                 trial: Trial | None = None) -> SelectionResult:
     """NAS One-shot (Sec. 3.3.2): score once, keep the ``keep`` highest-scoring heads, drop the rest.
 
     Args:
         model: The trained heterogeneous supernet (modified in place).
-        evaluate: ``evaluate(model) -> validation accuracy``.
+        evaluate: ``evaluate(model) -> validation accuracy`` (or give ``trial``).
         keep: Number of heads ``H`` to keep.
+        trial: ``trial(model) -> DropScores`` (e.g. :func:`sweep_trial`).
     """
+    score = _trial(evaluate, trial)
     _check_keep(model, keep)
-    trial = masked_drop_scores(model, evaluate)
+    trial = score(model)
     ranking = trial.ranking()
     dropped = ranking[keep:][::-1]  # weakest first
     for name in dropped:
@@ -172,25 +239,31 @@ def nas_one_shot(model: SelectableSupernet, evaluate: Evaluate, keep: int) -> Se
     return SelectionResult(kept=list(model.active_names), dropped=dropped, trials=[trial])
 
 
-def nas_prune(model: SelectableSupernet, train_step: TrainStep, evaluate: Evaluate, keep: int,
+def nas_prune(model: SelectableSupernet, train_step: TrainStep, evaluate: Evaluate | None = None, keep: int = 1,
               finetune_steps: int = 10,
-              on_round: Callable[[SelectionResult], None] | None = None) -> SelectionResult:
+              on_round: Callable[[SelectionResult], None] | None = None, *,
+              trial: Trial | None = None) -> SelectionResult:
     """NAS Prune (Sec. 3.3.2): drop the lowest-scoring head, fine-tune, rescore, until ``keep`` remain.
+
+    Called on a partly pruned model (e.g. reloaded from a checkpoint) it continues from
+    the blocks still active; the result then holds the rounds of this call only.
 
     Args:
         model: The trained heterogeneous supernet (modified in place).
         train_step: ``train_step(model)`` performs one optimisation step.
-        evaluate: ``evaluate(model) -> validation accuracy``.
+        evaluate: ``evaluate(model) -> validation accuracy`` (or give ``trial``).
         keep: Number of heads ``H`` to keep.
         finetune_steps: ``train_step`` calls after each drop (not after the last).
         on_round: Called with the result so far after every drop (for checkpoints).
+        trial: ``trial(model) -> DropScores`` (e.g. :func:`sweep_trial`).
     """
+    score = _trial(evaluate, trial)
     _check_keep(model, keep)
     if finetune_steps < 0:
         raise ConfigError(f"finetune_steps: must be >= 0, got {finetune_steps}")
     result = SelectionResult(kept=list(model.active_names))
     while len(model.active_names) > keep:
-        trial = masked_drop_scores(model, evaluate)
+        trial = score(model)
         worst = trial.ranking()[-1]
         model.drop(worst)
         result.trials.append(trial)

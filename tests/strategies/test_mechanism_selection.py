@@ -10,6 +10,7 @@ from attnas.models.mechanism_supernet import MechanismSupernet
 from attnas.strategies._mechanism_selection import (
     frozen_random,
     masked_drop_scores,
+    masked_drop_scores_sweep,
     nas_one_shot,
     nas_prune,
     select_homogeneous,
@@ -180,3 +181,70 @@ def test_keep_out_of_range_is_named():
         nas_one_shot(net, Utility(net), keep=5)
     with pytest.raises(ConfigError, match="finetune_steps"):
         nas_prune(net, lambda m: None, Utility(net), keep=2, finetune_steps=-1)
+
+
+def _count(out, batch):
+    return int((out.argmax(-1) == batch["y"]).sum()), int(batch["y"].numel())
+
+
+@pytest.mark.parametrize("mode", ["homogeneous", "heterogeneous"])
+def test_one_pass_sweep_gives_the_scores_of_one_evaluation_per_pattern(mode):
+    net = supernet(mode)
+    b = data(48, seed=1)
+    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    for _ in range(8):
+        loss = torch.nn.functional.cross_entropy(net(b), b["y"])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    chunks = [{k: v[i:i + 16] for k, v in b.items()} for i in range(0, 48, 16)]
+
+    def evaluate(model):  # the reference: one full pass over the batches per masking pattern
+        c = t = 0
+        for chunk in chunks:
+            cc, tt = _count(model(chunk), chunk)
+            c, t = c + cc, t + tt
+        return c / t
+
+    reference = masked_drop_scores(net, evaluate)
+    calls = []
+    hooks = [blk.register_forward_hook(lambda m, i, o: calls.append(1)) for blk in net.supernet.blocks]
+    swept = masked_drop_scores_sweep(net, lambda: iter(chunks), _count)
+    for h in hooks:
+        h.remove()
+    assert swept.base == reference.base
+    assert swept.scores == reference.scores
+    assert any(s != 0 for s in swept.scores.values())  # not vacuous
+    assert len(calls) == len(net.supernet.blocks) * len(chunks)  # each block ran once per batch
+
+
+def test_output_reuse_is_off_in_training_and_for_a_new_input():
+    net = supernet().train()
+    n = len(net.supernet.blocks)
+    b = data(4)
+    calls = []
+    hooks = [blk.register_forward_hook(lambda m, i, o: calls.append(1)) for blk in net.supernet.blocks]
+    with net.reuse_outputs():
+        net(b)
+        net(b)
+        assert len(calls) == 2 * n  # training mode: nothing reused
+        net.eval()
+        net(b)
+        net(b)
+        assert len(calls) == 3 * n  # eval: the second call reuses every block
+        net(data(4, seed=5))
+        assert len(calls) == 4 * n  # another batch runs the blocks again
+    net(b)
+    assert len(calls) == 5 * n  # outside the with: no reuse
+    for h in hooks:
+        h.remove()
+
+
+def test_selection_takes_evaluate_or_trial_not_both():
+    net = lettered_supernet()
+    with pytest.raises(ConfigError, match="exactly one of evaluate and trial"):
+        select_homogeneous(net)
+    trial = lambda m: masked_drop_scores(m, Utility(m))  # noqa: E731
+    with pytest.raises(ConfigError, match="exactly one of evaluate and trial"):
+        nas_one_shot(net, Utility(net), keep=2, trial=trial)
+    assert select_homogeneous(net, trial=trial)[0] == "sparse/0"

@@ -5,6 +5,7 @@ import math
 import torch
 
 from attnas.ops.attention_mechanisms import build_mechanism
+from attention_reference import reference  # noqa: F401  (the fixture)
 
 
 def test_random_blocks_are_distinct_and_outside_window_and_global():

@@ -9,6 +9,8 @@ from attnas.ops.attention_mechanisms.blocked import (
     pad_length,
 )
 
+from attention_reference import reference  # noqa: F401  (the fixture)
+
 
 def test_duplicates_are_dropped_after_their_first_valid_occurrence():
     idx = torch.tensor([[3, 1, 3, 1, 2]])

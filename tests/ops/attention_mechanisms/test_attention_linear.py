@@ -4,6 +4,7 @@ import torch
 import torch.nn.functional as F
 
 from attnas.ops.attention_mechanisms import build_mechanism
+from attention_reference import reference  # noqa: F401  (the fixture)
 
 
 def test_linear_attention_equals_quadratic_formula(reference):

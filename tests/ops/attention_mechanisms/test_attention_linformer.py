@@ -5,6 +5,7 @@ import torch
 
 from attnas.errors import ConfigError
 from attnas.ops.attention_mechanisms import build_mechanism
+from attention_reference import reference  # noqa: F401  (the fixture)
 
 
 @pytest.mark.parametrize("share_kv", [False, True])

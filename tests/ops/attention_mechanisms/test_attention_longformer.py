@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from attnas.ops.attention_mechanisms import build_mechanism
+from attention_reference import reference  # noqa: F401  (the fixture)
 
 
 @pytest.mark.parametrize("global_tokens", [0, 1, 3])

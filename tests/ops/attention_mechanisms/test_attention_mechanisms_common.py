@@ -7,6 +7,7 @@ import torch
 
 from attnas.errors import ConfigError, DataError
 from attnas.ops.attention_mechanisms import build_mechanism, mechanism_names
+from attention_reference import reference  # noqa: F401  (the fixture)
 
 ALL = mechanism_names()
 DIM = 16

@@ -4,6 +4,7 @@ import torch
 
 from attnas.ops.attention_mechanisms import build_mechanism
 from attnas.ops.attention_mechanisms.performer import orthogonal_gaussian, positive_random_features
+from attention_reference import reference  # noqa: F401  (the fixture)
 
 
 def test_orthogonal_features_are_orthogonal_within_a_block():

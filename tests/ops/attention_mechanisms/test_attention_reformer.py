@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from attnas.ops.attention_mechanisms import build_mechanism
+from attention_reference import reference  # noqa: F401  (the fixture)
 
 
 def dense_reformer(block, x, mask):

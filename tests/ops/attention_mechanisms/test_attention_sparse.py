@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from attnas.ops.attention_mechanisms import build_mechanism
+from attention_reference import reference  # noqa: F401  (the fixture)
 
 
 @pytest.mark.parametrize("stride", [4, 6])

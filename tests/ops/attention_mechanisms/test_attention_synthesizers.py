@@ -3,6 +3,7 @@
 import torch
 
 from attnas.ops.attention_mechanisms import build_mechanism
+from attention_reference import reference  # noqa: F401  (the fixture)
 
 
 def test_dense_synthesizer_equals_formula(reference):

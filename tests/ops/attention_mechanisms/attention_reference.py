@@ -1,4 +1,8 @@
-"""Shared helpers of the attention-mechanism tests: inputs with padding and a dense reference."""
+"""Shared helpers of the attention-mechanism tests: inputs with padding and a dense reference.
+
+A plain module (not a conftest.py: a second `conftest` module would shadow tests/conftest.py
+for `from conftest import ...`); test files import the `reference` fixture from it.
+"""
 
 from __future__ import annotations
 

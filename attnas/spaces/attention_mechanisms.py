@@ -1,0 +1,258 @@
+"""The attention-mechanism space of DARTFormer (Brown et al. 2022, Sec. 3.2-3.3).
+
+An architecture is a Transformer encoder classifier (Long Range Arena layout: embedding
+plus positions, ``depth`` encoder layers, pooling, linear classifier) whose attention is
+either one mechanism in every layer (the *homogeneous* models of Sec. 3.3.1) or a searched
+per-head mix stacked as a cell in every layer (the *heterogeneous* models of Sec. 3.3.2).
+The candidates are the attention blocks of :mod:`attnas.ops.attention_mechanisms`.
+
+``choices`` layout::
+
+    {"mechanism": "softmax"}                      # homogeneous: `heads` heads of one mechanism
+    {"mechanism": {"softmax": 2, "local": 2}}     # heterogeneous: single-head blocks per mechanism
+
+A heterogeneous cell has exactly ``heads`` single heads in total (``head_dim = dim /
+heads``), each a complete single-head block with its own projections, averaged like the
+search supernet (Sec. 3.2: per-head blocks concatenated and projected equal the sum of
+per-head output projections). Mechanisms must be among the space's ``candidates``.
+
+Capabilities: ``mechanism-supernet`` — :meth:`AttentionMechanismSpace.supernet` builds the
+fixed-alpha search network of Sec. 3.1 (one encoder layer whose attention averages a
+block per candidate, or ``heads`` single-head blocks per candidate), driven by the
+``mechanism-search`` strategy; ``dag`` — :meth:`~AttentionMechanismSpace.to_dag` draws the
+attention cell. Models from :meth:`~AttentionMechanismSpace.build` are ordinary
+:class:`~attnas.models.transformer_encoder.TransformerEncoderClassifier` modules.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from torch import nn
+
+from attnas._registry import register_space
+from attnas.arch import Arch
+from attnas.errors import ArchError, ConfigError, unknown_name
+from attnas.models.mechanism_supernet import DEFAULT_CANDIDATES, MechanismSupernet
+from attnas.models.transformer_encoder import TransformerEncoderClassifier
+from attnas.ops.attention_mechanisms import mechanism_names
+from attnas.spaces.base import Space
+
+
+def _mechanism_class(name: str) -> type:
+    from attnas import _registry
+
+    return _registry.get("op", name, group="mechanism")
+
+
+@dataclass(frozen=True)
+class AttentionMechanismsConfig:
+    """Options of the attention-mechanism space (defaults: LRA ListOps model sizes).
+
+    Long Range Arena's ListOps models (Tay et al. 2021, ``base_listops_config``) have
+    embedding and QKV size 512, 8 heads, 6 layers, MLP size 2048 and ``[CLS]`` pooling.
+
+    Attributes:
+        candidates: Mechanisms of the space (and blocks of the search supernet), in order.
+        dim: Model dimension ``D``.
+        depth: Encoder layers of a built model (the search supernet has one, Sec. 3.2).
+        heads: Heads per layer: of each homogeneous block, and the total of single heads
+            of a heterogeneous cell (``H`` of Sec. 3.3.2).
+        ffn_dim: FFN hidden size (0: ``4 * dim``).
+        dropout: Dropout rate of the encoder.
+        norm: ``pre`` (LRA) or ``post`` LayerNorm.
+        pool: ``cls`` (LRA's ListOps setting) or ``mean`` over real tokens.
+        positions: ``sinusoidal`` or ``learned`` position embeddings.
+        mechanism_options: ``{mechanism: {option: value}}``, e.g. ``{local: {window: 8}}``
+            for short sequences (see ``docs/attention_mechanisms.md`` for every option).
+    """
+
+    candidates: tuple[str, ...] = DEFAULT_CANDIDATES
+    dim: int = 512
+    depth: int = 6
+    heads: int = 8
+    ffn_dim: int = 2048
+    dropout: float = 0.1
+    norm: Literal["pre", "post"] = "pre"
+    pool: Literal["mean", "cls"] = "cls"
+    positions: Literal["sinusoidal", "learned"] = "sinusoidal"
+    mechanism_options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        known = mechanism_names()
+        if not self.candidates:
+            raise ConfigError("candidates: the space needs at least one mechanism")
+        for name in self.candidates:
+            if name not in known:
+                raise ConfigError("candidates: " + unknown_name("attention mechanism", name, known))
+        dup = sorted({n for n in self.candidates if self.candidates.count(n) > 1})
+        if dup:
+            raise ConfigError(f"candidates: {', '.join(dup)} listed more than once")
+        for name in ("dim", "depth", "heads"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")
+        if self.ffn_dim < 0:
+            raise ConfigError(f"ffn_dim: must be >= 0 (0: 4 * dim), got {self.ffn_dim}")
+        if self.dim % self.heads:
+            raise ConfigError(f"dim: {self.dim} is not divisible by heads {self.heads}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"dropout: must be in [0, 1), got {self.dropout}")
+        for mech, opts in self.mechanism_options.items():
+            if mech not in known:
+                raise ConfigError("mechanism_options: " + unknown_name("attention mechanism", mech, known))
+            if not isinstance(opts, dict):
+                raise ConfigError(f"mechanism_options.{mech}: expected a mapping of options, got {opts!r}")
+            allowed = _mechanism_class(mech).option_names()
+            for key in opts:
+                if key not in allowed:
+                    raise ConfigError(
+                        f"mechanism_options.{mech}.{key}: unknown option; valid: {', '.join(sorted(allowed))}"
+                    )
+
+
+@register_space("attention-mechanisms")
+class AttentionMechanismSpace(Space):
+    """DARTFormer's attention mechanisms: homogeneous encoders or searched per-head cells."""
+
+    name = "attention-mechanisms"
+    Config = AttentionMechanismsConfig
+    capabilities = frozenset({"mechanism-supernet", "dag"})
+
+    # -- the architectures -------------------------------------------------------------------------
+
+    def validate(self, arch: Arch) -> None:
+        super().validate(arch)
+        o = self.options
+        choices = arch.choices
+        extra = sorted(set(choices) - {"mechanism"})
+        if extra:
+            raise ArchError(f"choices.{extra[0]}: unknown key; the only key is 'mechanism'")
+        if "mechanism" not in choices:
+            raise ArchError("choices.mechanism: required key is missing")
+        spec = choices["mechanism"]
+        if isinstance(spec, str):
+            self._check_mechanism(spec, "choices.mechanism")
+            return
+        if not isinstance(spec, dict) or not spec:
+            raise ArchError(f"choices.mechanism: expected a mechanism name or a {{mechanism: heads}} mapping, "
+                            f"got {spec!r}")
+        for mech, n in spec.items():
+            self._check_mechanism(mech, f"choices.mechanism.{mech}")
+            if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+                raise ArchError(f"choices.mechanism.{mech}: heads must be a positive integer, got {n!r}")
+        total = sum(spec.values())
+        if total != o.heads:
+            raise ArchError(f"choices.mechanism: the cell has {total} single heads but the space has "
+                            f"heads={o.heads}; the counts must add up to {o.heads}")
+
+    def _check_mechanism(self, name: Any, where: str) -> None:
+        if not isinstance(name, str):
+            raise ArchError(f"{where}: expected a mechanism name, got {name!r}")
+        if name not in self.options.candidates:
+            known = mechanism_names()
+            if name in known:
+                raise ArchError(f"{where}: '{name}' is not a candidate of this space; candidates: "
+                                f"{', '.join(self.options.candidates)}")
+            raise ArchError(f"{where}: " + unknown_name("attention mechanism", name, known))
+
+    def sample(self, rng: random.Random) -> Arch:
+        """A homogeneous architecture with a uniformly drawn candidate."""
+        return self.arch({"mechanism": rng.choice(list(self.options.candidates))})
+
+    def mutate(self, arch: Arch, rng: random.Random) -> Arch:
+        """Another mechanism (homogeneous), or one head moved to another mechanism (cell)."""
+        cands = list(self.options.candidates)
+        if len(cands) < 2:
+            raise ArchError("mutate: a space with one candidate has no neighbours")
+        spec = arch.choices["mechanism"]
+        if isinstance(spec, str):
+            return self.arch({"mechanism": rng.choice([c for c in cands if c != spec])})
+        counts = dict(spec)
+        src = rng.choice(sorted(counts))
+        dst = rng.choice([c for c in cands if c != src])
+        counts[src] -= 1
+        counts[dst] = counts.get(dst, 0) + 1
+        return self.arch({"mechanism": {c: counts[c] for c in cands if counts.get(c)}})
+
+    def size(self) -> int:
+        """Homogeneous models plus heterogeneous cells (multisets of ``heads`` heads)."""
+        c, h = len(self.options.candidates), self.options.heads
+        return c + math.comb(c + h - 1, h)
+
+    def describe(self, arch: Arch) -> str:
+        spec = arch.choices["mechanism"]
+        o = self.options
+        if isinstance(spec, str):
+            att = f"{spec} x{o.heads} heads"
+        else:
+            att = " + ".join(f"{m} x{n}" for m, n in spec.items()) + " (single-head cell)"
+        return f"{att}, {o.depth} layers, dim {o.dim}"
+
+    def to_dag(self, arch: Arch) -> tuple[np.ndarray, list[str]]:
+        """The attention cell: input, one node per head's mechanism, the merge, output."""
+        spec = arch.choices["mechanism"]
+        heads = [spec] * self.options.heads if isinstance(spec, str) else [m for m, n in spec.items()
+                                                                            for _ in range(n)]
+        labels = ["input", *heads, "concat+W_O" if isinstance(spec, str) else "mean", "output"]
+        n = len(labels)
+        adj = np.zeros((n, n), dtype=np.int64)
+        merge = n - 2
+        for i in range(1, merge):
+            adj[0, i] = 1
+            adj[i, merge] = 1
+        adj[merge, n - 1] = 1
+        return adj, labels
+
+    # -- networks ----------------------------------------------------------------------------------
+
+    def _sequence_info(self, task: Any) -> dict:
+        info = task.info
+        if info.kind != "sequence":
+            raise ConfigError(f"space '{self.name}' needs a token-sequence task (e.g. sequence-classification), "
+                              f"got a '{info.kind}' task")
+        return info.extra
+
+    def _options_for(self, mechanisms: list[str]) -> dict:
+        return {m: dict(o) for m, o in self.options.mechanism_options.items() if m in mechanisms}
+
+    def build(self, arch: Arch, task: Any) -> nn.Module:
+        """The ordinary Transformer encoder classifier of ``arch`` on ``task``."""
+        self.validate(arch)
+        extra = self._sequence_info(task)
+        o = self.options
+        spec = arch.choices["mechanism"]
+        mechs = [spec] if isinstance(spec, str) else list(spec)
+        return TransformerEncoderClassifier(
+            extra["vocab_size"], task.info.num_classes, mechanism=spec if isinstance(spec, str) else dict(spec),
+            dim=o.dim, depth=o.depth, heads=o.heads, ffn_dim=o.ffn_dim or None, max_len=extra["max_len"],
+            dropout=o.dropout, norm=o.norm, pool=o.pool, positions=o.positions, pad_id=extra.get("pad_id", 0),
+            mechanism_options=self._options_for(mechs))
+
+    def supernet(self, task: Any, mode: Literal["homogeneous", "heterogeneous"] = "homogeneous") -> nn.Module:
+        """The fixed-alpha search network of Sec. 3.1-3.2 over every candidate.
+
+        Args:
+            task: A token-sequence task.
+            mode: ``homogeneous`` (one ``heads``-head block per candidate, Sec. 3.3.1) or
+                ``heterogeneous`` (``heads`` single-head blocks per candidate, Sec. 3.3.2).
+
+        Returns:
+            A :class:`~attnas.models.mechanism_supernet.MechanismSupernet` (``forward(batch)``).
+        """
+        extra = self._sequence_info(task)
+        o = self.options
+        return MechanismSupernet(
+            extra["vocab_size"], task.info.num_classes, mechanisms=o.candidates, mode=mode, dim=o.dim,
+            heads=o.heads, ffn_dim=o.ffn_dim or None, max_len=extra["max_len"], dropout=o.dropout, norm=o.norm,
+            pool=o.pool, positions=o.positions, pad_id=extra.get("pad_id", 0),
+            mechanism_options=self._options_for(list(o.candidates)))
+
+    def arch_from_kept(self, kept: Any) -> Arch:
+        """The architecture of a pruned supernet's ``kept()`` (a name or ``{mechanism: heads}``)."""
+        if isinstance(kept, str):
+            return self.arch({"mechanism": kept})
+        return self.arch({"mechanism": {m: int(kept[m]) for m in self.options.candidates if kept.get(m)}})

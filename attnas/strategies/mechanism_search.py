@@ -1,0 +1,364 @@
+"""``mechanism-search``: DARTFormer's search over attention mechanisms (Brown et al. 2022, Sec. 3.1-3.3).
+
+1. **Supernet** (Sec. 3.1-3.2): one encoder layer whose attention is the fixed-alpha
+   average of a candidate block per mechanism (``mode: homogeneous``) or of ``H``
+   single-head blocks per mechanism (``nas-one-shot``, ``nas-prune``), trained like any
+   network "until convergence": up to ``supernet.epochs`` epochs with early stopping on
+   the validation accuracy (``supernet.patience``), keeping the best-validation weights.
+   No architecture weights, no bi-level optimisation.
+2. **Masked-drop scoring** (Wang et al. 2021): the score of block ``j`` is the
+   validation accuracy with every active block minus the accuracy with block ``j``'s
+   output zeroed, measured in eval mode with random features and hash rotations frozen
+   (:mod:`attnas.strategies._mechanism_selection`).
+3. **Selection**: ``homogeneous`` (Sec. 3.3.1) picks the highest-scoring mechanism;
+   ``nas-one-shot`` (Sec. 3.3.2) keeps the ``H`` highest-scoring single heads of one
+   trial; ``nas-prune`` drops the lowest-scoring head, fine-tunes for
+   ``finetune_steps`` optimiser steps, rescores, until ``H`` heads remain.
+
+The result is ``{"mechanism": name}`` or ``{"mechanism": {name: heads}}`` of the
+``attention-mechanisms`` space; the pipeline then trains it as an ordinary Transformer
+(homogeneous) or with the cell stacked in every layer (heterogeneous) from scratch, with
+the recipe's ``retrain`` settings (``retrain.init: scratch``: the one-layer supernet has
+no weights for a deeper model).
+
+Checkpoints: ``supernet`` (every ``supernet.checkpoint_every`` epochs, then a final one
+holding the best weights), ``selection`` (homogeneous, NAS One-shot) and ``prune`` (after
+every NAS Prune round, holding the pruned supernet, optimiser, batch order and RNG).
+Events: ``supernet`` (epoch, loss, val), ``scoring`` (one per scored block: ``round``,
+``index``, ``block``, ``drop_score``, ``masked_accuracy`` = validation accuracy with the
+block masked, ``base``; no key named after the metric, so ``attnas report`` does not plot
+them as candidates whose best is the highest — here the lowest masked accuracy marks
+the strongest block), ``prune`` (round, dropped block, heads left).
+
+``metrics.json`` gets ``drop_score_<block>`` for every block of the first trial (block
+names are mechanism names in the homogeneous search, ``mechanism/i`` in the
+heterogeneous one), ``selection`` (kept and dropped blocks and every trial's scores),
+``supernet_val_accuracy``, ``supernet_epochs``, ``search_mode`` and ``search_seconds``.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import torch
+from torch import nn
+
+from attnas._registry import register_strategy
+from attnas.arch import Arch
+from attnas.config import TrainConfig
+from attnas.errors import ConfigError
+from attnas.progress import progress
+from attnas.rng import rng_state, seed_everything, set_rng_state
+from attnas.strategies._mechanism_selection import (
+    DropScores,
+    SelectionResult,
+    Trial,
+    masked_drop_scores,
+    nas_one_shot,
+    nas_prune,
+    select_homogeneous,
+    sweep_trial,
+)
+from attnas.strategies.base import SearchResult, Strategy
+from attnas.train import fit, make_optimizer
+
+
+@dataclass(frozen=True)
+class SupernetTrainingConfig:
+    """How the fixed-alpha supernet is trained "to convergence".
+
+    Attributes:
+        epochs: At most this many epochs.
+        patience: Stop after this many epochs without a better validation accuracy (0: never).
+        lr: Learning rate.
+        weight_decay: Weight decay (decoupled for ``adamw``).
+        optimizer: ``adam``, ``adamw`` or ``sgd``.
+        momentum: SGD momentum.
+        scheduler: ``none`` or ``cosine`` (to ``lr_min`` over ``epochs``).
+        lr_min: Final learning rate of the cosine schedule.
+        batch_size: Mini-batch size (also of the NAS Prune fine-tuning).
+        grad_clip: Max gradient norm (0: no clipping).
+        eval_every: Validation every this many epochs.
+        checkpoint_every: Epochs between checkpoints.
+    """
+
+    epochs: int = 20
+    patience: int = 3
+    lr: float = 5e-4
+    weight_decay: float = 0.1
+    optimizer: Literal["adam", "adamw", "sgd"] = "adamw"
+    momentum: float = 0.9
+    scheduler: Literal["none", "cosine"] = "none"
+    lr_min: float = 0.0
+    batch_size: int = 32
+    grad_clip: float = 0.0
+    eval_every: int = 1
+    checkpoint_every: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size", "eval_every", "checkpoint_every"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")
+        if self.patience < 0:
+            raise ConfigError(f"patience: must be >= 0 (0: no early stopping), got {self.patience}")
+        if self.lr <= 0:
+            raise ConfigError(f"lr: must be > 0, got {self.lr}")
+
+    def train_config(self) -> TrainConfig:
+        """The same settings as a :class:`~attnas.config.TrainConfig` for :func:`attnas.train.fit`."""
+        return TrainConfig(epochs=self.epochs, lr=self.lr, weight_decay=self.weight_decay, optimizer=self.optimizer,
+                           momentum=self.momentum, scheduler=self.scheduler, lr_min=self.lr_min,
+                           batch_size=self.batch_size, patience=self.patience, init="scratch",
+                           grad_clip=self.grad_clip, eval_every=self.eval_every)
+
+
+@dataclass(frozen=True)
+class MechanismSearchConfig:
+    """Options of ``mechanism-search``.
+
+    Attributes:
+        mode: ``homogeneous`` (Sec. 3.3.1), ``nas-one-shot`` or ``nas-prune`` (Sec. 3.3.2).
+        supernet: Supernet training.
+        finetune_steps: NAS Prune: optimiser steps on training batches after each drop.
+        score_batch_size: Batch size of masked-drop scoring (0: ``supernet.batch_size``).
+    """
+
+    mode: Literal["homogeneous", "nas-one-shot", "nas-prune"] = "homogeneous"
+    supernet: SupernetTrainingConfig = field(default_factory=SupernetTrainingConfig)
+    finetune_steps: int = 100
+    score_batch_size: int = 0
+
+    def __post_init__(self) -> None:
+        if self.finetune_steps < 0:
+            raise ConfigError(f"finetune_steps: must be >= 0, got {self.finetune_steps}")
+        if self.score_batch_size < 0:
+            raise ConfigError(f"score_batch_size: must be >= 0 (0: supernet.batch_size), got {self.score_batch_size}")
+
+
+def random_calls(model: nn.Module) -> list[int]:
+    """Training-call counters of every block that redraws random structure (for checkpoints)."""
+    return [int(m._training_calls) for m in model.modules() if hasattr(m, "_training_calls")]
+
+
+def set_random_calls(model: nn.Module, calls: list[int]) -> None:
+    """Restore counters captured by :func:`random_calls` (so redraws happen on the same steps)."""
+    blocks = [m for m in model.modules() if hasattr(m, "_training_calls")]
+    for m, c in zip(blocks, calls):
+        m._training_calls = int(c)
+
+
+def _trial_from_dict(d: dict) -> DropScores:
+    return DropScores(float(d["base_accuracy"]), {k: float(v) for k, v in d["scores"].items()})
+
+
+@register_strategy("mechanism-search")
+class MechanismSearch(Strategy):
+    """DARTFormer: fixed-alpha supernet of attention blocks, masked-drop selection (homogeneous, NAS One-shot, NAS Prune)."""
+
+    name = "mechanism-search"
+    Config = MechanismSearchConfig
+    requires = ("mechanism-supernet",)
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        candidates = getattr(self.space.options, "candidates", ())
+        if len(candidates) < 2:
+            raise ConfigError(f"strategy '{self.name}': the space has {len(candidates)} candidate mechanism(s), "
+                              f"nothing to choose from; list at least two in space.candidates")
+        self.elapsed = 0.0
+        self._scored = 0  # scoring events logged so far (their running index)
+        self._rounds = 0  # masked trials run so far
+
+    @property
+    def supernet_mode(self) -> str:
+        """``homogeneous`` or ``heterogeneous`` (the supernet the mode needs)."""
+        return "homogeneous" if self.options.mode == "homogeneous" else "heterogeneous"
+
+    # ------------------------------------------------------------------ supernet
+
+    def _build_supernet(self) -> nn.Module:
+        seed_everything(self.seed)
+        return self.space.supernet(self.task, mode=self.supernet_mode).to(self.device)
+
+    def train_supernet(self) -> tuple[nn.Module, dict]:
+        """Train (or resume, or reload) the supernet; returns it with the best-validation weights."""
+        cfg = self.options.supernet
+        metric = self.task.metric
+        model = self._build_supernet()
+        ck = self.run.load_checkpoint("supernet")
+        if ck is not None and ck["state"].get("done"):
+            st = ck["state"]
+            model.load_state_dict(st["model"])
+            set_random_calls(model, st["random_calls"])
+            set_rng_state(st["rng"])
+            self.elapsed = st["elapsed"]
+            return model, dict(st["summary"])
+        resume = None
+        if ck is not None:
+            resume = ck["state"]
+            set_random_calls(model, resume["random_calls"])
+            self.elapsed = resume["elapsed"]
+        t0 = time.time() - self.elapsed
+
+        def checkpoint(epoch: int, state: dict) -> None:
+            self.run.save_checkpoint("supernet", epoch, {**state, "random_calls": random_calls(model),
+                                                         "elapsed": time.time() - t0})
+
+        def log(ev: dict) -> None:
+            self.run.log({"phase": "supernet", **ev})
+
+        res = fit(model, self.task, cfg.train_config(), seed=self.seed, desc="supernet training", log=log,
+                  checkpoint=checkpoint, checkpoint_every=cfg.checkpoint_every, resume=resume)
+        self.elapsed = time.time() - t0
+        summary = {f"supernet_val_{metric}": res.val, "supernet_epochs": res.epochs,
+                   "supernet_best_epoch": res.best_epoch}
+        self.run.save_checkpoint("supernet", cfg.epochs + 1, {
+            "done": True, "model": model.state_dict(), "random_calls": random_calls(model), "rng": rng_state(),
+            "elapsed": self.elapsed, "summary": summary})
+        return model, summary
+
+    # ------------------------------------------------------------------ scoring
+
+    def _score_batches(self):
+        bs = self.options.score_batch_size or self.options.supernet.batch_size
+        return lambda: self.task.batches("val", batch_size=bs)
+
+    @staticmethod
+    def _count(output: torch.Tensor, batch: dict) -> tuple[int, int]:
+        return int((output.argmax(dim=-1) == batch["y"]).sum()), int(batch["y"].numel())
+
+    def trial(self) -> Trial:
+        """One masked-drop trial of the active blocks, logging a ``scoring`` event per block."""
+        metric = self.task.metric
+        if metric == "accuracy":
+            base_trial = sweep_trial(self._score_batches(), self._count)
+        else:  # a task with another metric: one full evaluation per masking pattern
+            bs = self.options.score_batch_size or self.options.supernet.batch_size
+            evaluate = lambda m: self.task.evaluate(m, "val", batch_size=bs)  # noqa: E731
+            base_trial = lambda m: masked_drop_scores(m, evaluate)  # noqa: E731
+
+        def run(model: Any) -> DropScores:
+            scores = base_trial(model)
+            for name, s in scores.scores.items():
+                self.run.log({"phase": "scoring", "round": self._rounds, "index": self._scored, "block": name,
+                              "drop_score": s, f"masked_{metric}": scores.base - s, "base": scores.base})
+                self._scored += 1
+            self._rounds += 1
+            return scores
+
+        return run
+
+    # ------------------------------------------------------------------ selection
+
+    def select_once(self, model: nn.Module) -> tuple[SelectionResult, Any]:
+        """Homogeneous choice or NAS One-shot: one trial (resumable: reloads a finished selection)."""
+        ck = self.run.load_checkpoint("selection")
+        if ck is not None and ck["state"].get("done"):
+            st = ck["state"]
+            result = SelectionResult(list(st["kept"]), list(st["dropped"]), [_trial_from_dict(t) for t in st["trials"]])
+            self.elapsed = st["elapsed"]
+            return result, st["arch"]
+        t0 = time.time() - self.elapsed
+        if self.options.mode == "homogeneous":
+            winner, scores = select_homogeneous(model, trial=self.trial())
+            result = SelectionResult([winner], [n for n in reversed(scores.ranking()) if n != winner], [scores])
+            kept: Any = winner
+        else:
+            result = nas_one_shot(model, keep=self.space.options.heads, trial=self.trial())
+            kept = model.kept()
+        self.elapsed = time.time() - t0
+        self.run.save_checkpoint("selection", 1, {"done": True, **result.to_dict(), "arch": kept,
+                                                  "elapsed": self.elapsed})
+        return result, kept
+
+    def prune(self, model: nn.Module) -> tuple[SelectionResult, Any]:
+        """NAS Prune, one checkpoint per round (a resumed run continues with the heads left)."""
+        sn = self.options.supernet
+        keep = self.space.options.heads
+        task = self.task
+        params = [p for p in model.parameters() if p.requires_grad]
+        opt = make_optimizer(params, sn)
+        gen = torch.Generator().manual_seed(self.seed + 1)
+        trials: list[DropScores] = []
+        dropped: list[str] = []
+        ck = self.run.load_checkpoint("prune")
+        if ck is not None:
+            st = ck["state"]
+            model.load_state_dict(st["model"])
+            opt.load_state_dict(st["optimizer"])
+            gen.set_state(st["generator"])
+            set_rng_state(st["rng"])
+            set_random_calls(model, st["random_calls"])
+            trials = [_trial_from_dict(t) for t in st["trials"]]
+            dropped = list(st["dropped"])
+            self.elapsed = st["elapsed"]
+            self._rounds = len(trials)
+            self._scored = sum(len(t.scores) for t in trials)
+            if st["done"]:
+                return SelectionResult(list(model.active_names), dropped, trials), model.kept()
+        t0 = time.time() - self.elapsed
+        batches = None
+
+        def train_step(m: nn.Module) -> None:
+            nonlocal batches
+            if batches is None:
+                batches = task.batches("train", shuffle=True, generator=gen, batch_size=sn.batch_size)
+            batch = next(batches, None)
+            if batch is None:  # a new pass over the training set
+                batches = task.batches("train", shuffle=True, generator=gen, batch_size=sn.batch_size)
+                batch = next(batches)
+            opt.zero_grad(set_to_none=True)
+            loss = task.loss(m(batch), batch)
+            loss.backward()
+            if sn.grad_clip > 0:
+                nn.utils.clip_grad_norm_(params, sn.grad_clip)
+            opt.step()
+
+        total_rounds = len(model.active_names) - keep + len(dropped)
+        with progress("pruning heads", total_rounds, completed=len(dropped)) as bar:
+
+            def on_round(res: SelectionResult) -> None:
+                nonlocal batches
+                batches = None  # every round starts a fresh pass, so a resumed round draws the same batches
+                all_dropped = dropped + res.dropped
+                done = len(res.kept) <= keep
+                self.run.log({"phase": "prune", "round": len(all_dropped), "dropped": res.dropped[-1],
+                              "heads_left": len(res.kept), "base": res.trials[-1].base})
+                self.elapsed = time.time() - t0
+                self.run.save_checkpoint("prune", len(all_dropped), {
+                    "done": done, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                    "generator": gen.get_state(), "rng": rng_state(), "random_calls": random_calls(model),
+                    "trials": [t.to_dict() for t in trials + res.trials], "dropped": all_dropped,
+                    "elapsed": self.elapsed})
+                bar.advance(1, dropped=res.dropped[-1])
+
+            model.train()
+            res = nas_prune(model, train_step, keep=keep, finetune_steps=self.options.finetune_steps,
+                            on_round=on_round, trial=self.trial())
+        self.elapsed = time.time() - t0
+        return SelectionResult(list(model.active_names), dropped + res.dropped, trials + res.trials), model.kept()
+
+    # ------------------------------------------------------------------ the search
+
+    def search(self) -> SearchResult:
+        model, summary = self.train_supernet()
+        if self.options.mode == "nas-prune":
+            result, kept = self.prune(model)
+        else:
+            result, kept = self.select_once(model)
+        first = result.trials[0]
+        metrics = {"search_mode": self.options.mode, **summary,
+                   **{f"drop_score_{name}": s for name, s in first.scores.items()},
+                   "selection": result.to_dict(), "search_seconds": round(self.elapsed, 2)}
+        arch = self.space.arch_from_kept(kept)
+        arch = Arch(arch.space, arch.choices, meta={"strategy": self.name, "mode": self.options.mode})
+        return SearchResult(arch, metrics)
+
+    def initial_model(self, arch: Arch) -> nn.Module | None:
+        """None: the one-layer supernet has no weights for the stacked model (trained from scratch)."""
+        warnings.warn("mechanism-search: retrain.init 'supernet' is not supported (the one-layer supernet has no "
+                      "weights for the stacked model); training from scratch", stacklevel=2)
+        return None

@@ -1,0 +1,121 @@
+"""Draw docs/figures/dartformer_listops_quick.png and print the tables of docs/results/dartformer.md.
+
+Reads the run directories written by the commands listed in docs/results/dartformer.md
+(default folder ``runs/``)::
+
+    PYTHONPATH=. python docs/results/dartformer_figure.py [RUNS_DIR]
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+MECHANISMS = ("softmax", "linear", "performer", "linformer", "reformer", "local", "longformer", "bigbird", "sparse",
+              "synthesizer-dense", "synthesizer-random")
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def summary(run: Path) -> dict:
+    return load(next((run / "retrain").glob("*/summary.json")))
+
+
+def ranks(values: list[float]) -> list[float]:
+    """Average ranks (1 = smallest), ties sharing their mean rank."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    out = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            out[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return out
+
+
+def spearman(a: list[float], b: list[float]) -> float:
+    ra, rb = ranks(a), ranks(b)
+    return statistics.correlation(ra, rb)
+
+
+def main(runs: Path) -> None:
+    homog = load(runs / "dartformer-listops-quick" / "metrics.json")
+    rows = []
+    for m in MECHANISMS:
+        s = summary(runs / f"mechanism-listops-quick-{m}")
+        own = load(runs / f"mechanism-listops-quick-{m}" / "metrics.json")
+        rows.append({"mechanism": m, "drop": homog[f"drop_score_{m}"], "test": s["test_accuracy_mean"],
+                     "test_std": s["test_accuracy_std"], "val": s["val_accuracy_mean"], "val_std": s["val_accuracy_std"],
+                     "per_seed": [r["test_accuracy"] for r in s["per_seed"]], "params": own["params"],
+                     "run_test": own["test_accuracy"]})
+        four = [own["test_accuracy"], *rows[-1]["per_seed"]]
+        rows[-1]["test4"], rows[-1]["test4_std"] = statistics.fmean(four), statistics.stdev(four)
+    by_test = sorted(rows, key=lambda r: -r["test"])
+    rank_of = {r["mechanism"]: i + 1 for i, r in enumerate(by_test)}
+    by_drop = sorted(rows, key=lambda r: -r["drop"])
+    drop_rank = {r["mechanism"]: i + 1 for i, r in enumerate(by_drop)}
+    rank4 = {r["mechanism"]: i + 1 for i, r in enumerate(sorted(rows, key=lambda r: -r["test4"]))}
+    print("| mechanism | test accuracy, 3 retrain seeds | val accuracy, 3 seeds | per seed | 4 seeds (+ the run's own) "
+          "| params | drop score | rank: test 3 seeds / 4 seeds | rank: drop score |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        print(f"| `{r['mechanism']}` | {r['test']:.3f} ± {r['test_std']:.3f} | {r['val']:.3f} ± {r['val_std']:.3f} | "
+              f"{', '.join(f'{x:.3f}' for x in r['per_seed'])} | {r['test4']:.3f} ± {r['test4_std']:.3f} | "
+              f"{r['params']:,} | {r['drop']:+.3f} | {rank_of[r['mechanism']]} / {rank4[r['mechanism']]} | "
+              f"{drop_rank[r['mechanism']]} |")
+    rho = spearman([r["drop"] for r in rows], [r["test"] for r in rows])
+    rho_val = spearman([r["drop"] for r in rows], [r["val"] for r in rows])
+    rho4 = spearman([r["drop"] for r in rows], [r["test4"] for r in rows])
+    print(f"\nSpearman(drop score, homogeneous test accuracy) = {rho:.3f} (3 seeds), {rho4:.3f} (4 seeds); "
+          f"with val accuracy = {rho_val:.3f}")
+    print(f"search picked: {json.dumps(load(runs / 'dartformer-listops-quick' / 'arch.json')['choices'])}; "
+          f"best homogeneous by test: {by_test[0]['mechanism']}")
+    print("\n| model | architecture | test accuracy (3 seeds) | val accuracy | the search's own run (seed 0): test | params |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    best = by_test[0]
+    for label, name in (("NAS One-shot", "dartformer-listops-one-shot-quick"), ("NAS Prune", "dartformer-listops-prune-quick"),
+                        ("homogeneous search", "dartformer-listops-quick")):
+        m = load(runs / name / "metrics.json")
+        s = summary(runs / name)
+        print(f"| {label} | {m['arch']} | {s['test_accuracy_mean']:.3f} ± {s['test_accuracy_std']:.3f} | "
+              f"{s['val_accuracy_mean']:.3f} ± {s['val_accuracy_std']:.3f} | {m['test_accuracy']:.3f} | {m['params']:,} |")
+    print(f"| best homogeneous | {best['mechanism']} | {best['test']:.3f} ± {best['test_std']:.3f} | "
+          f"{best['val']:.3f} ± {best['val_std']:.3f} | | {best['params']:,} |")
+
+    prune = load(runs / "dartformer-listops-prune-quick" / "metrics.json")["selection"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    ax = axes[0]
+    x = [r["drop"] for r in rows]
+    y = [r["test"] for r in rows]
+    ax.errorbar(x, y, yerr=[r["test_std"] for r in rows], fmt="o", ms=4, capsize=2)
+    for r in rows:
+        ax.annotate(r["mechanism"], (r["drop"], r["test"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax.set_xlabel("masked-drop score in the homogeneous supernet")
+    ax.set_ylabel("homogeneous test accuracy (3 seeds)")
+    ax.set_title(f"ListOps 10-60 tokens: Spearman rho = {rho:.2f}")
+    ax = axes[1]
+    base = [t["base_accuracy"] for t in prune["trials"]]
+    ax.plot(range(len(base)), base, marker=".")
+    ax.set_xlabel("NAS Prune round (heads dropped)")
+    ax.set_ylabel("supernet validation accuracy before the drop")
+    ax.set_title(f"NAS Prune: 44 single heads to 4 ({', '.join(prune['kept'])})", fontsize=8)
+    fig.tight_layout()
+    out = Path("docs/figures/dartformer_listops_quick.png")
+    fig.savefig(out, dpi=120)
+    print(f"\nwrote {out}")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("runs"))

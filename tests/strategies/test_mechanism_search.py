@@ -1,0 +1,179 @@
+"""mechanism-search end to end on tiny ListOps: selection rules, metrics, events, errors, resume."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import signal
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+import yaml
+
+from attnas import pipeline
+from attnas.errors import ConfigError, UnsupportedError
+
+CANDIDATES = ["softmax", "linear", "local", "performer"]
+
+TINY = {
+    "name": "tiny-listops-mechanisms",
+    "seed": 0,
+    "task": {"name": "sequence-classification", "dataset": "listops", "batch_size": 32,
+             "listops": {"min_length": 5, "max_length": 24, "max_depth": 3, "max_args": 4, "train_size": 96,
+                         "val_size": 48, "test_size": 48}},
+    "space": {"name": "attention-mechanisms", "candidates": CANDIDATES, "dim": 16, "depth": 1, "heads": 2,
+              "ffn_dim": 16, "pool": "mean", "dropout": 0.1,
+              "mechanism_options": {"local": {"window": 4}, "performer": {"features": 8, "redraw_every": 3}}},
+    "strategy": {"name": "mechanism-search", "mode": "homogeneous",
+                 "supernet": {"epochs": 4, "patience": 0, "lr": 0.005, "batch_size": 16, "checkpoint_every": 1},
+                 "finetune_steps": 2},
+    "retrain": {"epochs": 2, "lr": 0.005, "patience": 0, "batch_size": 16},
+}
+
+
+def recipe(mode="homogeneous", **strategy):
+    r = copy.deepcopy(TINY)
+    r["strategy"]["mode"] = mode
+    r["strategy"].update(strategy)
+    return r
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One thread, like the subprocesses of the resume tests (same float results)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def read(run, name):
+    return json.loads(run.file(name).read_text()) if hasattr(run, "file") else json.loads((run / name).read_text())
+
+
+def test_homogeneous_search_picks_the_highest_drop_score(tmp_path):
+    run = pipeline.search(recipe(), out=tmp_path / "run")
+    arch = read(run, "arch.json")
+    metrics = read(run, "metrics.json")
+    scores = {m: metrics[f"drop_score_{m}"] for m in CANDIDATES}  # every candidate scored
+    best = max(CANDIDATES, key=lambda m: (scores[m], -CANDIDATES.index(m)))
+    assert arch["choices"] == {"mechanism": best}
+    assert metrics["search_mode"] == "homogeneous" and 0.0 <= metrics["test_accuracy"] <= 1.0
+    assert metrics["selection"]["kept"] == [best] and len(metrics["selection"]["trials"]) == 1
+    scoring = run.events("scoring")
+    assert [e["block"] for e in scoring] == CANDIDATES and [e["index"] for e in scoring] == [0, 1, 2, 3]
+    for e in scoring:  # the masked accuracy and the score agree with the base accuracy
+        assert e["masked_accuracy"] == pytest.approx(metrics["supernet_val_accuracy"] - e["drop_score"])
+    assert [e["epoch"] for e in run.events("supernet")] == [1, 2, 3, 4]
+    # the chosen model was trained as an ordinary 1-layer Transformer with that mechanism
+    model = pipeline.load_model(run.path)
+    assert model.layers[0].attention.mechanism == best and model.layers[0].attention.heads == 2
+
+
+def test_nas_one_shot_keeps_the_top_h_heads_of_one_trial(tmp_path):
+    run = pipeline.search(recipe("nas-one-shot"), out=tmp_path / "run")
+    metrics = read(run, "metrics.json")
+    blocks = [f"{m}/{i}" for m in CANDIDATES for i in range(2)]
+    scores = [metrics[f"drop_score_{b}"] for b in blocks]
+    top = sorted(range(len(blocks)), key=lambda j: (-scores[j], j))[:2]
+    expected = {}
+    for j in sorted(top):
+        m = blocks[j].split("/")[0]
+        expected[m] = expected.get(m, 0) + 1
+    assert read(run, "arch.json")["choices"] == {"mechanism": expected}
+    assert len(run.events("scoring")) == len(blocks) and not run.events("prune")
+
+
+def test_nas_prune_drops_the_weakest_head_each_round_until_h_remain(tmp_path):
+    run = pipeline.search(recipe("nas-prune"), out=tmp_path / "run")
+    metrics = read(run, "metrics.json")
+    sel = metrics["selection"]
+    rounds = run.events("prune")
+    assert [e["round"] for e in rounds] == list(range(1, 4 * 2 - 2 + 1))  # 8 heads pruned to H = 2
+    assert [e["heads_left"] for e in rounds] == list(range(7, 1, -1))
+    assert [e["dropped"] for e in rounds] == sel["dropped"]
+    for trial, dropped in zip(sel["trials"], sel["dropped"]):
+        order = list(trial["scores"])
+        weakest = min(order, key=lambda n: (trial["scores"][n], -order.index(n)))
+        assert dropped == weakest
+    assert [len(t["scores"]) for t in sel["trials"]] == list(range(8, 2, -1))  # each round rescored the rest
+    kept = read(run, "arch.json")["choices"]["mechanism"]
+    assert sum(kept.values()) == 2
+    assert sorted(f"{m}" for m, n in kept.items() for _ in range(n)) == sorted(b.split("/")[0] for b in sel["kept"])
+
+
+@pytest.mark.parametrize("change, error, message", [
+    ({"strategy.mode": "nas-prun"}, ConfigError, r"strategy.mode: 'nas-prun' is not a valid choice \(did you mean"),
+    ({"strategy.supernet.epochs": 0}, ConfigError, r"epochs: must be >= 1"),
+    ({"strategy.finetune_steps": -1}, ConfigError, r"finetune_steps: must be >= 0"),
+    ({"strategy.supernet.patiense": 2}, ConfigError, r"strategy.supernet.patiense: unknown key \(did you mean"),
+    ({"space.candidates": ["softmax", "lineer"]}, ConfigError, r"unknown attention mechanism 'lineer'"),
+])
+def test_bad_configs_fail_before_anything_is_written(tmp_path, change, error, message):
+    (key, value), = change.items()
+    with pytest.raises(error, match=message):
+        pipeline.search(recipe(), [f"{key}={json.dumps(value)}"], out=tmp_path / "run")
+    assert not (tmp_path / "run" / "config.yaml").exists()
+
+
+def test_other_spaces_and_single_candidates_are_refused(tmp_path):
+    graph = {"name": "graph", "task": {"name": "node-classification", "dataset": "digits-graph"},
+             "space": {"name": "autoattend", "layers": 2, "hidden": 16}, "strategy": {"name": "mechanism-search"}}
+    with pytest.raises(UnsupportedError, match="needs a space with 'mechanism-supernet' support"):
+        pipeline.search(graph, out=tmp_path / "graph")
+    evolution = dict(recipe(), strategy={"name": "one-shot-evolution"})
+    with pytest.raises(UnsupportedError, match="'one-shot-evolution' needs a space with 'one-shot' support; "
+                                               "space 'attention-mechanisms' supports: dag, mechanism-supernet"):
+        pipeline.search(evolution, out=tmp_path / "evolution")
+    assert not (tmp_path / "evolution" / "config.yaml").exists()
+    with pytest.raises(ConfigError, match="1 candidate mechanism"):
+        pipeline.search(recipe(), ["space.candidates=[local]"], out=tmp_path / "one")
+
+
+# ---------------------------------------------------------------------------------------- resume
+
+
+def killed_search(recipe_file, out, fault):
+    env = dict(os.environ, ATTNAS_PROGRESS="0", ATTNAS_FAULT=fault, OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-m", "attnas", "search", str(recipe_file), "--out", str(out)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    assert not (out / "metrics.json").exists()
+
+
+@pytest.fixture(scope="module")
+def prune_reference(tmp_path_factory):
+    d = tmp_path_factory.mktemp("prune-ref")
+    f = d / "tiny.yaml"
+    f.write_text(yaml.safe_dump(recipe("nas-prune")))
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        pipeline.search(f, out=d / "run")
+    finally:
+        torch.set_num_threads(before)
+    return f, d / "run"
+
+
+@pytest.mark.parametrize("fault", ["supernet:2", "prune:3"])
+def test_killed_prune_search_resumes_to_the_same_result(prune_reference, tmp_path, fault):
+    recipe_file, ref = prune_reference
+    out = tmp_path / "run"
+    killed_search(recipe_file, out, fault)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pipeline.resume(out)
+    assert not [w for w in caught if "falling back" in str(w.message)]  # every checkpoint loaded cleanly
+    assert read(out, "arch.json") == read(ref, "arch.json")
+    m_out, m_ref = read(out, "metrics.json"), read(ref, "metrics.json")
+    m_out.pop("search_seconds"), m_ref.pop("search_seconds")
+    assert m_out == m_ref  # every drop score of every round, and the final model's accuracies
+    # the event log reads as one uninterrupted run
+    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    assert [e["epoch"] for e in events if e["phase"] == "supernet"] == [1, 2, 3, 4]
+    assert [e["round"] for e in events if e["phase"] == "prune"] == [1, 2, 3, 4, 5, 6]
+    assert [e["index"] for e in events if e["phase"] == "scoring"] == list(range(8 + 7 + 6 + 5 + 4 + 3))
