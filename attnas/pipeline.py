@@ -9,6 +9,11 @@ A search run goes through three phases, each resumable:
 3. ``metrics.json`` (search metrics plus ``val_<metric>`` and ``test_<metric>``) and
    ``model.pt`` (weights, architecture and config: everything needed to rebuild it).
 
+A strategy whose search already ends in its own final evaluation sets
+``Strategy.final_training = False`` (e.g. ``graph-vae``, whose result is a trained graph
+VAE and its metrics, not a network to train): phases 2 and 3 then reduce to writing its
+metrics as ``metrics.json``, and such a run has no ``model.pt`` to evaluate or retrain.
+
 Example:
     >>> from attnas import pipeline
     >>> run = pipeline.search("autoattend-digits-quick", out="runs/demo")   # doctest: +SKIP
@@ -31,7 +36,7 @@ from attnas import __version__, _registry
 from attnas.arch import Arch, load_arch
 from attnas.config import RunConfig, TrainConfig, config_from_dict, load_config, to_mapping
 from attnas.data.root import resolve_data_root
-from attnas.errors import ConfigError, RunDirError
+from attnas.errors import ConfigError, RunDirError, UnsupportedError
 from attnas.rng import seed_everything
 from attnas.runs import RunDir, load_checkpoint_file, save_checkpoint_file
 from attnas.train import fit
@@ -138,7 +143,7 @@ def resume(run_dir: str | Path, data_dir: str | Path | None = None, device: str 
 
 def _execute(run: RunDir, config: RunConfig, space: Any, task: Any) -> None:
     strategy = build_strategy(config, space, task, run)
-    if run.exists(RunDir.METRICS) and run.exists(RunDir.MODEL):
+    if run.exists(RunDir.METRICS) and (run.exists(RunDir.MODEL) or not strategy.final_training):
         run.update_run_info(status="finished")
         return
     t0 = time.time()
@@ -146,6 +151,10 @@ def _execute(run: RunDir, config: RunConfig, space: Any, task: Any) -> None:
     space.validate(result.arch)
     run.write_text(RunDir.ARCH, result.arch.to_json() + "\n")
     run.log({"phase": "search-done", "arch": result.arch.choices, **result.metrics})
+    if not strategy.final_training:  # the search ended in the strategy's own final evaluation
+        run.write_json(RunDir.METRICS, {**result.metrics, "arch": space.describe(result.arch)})
+        run.update_run_info(status="finished", finished=time.time(), wall_seconds_this_process=round(time.time() - t0, 2))
+        return
     final = train_final(run, config, space, task, strategy, result.arch)
     metric = task.metric
     metrics = {**result.metrics, f"val_{metric}": final.val, f"test_{metric}": final.test,
@@ -193,9 +202,12 @@ def save_model(run: RunDir, config: RunConfig, arch: Arch, state_dict: dict, nam
                                           "state_dict": state_dict, "attnas_version": __version__})
 
 
-def _open_finished(run_dir: str | Path) -> tuple[RunDir, RunConfig, Arch, Any]:
+def _open_finished(run_dir: str | Path, final_model: bool = False) -> tuple[RunDir, RunConfig, Arch, Any]:
     run = RunDir.open(run_dir)
     config = config_from_dict(run.read_config_yaml())
+    if final_model and not _registry.get("strategy", config.strategy.name).final_training:
+        raise UnsupportedError(f"{run.path}: strategy '{config.strategy.name}' ends in its own evaluation "
+                               "(metrics.json); its runs have no final model to load, evaluate or retrain")
     if not run.exists(RunDir.ARCH):
         raise RunDirError(f"{run.path} has no arch.json yet (the search has not finished; "
                           f"`attnas search --resume {run.path}` continues it)")
@@ -206,7 +218,7 @@ def _open_finished(run_dir: str | Path) -> tuple[RunDir, RunConfig, Arch, Any]:
 
 def load_model(run_dir: str | Path, data_dir: str | Path | None = None, device: str | None = None) -> nn.Module:
     """Rebuild a run's final model (a plain ``nn.Module``) with its trained weights."""
-    run, config, arch, space = _open_finished(run_dir)
+    run, config, arch, space = _open_finished(run_dir, final_model=True)
     if not run.exists(RunDir.MODEL):
         raise RunDirError(f"{run.path} has no model.pt (the final training has not finished)")
     task = build_task(config, resolve_data_root(data_dir or _saved_root(run)), pick_device(device))
@@ -223,7 +235,7 @@ def _saved_root(run: RunDir) -> str | None:
 
 def evaluate(run_dir: str | Path, data_dir: str | Path | None = None, device: str | None = None) -> dict:
     """Score a run's final model on its validation and test splits (writes evaluation.json)."""
-    run, config, arch, space = _open_finished(run_dir)
+    run, config, arch, space = _open_finished(run_dir, final_model=True)
     task = build_task(config, resolve_data_root(data_dir or _saved_root(run)), pick_device(device))
     model = load_model(run_dir, data_dir, device)
     metric = task.metric
@@ -254,7 +266,7 @@ def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None =
         init: ``supernet`` or ``scratch`` (default: the recipe's; transfer always uses scratch).
         overrides: ``retrain.*`` overrides, e.g. ``retrain.epochs=300``.
     """
-    run, config, arch, space = _open_finished(run_dir)
+    run, config, arch, space = _open_finished(run_dir, final_model=True)
     for o in overrides:
         if not o.startswith("retrain."):
             raise ConfigError(f"--set {o}: only retrain.* settings can change when retraining")

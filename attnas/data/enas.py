@@ -164,7 +164,7 @@ def read_rows(path: Path, burn_in: int = BURN_IN) -> tuple[list[list[list[int]]]
     return rows, accs
 
 
-@register_dataset("enas6", help="ENAS 6-layer macro architectures with weight-sharing CIFAR-10 accuracy (D-VAE's 19,020 DAGs)")
+@register_dataset("enas6", group="architectures", help="ENAS 6-layer macro architectures with weight-sharing CIFAR-10 accuracy (D-VAE's 19,020 DAGs)")
 def load_enas6(
     data_dir: str | Path | None = None, *, burn_in: int = BURN_IN, seed: int = 0, train_fraction: float = 0.9
 ) -> EnasData:

@@ -50,6 +50,9 @@ class BOSettings:
         num_restarts: Starting points of each acquisition optimisation.
         raw_samples: Random points scored to choose the starting points (D-VAE's grid: 10,000).
         mc_samples: Monte-Carlo samples of the acquisition.
+        maxiter: L-BFGS iterations per acquisition optimisation.
+        sequential: Pick the batch greedily, one point at a time given the pending ones (as
+            D-VAE's greedy batch EI); False optimises the whole batch jointly.
         gp: Sparse-GP settings.
         seed: Seed of the GP fits, the acquisition and the decoding.
     """
@@ -61,11 +64,13 @@ class BOSettings:
     num_restarts: int = 10
     raw_samples: int = 1000
     mc_samples: int = 256
+    maxiter: int = 200
+    sequential: bool = True
     gp: SparseGPSettings = field(default_factory=SparseGPSettings)
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for key in ("iterations", "batch_size", "decode_attempts", "num_restarts", "raw_samples", "mc_samples"):
+        for key in ("iterations", "batch_size", "decode_attempts", "num_restarts", "raw_samples", "mc_samples", "maxiter"):
             if getattr(self, key) < 1:
                 raise ConfigError(f"{key} must be >= 1, got {getattr(self, key)}")
         if self.acquisition not in ("qEI", "qLogEI"):
@@ -92,8 +97,9 @@ class Proposal:
     value: float
     source: str
 
-    def to_dict(self) -> dict:
-        return {
+    def to_dict(self, with_z: bool = False) -> dict:
+        """Plain data (the latent point too with ``with_z``)."""
+        out = {
             "iteration": self.iteration,
             "key": self.key,
             "adjacency": None if self.graph is None else self.graph[0],
@@ -101,6 +107,15 @@ class Proposal:
             "value": self.value,
             "source": self.source,
         }
+        if with_z:
+            out["z"] = list(self.z)
+        return out
+
+    @staticmethod
+    def from_dict(data: dict) -> Proposal:
+        """Inverse of :meth:`to_dict` with ``with_z=True``."""
+        graph = None if data["adjacency"] is None else (data["adjacency"], data["types"])
+        return Proposal(int(data["iteration"]), list(data["z"]), data["key"], graph, float(data["value"]), data["source"])
 
 
 @dataclass
@@ -176,9 +191,91 @@ def _select(gp_model, x: Tensor, y_std: Tensor, settings: BOSettings, generator_
                 q=settings.batch_size,
                 num_restarts=settings.num_restarts,
                 raw_samples=settings.raw_samples,
-                sequential=True,
+                sequential=settings.sequential,
+                options={"maxiter": settings.maxiter},
             )
     return cand.detach()
+
+
+def propose(
+    model: GraphVAE,
+    x: Tensor,
+    y: Tensor,
+    is_valid: Callable[[DagBatch], Tensor],
+    settings: BOSettings,
+    iteration: int,
+    generator: torch.Generator | None = None,
+) -> tuple[Tensor, list[DagBatch | None]]:
+    """One BO round's proposals: fit the sparse GP, pick a batch by EI, decode it.
+
+    Args:
+        model: The trained VAE.
+        x: Latent points with known scores, ``(n, latent)``.
+        y: Their scores, ``(n,)`` (higher is better).
+        is_valid: Validity test for decodings.
+        settings: BO settings (the GP and acquisition seeds are offset by ``iteration``).
+        iteration: 0-based round.
+        generator: Random generator of the decoding.
+
+    Returns:
+        The selected points ``(batch_size, latent)`` and, per point, its most common valid
+        decoding (None when no decoding was valid).
+    """
+    x = torch.as_tensor(x, dtype=torch.float64)
+    y = torch.as_tensor(y, dtype=torch.float64).reshape(-1)
+    if len(x) != len(y) or len(x) < 2:
+        raise DataError(f"latent BO needs at least 2 scored points with matching latents, got {len(x)} and {len(y)}")
+    gp = fit_sparse_gp(x, y, replace(settings.gp, seed=settings.gp.seed + iteration),
+                       description=f"BO {iteration + 1} sparse GP")
+    cand = _select(gp.model, x, gp.standardize(y), settings, settings.seed * 1000 + iteration)
+    decoded = decode_most_common(model, cand.to(torch.float32), settings.decode_attempts, is_valid, generator)
+    return cand, decoded
+
+
+@dataclass
+class BOState:
+    """Where a latent-BO run stands (checkpointable with :meth:`state_dict`).
+
+    Attributes:
+        x: Every latent point with a score so far (initial data, then proposals).
+        y: Their scores.
+        proposals: Every proposal so far.
+        iteration: Rounds completed.
+        generator: Random generator of the decoding.
+    """
+
+    x: Tensor
+    y: Tensor
+    proposals: list[Proposal]
+    iteration: int
+    generator: torch.Generator
+
+    @staticmethod
+    def start(z_train: Tensor, y_train: Tensor, seed: int) -> BOState:
+        """The state before the first round: the scored data and a seeded generator."""
+        x = torch.as_tensor(z_train, dtype=torch.float64).clone()
+        y = torch.as_tensor(y_train, dtype=torch.float64).reshape(-1).clone()
+        if len(x) != len(y) or len(x) < 2:
+            raise DataError(f"latent BO needs at least 2 scored points with matching latents, got {len(x)} and {len(y)}")
+        return BOState(x, y, [], 0, torch.Generator().manual_seed(seed))
+
+    def state_dict(self) -> dict:
+        """Tensors and plain data only."""
+        return {"x": self.x, "y": self.y, "proposals": [p.to_dict(with_z=True) for p in self.proposals],
+                "iteration": self.iteration, "generator": self.generator.get_state()}
+
+    @staticmethod
+    def from_state_dict(data: dict) -> BOState:
+        """Rebuild a state saved with :meth:`state_dict`."""
+        gen = torch.Generator()
+        gen.set_state(data["generator"])
+        return BOState(data["x"], data["y"], [Proposal.from_dict(p) for p in data["proposals"]],
+                       int(data["iteration"]), gen)
+
+    def result(self) -> BOResult:
+        """The proposals so far and the best valid one."""
+        valid = [p for p in self.proposals if p.source != INVALID]
+        return BOResult(list(self.proposals), max(valid, key=lambda p: p.value) if valid else None)
 
 
 def latent_bo(
@@ -189,6 +286,7 @@ def latent_bo(
     is_valid: Callable[[DagBatch], Tensor],
     settings: BOSettings = BOSettings(),
     on_iteration: Callable[[int, list[Proposal]], None] | None = None,
+    state: BOState | None = None,
 ) -> BOResult:
     """Maximise a score over architectures by batch EI in the VAE's latent space.
 
@@ -199,25 +297,22 @@ def latent_bo(
         evaluator: Scores decoded architectures (every answer carries its source).
         is_valid: Validity test for decodings (ENAS: ``is_valid_enas(b, n_nodes=8)``).
         settings: BO settings.
-        on_iteration: Called after each round with its index and proposals.
+        on_iteration: Called after each round with its index and proposals; the state
+            (``state`` when given) is up to date then, so this is where to checkpoint it.
+        state: A state to continue (from :meth:`BOState.from_state_dict`); by default a
+            fresh one from ``z_train``, ``y_train`` and ``settings.seed``. Updated in place.
 
     Returns:
         Every proposal with its score and source, and the best valid one.
     """
-    x = torch.as_tensor(z_train, dtype=torch.float64).clone()
-    y = torch.as_tensor(y_train, dtype=torch.float64).reshape(-1).clone()
-    if len(x) != len(y) or len(x) < 2:
-        raise DataError(f"latent BO needs at least 2 scored points with matching latents, got {len(x)} and {len(y)}")
-    gen = torch.Generator().manual_seed(settings.seed)
-    proposals: list[Proposal] = []
-    with progress("latent BO", total=settings.iterations) as bar:
-        for it in range(settings.iterations):
-            gp = fit_sparse_gp(x, y, replace(settings.gp, seed=settings.gp.seed + it), description=f"BO {it + 1} sparse GP")
-            cand = _select(gp.model, x, gp.standardize(y), settings, settings.seed * 1000 + it)
-            decoded = decode_most_common(model, cand.to(torch.float32), settings.decode_attempts, is_valid, gen)
+    st = state if state is not None else BOState.start(z_train, y_train, settings.seed)
+    with progress("latent BO", total=settings.iterations, completed=st.iteration) as bar:
+        while st.iteration < settings.iterations:
+            it = st.iteration
+            cand, decoded = propose(model, st.x, st.y, is_valid, settings, it, st.generator)
             ok = [i for i, d in enumerate(decoded) if d is not None]
             answers = evaluator.evaluate(DagBatch.cat([decoded[i] for i in ok])) if ok else []
-            worst = float(y.min())
+            worst = float(st.y.min())
             by_index = dict(zip(ok, answers))
             round_props = []
             for i in range(len(cand)):
@@ -229,12 +324,12 @@ def latent_bo(
                     )
                 else:
                     round_props.append(Proposal(it, cand[i].tolist(), None, None, worst, INVALID))
-            proposals.extend(round_props)
-            x = torch.cat([x, cand])
-            y = torch.cat([y, torch.tensor([p.value for p in round_props], dtype=torch.float64)])
+            st.proposals.extend(round_props)
+            st.x = torch.cat([st.x, cand])
+            st.y = torch.cat([st.y, torch.tensor([p.value for p in round_props], dtype=torch.float64)])
+            st.iteration += 1
             if on_iteration is not None:
                 on_iteration(it, round_props)
-            valid_vals = [p.value for p in proposals if p.source != INVALID]
+            valid_vals = [p.value for p in st.proposals if p.source != INVALID]
             bar.advance(1, best=max(valid_vals) if valid_vals else float("nan"))
-    valid = [p for p in proposals if p.source != INVALID]
-    return BOResult(proposals, max(valid, key=lambda p: p.value) if valid else None)
+    return st.result()

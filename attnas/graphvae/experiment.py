@@ -23,7 +23,7 @@ import torch
 from attnas.errors import ConfigError
 from attnas.graphvae.bo import BOSettings, latent_bo
 from attnas.graphvae.gp import SparseGPSettings, predictive_performance
-from attnas.graphvae.metrics import prior_samples, reconstruction_accuracy, validity_uniqueness
+from attnas.graphvae.metrics import Table1Settings, table1
 from attnas.graphvae.train import TrainSettings, TrainState, fit, new_state
 from attnas.graphvae.vae import PAPER_MODELS, paper_model
 
@@ -67,6 +67,12 @@ class ExperimentSettings:
     tsne_points: int | None = None
     bo: BOSettings | None = None
     seed: int = 0
+
+    @property
+    def table1(self) -> Table1Settings:
+        """The Table 1 sample sizes."""
+        return Table1Settings(self.recon_graphs, self.encode_times, self.decode_times, self.prior_points,
+                              self.prior_decodes)
 
     def __post_init__(self) -> None:
         if self.model not in PAPER_MODELS:
@@ -137,20 +143,13 @@ def run_enas_experiment(
     train_seconds = time.perf_counter() - t_train
     model = state.model
     model.eval()
-    gen = torch.Generator().manual_seed(settings.seed)
     metrics: dict = {"model": settings.model, "train_seconds": train_seconds}
 
     t = time.perf_counter()
-    test = data.test.graphs
-    if settings.recon_graphs is not None:
-        test = test.index(slice(0, settings.recon_graphs))
-    metrics["recon_accuracy"] = reconstruction_accuracy(
-        model, test, settings.encode_times, settings.decode_times, generator=gen
-    )
     z_train = model.latent_means(data.train.graphs)
     z_test = model.latent_means(data.test.graphs)
-    samples = prior_samples(model, settings.prior_points, settings.prior_decodes, train_latents=z_train, generator=gen)
-    metrics.update(validity_uniqueness(samples, train_keys=set(data.train.graphs.keys())))
+    metrics.update(table1(model, data.train.graphs, data.test.graphs, settings.table1, seed=settings.seed,
+                          z_train=z_train))
     metrics["table1_seconds"] = time.perf_counter() - t
 
     t = time.perf_counter()

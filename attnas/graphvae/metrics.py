@@ -22,10 +22,12 @@ All values are fractions in [0, 1].
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
+from attnas.errors import ConfigError
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.validity import is_valid_enas
 from attnas.graphvae.vae import GraphVAE
@@ -146,4 +148,69 @@ def validity_uniqueness(
     }
     if train_keys is not None:
         out["novelty"] = sum(k not in train_keys for k in keys) / n_valid if n_valid else 0.0
+    return out
+
+
+@dataclass(frozen=True)
+class Table1Settings:
+    """How many graphs and decodings Table 1 uses (defaults: D-VAE's protocol).
+
+    Attributes:
+        recon_graphs: Test graphs reconstructed (None: all).
+        encode_times: Encodings per test graph (D-VAE: 10).
+        decode_times: Decodings per encoding (D-VAE: 10).
+        prior_points: Prior points decoded for validity and uniqueness (D-VAE: 1,000).
+        prior_decodes: Decodings per prior point (D-VAE: 10).
+    """
+
+    recon_graphs: int | None = None
+    encode_times: int = 10
+    decode_times: int = 10
+    prior_points: int = 1000
+    prior_decodes: int = 10
+
+    def __post_init__(self) -> None:
+        for key in ("encode_times", "decode_times", "prior_points", "prior_decodes"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"{key} must be >= 1, got {getattr(self, key)}")
+        if self.recon_graphs is not None and self.recon_graphs < 1:
+            raise ConfigError(f"recon_graphs must be >= 1 or null, got {self.recon_graphs}")
+
+
+def table1(
+    model: GraphVAE,
+    train: DagBatch,
+    test: DagBatch,
+    settings: Table1Settings = Table1Settings(),
+    is_valid: Callable[[DagBatch], Tensor] = is_valid_enas,
+    seed: int = 0,
+    extra_valid: dict[str, Callable[[DagBatch], Tensor]] | None = None,
+    z_train: Tensor | None = None,
+) -> dict[str, float]:
+    """Paper 004's Table 1 with D-VAE's protocol: reconstruction accuracy, validity, uniqueness.
+
+    Args:
+        model: The trained VAE.
+        train: The training graphs (their latent means scale the prior draws; their keys
+            give the novelty).
+        test: The graphs to reconstruct (the first ``settings.recon_graphs`` of them).
+        settings: Sample sizes.
+        is_valid: The validity test (ENAS: D-VAE's :func:`is_valid_enas`).
+        seed: Seed of the stochastic decodings and the prior draws.
+        extra_valid: More validity tests, each reported as ``validity_<name>`` (e.g.
+            whether a decoding is an architecture of a given space).
+        z_train: The training latent means, when already computed.
+
+    Returns:
+        ``recon_accuracy``, ``validity``, ``uniqueness``, ``novelty`` (fractions).
+    """
+    gen = torch.Generator().manual_seed(seed)
+    graphs = test if settings.recon_graphs is None else test.index(slice(0, settings.recon_graphs))
+    out = {"recon_accuracy": reconstruction_accuracy(model, graphs, settings.encode_times, settings.decode_times,
+                                                     generator=gen)}
+    z_train = model.latent_means(train) if z_train is None else z_train
+    samples = prior_samples(model, settings.prior_points, settings.prior_decodes, train_latents=z_train, generator=gen)
+    out.update(validity_uniqueness(samples, is_valid, train_keys=set(train.keys())))
+    for name, test_fn in (extra_valid or {}).items():
+        out[f"validity_{name}"] = float(test_fn(samples).float().mean())
     return out

@@ -46,6 +46,12 @@ class Strategy:
     name: ClassVar[str] = ""
     Config: ClassVar[type | None] = None
     requires: ClassVar[tuple[str, ...]] = ()
+    #: Whether the pipeline trains the found architecture afterwards (``retrain`` settings,
+    #: ``model.pt``). A strategy whose search ends in its own final evaluation, whose result
+    #: is not a network to train (e.g. ``graph-vae``: a trained graph VAE and its metrics),
+    #: sets this to False: its metrics are the run's ``metrics.json`` and it writes its own
+    #: artefacts into the run directory.
+    final_training: ClassVar[bool] = True
 
     def __init__(self, options: Any, space: Any, task: Any, run: RunDir, seed: int = 0):
         self.options = options if options is not None else (self.Config() if self.Config else None)

@@ -1,0 +1,308 @@
+"""``graph-vae``: paper 004's experiment as a run (operation embeddings in graph VAEs).
+
+Chatzianastasis et al., *Operation Embeddings for Neural Architecture Search*, Sec. 4,
+with D-VAE's protocol (Zhang et al., NeurIPS 2019). On a table of architectures with
+measured scores (task ``architecture-performance``, e.g. ENAS's 19,020 DAGs) and the
+space they belong to (e.g. ``enas``), resumable phase by phase:
+
+1. ``vae``: train one of the paper's graph VAEs (D-VAE, DVAE-EMB, GCN, GCN-EMB) on the
+   training DAGs (Sec. 3.2-3.3, Appendix B; ``T`` iterations carrying the operation
+   embeddings over for DVAE-EMB); the weights go to ``vae.pt``.
+2. ``evaluation``: Table 1 (reconstruction accuracy, prior validity, uniqueness; also
+   the fraction of prior decodings that are architectures of the space, ``validity_space``),
+   Table 2 (sparse-GP RMSE and Pearson's r on the test split, per repetition), the
+   graph-property correlations of Sec. 4.4 and the t-SNE figure of Sec. 4.5 (``tsne.png``).
+3. ``bo``: batch expected improvement in the latent space (Sec. 4.3) from the training
+   latents; decoded architectures are scored from the table when it holds them
+   (``source: dataset``) and by a sparse GP on all latent means otherwise
+   (``source: surrogate``: a prediction, never a measurement); every proposal goes to
+   ``bo.json`` and, when valid, to the events with its index and score.
+
+The run's architecture is the best valid BO proposal (its source and score in
+``arch.json``'s meta), or without BO the best training architecture. Nothing is trained
+afterwards (``final_training = False``): the metrics above are the run's ``metrics.json``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+import torch
+
+from attnas._registry import register_strategy
+from attnas.arch import Arch
+from attnas.errors import ArchError, ConfigError
+from attnas.graphvae.bo import INVALID, BOSettings, BOState, latent_bo
+from attnas.graphvae.dag_dataset import DagDataset
+from attnas.graphvae.gp import SparseGPSettings, gp_prediction, summarize_predictions
+from attnas.graphvae.metrics import Table1Settings, table1
+from attnas.graphvae.space_dags import SpaceDecoder
+from attnas.graphvae.train import TrainSettings, TrainState, fit, new_state
+from attnas.graphvae.vae import GraphVAE, paper_model
+from attnas.runs import save_checkpoint_file
+from attnas.strategies.base import SearchResult, Strategy
+
+#: Recipe names of paper 004's models.
+MODELS = {"dvae": "D-VAE", "dvae-emb": "DVAE-EMB", "gcn": "GCN", "gcn-emb": "GCN-EMB"}
+#: ``T`` of Sec. 3.3 / Appendix B: DVAE-EMB is trained for 4 iterations, the others once.
+PAPER_ITERATIONS = {"dvae-emb": 4}
+
+
+@dataclass(frozen=True)
+class GraphVAEStrategyConfig:
+    """Options of ``graph-vae`` (defaults: paper 004's protocol, D-VAE's sizes).
+
+    The run's seed is added to every seed below (training, GP repetitions, BO).
+
+    Attributes:
+        model: ``dvae``, ``dvae-emb``, ``gcn`` or ``gcn-emb`` (paper 004's Tables 1-2).
+        hidden: Hidden size (D-VAE: 501).
+        latent: Latent size (D-VAE: 56).
+        epochs: Training epochs per iteration (paper: 300).
+        batch_size: Graphs per batch (paper: 32).
+        lr: Adam learning rate (paper: 1e-4).
+        plateau_factor: ``ReduceLROnPlateau`` factor (D-VAE: 0.1).
+        plateau_patience: ``ReduceLROnPlateau`` patience in epochs (D-VAE: 10).
+        iterations: ``T`` of Sec. 3.3 (null: the paper's, 4 for dvae-emb and 1 otherwise).
+        max_batches: Stop every epoch after this many batches (null: whole epochs).
+        checkpoint_every: Epochs between training checkpoints.
+        table1: Sample sizes of Table 1 (D-VAE's protocol by default).
+        gp: Sparse GP of Table 2 (500 inducing points).
+        gp_repeats: Table 2 repetitions (paper: 10).
+        properties: Compute the graph-property correlations of Sec. 4.4.
+        tsne_points: Training latents in the t-SNE figure (0: no figure; null: all).
+        bo: Latent BO of Sec. 4.3 (null: none).
+    """
+
+    model: Literal["dvae", "dvae-emb", "gcn", "gcn-emb"] = "dvae-emb"
+    hidden: int = 501
+    latent: int = 56
+    epochs: int = 300
+    batch_size: int = 32
+    lr: float = 1e-4
+    plateau_factor: float = 0.1
+    plateau_patience: int = 10
+    iterations: int | None = None
+    max_batches: int | None = None
+    checkpoint_every: int = 10
+    table1: Table1Settings = field(default_factory=Table1Settings)
+    gp: SparseGPSettings = field(default_factory=SparseGPSettings)
+    gp_repeats: int = 10
+    properties: bool = True
+    tsne_points: int | None = None
+    bo: BOSettings | None = field(default_factory=BOSettings)
+
+    def __post_init__(self) -> None:
+        for key in ("hidden", "latent", "checkpoint_every", "gp_repeats"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"{key}: must be >= 1, got {getattr(self, key)}")
+        if self.tsne_points is not None and self.tsne_points < 0:
+            raise ConfigError(f"tsne_points: must be >= 0 or null, got {self.tsne_points}")
+        self.train_settings(0)  # validates epochs, batch_size, lr, iterations, ...
+
+    def train_settings(self, seed: int) -> TrainSettings:
+        """The optimisation settings (``T`` resolved for the model)."""
+        iterations = self.iterations if self.iterations is not None else PAPER_ITERATIONS.get(self.model, 1)
+        return TrainSettings(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
+                             plateau_factor=self.plateau_factor, plateau_patience=self.plateau_patience,
+                             iterations=iterations, seed=seed, max_batches=self.max_batches)
+
+
+@register_strategy("graph-vae")
+class GraphVAEStrategy(Strategy):
+    """Graph VAE on a table of architectures: Tables 1-2, graph properties, t-SNE, latent BO (paper 004)."""
+
+    name = "graph-vae"
+    Config = GraphVAEStrategyConfig
+    requires = ("dag",)
+    final_training = False
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        train = getattr(self.task, "train", None)
+        if not isinstance(train, DagDataset) or train.y is None:
+            raise ConfigError(f"strategy '{self.name}' needs a table of architectures with scores "
+                              f"(task 'architecture-performance'), not task '{self.task.name}'")
+        self.data = train
+        self.decoder = SpaceDecoder(self.space, train.vocab)
+        adj, types = train.graphs.index([0]).graphs()[0]
+        try:
+            self.space.from_dag(adj, train.labels(types))
+        except ArchError as exc:
+            raise ConfigError(f"the task's architectures are not architectures of space '{self.space.name}' "
+                              f"with these options: {exc}") from None
+        self.elapsed = 0.0
+
+    @property
+    def model_name(self) -> str:
+        """The paper's name of the chosen model."""
+        return MODELS[self.options.model]
+
+    # ------------------------------------------------------------------ 1. training
+
+    def train_vae(self) -> TrainState:
+        """Train (or resume training) the VAE; checkpoints every ``checkpoint_every`` epochs."""
+        cfg = self.options
+        settings = cfg.train_settings(self.seed)
+        ck = self.run.load_checkpoint("vae")
+        if ck is not None:
+            state = TrainState.from_state_dict(ck["state"]["train"])
+            self.elapsed = ck["state"]["elapsed"]
+            if ck["state"]["done"]:
+                return state
+        else:
+            config = paper_model(self.model_name, hidden=cfg.hidden, latent=cfg.latent)
+            state = new_state(config, self.data.num_types, self.data.max_nodes, settings)
+        t0 = time.time() - self.elapsed
+
+        def on_epoch(st: TrainState) -> None:
+            rec = st.history[-1]
+            epoch = st.iteration * settings.epochs + st.epoch
+            self.run.log({"phase": "vae", "epoch": epoch, "iteration": st.iteration + 1,
+                          **{k: round(rec[k], 6) for k in ("loss", "recon", "kld")}, "lr": rec["lr"]})
+            if st.done or epoch % cfg.checkpoint_every == 0:
+                self.elapsed = time.time() - t0
+                self.run.save_checkpoint("vae", epoch, {"train": st.state_dict(), "done": st.done,
+                                                        "elapsed": self.elapsed})
+
+        return fit(state, self.data, on_epoch=on_epoch, description=f"train {self.model_name}")
+
+    # ------------------------------------------------------------------ 2. evaluation
+
+    def evaluate(self, model: GraphVAE) -> dict:
+        """Table 1, Table 2, graph properties and t-SNE, resumable stage by stage."""
+        cfg = self.options
+        task = self.task
+        ck = self.run.load_checkpoint("evaluation")
+        st = ck["state"] if ck else {"metrics": {}, "stages": [], "rmse": [], "pearson_r": []}
+        step = ck["step"] if ck else 0
+
+        def save() -> None:
+            nonlocal step
+            step += 1
+            self.run.save_checkpoint("evaluation", step, st)
+
+        train, test = task.train, task.test
+        z_train = model.latent_means(train.graphs)
+        if "table1" not in st["stages"]:
+            t = time.time()
+            m = table1(model, train.graphs, test.graphs, cfg.table1, is_valid=task.is_valid, seed=self.seed,
+                       extra_valid={"space": self.decoder.is_valid}, z_train=z_train)
+            m["table1_seconds"] = round(time.time() - t, 2)
+            st["metrics"].update(m)
+            st["stages"].append("table1")
+            self.run.log({"phase": "evaluation", "stage": "table1", **m})
+            save()
+        if len(st["rmse"]) < cfg.gp_repeats:
+            z_test = model.latent_means(test.graphs)
+            for i in range(len(st["rmse"]), cfg.gp_repeats):
+                gp = replace(cfg.gp, seed=cfg.gp.seed + self.seed + i)
+                rmse, r = gp_prediction(z_train, train.y, z_test, test.y, gp,
+                                        description=f"Table 2 sparse GP {i + 1}/{cfg.gp_repeats}")
+                st["rmse"].append(rmse)
+                st["pearson_r"].append(r)
+                self.run.log({"phase": "evaluation", "stage": "table2", "repeat": i + 1, "rmse": rmse, "pearson_r": r})
+                save()
+        st["metrics"].update(summarize_predictions(st["rmse"], st["pearson_r"], train.y, test.y))
+        if cfg.properties and "properties" not in st["stages"]:
+            from attnas.graphvae.analysis import property_correlations
+
+            everything = task.everything
+            m = property_correlations(everything.graphs, everything.y)
+            st["metrics"].update(m)
+            st["stages"].append("properties")
+            self.run.log({"phase": "evaluation", "stage": "properties", **m})
+            save()
+        if cfg.tsne_points != 0 and "tsne" not in st["stages"]:
+            from attnas.graphvae.analysis import plot_tsne
+
+            k = len(z_train) if cfg.tsne_points is None else min(cfg.tsne_points, len(z_train))
+            plot_tsne(z_train[:k], train.y[:k], self.run.file("tsne.png"),
+                      title=f"{self.model_name} latent space ({k} training architectures)", seed=self.seed)
+            st["stages"].append("tsne")
+            self.run.log({"phase": "evaluation", "stage": "tsne", "points": k, "file": "tsne.png"})
+            save()
+        return dict(st["metrics"])
+
+    # ------------------------------------------------------------------ 3. latent BO
+
+    def _arch(self, graph, **meta) -> Arch | None:
+        arch = self.decoder.arch(*graph)
+        return None if arch is None else Arch(arch.space, arch.choices, meta=meta)
+
+    def latent_bo(self, model: GraphVAE) -> tuple[Arch | None, dict]:
+        """Batch EI in the latent space; scores from the table, else from a labelled GP surrogate."""
+        from attnas.graphvae.evaluator import SurrogateEvaluator, TableEvaluator
+        from attnas.graphvae.gp import fit_sparse_gp
+
+        bo = replace(self.options.bo, seed=self.options.bo.seed + self.seed)
+        task, metric = self.task, self.task.metric
+        t = time.time()
+        everything = task.everything
+        z_all = model.latent_means(everything.graphs)
+        surrogate = fit_sparse_gp(z_all, everything.y, replace(bo.gp, seed=bo.gp.seed + bo.seed),
+                                  description="surrogate GP")
+        evaluator = TableEvaluator.from_dataset(everything, SurrogateEvaluator(model, surrogate))
+        ck = self.run.load_checkpoint("bo")
+        n_train = len(task.train)
+        state = BOState.from_state_dict(ck["state"]) if ck else BOState.start(z_all[:n_train], task.train.y, bo.seed)
+
+        def on_iteration(it: int, props: list) -> None:
+            first = len(state.proposals) - len(props)
+            for k, p in enumerate(props):
+                ev = {"phase": "bo", "stage": it + 1, "index": first + k, "source": p.source}
+                if p.source != INVALID:
+                    ev[metric] = p.value
+                    ev["arch"] = self.decoder.arch(*p.graph).choices
+                self.run.log(ev)
+            self.run.save_checkpoint("bo", it + 1, state.state_dict())
+
+        result = latent_bo(model, state.x, state.y, evaluator, self.decoder.is_valid, bo, on_iteration, state)
+        self.run.write_json("bo.json", result.to_dict())
+        props = result.proposals
+        valid = [p for p in props if p.source != INVALID]
+        measured = [p.value for p in valid if p.source == "dataset"]
+        metrics = {
+            f"bo_best_{metric}": None if result.best is None else result.best.value,
+            "bo_best_source": None if result.best is None else result.best.source,
+            f"bo_best_measured_{metric}": max(measured) if measured else None,
+            f"bo_mean_{metric}": sum(p.value for p in valid) / len(valid) if valid else None,
+            "bo_proposals": len(props),
+            "bo_valid_fraction": len(valid) / max(len(props), 1),
+            "bo_dataset_fraction": len(measured) / max(len(valid), 1),
+            "bo_distinct_valid": len({p.key for p in valid}),
+            "bo_seconds": round(time.time() - t, 2),
+        }
+        best = None
+        if result.best is not None:
+            best = self._arch(result.best.graph, strategy=self.name, source=result.best.source,
+                              **{metric: result.best.value})
+        return best, metrics
+
+    # ------------------------------------------------------------------ the run
+
+    def search(self) -> SearchResult:
+        state = self.train_vae()
+        train_seconds = self.elapsed
+        model = state.model
+        model.eval()
+        save_checkpoint_file(self.run.file("vae.pt"), {"model_args": model.arguments(), "model": model.state_dict(),
+                                                       "vocab": list(self.data.vocab), "history": state.history})
+        epochs = len(state.history)
+        metrics = {"vae_model": self.model_name, "vae_epochs": epochs, "vae_train_seconds": round(train_seconds, 2),
+                   "vae_seconds_per_epoch": round(train_seconds / max(epochs, 1), 2),
+                   "vae_final_loss": state.history[-1]["loss"] if state.history else None}
+        metrics.update(self.evaluate(model))
+        arch = None
+        if self.options.bo is not None:
+            arch, bo_metrics = self.latent_bo(model)
+            metrics.update(bo_metrics)
+        if arch is None:  # no BO (or no valid proposal): the best measured training architecture
+            train = self.task.train
+            i = int(torch.argmax(train.y))
+            adj, types = train.graphs.index([i]).graphs()[0]
+            arch = self._arch((adj, types), strategy=self.name, source="dataset (best training architecture)",
+                              **{self.task.metric: float(train.y[i])})
+        return SearchResult(arch, metrics)

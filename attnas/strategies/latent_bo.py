@@ -1,0 +1,284 @@
+"""``latent-bo``: Bayesian optimisation in a graph VAE's latent space, scored by a supernet.
+
+Paper 004, Sec. 4.3 (after D-VAE, Sec. 4.3) carried over to any space that can be drawn
+as a DAG and trained one-shot (capabilities ``one-shot`` and ``dag``, e.g. AutoAttend):
+
+1. ``supernet``: the one-shot supernet is trained exactly as ``one-shot-evolution``
+   trains it (Eq. 6 of AutoAttend; same options, same seed, same weights).
+2. ``vae``: ``vae.samples`` distinct architectures are drawn from the space's prior,
+   turned into DAGs (``space.to_dag`` with the space's ``dag_vocabulary``) and a graph VAE
+   (D-VAE, DVAE-EMB, GCN or GCN-EMB) is trained on them, unsupervised.
+3. ``latent-bo``: the first ``initial`` of those architectures are scored by the supernet
+   (validation score with inherited weights) and their latent means are the BO's initial
+   data; then round after round a sparse GP is fitted on ``(z, score)``, a batch of latent
+   points is chosen by expected improvement (BoTorch's qEI), each point is decoded
+   ``decode_attempts`` times and its most common decoding that ``space.from_dag`` accepts is
+   scored by the supernet. A decoding that is no architecture of the space is not
+   evaluated: it is labelled ``invalid`` and enters the GP with the worst observed score
+   (D-VAE's rule); one already scored enters with its known score at no cost. Rounds go on
+   until ``budget`` distinct architectures have been scored (the initial ones included),
+   the evaluation budget of evolution (500 + 5 x 100 in AutoAttend), or ``bo.iterations``
+   rounds have run.
+4. ``rerank``: the best scored architectures are re-ranked as in ``one-shot-evolution``.
+
+Every scored architecture is an event with its ``index`` and the task's metric, so
+``attnas report`` plots it like evolution's candidates (``stage`` 0: the initial sample,
+``k``: BO round ``k``). The state of every phase is checkpointed; a killed search resumes
+and ends with the same architecture.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+import torch
+
+from attnas._registry import register_strategy
+from attnas.arch import Arch
+from attnas.errors import ConfigError
+from attnas.graphvae.bo import BOSettings, propose
+from attnas.graphvae.gp import SparseGPSettings
+from attnas.graphvae.space_dags import SpaceDecoder, space_dataset
+from attnas.graphvae.train import TrainSettings, TrainState, fit, new_state
+from attnas.graphvae.vae import paper_model
+from attnas.progress import progress
+from attnas.strategies.base import SearchResult
+from attnas.strategies.graph_vae import MODELS
+from attnas.strategies.one_shot import RerankConfig, SupernetConfig, _OneShot
+
+
+@dataclass(frozen=True)
+class LatentVAEConfig:
+    """The graph VAE of ``latent-bo`` and the architectures it learns from.
+
+    Attributes:
+        model: ``dvae``, ``dvae-emb``, ``gcn`` or ``gcn-emb`` (paper 004).
+        samples: Distinct architectures drawn from the prior to train on.
+        hidden: Hidden size.
+        latent: Latent size.
+        epochs: Training epochs (per iteration).
+        batch_size: Graphs per batch.
+        lr: Adam learning rate.
+        iterations: ``T`` of paper 004, Sec. 3.3 (training rounds carrying the operation
+            embeddings over).
+        checkpoint_every: Epochs between checkpoints.
+    """
+
+    model: Literal["dvae", "dvae-emb", "gcn", "gcn-emb"] = "dvae-emb"
+    samples: int = 5000
+    hidden: int = 128
+    latent: int = 16
+    epochs: int = 50
+    batch_size: int = 32
+    lr: float = 1e-3
+    iterations: int = 1
+    checkpoint_every: int = 5
+
+    def __post_init__(self) -> None:
+        for key in ("samples", "hidden", "latent", "checkpoint_every"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"vae.{key}: must be >= 1, got {getattr(self, key)}")
+        self.train_settings(0)
+
+    def train_settings(self, seed: int) -> TrainSettings:
+        """The VAE's optimisation settings."""
+        return TrainSettings(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, iterations=self.iterations,
+                             seed=seed)
+
+
+@dataclass(frozen=True)
+class LatentBOConfig:
+    """Options of ``latent-bo``.
+
+    Attributes:
+        supernet: Supernet training (as ``one-shot-evolution``).
+        vae: The graph VAE and its training architectures.
+        initial: Prior architectures scored before the first BO round (at most ``vae.samples``).
+        budget: Distinct architectures scored by the supernet in all (initial ones included);
+            evolution's is ``population + rounds * children``.
+        bo: Batch-EI settings; ``bo.iterations`` caps the number of rounds. By default the
+            batch is optimised jointly (``sequential: false``): with a sparse GP this was
+            8-12 times faster than greedy selection here and reached a higher batch EI.
+        checkpoint_every: Scored architectures between checkpoints of the initial sample.
+        rerank: Re-ranking of the best scored architectures (as ``one-shot-evolution``).
+    """
+
+    supernet: SupernetConfig = field(default_factory=SupernetConfig)
+    vae: LatentVAEConfig = field(default_factory=LatentVAEConfig)
+    initial: int = 500
+    budget: int = 1000
+    bo: BOSettings = field(default_factory=lambda: BOSettings(
+        iterations=20, batch_size=100, decode_attempts=100, num_restarts=4, raw_samples=512, mc_samples=128,
+        maxiter=100, sequential=False, gp=SparseGPSettings(inducing=256)))
+    checkpoint_every: int = 100
+    rerank: RerankConfig = field(default_factory=RerankConfig)
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.initial <= self.vae.samples:
+            raise ConfigError(f"initial: must be in 2..vae.samples={self.vae.samples}, got {self.initial}")
+        if self.budget < self.initial:
+            raise ConfigError(f"budget: must be >= initial={self.initial}, got {self.budget}")
+        if self.checkpoint_every < 1:
+            raise ConfigError(f"checkpoint_every: must be >= 1, got {self.checkpoint_every}")
+
+
+@register_strategy("latent-bo")
+class LatentBO(_OneShot):
+    """Supernet + graph VAE + batch EI in its latent space (paper 004, Sec. 4.3, on any DAG space)."""
+
+    name = "latent-bo"
+    Config = LatentBOConfig
+    requires = ("one-shot", "dag")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._samples: list[Arch] | None = None
+
+    # ------------------------------------------------------------------ the VAE's data
+
+    def vae_samples(self) -> list[Arch]:
+        """``vae.samples`` distinct prior architectures (drawn from their own seeded generator)."""
+        if self._samples is None:
+            n = self.options.vae.samples
+            rng = random.Random(self.seed + 1)
+            seen: set[str] = set()
+            out: list[Arch] = []
+            for _ in range(50 * n + 100):
+                if len(out) == n:
+                    break
+                a = self.space.sample(rng)
+                if a.key() not in seen:
+                    seen.add(a.key())
+                    out.append(a)
+            if len(out) < self.options.initial:
+                raise ConfigError(f"the space has only {len(out)} distinct architectures reachable by sampling; "
+                                  f"initial={self.options.initial} is too many")
+            self._samples = out
+        return self._samples
+
+    def train_vae(self):
+        """Train (or resume) the graph VAE on the prior samples; returns the model and its data."""
+        cfg = self.options.vae
+        data = space_dataset(self.space, self.vae_samples())
+        settings = cfg.train_settings(self.seed)
+        ck = self.run.load_checkpoint("vae")
+        if ck is not None:
+            state = TrainState.from_state_dict(ck["state"]["train"])
+            self.elapsed = ck["state"]["elapsed"]
+            if ck["state"]["done"]:
+                return state.model, data
+        else:
+            config = paper_model(MODELS[cfg.model], hidden=cfg.hidden, latent=cfg.latent)
+            state = new_state(config, data.num_types, data.max_nodes, settings)
+        t0 = time.time() - self.elapsed
+
+        def on_epoch(st: TrainState) -> None:
+            rec = st.history[-1]
+            epoch = st.iteration * settings.epochs + st.epoch
+            self.run.log({"phase": "vae", "epoch": epoch, **{k: round(rec[k], 6) for k in ("loss", "recon", "kld")}})
+            if st.done or epoch % cfg.checkpoint_every == 0:
+                self.elapsed = time.time() - t0
+                self.run.save_checkpoint("vae", epoch, {"train": st.state_dict(), "done": st.done,
+                                                        "elapsed": self.elapsed})
+
+        state = fit(state, data, on_epoch=on_epoch, description=f"train {MODELS[cfg.model]} on {len(data)} samples")
+        return state.model, data
+
+    # ------------------------------------------------------------------ BO
+
+    def search_population(self) -> list[dict]:
+        """Score the initial sample, then BO rounds until the budget is used (resumable)."""
+        cfg = self.options
+        metric = self.task.metric
+        ck = self.run.load_checkpoint("latent-bo")
+        if ck is not None and ck["state"]["finished"]:
+            self.elapsed, self.stats = ck["state"]["elapsed"], ck["state"]["stats"]
+            return ck["state"]["population"]
+        model, data = self.train_vae()
+        model.eval()
+        decoder = SpaceDecoder(self.space, data.vocab)
+        bo = replace(cfg.bo, seed=cfg.bo.seed + self.seed)
+        if ck is not None:
+            st = ck["state"]
+            self.elapsed = st["elapsed"]
+            population, rnd, stats = st["population"], st["round"], st["stats"]
+            x, y = st["x"], st["y"]
+            gen = torch.Generator()
+            gen.set_state(st["generator"])
+        else:
+            population, rnd = [], 0
+            stats = {"invalid": 0, "repeats": 0, "proposed": 0}
+            x = y = None
+            gen = torch.Generator().manual_seed(bo.seed)
+        t0 = time.time() - self.elapsed
+        scored = {Arch(self.space.name, p["arch"]).key(): p["score"] for p in population}
+
+        def save(step: int, finished: bool = False) -> None:
+            self.elapsed = time.time() - t0
+            self.run.save_checkpoint("latent-bo", step, {
+                "population": population, "round": rnd, "stats": stats, "x": x, "y": y,
+                "generator": gen.get_state(), "elapsed": self.elapsed, "finished": finished})
+
+        def record(arch: Arch, score: float, stage: int) -> None:
+            population.append({"arch": arch.choices, "score": score, "stage": stage})
+            scored[arch.key()] = score
+            self.run.log({"phase": "latent-bo", "stage": stage, "index": len(population) - 1, metric: score,
+                          "arch": arch.choices})
+
+        with progress("latent BO: scored architectures", cfg.budget, completed=len(population)) as bar:
+            initial = self.vae_samples()[: cfg.initial]
+            for i in range(len(population), cfg.initial):  # the BO's initial data
+                record(initial[i], self.score(initial[i]), 0)
+                bar.advance(1, score=population[-1]["score"])
+                if len(population) % cfg.checkpoint_every == 0 and len(population) < cfg.initial:
+                    save(len(population))
+            if x is None:
+                x = model.latent_means(space_dataset(self.space, initial, max_nodes=data.max_nodes).graphs).double()
+                y = torch.tensor([p["score"] for p in population[: cfg.initial]], dtype=torch.float64)
+                save(len(population))
+            while len(population) < cfg.budget and rnd < bo.iterations:
+                cand, decoded = propose(model, x, y, decoder.is_valid, bo, rnd, gen)
+                rnd += 1
+                keep, values = [], []
+                for i, g in enumerate(decoded):
+                    stats["proposed"] += 1
+                    arch = None if g is None else decoder.archs(g)[0]
+                    if arch is None:
+                        stats["invalid"] += 1
+                        keep.append(i)
+                        values.append(float(y.min()))
+                    elif arch.key() in scored:
+                        stats["repeats"] += 1
+                        keep.append(i)
+                        values.append(scored[arch.key()])
+                    elif len(population) < cfg.budget:
+                        record(arch, self.score(arch), rnd)
+                        bar.advance(1, score=population[-1]["score"])
+                        keep.append(i)
+                        values.append(population[-1]["score"])
+                x = torch.cat([x, cand[keep].to(x.dtype)])
+                y = torch.cat([y, torch.tensor(values, dtype=torch.float64)])
+                save(len(population))
+        self.stats = stats
+        save(len(population), finished=True)
+        return population
+
+    # ------------------------------------------------------------------ the search
+
+    def search(self) -> SearchResult:
+        self.train_supernet()
+        population = self.search_population()
+        best, extra = self.rerank(population)
+        metric = self.task.metric
+        bo_found = [p["score"] for p in population if p["stage"] > 0]
+        metrics = {f"supernet_val_{metric}": best["score"], "evaluated": len(population),
+                   "search_seconds": round(self.elapsed, 2),
+                   f"initial_best_{metric}": max(p["score"] for p in population if p["stage"] == 0),
+                   f"bo_best_{metric}": max(bo_found) if bo_found else None,
+                   "bo_evaluated": len(bo_found), "bo_proposed": self.stats["proposed"],
+                   "bo_invalid": self.stats["invalid"], "bo_repeats": self.stats["repeats"], **extra}
+        arch = Arch(self.space.name, best["arch"], meta={"strategy": self.name, "stage": best["stage"]})
+        return SearchResult(arch, metrics)

@@ -1,0 +1,100 @@
+"""Architecture performance: a table of architectures (as DAGs) with measured scores.
+
+The data of paper 004's experiments (Sec. 4): the ENAS 6-layer dataset, 19,020
+architectures with their weight-sharing CIFAR-10 accuracy, split 90/10 as D-VAE does
+(:mod:`attnas.data.enas`). Graph VAEs learn from the DAGs; the scores are what latent-space
+predictors and Bayesian optimisation aim at (metric ``accuracy``, a fraction).
+
+No network is trained on this task: the scores are stored measurements, so
+:meth:`batches`, :meth:`loss` and :meth:`evaluate` refuse with a message that says so.
+Strategies that use it (``graph-vae``) read :attr:`ArchitecturePerformanceTask.train` and
+:attr:`ArchitecturePerformanceTask.test`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from attnas import _registry
+from attnas._registry import register_task
+from attnas.errors import ConfigError, UnsupportedError, unknown_name
+from attnas.graphvae.dag_batch import DagBatch
+from attnas.graphvae.dag_dataset import DagDataset
+from attnas.graphvae.validity import is_valid_dag, is_valid_enas
+from attnas.tasks.base import Task, TaskInfo
+
+#: D-VAE's validity test of decoded graphs for each dataset (Table 1's "validity").
+_VALIDITY: dict[str, Callable[[DagBatch], Tensor]] = {"enas6": is_valid_enas}
+
+
+@dataclass(frozen=True)
+class ArchitecturePerformanceConfig:
+    """Options of the architecture-performance task.
+
+    Attributes:
+        dataset: A registered dataset of the ``architectures`` group (``enas6``).
+        split_seed: Seed of the shuffle before the split (D-VAE: 0).
+        train_fraction: Fraction of the architectures in the training split (D-VAE: 0.9).
+    """
+
+    dataset: str = "enas6"
+    split_seed: int = 0
+    train_fraction: float = 0.9
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.train_fraction < 1.0:
+            raise ConfigError(f"task.train_fraction: must be in (0, 1), got {self.train_fraction}")
+
+
+@register_task("architecture-performance")
+class ArchitecturePerformanceTask(Task):
+    """Architectures as DAGs with measured scores (ENAS 19,020, paper 004)."""
+
+    name = "architecture-performance"
+    Config = ArchitecturePerformanceConfig
+    metric = "accuracy"
+
+    def __init__(self, options: ArchitecturePerformanceConfig | None = None, data_root: Path | None = None):
+        super().__init__(options, data_root)
+        names = _registry.names("dataset", "architectures")
+        if self.options.dataset not in names:
+            raise ConfigError(f"task.dataset: {unknown_name('architecture dataset', self.options.dataset, names)}")
+        loader = _registry.get("dataset", self.options.dataset)
+        data = loader(data_root, seed=self.options.split_seed, train_fraction=self.options.train_fraction)
+        self.train: DagDataset = data.train
+        self.test: DagDataset = data.test
+
+    @property
+    def everything(self) -> DagDataset:
+        """Training and test architectures together (training first)."""
+        return DagDataset(DagBatch.cat([self.train.graphs, self.test.graphs]), torch.cat([self.train.y, self.test.y]),
+                          self.train.vocab)
+
+    @property
+    def info(self) -> TaskInfo:
+        return TaskInfo(kind="architectures", in_dim=self.train.num_types, num_classes=1,
+                        extra={"dataset": self.options.dataset, "max_nodes": self.train.max_nodes,
+                               "train": len(self.train), "test": len(self.test)})
+
+    def is_valid(self, graphs: DagBatch) -> Tensor:
+        """D-VAE's validity test of decoded graphs for this dataset (``(G,)`` bool)."""
+        return _VALIDITY.get(self.options.dataset, is_valid_dag)(graphs)
+
+    def _refuse(self, what: str) -> UnsupportedError:
+        return UnsupportedError(f"task '{self.name}' holds measured scores of architectures; it has no {what} "
+                                "(no network is trained on it; use a strategy such as 'graph-vae')")
+
+    def batches(self, split: str, **kwargs: Any):
+        raise self._refuse("training batches")
+
+    def loss(self, output: torch.Tensor, batch: Any) -> torch.Tensor:
+        raise self._refuse("loss")
+
+    def evaluate(self, forward: Callable[[Any], torch.Tensor], split: str, batch_size: int | None = None) -> float:
+        raise self._refuse("model evaluation")
