@@ -13,15 +13,18 @@ of a sweep. Each goes through an :class:`Executor`::
 which runs everything in this process; otherwise a :class:`RayExecutor` is used (the
 optional extra: ``pip install "attnas[ray]"``). Results always come back in the order
 of ``items``, so the caller logs and checkpoints them exactly as a sequential run would;
-with the same seed the result of a run does not depend on the executor.
+with the same seed the result of a run does not depend on the executor. (Workers use
+as many torch threads as this process, since CPU kernels are bit-reproducible only for
+the same thread count; with many workers, lower ``attnas --threads``.)
 
 Worker functions rebuild what they need (space, task, supernet) from a :class:`RunSpec`
 (the resolved config as plain data, the data root and the device) and keep it in a small
 per-process cache (:func:`worker_cached`), so each worker process builds it once.
 
 Faults: a Ray worker that dies (killed, out of memory) is replaced and its task re-run
-(``retries`` times). For tests, ``ATTNAS_WORKER_FAULT=<n>`` makes the worker that runs
-the n-th task submitted by an executor SIGKILL itself the first time it runs it.
+(``retries`` times). For tests, ``ATTNAS_WORKER_FAULT=<n>[:<marker file>]`` makes the
+worker that runs the n-th task submitted by an executor SIGKILL itself the first time
+it runs it (it creates the marker file first; the re-run finds it and goes through).
 """
 
 from __future__ import annotations
@@ -159,6 +162,26 @@ def _run_task(fn: Callable, threads: int, fault_marker: str | None, item: Any, *
     return fn(item, *shared)
 
 
+def _worker_fault_spec() -> tuple[int, str | None, str | None]:
+    """``ATTNAS_WORKER_FAULT=<n>[:<marker file>]`` as ``(n, marker, temporary folder to remove)``.
+
+    The worker running the n-th task creates the marker and SIGKILLs itself; a marker
+    that exists already means the fault has happened (so the re-run goes through).
+    """
+    spec = os.environ.get("ATTNAS_WORKER_FAULT", "")
+    if not spec:
+        return 0, None, None
+    n, _, marker = spec.partition(":")
+    try:
+        at = int(n)
+    except ValueError:
+        raise ConfigError(f"ATTNAS_WORKER_FAULT={spec!r}: expected <task number>[:<marker file>]") from None
+    if marker:
+        return at, marker, None
+    folder = tempfile.mkdtemp(prefix="attnas-worker-fault-")
+    return at, os.path.join(folder, "fault-happened"), folder
+
+
 class RayExecutor(Executor):
     """Items as Ray tasks, on a local Ray started here or on a running cluster.
 
@@ -167,17 +190,22 @@ class RayExecutor(Executor):
             number of CPUs the cluster offers is used when ``None``.
         address: A Ray cluster address (``ray://host:10001`` or ``host:6379``); ``None``
             starts a local Ray (or uses one already started in this process).
-        threads: torch threads per task.
+        threads: torch threads per task (default: this process's ``torch.get_num_threads()``:
+            CPU kernels give bit-identical results only for the same thread count, and a score
+            that differs in its last bit can change a ranking).
         retries: How often a task whose worker died is re-run.
     """
 
     parallel = True
 
-    def __init__(self, workers: int | None = None, address: str | None = None, threads: int = 1,
+    def __init__(self, workers: int | None = None, address: str | None = None, threads: int | None = None,
                  retries: int = 3):
+        import torch
+
         ray = _import_ray()
         self._ray = ray
-        self.address, self.threads, self.retries = address, threads, retries
+        self.address, self.retries = address, retries
+        self.threads = threads or torch.get_num_threads()
         self._owns = False
         if not ray.is_initialized():
             kwargs: dict[str, Any] = dict(include_dashboard=False, configure_logging=False, log_to_driver=True)
@@ -198,8 +226,7 @@ class RayExecutor(Executor):
         self.workers = max(1, workers or cpus)
         self._remote = ray.remote(num_cpus=1, max_retries=retries, retry_exceptions=False)(_run_task)
         self._submitted = 0
-        self._fault_at = int(os.environ.get("ATTNAS_WORKER_FAULT", "0") or 0)
-        self._fault_dir = tempfile.mkdtemp(prefix="attnas-worker-fault-") if self._fault_at else None
+        self._fault_at, self._fault_marker, self._fault_dir = _worker_fault_spec()
 
     def put(self, obj: Any) -> Any:
         return self._ray.put(obj)
@@ -208,21 +235,12 @@ class RayExecutor(Executor):
         refs = []
         for item in items:
             self._submitted += 1
-            marker = None
-            if self._fault_at and self._submitted == self._fault_at:
-                marker = os.path.join(self._fault_dir, f"task-{self._submitted}")
+            marker = self._fault_marker if self._fault_at and self._submitted == self._fault_at else None
             refs.append(self._remote.remote(fn, self.threads, marker, item, *shared))
-        done = 0
-        try:
-            for ref in refs:
-                yield self._get(ref)
-                done += 1
-        finally:
-            for ref in refs[done:]:  # an abandoned iteration (an error) stops the tasks still queued
-                try:
-                    self._ray.cancel(ref)
-                except Exception:  # noqa: BLE001 - finished or already cancelled
-                    pass
+        # (after an error the remaining tasks run to their end and are ignored: cancelling
+        # tasks that are finishing crashed Ray 2.60's task manager)
+        for ref in refs:
+            yield self._get(ref)
 
     def _get(self, ref: Any) -> Any:
         exc_mod = self._ray.exceptions
@@ -249,14 +267,14 @@ class RayExecutor(Executor):
             self._fault_dir = None
 
 
-def make_executor(workers: int | None = None, address: str | None = None, threads: int = 1,
+def make_executor(workers: int | None = None, address: str | None = None, threads: int | None = None,
                   check_only: bool = False) -> Executor | None:
     """The executor for ``--workers`` / ``--ray-address``.
 
     Args:
         workers: Parallel workers (``None`` or 1 without an address: sequential).
         address: A Ray cluster address.
-        threads: torch threads per Ray task.
+        threads: torch threads per Ray task (default: as many as this process uses).
         check_only: Only validate the arguments (and that Ray is installed when needed);
             start nothing and return ``None``.
 
