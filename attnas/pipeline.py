@@ -123,7 +123,9 @@ def search(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (
         strategy_cls = _registry.get("strategy", config.strategy.name)
         for capability in strategy_cls.requires:
             space.require(capability, config.strategy.name)
+        strategy_cls.check(config.strategy.options, space)
         task = build_task(config, data_root, dev)
+        space.check_task(task)
         with (make_executor(workers, ray_address) if main else SequentialExecutor()) as executor:
             run = RunDir.create(out, config.to_yaml(), _run_info(data_root, dev, executor, dist)) if main else None
             if dist is not None:

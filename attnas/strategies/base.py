@@ -62,6 +62,11 @@ class Strategy:
         for capability in self.requires:
             space.require(capability, self.name)
 
+    @classmethod
+    def check(cls, options: Any, space: Any) -> None:
+        """Validate ``options`` against ``space`` before anything is written (e.g. a given
+        architecture); raise an :class:`~attnas.errors.AttnasError` naming the problem."""
+
     @property
     def device(self) -> torch.device:
         """Where the task's tensors live."""
