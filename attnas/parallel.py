@@ -162,6 +162,22 @@ def _run_task(fn: Callable, threads: int, fault_marker: str | None, item: Any, *
     return fn(item, *shared)
 
 
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Fail fast (Ray itself retries for minutes) when ``host:port`` does not answer."""
+    import socket
+
+    if address == "auto":
+        return
+    hostport = address.split("://", 1)[-1].rsplit("/", 1)[0]
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError(f"--ray-address {address!r}: expected host:port or ray://host:port")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise AttnasError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from None
+
+
 def _worker_fault_spec() -> tuple[int, str | None, str | None]:
     """``ATTNAS_WORKER_FAULT=<n>[:<marker file>]`` as ``(n, marker, temporary folder to remove)``.
 
@@ -209,6 +225,8 @@ class RayExecutor(Executor):
         self._owns = False
         if not ray.is_initialized():
             kwargs: dict[str, Any] = dict(include_dashboard=False, configure_logging=False, log_to_driver=True)
+            if address:
+                _check_reachable(address)
             try:
                 if address:
                     ray.init(address=address, **kwargs)
@@ -287,7 +305,9 @@ def make_executor(workers: int | None = None, address: str | None = None, thread
     if not address and (workers is None or workers == 1):
         return None if check_only else SequentialExecutor()
     if check_only:
-        _import_ray()
+        ray = _import_ray()
+        if address and not ray.is_initialized():
+            _check_reachable(address)
         return None
     return RayExecutor(workers, address, threads=threads)
 

@@ -364,6 +364,8 @@ def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None =
             for k, row in zip(todo, rows):
                 run.write_json(str((folder / f"seed-{k}.json").relative_to(run.path)), row)
                 done[k] = row
+            if todo:
+                run.update_run_info(retrain=executor.describe())
         results = [done[k] for k in range(n)]
         summary = {"dataset": name, "seeds": n, "init": train.init, "train_config": settings}
         for split in ("val", "test"):

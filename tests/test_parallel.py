@@ -134,6 +134,7 @@ def test_parallel_retrain_equals_sequential(sequential_run, local_ray, tmp_path)
     seq = pipeline.retrain(a, seeds=3)
     par = pipeline.retrain(b, seeds=3, workers=2)
     assert seq["per_seed"] == par["per_seed"] and seq["test_accuracy_mean"] == par["test_accuracy_mean"]
+    assert json.loads((b / "run.json").read_text())["retrain"] == {"workers": 2, "ray_address": None}
     # one seed alone gives the same row as within a run of several (no hidden state between seeds)
     c = tmp_path / "c"
     shutil.copytree(a, c)
@@ -183,6 +184,37 @@ def test_bad_sweep_writes_nothing(recipe, tmp_path):
     with pytest.raises(ConfigError, match="--seeds must be an integer >= 1"):
         sweep(recipe, seeds=0, out=tmp_path / "s")
     assert not (tmp_path / "s").exists()
+
+
+def test_bad_or_unreachable_ray_address_fails_fast(recipe, tmp_path):
+    from attnas.distributed import free_port
+    from attnas.errors import AttnasError
+
+    with pytest.raises(ConfigError, match="expected host:port or ray://host:port"):
+        pipeline.search(recipe, out=tmp_path / "run", ray_address="nohost")
+    with pytest.raises(AttnasError, match=r"cannot reach the Ray cluster at ray://127\.0\.0\.1:\d+"):
+        pipeline.search(recipe, out=tmp_path / "run", ray_address=f"ray://127.0.0.1:{free_port()}")
+    assert not (tmp_path / "run").exists()
+
+
+def test_sweep_command_line(recipe, tmp_path):
+    import yaml
+    from typer.testing import CliRunner
+
+    from attnas.cli import app
+
+    small = copy.deepcopy(recipe)
+    small["strategy"]["supernet"]["epochs"] = 2
+    small["strategy"]["rerank"]["epochs"] = 0
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(small))
+    r = CliRunner().invoke(app, ["sweep", str(path), "--seeds", "2", "--set", "retrain.epochs=2",
+                                 "--out", str(tmp_path / "sw")])
+    assert r.exit_code == 0, r.output
+    assert r.output.startswith("(recipe): ") and "test_accuracy=" in r.output and "[2 runs]" in r.output
+    summary = json.loads((tmp_path / "sw" / "summary.json").read_text())
+    assert [x["name"] for x in summary["runs"]] == ["000_seed-0", "001_seed-1"]
+    assert all(x["metrics"]["final_epochs"] == 2 for x in summary["runs"])
 
 
 def test_workers_without_ray_name_the_extra(recipe, tmp_path, monkeypatch):
