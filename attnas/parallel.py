@@ -162,18 +162,27 @@ def _run_task(fn: Callable, threads: int, fault_marker: str | None, item: Any, *
     return fn(item, *shared)
 
 
+def _host_port(address: str) -> tuple[str, int] | None:
+    """``(host, port)`` of a Ray address (``None`` for ``auto``); a malformed one is a ConfigError."""
+    if address == "auto":
+        return None
+    hostport = address.split("://", 1)[-1].rsplit("/", 1)[0]
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ConfigError(f"--ray-address {address!r}: expected host:port or ray://host:port")
+    return host, int(port)
+
+
 def _check_reachable(address: str, timeout: float = 5.0) -> None:
     """Fail fast (Ray itself retries for minutes) when ``host:port`` does not answer."""
     import socket
 
-    if address == "auto":
+    hp = _host_port(address)
+    if hp is None:
         return
-    hostport = address.split("://", 1)[-1].rsplit("/", 1)[0]
-    host, sep, port = hostport.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ConfigError(f"--ray-address {address!r}: expected host:port or ray://host:port")
+    host, port = hp
     try:
-        socket.create_connection((host, int(port)), timeout=timeout).close()
+        socket.create_connection((host, port), timeout=timeout).close()
     except OSError as exc:
         raise AttnasError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from None
 
@@ -304,6 +313,8 @@ def make_executor(workers: int | None = None, address: str | None = None, thread
         raise ConfigError(f"--workers must be an integer >= 1, got {workers!r}")
     if not address and (workers is None or workers == 1):
         return None if check_only else SequentialExecutor()
+    if address:
+        _host_port(address)
     if check_only:
         ray = _import_ray()
         if address and not ray.is_initialized():
