@@ -13,6 +13,7 @@ hand-edited file with an unknown operation fails with a message that names it.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,15 +23,22 @@ from attnas.errors import ArchError
 ARCH_VERSION = 1
 
 
-def _freeze(value: Any) -> Any:
+_MAX_DEPTH = 64
+
+
+def _freeze(value: Any, depth: int = 0) -> Any:
     """Check that ``value`` is JSON data (and copy it), so an Arch stays plain data."""
+    if depth > _MAX_DEPTH:
+        raise ArchError(f"choices: nested deeper than {_MAX_DEPTH} levels")
     if isinstance(value, dict):
         for k in value:
             if not isinstance(k, str):
                 raise ArchError(f"choices: keys must be strings, got {k!r}")
-        return {k: _freeze(v) for k, v in value.items()}
+        return {k: _freeze(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_freeze(v) for v in value]
+        return [_freeze(v, depth + 1) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ArchError(f"choices: {value!r} is not JSON data (JSON numbers are finite)")
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     raise ArchError(f"choices: {value!r} is not JSON data ({type(value).__name__})")
@@ -118,6 +126,8 @@ class Arch:
             doc = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ArchError(f"{source}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        except RecursionError:
+            raise ArchError(f"{source}: JSON nested too deeply") from None
         return cls.from_dict(doc, source)
 
 

@@ -5,8 +5,10 @@
     attnas list [spaces|strategies|tasks|datasets|ops|recipes]
     attnas show RECIPE [--set key=value ...]
     attnas search RECIPE [--set key=value ...] [--out RUN_DIR] [--data-dir DIR] [--seed N] [--device D]
-    attnas search --resume RUN_DIR
-    attnas retrain RUN_DIR [--dataset NAME] [--seeds N] [--init supernet|scratch]
+                  [--workers N] [--ray-address ADDR]
+    attnas search --resume RUN_DIR [--workers N] [--ray-address ADDR]
+    attnas retrain RUN_DIR [--dataset NAME] [--seeds N] [--init supernet|scratch] [--workers N]
+    attnas sweep RECIPE [--seeds N] [--grid key=[v1,v2] ...] [--set key=value ...] [--out DIR] [--workers N]
     attnas evaluate RUN_DIR
     attnas report RUN_DIR
     attnas check-arch ARCH_JSON RECIPE
@@ -31,6 +33,10 @@ from attnas.errors import AttnasError
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Neural architecture search for attention (AutoAttend, DARTFormer, AutoLA, "
                        "full-attention NAS, operation embeddings).")
+
+
+WORKERS_HELP = "Score candidates on N parallel Ray workers (needs attnas[ray]); the result is the same."
+RAY_HELP = "Use the Ray cluster at ADDR (e.g. ray://head:10001) instead of a local Ray."
 
 
 def _fail(msg: str, code: int = 2) -> None:
@@ -119,18 +125,24 @@ def search(recipe: Optional[str] = typer.Argument(None, help="Recipe name (attna
            data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Data root (default $ATTNAS_DATA)."),
            seed: Optional[int] = typer.Option(None, "--seed", help="Override the recipe's seed."),
            device: Optional[str] = typer.Option(None, "--device", help="auto (default), cpu or cuda."),
-           resume: Optional[Path] = typer.Option(None, "--resume", help="Continue the killed search in RUN_DIR.")) -> None:
+           resume: Optional[Path] = typer.Option(None, "--resume", help="Continue the killed search in RUN_DIR."),
+           workers: Optional[int] = typer.Option(None, "--workers", help=WORKERS_HELP),
+           ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP)) -> None:
     """Search an architecture; writes arch.json, metrics.json and model.pt to the run directory."""
     from attnas import pipeline
 
     if resume is not None:
         if recipe or set_ or out or seed is not None:
-            _fail("--resume takes only the run directory (and --data-dir/--device); the run keeps its own config")
-        run = pipeline.resume(resume, data_dir=data_dir, device=device)
+            _fail("--resume takes only the run directory (and --data-dir/--device/--workers/--ray-address); "
+                  "the run keeps its own config")
+        run = pipeline.resume(resume, data_dir=data_dir, device=device, workers=workers, ray_address=ray_address)
     else:
         if not recipe:
             _fail("give a RECIPE (see `attnas list recipes`) or --resume RUN_DIR")
-        run = pipeline.search(recipe, set_, out=out, data_dir=data_dir, seed=seed, device=device)
+        run = pipeline.search(recipe, set_, out=out, data_dir=data_dir, seed=seed, device=device, workers=workers,
+                              ray_address=ray_address)
+    if not run.exists("metrics.json"):  # a distributed rank other than 0
+        return
     metrics = run.read_json("metrics.json")
     typer.echo(f"run: {run.path}")
     typer.echo(json.dumps({k: v for k, v in metrics.items() if isinstance(v, (int, float))}, indent=1))
@@ -144,15 +156,40 @@ def retrain(run_dir: Path = typer.Argument(..., help="A finished run directory."
             init: Optional[str] = typer.Option(None, "--init", help="supernet or scratch."),
             set_: list[str] = typer.Option([], "--set", help="retrain.* overrides, e.g. retrain.epochs=300."),
             data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
-            device: Optional[str] = typer.Option(None, "--device")) -> None:
+            device: Optional[str] = typer.Option(None, "--device"),
+            workers: Optional[int] = typer.Option(None, "--workers", help="Train the seeds on N parallel Ray workers."),
+            ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP)) -> None:
     """Retrain the found architecture with several seeds (mean and std go to metrics.json)."""
     from attnas import pipeline
 
     if init not in (None, "supernet", "scratch"):
         _fail(f"--init must be supernet or scratch, got {init!r}")
     s = pipeline.retrain(run_dir, dataset=dataset, seeds=seeds, data_dir=data_dir, device=device, init=init,
-                         overrides=set_)
+                         overrides=set_, workers=workers, ray_address=ray_address)
     typer.echo(json.dumps({k: v for k, v in s.items() if k != "per_seed"}, indent=1))
+
+
+@app.command()
+@_guard
+def sweep(recipe: str = typer.Argument(..., help="Recipe name or YAML path."),
+          seeds: int = typer.Option(1, "--seeds", help="Seeds per grid point (the recipe's seed, +1, ...)."),
+          grid: list[str] = typer.Option([], "--grid", help="key=[v1, v2] (repeatable): search every combination."),
+          set_: list[str] = typer.Option([], "--set", help="Override shared by every run (repeatable)."),
+          out: Optional[Path] = typer.Option(None, "--out", help="Sweep folder (default runs/<name>-sweep-<time>)."),
+          data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
+          device: Optional[str] = typer.Option(None, "--device"),
+          workers: Optional[int] = typer.Option(None, "--workers", help="Run N searches at once on Ray."),
+          ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP)) -> None:
+    """Run independent searches (seeds x grid) into sub-run folders; summary.json has mean and std."""
+    from attnas.sweep import sweep as run_sweep
+
+    s = run_sweep(recipe, set_, seeds=seeds, grid=grid, out=out, data_dir=data_dir, device=device, workers=workers,
+                  ray_address=ray_address)
+    for p in s["points"]:
+        label = " ".join(p["point"]) or "(recipe)"
+        cols = " ".join(f"{k[:-5]}={p[k]:.4f}+-{p[k[:-5] + '_std']:.4f}" for k in p
+                        if k.endswith("_mean") and k.startswith(("val_", "test_")))
+        typer.echo(f"{label}: {cols}  [{len(p['runs'])} runs]")
 
 
 @app.command()

@@ -282,7 +282,7 @@ def _component(kind: str, data: Any) -> ComponentConfig:
         raise ConfigError(f"{kind}: expected a mapping with a 'name' key, got {data!r}")
     if "name" not in data:
         raise ConfigError(f"{kind}.name: required key is missing; valid: {', '.join(_registry.names(kind))}")
-    name = data["name"]
+    name = coerce(data["name"], str, f"{kind}.name")
     try:
         cls = _registry.get(_COMPONENT_KIND[kind], name)
     except ConfigError as exc:

@@ -26,17 +26,19 @@ import os
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-from attnas import __version__, _registry
+from attnas import __version__, _registry, distributed
 from attnas.arch import Arch, load_arch
 from attnas.config import RunConfig, TrainConfig, config_from_dict, load_config, to_mapping
 from attnas.data.root import resolve_data_root
 from attnas.errors import ConfigError, RunDirError, UnsupportedError
+from attnas.parallel import Executor, RunSpec, SequentialExecutor, make_executor, worker_cached
 from attnas.rng import seed_everything
 from attnas.runs import RunDir, load_checkpoint_file, save_checkpoint_file
 from attnas.train import fit
@@ -77,14 +79,22 @@ def _default_out(config: RunConfig) -> Path:
     return Path("runs") / f"{config.name}-{stamp}"
 
 
-def _run_info(data_root: Path, device: torch.device) -> dict:
-    return {"attnas_version": __version__, "data_root": str(data_root), "device": str(device),
+def _run_info(data_root: Path, device: torch.device, executor: Executor | None = None,
+              dist: distributed.DistContext | None = None) -> dict:
+    info = {"attnas_version": __version__, "data_root": str(data_root), "device": str(device),
             "command": " ".join(sys.argv), "torch": torch.__version__, "pid": os.getpid()}
+    info.update((executor or SequentialExecutor()).describe())
+    info["world_size"] = dist.world_size if dist is not None else 1
+    return info
 
 
 def search(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (), out: str | Path | None = None,
-           data_dir: str | Path | None = None, seed: int | None = None, device: str | None = None) -> RunDir:
+           data_dir: str | Path | None = None, seed: int | None = None, device: str | None = None,
+           workers: int | None = None, ray_address: str | None = None) -> RunDir:
     """Run a search from a recipe into a new run directory.
+
+    Under ``torchrun`` (``WORLD_SIZE > 1``) the supernet training is data-parallel over
+    the processes and rank 0 alone writes the run directory (:mod:`attnas.distributed`).
 
     Args:
         recipe: A shipped recipe name, a YAML path or a mapping.
@@ -93,6 +103,8 @@ def search(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (
         data_dir: The data root (default ``$ATTNAS_DATA``, else the per-user cache).
         seed: Overrides the recipe's seed.
         device: ``auto``, ``cpu`` or ``cuda``.
+        workers: Score candidates on this many parallel Ray workers (``None``/1: in this process).
+        ray_address: Use the Ray cluster at this address instead of a local Ray.
 
     Returns:
         The finished run directory.
@@ -102,24 +114,42 @@ def search(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (
         config = config.replace(seed=seed)
     dev = pick_device(device)
     data_root = resolve_data_root(data_dir)
-    out = Path(out) if out else _default_out(config)
-    RunDir.check_writable(out)
-    # Build everything once before writing anything, so bad options fail with nothing written.
-    space = build_space(config)
-    strategy_cls = _registry.get("strategy", config.strategy.name)
-    for capability in strategy_cls.requires:
-        space.require(capability, config.strategy.name)
-    task = build_task(config, data_root, dev)
-    run = RunDir.create(out, config.to_yaml(), _run_info(data_root, dev))
+    make_executor(workers, ray_address, check_only=True)
+    dist, dev = distributed.setup(dev)
     try:
-        _execute(run, config, space, task)
+        main = dist is None or dist.is_main
+        out = Path(out) if out else _default_out(config)
+        if dist is not None:
+            out = Path(dist.broadcast_object(str(out)))
+        if main:
+            RunDir.check_writable(out)
+        # Build everything once before writing anything, so bad options fail with nothing written.
+        space = build_space(config)
+        strategy_cls = _registry.get("strategy", config.strategy.name)
+        for capability in strategy_cls.requires:
+            space.require(capability, config.strategy.name)
+        strategy_cls.check(config.strategy.options, space)
+        task = build_task(config, data_root, dev)
+        space.check_task(task)
+        with (make_executor(workers, ray_address) if main else SequentialExecutor()) as executor:
+            run = RunDir.create(out, config.to_yaml(), _run_info(data_root, dev, executor, dist)) if main else None
+            if dist is not None:
+                dist.barrier()  # the run directory exists before the other ranks open it
+                run = run or distributed.FollowerRun(out)
+            try:
+                _execute(run, config, space, task, executor, data_root)
+            finally:
+                run.close()
     finally:
-        run.close()
+        distributed.teardown()
     return run
 
 
-def resume(run_dir: str | Path, data_dir: str | Path | None = None, device: str | None = None) -> RunDir:
+def resume(run_dir: str | Path, data_dir: str | Path | None = None, device: str | None = None,
+           workers: int | None = None, ray_address: str | None = None) -> RunDir:
     """Continue a killed search from its checkpoints (same config, same seed).
+
+    The workers may differ from those of the killed run: the result is the same.
 
     Returns:
         The finished run directory.
@@ -129,25 +159,46 @@ def resume(run_dir: str | Path, data_dir: str | Path | None = None, device: str 
     info = run.read_json(RunDir.RUN) if run.exists(RunDir.RUN) else {}
     data_root = resolve_data_root(data_dir or info.get("data_root"))
     dev = pick_device(device or info.get("device"))
-    run.lock()
+    make_executor(workers, ray_address, check_only=True)
+    dist, dev = distributed.setup(dev)
     try:
-        space = build_space(config)
-        task = build_task(config, data_root, dev)
-        run.rewind_events()
-        run.update_run_info(status="running", resumed=time.time())
-        _execute(run, config, space, task)
+        main = dist is None or dist.is_main
+        if main:
+            RunDir.check_writable(run.path)
+            run.lock()
+        else:
+            run = distributed.FollowerRun(run.path)
+        try:
+            space = build_space(config)
+            task = build_task(config, data_root, dev)
+            with (make_executor(workers, ray_address) if main else SequentialExecutor()) as executor:
+                if main:
+                    run.rewind_events()
+                    run.update_run_info(status="running", resumed=time.time(), **executor.describe(),
+                                        world_size=dist.world_size if dist is not None else 1)
+                if dist is not None:
+                    dist.barrier()  # events are rewound before any rank goes on
+                _execute(run, config, space, task, executor, data_root)
+        finally:
+            run.close()
     finally:
-        run.close()
+        distributed.teardown()
     return run
 
 
-def _execute(run: RunDir, config: RunConfig, space: Any, task: Any) -> None:
+def _execute(run: RunDir, config: RunConfig, space: Any, task: Any, executor: Executor | None = None,
+             data_root: Path | None = None) -> None:
     strategy = build_strategy(config, space, task, run)
+    if executor is not None and executor.parallel:
+        strategy.executor = executor
+        strategy.spec = RunSpec(config.to_dict(), str(data_root), "cpu")
     if run.exists(RunDir.METRICS) and (run.exists(RunDir.MODEL) or not strategy.final_training):
         run.update_run_info(status="finished")
         return
     t0 = time.time()
     result = strategy.search()
+    if result is None:  # a distributed rank other than 0: its part is done
+        return
     space.validate(result.arch)
     run.write_text(RunDir.ARCH, result.arch.to_json() + "\n")
     run.log({"phase": "search-done", "arch": result.arch.choices, **result.metrics})
@@ -247,7 +298,8 @@ def evaluate(run_dir: str | Path, data_dir: str | Path | None = None, device: st
 
 def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None = None,
             data_dir: str | Path | None = None, device: str | None = None, init: str | None = None,
-            overrides: list[str] | tuple[str, ...] = ()) -> dict:
+            overrides: list[str] | tuple[str, ...] = (), workers: int | None = None,
+            ray_address: str | None = None) -> dict:
     """Retrain a run's architecture with several seeds (optionally on another dataset).
 
     Each seed's result is written to ``retrain/<dataset>/<init>/seed-<k>.json`` as it
@@ -257,14 +309,21 @@ def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None =
     deviation) goes to ``retrain/<dataset>/<init>/summary.json`` and into
     ``metrics.json`` as ``retrain_<dataset>_<init>_test_<metric>_mean`` etc.
 
+    The seeds are independent: with ``workers`` they train in parallel on Ray (each
+    worker rebuilds the task and, for ``init: supernet``, reads the supernet checkpoint
+    from the run directory, which must be visible to the workers), with the same
+    results as one after the other.
+
     Args:
         run_dir: A finished run.
         dataset: Transfer target (e.g. ``sst2`` for an SST-5 search); default the run's own.
         seeds: Number of seeds (default ``retrain.seeds`` of the recipe).
         data_dir: The data root.
-        device: Where to train.
+        device: Where to train (Ray workers train on CPU).
         init: ``supernet`` or ``scratch`` (default: the recipe's; transfer always uses scratch).
         overrides: ``retrain.*`` overrides, e.g. ``retrain.epochs=300``.
+        workers: Parallel Ray workers (``None``/1: in this process).
+        ray_address: A Ray cluster address.
     """
     run, config, arch, space = _open_finished(run_dir, final_model=True)
     for o in overrides:
@@ -274,12 +333,16 @@ def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None =
         from attnas.config import apply_overrides
 
         config = config_from_dict(apply_overrides(config.to_dict(), overrides))
+    make_executor(workers, ray_address, check_only=True)
+    RunDir.check_writable(run.path)
     run.lock()
     try:
         dev = pick_device(device)
-        task = build_task(config, resolve_data_root(data_dir or _saved_root(run)), dev)
+        data_root = resolve_data_root(data_dir or _saved_root(run))
+        task = build_task(config, data_root, dev)
         name = dataset or config.task.get("dataset", "same") or "same"
-        if dataset and dataset != config.task.get("dataset"):
+        transfer = bool(dataset and dataset != config.task.get("dataset"))
+        if transfer:
             task = task.with_dataset(dataset)
             init = "scratch"
         train = config.retrain
@@ -287,13 +350,11 @@ def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None =
             from dataclasses import replace
 
             train = replace(train, init=init)
-        strategy = build_strategy(config, space, task, run) if train.init == "supernet" else None
         n = seeds or train.seeds
         folder = run.path / "retrain" / str(name) / train.init
-        folder.mkdir(parents=True, exist_ok=True)
         metric = task.metric
         settings = to_mapping(train)
-        results = []
+        done: dict[int, dict] = {}
         for k in range(n):
             f = folder / f"seed-{k}.json"
             if f.exists():
@@ -301,14 +362,23 @@ def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None =
                 if row.get("train_config") != settings:
                     raise RunDirError(f"{folder} holds results made with other retrain settings; "
                                       f"remove that folder to retrain with the new ones")
-                results.append(row)
-                continue
-            res = train_final(None, config, space, task, strategy, arch, train=train, seed=config.seed + 100 + k,
-                              desc=f"retrain seed {k + 1}/{n}")
-            row = {"seed": k, f"val_{metric}": res.val, f"test_{metric}": res.test, "epochs": res.epochs,
-                   "init": train.init, "train_config": settings}
-            run.write_json(str(f.relative_to(run.path)), row)
-            results.append(row)
+                done[k] = row
+        todo = [k for k in range(n) if k not in done]
+        folder.mkdir(parents=True, exist_ok=True)
+        with (make_executor(workers, ray_address) if len(todo) > 1 else SequentialExecutor()) as executor:
+            if executor.parallel:
+                job = RetrainJob(RunSpec(config.to_dict(), str(data_root), "cpu"), str(run.path), arch.to_dict(),
+                                 dataset if transfer else None, train, n)
+                rows = executor.imap(retrain_seed, todo, job)
+            else:
+                strategy = build_strategy(config, space, task, run) if train.init == "supernet" else None
+                rows = (_retrain_row(config, space, task, strategy, arch, train, k, n) for k in todo)
+            for k, row in zip(todo, rows):
+                run.write_json(str((folder / f"seed-{k}.json").relative_to(run.path)), row)
+                done[k] = row
+            if todo:
+                run.update_run_info(retrain=executor.describe())
+        results = [done[k] for k in range(n)]
         summary = {"dataset": name, "seeds": n, "init": train.init, "train_config": settings}
         for split in ("val", "test"):
             vals = [r[f"{split}_{metric}"] for r in results]
@@ -326,6 +396,43 @@ def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None =
         return summary
     finally:
         run.close()
+
+
+def _retrain_row(config: RunConfig, space: Any, task: Any, strategy: Any, arch: Arch, train: TrainConfig,
+                 k: int, n: int) -> dict:
+    """Train seed ``k`` of a retraining and return its result row (a function of ``k`` alone)."""
+    res = train_final(None, config, space, task, strategy, arch, train=train, seed=config.seed + 100 + k,
+                      desc=f"retrain seed {k + 1}/{n}")
+    metric = task.metric
+    return {"seed": k, f"val_{metric}": res.val, f"test_{metric}": res.test, "epochs": res.epochs,
+            "init": train.init, "train_config": to_mapping(train)}
+
+
+@dataclass(frozen=True)
+class RetrainJob:
+    """What a worker needs to retrain one seed (see :func:`retrain_seed`)."""
+
+    spec: RunSpec
+    run_path: str
+    arch: dict
+    dataset: str | None
+    train: TrainConfig
+    seeds: int
+
+
+def retrain_seed(k: int, job: RetrainJob) -> dict:
+    """Worker side of a parallel :func:`retrain`: seed ``k``'s result row."""
+
+    def build():
+        config, space, task = job.spec.build()
+        if job.dataset:
+            task = task.with_dataset(job.dataset)
+        strategy = build_strategy(config, space, task, RunDir(job.run_path)) if job.train.init == "supernet" else None
+        return config, space, task, strategy
+
+    config, space, task, strategy = worker_cached(("retrain", job.spec.key(), job.run_path, job.dataset,
+                                                   job.train.init), build)
+    return _retrain_row(config, space, task, strategy, Arch.from_dict(job.arch), job.train, k, job.seeds)
 
 
 def check_arch_file(path: str | Path, recipe: str | Path) -> tuple[Arch, Any]:

@@ -27,6 +27,7 @@ import io
 import json
 import os
 import re
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -175,15 +176,22 @@ class RunDir:
 
     @staticmethod
     def check_writable(path: str | os.PathLike) -> None:
-        """Fail early, before any work, if ``path`` cannot be created and written."""
-        path = Path(path).expanduser()
+        """Fail early, before any work, if ``path`` cannot be created and written.
+
+        Probes the folder itself when it exists, else its nearest existing ancestor (by
+        creating and removing a temporary folder there), so nothing is left behind.
+        """
+        path = Path(path).expanduser().absolute()
+        probe_in = path
+        while not probe_in.exists() and probe_in.parent != probe_in:
+            probe_in = probe_in.parent
+        if not probe_in.is_dir():
+            raise RunDirError(f"run directory {path} is not writable: {probe_in} is not a folder")
         try:
-            path.mkdir(parents=True, exist_ok=True)
-            probe = path / f".write-probe-{os.getpid()}"
-            probe.write_bytes(b"")
-            probe.unlink()
+            os.rmdir(tempfile.mkdtemp(prefix=".attnas-write-probe-", dir=probe_in))
         except OSError as exc:
-            raise RunDirError(f"run directory {path} is not writable: {exc.strerror or exc}") from None
+            raise RunDirError(f"run directory {path} is not writable: {exc.strerror or exc} "
+                              f"(in {probe_in})") from None
 
     @classmethod
     def create(cls, path: str | os.PathLike, config_yaml: str, run_info: dict) -> RunDir:
@@ -199,6 +207,10 @@ class RunDir:
                 "or --out to choose another folder"
             )
         cls.check_writable(path)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunDirError(f"run directory {path} is not writable: {exc.strerror or exc}") from None
         run = cls(path)
         run.lock()
         (run.path / "checkpoints").mkdir(exist_ok=True)

@@ -41,8 +41,16 @@ def make_scheduler(opt: torch.optim.Optimizer, cfg: Any, epochs: int):
 
 
 def train_epoch(model_forward: Callable, task: Any, opt: torch.optim.Optimizer, params: list, cfg: Any,
-                generator: torch.Generator) -> float:
-    """One pass over the training split; returns the mean loss."""
+                generator: torch.Generator, dist: Any = None) -> float:
+    """One pass over the training split; returns the mean loss.
+
+    Args:
+        dist: A :class:`~attnas.distributed.DistContext` to train data-parallel: this rank
+            takes its share of each step's batches and gradients are averaged over ranks
+            before clipping and the optimiser step (every rank returns the same mean loss).
+    """
+    if dist is not None:
+        return _train_epoch_distributed(model_forward, task, opt, params, cfg, generator, dist)
     total, count = 0.0, 0
     for batch in task.batches("train", shuffle=True, generator=generator, batch_size=cfg.batch_size):
         opt.zero_grad(set_to_none=True)
@@ -55,6 +63,23 @@ def train_epoch(model_forward: Callable, task: Any, opt: torch.optim.Optimizer, 
             nn.utils.clip_grad_norm_(params, cfg.grad_clip)
         opt.step()
         total += loss.item()
+        count += 1
+    return total / max(count, 1)
+
+
+def _train_epoch_distributed(model_forward: Callable, task: Any, opt: torch.optim.Optimizer, params: list,
+                             cfg: Any, generator: torch.Generator, dist: Any) -> float:
+    total, count = 0.0, 0
+    batches = task.batches("train", shuffle=True, generator=generator, batch_size=cfg.batch_size)
+    for batch, share in dist.shard(batches):
+        opt.zero_grad(set_to_none=True)
+        loss, union_loss = dist.step_loss(task.loss(model_forward(batch), batch), share)
+        loss.backward()
+        dist.average_gradients(params)
+        if cfg.grad_clip > 0:
+            nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+        opt.step()
+        total += union_loss
         count += 1
     return total / max(count, 1)
 

@@ -410,6 +410,12 @@ class AutoAttendSpace(Space):
 
     # ---------------------------------------------------------------- networks
 
+    def check_task(self, task: Any) -> None:
+        """Refuse task kinds without a registered domain adapter."""
+        from attnas.spaces.autoattend_net import check_kind
+
+        check_kind(task.info.kind)
+
     def supernet(self, task: Any) -> nn.Module:
         """The one-shot supernet with context-aware parameter sharing (Sec. 4.2)."""
         from attnas.spaces.autoattend_net import AutoAttendSupernet

@@ -60,15 +60,20 @@ def register_adapter(kind: str):
     return deco
 
 
-def adapter_for(space: Any, info: TaskInfo) -> Any:
-    """The domain adapter for a task, instantiated for ``space``'s options."""
+def check_kind(kind: str) -> None:
+    """Raise :class:`UnsupportedError` unless an adapter for tasks of ``kind`` is registered."""
     from attnas import _registry
 
     _registry.discover()
-    if info.kind not in _ADAPTERS:
+    if kind not in _ADAPTERS:
         raise UnsupportedError(
-            f"space 'autoattend' has no networks for '{info.kind}' tasks; supported: {', '.join(sorted(_ADAPTERS))}"
+            f"space 'autoattend' has no networks for '{kind}' tasks; supported: {', '.join(sorted(_ADAPTERS))}"
         )
+
+
+def adapter_for(space: Any, info: TaskInfo) -> Any:
+    """The domain adapter for a task, instantiated for ``space``'s options."""
+    check_kind(info.kind)
     return _ADAPTERS[info.kind](space, info)
 
 

@@ -100,6 +100,13 @@ class Space:
                 f"space '{self.name}' supports: {have}"
             )
 
+    def check_task(self, task: Any) -> None:
+        """Refuse a task this space builds no networks for (checked before a run writes anything).
+
+        Raises:
+            UnsupportedError: Naming the task kind and the kinds the space supports.
+        """
+
     def arch(self, choices: dict, **meta: Any) -> Arch:
         """Wrap ``choices`` in an :class:`Arch` of this space."""
         return Arch(space=self.name, choices=choices, meta=meta)

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from attnas.arch import Arch
+from attnas.parallel import RunSpec, SequentialExecutor
 from attnas.runs import RunDir
 
 
@@ -41,6 +42,12 @@ class Strategy:
         task: The task that scores architectures.
         run: The run directory (events and checkpoints go there).
         seed: The run's seed.
+
+    Attributes:
+        executor: Where independent work may run in parallel
+            (:class:`~attnas.parallel.Executor`; the pipeline sets it from ``--workers``).
+        spec: What a worker needs to rebuild the space and task
+            (:class:`~attnas.parallel.RunSpec`; set by the pipeline, ``None`` otherwise).
     """
 
     name: ClassVar[str] = ""
@@ -56,16 +63,27 @@ class Strategy:
     def __init__(self, options: Any, space: Any, task: Any, run: RunDir, seed: int = 0):
         self.options = options if options is not None else (self.Config() if self.Config else None)
         self.space, self.task, self.run, self.seed = space, task, run, seed
+        self.executor = SequentialExecutor()
+        self.spec: RunSpec | None = None
         for capability in self.requires:
             space.require(capability, self.name)
+
+    @classmethod
+    def check(cls, options: Any, space: Any) -> None:
+        """Validate ``options`` against ``space`` before anything is written (e.g. a given
+        architecture); raise an :class:`~attnas.errors.AttnasError` naming the problem."""
 
     @property
     def device(self) -> torch.device:
         """Where the task's tensors live."""
         return getattr(self.task, "device", torch.device("cpu"))
 
-    def search(self) -> SearchResult:
-        """Run (or resume) the search and return the chosen architecture."""
+    def search(self) -> SearchResult | None:
+        """Run (or resume) the search and return the chosen architecture.
+
+        In a distributed run (:mod:`attnas.distributed`) a rank other than 0 may return
+        ``None`` once the data-parallel part is done; rank 0 finishes the search.
+        """
         raise NotImplementedError
 
     def initial_model(self, arch: Arch) -> nn.Module | None:

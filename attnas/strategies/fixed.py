@@ -40,11 +40,19 @@ class FixedArchitecture(Strategy):
     name = "fixed"
     Config = FixedConfig
 
+    @classmethod
+    def check(cls, options: FixedConfig, space: Any) -> None:
+        cls._arch(options, space)
+
+    @staticmethod
+    def _arch(options: FixedConfig, space: Any) -> Arch:
+        if options.arch:
+            arch = Arch(space.name, dict(options.arch), meta={"strategy": "fixed"})
+            space.validate(arch)
+            return arch
+        return load_arch(options.arch_file, space)
+
     def search(self) -> SearchResult:
-        if self.options.arch:
-            arch = Arch(self.space.name, dict(self.options.arch), meta={"strategy": "fixed"})
-            self.space.validate(arch)
-        else:
-            arch = load_arch(self.options.arch_file, self.space)
+        arch = self._arch(self.options, self.space)
         self.run.log({"phase": "fixed", "arch": arch.choices})
         return SearchResult(arch, {})

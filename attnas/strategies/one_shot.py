@@ -26,15 +26,19 @@ from __future__ import annotations
 
 import random
 import time
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
+from attnas import distributed
 from attnas._registry import register_strategy
 from attnas.arch import Arch
 from attnas.config import OptimConfig, TrainConfig
 from attnas.errors import CheckpointError
+from attnas.parallel import RunSpec, chunks, worker_cached
 from attnas.progress import progress
 from attnas.rng import rng_state, seed_everything, set_rng_state
 from attnas.strategies.base import SearchResult, Strategy
@@ -112,6 +116,34 @@ class OneShotRandomConfig:
     rerank: RerankConfig = field(default_factory=RerankConfig)
 
 
+def supernet_score(supernet: nn.Module, task, arch: Arch, batch_size: int) -> float:
+    """Validation score of ``arch`` with the supernet's weights (Eq. 5's inner evaluation)."""
+    supernet.eval()
+    return task.evaluate(lambda batch: supernet(batch, arch), "val", batch_size=batch_size)
+
+
+def score_candidates(candidates: list[dict], spec: RunSpec, weights: dict, token: str, batch_size: int) -> list[float]:
+    """Worker side of :meth:`_OneShot.score_many`: rebuild (once per process) and score.
+
+    Args:
+        candidates: ``Arch.choices`` of the candidates.
+        spec: How to rebuild the space and the task.
+        weights: The supernet's ``state_dict``.
+        token: Identifies ``weights`` (the worker keeps one supernet per token).
+        batch_size: Evaluation batch size.
+    """
+
+    def build():
+        _, space, task = spec.build()
+        seed_everything(0)
+        supernet = space.supernet(task).to(task.device)
+        supernet.load_state_dict(weights)
+        return space, task, supernet
+
+    space, task, supernet = worker_cached(("supernet", spec.key(), token), build)
+    return [supernet_score(supernet, task, Arch(space.name, c), batch_size) for c in candidates]
+
+
 class _OneShot(Strategy):
     """Supernet training, candidate generation and scoring shared by the one-shot strategies."""
 
@@ -121,6 +153,7 @@ class _OneShot(Strategy):
         super().__init__(*args, **kwargs)
         self.supernet: nn.Module | None = None
         self.py_rng = random.Random(self.seed)
+        self._weights: tuple | None = None  # (object-store handle, token) of the supernet weights
 
     # ------------------------------------------------------------------ supernet
 
@@ -134,7 +167,11 @@ class _OneShot(Strategy):
             ck = self.run.load_checkpoint("supernet")
             if ck is None or not ck["state"].get("done"):
                 raise CheckpointError(f"{self.run.path}: no finished supernet checkpoint to take weights from")
+            # building re-seeds; restore the generators so that what the caller does next
+            # (e.g. retraining seed k) does not depend on whether the supernet was built already
+            saved = rng_state()
             self.supernet = self._build_supernet()
+            set_rng_state(saved)
             self.supernet.load_state_dict(ck["state"]["model"])
         return self.supernet
 
@@ -165,18 +202,24 @@ class _OneShot(Strategy):
             set_rng_state(st["rng"], self.py_rng)
             start, self.elapsed = ck["step"], st["elapsed"]
         t0 = time.time() - self.elapsed
+        dist = distributed.current()
+        if dist is not None:  # data-parallel: every rank starts from rank 0's weights
+            dist.broadcast_module(supernet)
         supernet.train()
         with progress("supernet training", cfg.epochs, completed=start) as bar:
             for epoch in range(start + 1, cfg.epochs + 1):
-                # every step trains one architecture drawn from the prior (Eq. 6)
+                # every step trains one architecture drawn from the prior (Eq. 6); in a
+                # distributed run every rank draws the same one from its identically seeded sampler
                 loss_mean = train_epoch(lambda batch: supernet(batch, self.space.sample(self.py_rng)), task, opt,
-                                        params, cfg, gen)
+                                        params, cfg, gen, dist=dist)
                 if sched is not None:
                     sched.step()
                 self.run.log({"phase": "supernet", "epoch": epoch, "loss": round(loss_mean, 6)})
                 bar.advance(1, loss=loss_mean)
                 done = epoch == cfg.epochs
                 if done or epoch % cfg.checkpoint_every == 0:
+                    if dist is not None:
+                        dist.assert_same(self.py_rng.getstate(), "architecture sampler state")
                     self.elapsed = time.time() - t0
                     state = {"done": done, "model": supernet.state_dict(), "rng": rng_state(self.py_rng),
                              "elapsed": self.elapsed}
@@ -194,9 +237,28 @@ class _OneShot(Strategy):
 
     def score(self, arch: Arch) -> float:
         """Validation score of ``arch`` with inherited supernet weights."""
-        self.supernet.eval()
-        return self.task.evaluate(lambda batch: self.supernet(batch, arch), "val",
-                                  batch_size=self.options.supernet.batch_size)
+        return supernet_score(self.supernet, self.task, arch, self.options.supernet.batch_size)
+
+    def score_many(self, candidates: list[dict]) -> Iterator[float]:
+        """Scores of ``candidates`` (``Arch.choices``), in order, on the strategy's executor.
+
+        With a parallel executor the supernet weights go to the object store once per
+        search and the candidates are split into contiguous chunks, two per worker; each
+        worker rebuilds the space, task and supernet from :attr:`spec` (once per process)
+        and scores its chunk exactly as :meth:`score` would.
+        """
+        ex = self.executor
+        if not ex.parallel or self.spec is None or len(candidates) < 2:
+            for choices in candidates:
+                yield self.score(Arch(self.space.name, choices))
+            return
+        if self._weights is None:
+            state = {k: v.detach().cpu() for k, v in self.supernet.state_dict().items()}
+            self._weights = (ex.put(state), uuid.uuid4().hex)
+        ref, token = self._weights
+        parts = chunks(list(candidates), 2 * ex.workers)
+        for part_scores in ex.imap(score_candidates, parts, self.spec, ref, token, self.options.supernet.batch_size):
+            yield from part_scores
 
     def sample_unique(self, n: int, seen: set[str]) -> list[Arch]:
         """Up to ``n`` architectures from the prior, none in ``seen`` (which is updated)."""
@@ -269,17 +331,21 @@ class _OneShot(Strategy):
                     pending = [a.choices for a in self._candidates(stage, population, seen)]
                     scores = []
                     save(len(population))
-                for choices in pending[len(scores):]:
-                    arch = Arch(self.space.name, choices)
-                    s = self.score(arch)
-                    scores.append(s)
-                    idx = len(population) + len(scores) - 1
-                    self.run.log({"phase": "evolution", "stage": stage, "index": idx, metric: s,
-                                  "arch": choices})
-                    best = max([p["score"] for p in population] + scores)
-                    bar.advance(1, score=s, best=best)
-                    if len(scores) % self._checkpoint_every() == 0 and len(scores) < len(pending):
-                        save(idx + 1)
+                every = self._checkpoint_every()
+                while len(scores) < len(pending):
+                    # the candidates up to the next checkpoint are scored together (in parallel
+                    # on a parallel executor), then logged and checkpointed in order
+                    end = min(len(pending), (len(scores) // every + 1) * every)
+                    block = pending[len(scores):end]
+                    for choices, s in zip(block, self.score_many(block)):
+                        scores.append(s)
+                        idx = len(population) + len(scores) - 1
+                        self.run.log({"phase": "evolution", "stage": stage, "index": idx, metric: s,
+                                      "arch": choices})
+                        best = max([p["score"] for p in population] + scores)
+                        bar.advance(1, score=s, best=best)
+                        if len(scores) % every == 0 and len(scores) < len(pending):
+                            save(idx + 1)
                 population += [{"arch": a, "score": s, "stage": stage} for a, s in zip(pending, scores)]
                 pending, scores = None, []
                 if stage >= self._stages():
@@ -323,8 +389,11 @@ class _OneShot(Strategy):
 
     # ------------------------------------------------------------------ the search
 
-    def search(self) -> SearchResult:
+    def search(self) -> SearchResult | None:
         self.train_supernet()
+        dist = distributed.current()
+        if dist is not None and not dist.is_main:
+            return None  # only the supernet training is data-parallel; rank 0 does the rest alone
         population = self.search_population()
         best, extra = self.rerank(population)
         metric = self.task.metric

@@ -71,6 +71,22 @@ class NodeBatch:
         """Number of nodes."""
         return self.x.size(0)
 
+    def shard(self, rank: int, world_size: int) -> tuple[NodeBatch, float]:
+        """This rank's part of the scored nodes, for data-parallel training on one graph.
+
+        The scored nodes (``mask``, or all) are dealt out in turn: rank ``r`` gets the
+        ``r``-th, ``r + world_size``-th, ... The graph, features and cache are shared.
+
+        Returns:
+            ``(the batch restricted to this rank's nodes, their share of the scored nodes)``.
+        """
+        idx = self.mask.nonzero().flatten() if self.mask is not None else torch.arange(self.num_nodes)
+        mine = idx[rank::world_size]
+        mask = torch.zeros(self.num_nodes, dtype=torch.bool, device=self.x.device)
+        mask[mine] = True
+        return (NodeBatch(self.x, self.edge_index, self.y, mask, key=self.key, cache=self.cache),
+                mine.numel() / max(1, idx.numel()))
+
     @property
     def sparse_x(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
         """``(columns, row offsets, values)`` of ``x`` when under 20% of it is non-zero, else None.

@@ -1,0 +1,261 @@
+"""Bad inputs through the real entry points: each is a one-line error naming the problem
+(exit status 2) and nothing is written to the run directory.
+
+Covers recipes (malformed YAML, unknown keys, wrong types), architecture files (unknown
+operations, out-of-range source layers, violated constraints), datasets (a graph file, a
+CSV text file and an image folder with mismatched shapes, NaN values or labels out of
+range) and checkpoints holding pickled objects.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import io
+import json
+import pathlib
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from typer.testing import CliRunner
+
+from attnas import pipeline
+from attnas.cli import app
+from attnas.errors import CheckpointError
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def recipe(tiny_recipe_data):
+    return copy.deepcopy(tiny_recipe_data)
+
+
+def fails_cleanly(tmp_path, args, message, out=None):
+    """Run the CLI; expect exit 2, one line naming the problem, and no run directory."""
+    out = out or tmp_path / "run"
+    r = runner.invoke(app, [*args, "--out", str(out)] if args[0] == "search" else args)
+    lines = [line for line in r.output.splitlines() if line.strip()]
+    assert r.exit_code == 2, r.output
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], r.output
+    assert not out.exists(), f"{out} was written"
+
+
+def write_recipe(tmp_path, data) -> str:
+    p = tmp_path / "recipe.yaml"
+    p.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
+    return str(p)
+
+
+def set_key(data, dotted, value):
+    node = data
+    *parents, last = dotted.split(".")
+    for k in parents:
+        node = node.setdefault(k, {})
+    node[last] = value
+    return data
+
+
+# --------------------------------------------------------------------------- recipes
+
+
+@pytest.mark.parametrize("key,value,message", [
+    ("space.hiden", 8, "space.hiden: unknown key (did you mean 'hidden'?)"),
+    ("strategi", {}, "strategi: unknown key (did you mean 'strategy'?)"),
+    ("strategy.evolution.rounds_", 2, "strategy.evolution.rounds_: unknown key (did you mean 'rounds'?)"),
+    ("space.hidden", "abc", "space.hidden: expected an integer, got 'abc'"),
+    ("strategy.supernet.epochs", 1.5, "strategy.supernet.epochs: expected an integer, got 1.5"),
+    ("space.dropout", True, "space.dropout: expected a number, got True"),
+    ("space.ops", "gcn", "space.ops: expected list of str"),
+    ("retrain.optimizer", "rmsprop", "retrain.optimizer: 'rmsprop' is not a valid choice"),
+    ("space.name", "autoatend", "unknown space 'autoatend' (did you mean 'autoattend'?)"),
+    ("space.name", ["autoattend"], "space.name: expected a string"),
+    ("retrain.epochs", 0, "epochs: must be >= 1"),
+    ("space.ops", ["gcn", "gcnn"], "gcnn"),
+])
+def test_bad_recipe_values(recipe, tmp_path, key, value, message):
+    fails_cleanly(tmp_path, ["search", write_recipe(tmp_path, set_key(recipe, key, value))], message)
+
+
+@pytest.mark.parametrize("text,message", [
+    ("name: x\ntask: {name: node-classification\nspace: 3\n", "malformed YAML at line"),
+    ("name: x\n  task: 1\n bad indent: [\n", "malformed YAML at line"),
+    ("- a\n- b\n", "a recipe must be a YAML mapping"),
+    ("name: x\ntask: {name: node-classification}\nspace: {name: autoattend}\n", "strategy: required key is missing"),
+])
+def test_malformed_recipe_files(tmp_path, text, message):
+    fails_cleanly(tmp_path, ["search", write_recipe(tmp_path, text)], message)
+
+
+# --------------------------------------------------------------------------- architectures
+
+
+def add(src0, src1, op0="gcn", op1="gcn"):
+    return {"type": "add", "inputs": [{"source": src0, "op": op0}, {"source": src1, "op": op1}]}
+
+
+def attn(q, k, v, ops=("gcn", "gcn", "gcn")):
+    return {"type": "attn", "inputs": [{"source": s, "op": o} for s, o in zip((q, k, v), ops)]}
+
+
+@pytest.mark.parametrize("layers,message", [
+    ([add(0, 0), add(1, 0, op1="gcnn")], "layer 2 input 2: unknown operation 'gcnn' (did you mean 'gcn'?)"),
+    ([add(0, 0), add(1, 5)], "layer 2 input 2: source layer 5 out of range 0..1"),
+    ([add(0, 0), add(1, -1)], "source layer -1 out of range 0..1"),
+    ([add(0, 0), add(0, 1)], "constraint 1 requires the skeleton source to be layer 1, got 0"),
+    ([add(0, 0), attn(1, 0, 1)], "constraint 2 requires Key and Value to share their source layer (got 0 and 1)"),
+    ([add(0, 0), attn(1, 0, 0, ops=("gcn", "zero", "gcn"))], "constraint 3 forbids the zero operation here"),
+    ([add(0, 0, op0="zero")], "expected 2 layers, got 1"),
+    ([add(0, 0), {"type": "mul", "inputs": []}], "unknown layer type 'mul'"),
+])
+def test_bad_architecture_files(recipe, tmp_path, layers, message):
+    arch = tmp_path / "arch.json"
+    arch.write_text(json.dumps({"space": "autoattend", "version": 1, "choices": {"layers": layers}}))
+    fails_cleanly(tmp_path, ["check-arch", str(arch), write_recipe(tmp_path, recipe)], message)
+    # the same file given to a search (strategy fixed) is refused before anything is written
+    recipe["strategy"] = {"name": "fixed", "arch_file": str(arch)}
+    fails_cleanly(tmp_path, ["search", write_recipe(tmp_path, recipe)], message)
+
+
+@pytest.mark.parametrize("text,message", [
+    ('{"space": "autoattend", "choices": {"layers": [}', "malformed JSON at line 1"),
+    ('{"space": "autoattend", "choices": {}, "colour": 1}', "unknown key 'colour'"),
+    ('{"space": "hoga", "choices": {"layers": []}}', "architecture is for space 'hoga', not 'autoattend'"),
+    ('{"space": "autoattend", "choices": {"layers": [NaN]}}', "JSON numbers are finite"),
+])
+def test_malformed_architecture_documents(recipe, tmp_path, text, message):
+    arch = tmp_path / "arch.json"
+    arch.write_text(text)
+    fails_cleanly(tmp_path, ["check-arch", str(arch), write_recipe(tmp_path, recipe)], message)
+
+
+# --------------------------------------------------------------------------- datasets
+
+
+def graph(n=30, **change):
+    g = torch.Generator().manual_seed(0)
+    d = {"x": torch.rand(n, 4, generator=g), "edge_index": torch.randint(0, n, (2, 60), generator=g),
+         "y": torch.arange(n) % 3}
+    m = torch.zeros(n, dtype=torch.bool)
+    d["train_mask"], d["val_mask"], d["test_mask"] = m.clone(), m.clone(), m.clone()
+    d["train_mask"][:10], d["val_mask"][10:20], d["test_mask"][20:] = True, True, True
+    d.update(change)
+    return d
+
+
+def nan_x():
+    x = torch.rand(30, 4)
+    x[7, 2] = float("nan")
+    return x
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"y": torch.arange(29) % 3}, "y has 29 rows but x has 30 nodes"),
+    ({"x": nan_x()}, "x has NaN or infinite values in 1 nodes (first: node 7)"),
+    ({"y": torch.arange(30) % 3 - 1}, "labels out of range: found -1..1"),
+    ({"edge_index": torch.tensor([[0, 40], [1, 2]])}, "edge_index refers to node 40, but the graph has 30 nodes"),
+    ({"train_mask": torch.ones(30, dtype=torch.bool)}, "train_mask and test_mask overlap"),
+])
+def test_bad_graph_files(recipe, tmp_path, change, message):
+    p = tmp_path / "g.pt"
+    torch.save(graph(**change), p)
+    recipe["task"] = {"name": "node-classification", "dataset": "graph-file", "path": str(p)}
+    fails_cleanly(tmp_path, ["search", write_recipe(tmp_path, recipe)], message)
+
+
+def csv_rows(n=12):
+    return [["text", "label"]] + [[f"review number {i}", "ab"[i % 2]] for i in range(n)]
+
+
+@pytest.mark.parametrize("edit,options,message", [
+    (lambda rows: rows[3].__setitem__(1, "c"), {"labels": ["a", "b"]}, "line 4: unknown label 'c'"),
+    (lambda rows: rows[5].__setitem__(0, " "), {}, "line 6: empty text in column 'text'"),
+    (lambda rows: rows.__setitem__(2, ["only text"]), {}, "line 3: 1 fields, the header has 2"),
+    (lambda rows: rows[0].__setitem__(0, "review"), {}, "no column 'text'"),
+])
+def test_bad_csv_text_files(recipe, tmp_path, edit, options, message):
+    rows = csv_rows()
+    edit(rows)
+    p = tmp_path / "d.csv"
+    p.write_text("\n".join(",".join(r) for r in rows) + "\n")
+    recipe["task"] = {"name": "text-classification", "dataset": "csv", "glove": "none",
+                      "csv": {"path": str(p), **options}}
+    fails_cleanly(tmp_path, ["search", write_recipe(tmp_path, recipe)], message)
+
+
+def test_space_without_networks_for_the_task(recipe, tmp_path):
+    """A task kind the space builds no networks for is refused before anything is written."""
+    from attnas import _registry
+    from attnas.spaces.autoattend_net import _ADAPTERS
+
+    _registry.discover()
+    p = tmp_path / "d.csv"
+    p.write_text("\n".join(",".join(r) for r in csv_rows()) + "\n")
+    tasks = {"text": {"name": "text-classification", "dataset": "csv", "glove": "none", "csv": {"path": str(p)}},
+             "image": {"name": "image-classification", "dataset": "digits"},
+             "sequence": {"name": "sequence-classification"}}
+    unsupported = [kind for kind in tasks if kind not in _ADAPTERS]
+    if not unsupported:
+        pytest.skip("the autoattend space has networks for every task kind")
+    recipe["task"] = tasks[unsupported[0]]
+    fails_cleanly(tmp_path, ["search", write_recipe(tmp_path, recipe)],
+                  f"space 'autoattend' has no networks for '{unsupported[0]}' tasks")
+
+
+def image_folder(root, shapes=((5, 6), (5, 6)), bad=None):
+    from PIL import Image
+
+    for c, shape in zip("ab", shapes):
+        (root / c).mkdir(parents=True)
+        for i in range(3):
+            Image.fromarray(np.full((*shape, 3), 40 * i, np.uint8), "RGB").save(root / c / f"{i}.png")
+    if bad is not None:
+        np.save(root / "a" / "bad.npy", bad)
+    return root
+
+
+@pytest.mark.parametrize("shapes,bad,message", [
+    (((5, 6), (9, 9)), None, "is 9x9 but"),
+    (((5, 6), (5, 6)), np.full((5, 6), np.nan, np.float32), "float images must hold values in [0, 1]"),
+    (((5, 6), (5, 6)), np.full((5, 6), 3.0, np.float32), "float images must hold values in [0, 1]"),
+    (((5, 6), (5, 6)), np.zeros((5, 6, 7), np.float32), "expected an (H, W), (H, W, C) or (C, H, W) array"),
+])
+def test_bad_image_folders(recipe, tmp_path, shapes, bad, message):
+    folder = image_folder(tmp_path / "images", shapes, bad)
+    recipe["task"] = {"name": "image-classification", "dataset": "image-folder", "path": str(folder)}
+    fails_cleanly(tmp_path, ["search", write_recipe(tmp_path, recipe)], message)
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+class Marker:
+    """Unpickling this would create a file: proof of code execution if the file appears."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (pathlib.Path.touch, (pathlib.Path(self.path),))
+
+
+def test_model_file_with_a_pickled_object_is_refused(recipe, tmp_path):
+    recipe["space"] = {"name": "gnn-baseline"}
+    recipe["strategy"] = {"name": "fixed", "arch": {"model": "gcn"}}
+    recipe["retrain"] = {"epochs": 1, "patience": 0}
+    run = pipeline.search(recipe, out=tmp_path / "run")
+    marker = tmp_path / "code-ran"
+    buf = io.BytesIO()
+    torch.save({"state_dict": Marker(marker), "config": {}, "arch": {}}, buf)
+    payload = buf.getvalue()
+    crafted = b"ATTNAS-CKPT-1 " + hashlib.sha256(payload).hexdigest().encode() + b" 0\n" + payload
+    run.file("model.pt").write_bytes(crafted)  # a valid checksum: only weights_only loading stops it
+    with pytest.raises(CheckpointError, match="model.pt could not be loaded"):
+        pipeline.load_model(run.path)
+    r = runner.invoke(app, ["evaluate", str(run.path)])
+    assert r.exit_code == 2 and "could not be loaded" in r.output
+    assert not marker.exists()
+    torch.load(io.BytesIO(payload), weights_only=False)  # the file really is dangerous when unpickled
+    assert marker.exists()

@@ -1,0 +1,162 @@
+"""Data-parallel training with torch.distributed (gloo, 2 CPU processes via torch.multiprocessing).
+
+Equivalence tested: W ranks, each on its part of a step's data, with averaged gradients,
+end with the weights of one process training on the union of the parts (SGD, so the
+comparison is not blurred by Adam's division by tiny second moments); the difference is
+floating-point summation order only.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from types import SimpleNamespace
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnas import distributed
+from attnas.errors import ConfigError
+from attnas.train import train_epoch
+
+CFG = SimpleNamespace(batch_size=5, grad_clip=1.0)
+
+
+class ListTask:
+    """A task whose training split is a fixed list of (x, y) batches."""
+
+    def __init__(self, batches):
+        self._batches = batches
+
+    def batches(self, split, shuffle=False, generator=None, batch_size=None):
+        yield from self._batches
+
+    def loss(self, output, batch):
+        return F.mse_loss(output, batch[1])
+
+
+def toy_data():
+    g = torch.Generator().manual_seed(1)
+    return torch.randn(40, 4, generator=g), torch.randn(40, 3, generator=g)
+
+
+def toy_train(task, dist=None, epochs=3):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+    params = list(model.parameters())
+    opt = torch.optim.SGD(params, lr=0.1, momentum=0.9)
+    losses = [train_epoch(lambda b: model(b[0]), task, opt, params, CFG, torch.Generator(), dist=dist)
+              for _ in range(epochs)]
+    return model.state_dict(), losses
+
+
+def _toy_rank(out):
+    ctx, _ = distributed.setup(torch.device("cpu"))
+    x, y = toy_data()
+    batches = [(x[i : i + 5], y[i : i + 5]) for i in range(0, 40, 5)]  # 8 batches: 4 steps of 2
+    state, losses = toy_train(ListTask(batches), dist=ctx)
+    if ctx.is_main:
+        torch.save({"state": state, "losses": losses}, out)
+    distributed.teardown()
+
+
+def test_two_ranks_equal_one_process_on_the_union_batch(tmp_path):
+    out = tmp_path / "toy.pt"
+    distributed.spawn(_toy_rank, 2, str(out))
+    got = torch.load(out, weights_only=True)
+    x, y = toy_data()
+    union = [(x[i : i + 10], y[i : i + 10]) for i in range(0, 40, 10)]  # each step's two batches together
+    state, losses = toy_train(ListTask(union))
+    for k in state:
+        torch.testing.assert_close(got["state"][k], state[k], rtol=1e-5, atol=1e-6)
+    assert got["losses"] == pytest.approx(losses, rel=1e-6)
+
+
+def test_shard_of_a_stream_and_its_errors():
+    ctx = distributed.DistContext(rank=1, world_size=2)  # shard() needs no process group
+    assert list(ctx.shard(["a", "b", "c", "d", "e"])) == [("b", 0.5), ("d", 0.5)]  # "e" has no partner: dropped
+    with pytest.raises(ConfigError, match="fewer than the 3 processes"):
+        list(distributed.DistContext(rank=0, world_size=3).shard(["a", "b"]))
+    with pytest.raises(ConfigError, match="cannot be split across 2 processes"):
+        list(ctx.shard([torch.zeros(3)]))
+
+
+def test_node_batch_shards_are_disjoint_and_cover_the_mask():
+    from attnas.tasks.node_classification import NodeBatch
+
+    mask = torch.tensor([1, 0, 1, 1, 0, 1, 1], dtype=torch.bool)
+    b = NodeBatch(torch.randn(7, 2), torch.zeros(2, 0, dtype=torch.long), torch.zeros(7, dtype=torch.long), mask)
+    parts = [b.shard(r, 2) for r in range(2)]
+    assert parts[0][0].mask.tolist() == [1, 0, 0, 1, 0, 0, 1] and parts[0][1] == pytest.approx(3 / 5)
+    assert parts[1][0].mask.tolist() == [0, 0, 1, 0, 0, 1, 0] and parts[1][1] == pytest.approx(2 / 5)
+    assert parts[0][0].x is b.x and parts[0][0].cache is b.cache
+
+
+def test_follower_run_writes_nothing(tmp_path):
+    from attnas.runs import RunDir
+
+    run = RunDir.create(tmp_path / "run", "name: x\n", {})
+    run.save_checkpoint("s", 1, {"v": 1})
+    run.close()
+    before = sorted((p.name, p.stat().st_size) for p in (tmp_path / "run").rglob("*"))
+    f = distributed.FollowerRun(tmp_path / "run")
+    f.lock()
+    f.log({"phase": "a"})
+    f.save_checkpoint("s", 2, {"v": 2})
+    f.write_json("metrics.json", {})
+    f.write_text("arch.json", "{}")
+    f.update_run_info(status="x")
+    f.rewind_events()
+    assert f.load_checkpoint("s")["state"] == {"v": 1}  # reads work
+    assert sorted((p.name, p.stat().st_size) for p in (tmp_path / "run").rglob("*")) == before
+
+
+def _search_rank(recipe, out):
+    from attnas import pipeline
+
+    pipeline.search(recipe, out=out)
+
+
+@pytest.fixture
+def ddp_recipe(tiny_recipe_data):
+    r = copy.deepcopy(tiny_recipe_data)
+    r["strategy"] = {"name": "one-shot-evolution",
+                     "supernet": {"epochs": 6, "checkpoint_every": 3, "optimizer": "sgd", "lr": 0.05},
+                     "evolution": {"population": 6, "parents": 2, "children": 2, "rounds": 1},
+                     "rerank": {"top_k": 1, "epochs": 0}}
+    r["retrain"] = {"epochs": 2, "patience": 0, "init": "supernet"}
+    return r
+
+
+def test_two_process_supernet_training_equals_one_process(ddp_recipe, tmp_path):
+    """Full-batch graph: each rank scores half the training nodes; dropout stays in (same masks)."""
+    from attnas import pipeline
+    from attnas.runs import load_checkpoint_file
+
+    distributed.spawn(_search_rank, 2, ddp_recipe, str(tmp_path / "ddp"))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the spawned ranks
+    try:
+        pipeline.search(ddp_recipe, out=tmp_path / "one")
+    finally:
+        torch.set_num_threads(threads)
+
+    def weights(run, epoch):
+        return load_checkpoint_file(run / "checkpoints" / f"supernet-{epoch:08d}.ckpt")["state"]["model"]
+
+    ddp, one = weights(tmp_path / "ddp", 6), weights(tmp_path / "one", 6)
+    assert ddp.keys() == one.keys()
+    for k in one:
+        torch.testing.assert_close(ddp[k], one[k], rtol=1e-5, atol=1e-6)
+    mid = weights(tmp_path / "ddp", 3)  # the comparison is not trivial: training moved the weights
+    assert max((ddp[k] - mid[k]).abs().max().item() for k in ddp) > 1e-3
+    # rank 0 alone wrote the run: each epoch logged once, then it finished the search alone
+    events = [json.loads(line) for line in (tmp_path / "ddp" / "events.jsonl").read_text().splitlines()]
+    sup = [e for e in events if e["phase"] == "supernet"]
+    assert [e["epoch"] for e in sup] == list(range(1, 7))
+    ref = [json.loads(line) for line in (tmp_path / "one" / "events.jsonl").read_text().splitlines()]
+    assert [e["loss"] for e in sup] == pytest.approx([e["loss"] for e in ref if e["phase"] == "supernet"], rel=1e-4)
+    assert json.loads((tmp_path / "ddp" / "run.json").read_text())["world_size"] == 2
+    assert (tmp_path / "ddp" / "metrics.json").exists()

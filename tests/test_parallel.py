@@ -1,0 +1,228 @@
+"""Parallel executors: Ray gives the same results as one process, survives a killed worker,
+and a missing Ray is a clear error.
+
+One local Ray (2 CPUs, no dashboard) is started for the whole module and shut down at
+its end; the pipeline's executors find it running and reuse it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from attnas import parallel, pipeline
+from attnas.errors import ConfigError, UnsupportedError
+
+ray = pytest.importorskip("ray")
+
+TIMING = {"search_seconds"}
+
+
+def small_recipe(base: dict) -> dict:
+    r = copy.deepcopy(base)
+    r["strategy"] = {"name": "one-shot-evolution", "supernet": {"epochs": 5, "checkpoint_every": 5},
+                     "evolution": {"population": 12, "parents": 4, "children": 4, "rounds": 2, "checkpoint_every": 5},
+                     "rerank": {"top_k": 2, "epochs": 2}}
+    r["retrain"] = {"epochs": 3, "patience": 0, "init": "supernet", "seeds": 2}
+    return r
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ex = parallel.RayExecutor(workers=2)
+    try:
+        yield ex
+    finally:
+        ex.close()
+        assert not ray.is_initialized()
+
+
+@pytest.fixture(scope="module")
+def recipe(tiny_recipe_data):
+    return small_recipe(tiny_recipe_data)
+
+
+@pytest.fixture(scope="module")
+def sequential_run(recipe, tmp_path_factory):
+    return pipeline.search(recipe, out=tmp_path_factory.mktemp("seq") / "run")
+
+
+def same_result(a, b) -> None:
+    """Same candidates with the same scores, same arch.json, same metrics (timings aside)."""
+    assert [(e["index"], e["arch"], e["accuracy"]) for e in a.events("evolution")] == \
+           [(e["index"], e["arch"], e["accuracy"]) for e in b.events("evolution")]
+    assert json.loads(a.file("arch.json").read_text()) == json.loads(b.file("arch.json").read_text())
+    ma, mb = (json.loads(r.file("metrics.json").read_text()) for r in (a, b))
+    assert {k: v for k, v in ma.items() if k not in TIMING} == {k: v for k, v in mb.items() if k not in TIMING}
+
+
+def test_chunks_are_contiguous_and_cover_everything():
+    items = list(range(11))
+    parts = parallel.chunks(items, 4)
+    assert [len(p) for p in parts] == [3, 3, 3, 2] and sum(parts, []) == items
+    assert parallel.chunks([1], 8) == [[1]] and parallel.chunks([], 3) == []
+
+
+def test_sequential_executor_and_bad_worker_counts():
+    ex = parallel.make_executor(None)
+    assert not ex.parallel and ex.map(pow, [1, 2, 3], 2) == [1, 4, 9]
+    assert isinstance(parallel.make_executor(1), parallel.SequentialExecutor)
+    for bad in (0, -2):
+        with pytest.raises(ConfigError, match="--workers must be an integer >= 1"):
+            parallel.make_executor(bad)
+
+
+def test_ray_executor_keeps_order_and_reraises_errors(local_ray):
+    import operator
+
+    from attnas.config import load_config
+
+    assert local_ray.parallel and local_ray.workers == 2
+    ref = local_ray.put(5)  # into the object store once, shared by every task
+    assert local_ray.map(operator.add, list(range(6)), ref) == [5, 6, 7, 8, 9, 10]
+    # (worker functions must be importable by the workers: test-module functions are not)
+    with pytest.raises(ConfigError, match="required key is missing"):
+        local_ray.map(load_config, [{"name": "x", "task": {}}, {"task": {}}])
+    with pytest.raises(ZeroDivisionError):
+        local_ray.map(operator.truediv, [1, 2], 0)
+
+
+def test_parallel_scoring_equals_sequential(recipe, sequential_run, local_ray, tmp_path):
+    run = pipeline.search(recipe, out=tmp_path / "run", workers=2)
+    same_result(run, sequential_run)
+    info = run.read_json("run.json")
+    assert info["workers"] == 2 and info["ray_address"] is None
+
+
+def test_killed_ray_worker_is_rerun_with_the_same_result(recipe, sequential_run, local_ray, tmp_path, monkeypatch):
+    marker = tmp_path / "worker-fault-happened"
+    monkeypatch.setenv("ATTNAS_WORKER_FAULT", f"3:{marker}")
+    run = pipeline.search(recipe, out=tmp_path / "run", workers=2)
+    assert marker.exists()  # the worker running the 3rd task really SIGKILLed itself ...
+    same_result(run, sequential_run)  # ... and its chunk was re-run by a fresh worker
+
+
+def test_killed_search_resumed_with_other_workers(recipe, sequential_run, local_ray, tmp_path):
+    import yaml
+
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    out = tmp_path / "run"
+    env = dict(os.environ, ATTNAS_PROGRESS="0", ATTNAS_FAULT="evolution:9")
+    killed = subprocess.run([sys.executable, "-m", "attnas", "search", str(path), "--out", str(out)], env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    run = pipeline.resume(out, workers=2)  # killed sequential, resumed on 2 workers
+    same_result(run, sequential_run)
+    assert [e["index"] for e in run.events("evolution")] == list(range(20))
+    assert run.read_json("run.json")["workers"] == 2
+
+
+def test_parallel_retrain_equals_sequential(sequential_run, local_ray, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(sequential_run.path, a)
+    shutil.copytree(sequential_run.path, b)
+    for p in (a, b):
+        (p / ".lock").unlink(missing_ok=True)
+    seq = pipeline.retrain(a, seeds=3)
+    par = pipeline.retrain(b, seeds=3, workers=2)
+    assert seq["per_seed"] == par["per_seed"] and seq["test_accuracy_mean"] == par["test_accuracy_mean"]
+    assert json.loads((b / "run.json").read_text())["retrain"] == {"workers": 2, "ray_address": None}
+    # one seed alone gives the same row as within a run of several (no hidden state between seeds)
+    c = tmp_path / "c"
+    shutil.copytree(a, c)
+    (c / "retrain" / "digits-graph" / "supernet" / "seed-1.json").unlink()  # now the first one trained
+    assert pipeline.retrain(c, seeds=3)["per_seed"] == seq["per_seed"]
+
+
+def test_sweep_parallel_equals_sequential_and_continues(recipe, local_ray, tmp_path):
+    from attnas.sweep import sweep
+
+    small = copy.deepcopy(recipe)
+    small["strategy"]["supernet"]["epochs"] = 2
+    small["strategy"]["rerank"]["epochs"] = 0
+    grid = ["space.hidden=[8, 16]"]
+    seq = sweep(small, seeds=2, grid=grid, out=tmp_path / "seq")
+    par = sweep(small, seeds=2, grid=grid, out=tmp_path / "par", workers=2)
+    names = [r["name"] for r in seq["runs"]]
+    assert names == ["000_hidden-8_seed-0", "001_hidden-8_seed-1", "002_hidden-16_seed-0", "003_hidden-16_seed-1"]
+    for folder in ("seq", "par"):
+        assert all((tmp_path / folder / n / "arch.json").exists() for n in names)
+
+    def strip(rows):
+        return [{**r, "metrics": {k: v for k, v in r["metrics"].items() if k not in TIMING}} for r in rows]
+
+    assert strip(seq["runs"]) == strip(par["runs"])
+    assert [p["point"] for p in seq["points"]] == [["space.hidden=8"], ["space.hidden=16"]]
+    p0 = seq["points"][0]
+    accs = [r["metrics"]["test_accuracy"] for r in seq["runs"][:2]]
+    assert p0["test_accuracy_mean"] == pytest.approx(sum(accs) / 2)
+    # the same sweep again continues (here: nothing left to do); another plan is refused
+    again = sweep(small, seeds=2, grid=grid, out=tmp_path / "seq")
+    assert again["runs"] == seq["runs"]
+    from attnas.errors import RunDirError
+
+    with pytest.raises(RunDirError, match="holds another sweep"):
+        sweep(small, seeds=3, grid=grid, out=tmp_path / "seq")
+
+
+def test_bad_sweep_writes_nothing(recipe, tmp_path):
+    from attnas.sweep import sweep
+
+    for grid, message in ((["space.hidden=16"], "expected a list of values"),
+                          (["space.hiden=[8, 16]"], "space.hiden: unknown key"),
+                          (["space.hidden=[8, x]"], "space.hidden: expected an integer")):
+        with pytest.raises(ConfigError, match=message):
+            sweep(recipe, grid=grid, out=tmp_path / "s")
+    with pytest.raises(ConfigError, match="--seeds must be an integer >= 1"):
+        sweep(recipe, seeds=0, out=tmp_path / "s")
+    assert not (tmp_path / "s").exists()
+
+
+def test_bad_or_unreachable_ray_address_fails_fast(recipe, tmp_path):
+    from attnas.distributed import free_port
+    from attnas.errors import AttnasError
+
+    with pytest.raises(ConfigError, match="expected host:port or ray://host:port"):
+        pipeline.search(recipe, out=tmp_path / "run", ray_address="nohost")
+    assert not (tmp_path / "run").exists()
+    # (checked before Ray starts; here the module's local Ray is running, so call the check itself)
+    with pytest.raises(AttnasError, match=r"cannot reach the Ray cluster at ray://127\.0\.0\.1:\d+"):
+        parallel._check_reachable(f"ray://127.0.0.1:{free_port()}")
+
+
+def test_sweep_command_line(recipe, tmp_path):
+    import yaml
+    from typer.testing import CliRunner
+
+    from attnas.cli import app
+
+    small = copy.deepcopy(recipe)
+    small["strategy"]["supernet"]["epochs"] = 2
+    small["strategy"]["rerank"]["epochs"] = 0
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(small))
+    r = CliRunner().invoke(app, ["sweep", str(path), "--seeds", "2", "--set", "retrain.epochs=2",
+                                 "--out", str(tmp_path / "sw")])
+    assert r.exit_code == 0, r.output
+    assert r.output.startswith("(recipe): ") and "test_accuracy=" in r.output and "[2 runs]" in r.output
+    summary = json.loads((tmp_path / "sw" / "summary.json").read_text())
+    assert [x["name"] for x in summary["runs"]] == ["000_seed-0", "001_seed-1"]
+    assert all(x["metrics"]["final_epochs"] == 2 for x in summary["runs"])
+
+
+def test_workers_without_ray_name_the_extra(recipe, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray now fails as if not installed
+    for call in (lambda: pipeline.search(recipe, out=tmp_path / "run", workers=2),
+                 lambda: parallel.make_executor(address="ray://head:10001")):
+        with pytest.raises(UnsupportedError, match=r'pip install "attnas\[ray\]"'):
+            call()
+    assert not (tmp_path / "run").exists()
+    assert not parallel.make_executor(1).parallel  # one worker needs no Ray
