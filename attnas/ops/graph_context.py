@@ -25,6 +25,19 @@ def to_csr(edge_index: torch.Tensor, weight: torch.Tensor, num_nodes: int) -> to
         return coo.to_sparse_csr()
 
 
+class _CachedTransposeSpMM(torch.autograd.Function):
+    """``M @ x`` whose backward uses a given ``M^T`` (CSR) instead of converting ``M`` each step."""
+
+    @staticmethod
+    def forward(ctx, m: torch.Tensor, m_t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        ctx.m_t = m_t
+        return m @ x
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        return None, None, ctx.m_t @ grad
+
+
 @dataclass
 class GraphContext:
     """Edges of the graph a batch holds, shared by every operation of a forward pass.
@@ -38,6 +51,18 @@ class GraphContext:
     edge_index: torch.Tensor
     num_nodes: int
     cache: dict = field(default_factory=dict)
+
+    def propagate(self, name: str, x: torch.Tensor) -> torch.Tensor:
+        """``M @ x`` for the cached matrix ``M`` of property ``name`` (e.g. ``"gcn_adj"``).
+
+        Equal to ``getattr(self, name) @ x`` in value and gradient, but the transpose that
+        the backward pass needs is converted to CSR once per graph, not once per step.
+        """
+        m = getattr(self, name)
+        if not x.requires_grad:
+            return m @ x
+        m_t = self._memo(name + "_t", lambda: m.t().to_sparse_csr())
+        return _CachedTransposeSpMM.apply(m, m_t, x)
 
     def _memo(self, key: str, make):
         if key not in self.cache:

@@ -104,8 +104,8 @@ class CorrelationMessagePassing(nn.Module):
         wh = self.lin(x).view(n, self.heads, self.head_dim)
         if self.coefficient in ("const", "gcn"):
             # fixed coefficients, the same for every head: one sparse product for all heads
-            adj = ctx.sum_adj if self.coefficient == "const" else ctx.gcn_adj
-            out = (adj @ wh.reshape(n, -1)).view(n, self.heads, self.head_dim)
+            adj = "sum_adj" if self.coefficient == "const" else "gcn_adj"
+            out = ctx.propagate(adj, wh.reshape(n, -1)).view(n, self.heads, self.head_dim)
         else:
             src, dst = ctx.edge_index_with_self_loops
             e = self._coefficients(wh, src, dst, n)  # [E, h]

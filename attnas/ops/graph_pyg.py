@@ -75,7 +75,8 @@ class GCNOp(nn.Module):
         self.act = activation(act)
 
     def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
-        return self.act(self.conv(x, ctx.gcn_adj))
+        # GCNConv's own forward (lin, propagate, bias) with the cached propagation matrix
+        return self.act(ctx.propagate("gcn_adj", self.conv.lin(x)) + self.conv.bias)
 
 
 class SGOp(nn.Module):
@@ -93,7 +94,7 @@ class SGOp(nn.Module):
 
     def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
         for _ in range(self.conv.K):
-            x = ctx.gcn_adj @ x
+            x = ctx.propagate("gcn_adj", x)
         return self.act(self.conv.lin(x))
 
 
@@ -115,7 +116,7 @@ class ChebOp(nn.Module):
         self.act = activation(act)
 
     def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
-        out = self.conv.lins[0](x) + self.conv.lins[1](ctx.cheb_laplacian @ x)
+        out = self.conv.lins[0](x) + self.conv.lins[1](ctx.propagate("cheb_laplacian", x))
         return self.act(out + self.conv.bias)
 
 
@@ -135,7 +136,7 @@ class ARMAOp(nn.Module):
 
     def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
         c = self.conv
-        out = ctx.sym_adj @ (x @ c.init_weight[0]) + x @ c.root_weight[0][0] + c.bias[0][0]
+        out = ctx.propagate("sym_adj", x @ c.init_weight[0]) + x @ c.root_weight[0][0] + c.bias[0][0]
         return self.act(c.act(out))
 
 

@@ -91,8 +91,8 @@ class NodeBatch:
     def sparse_x(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
         """``(columns, row offsets, values)`` of ``x`` when under 20% of it is non-zero, else None.
 
-        Bag-of-words features (Cora: 1.3% non-zero) are projected with
-        :func:`torch.nn.functional.embedding_bag` from this form, and input dropout acts on
+        Bag-of-words features (Cora: 1.3% non-zero) are projected as a sparse CSR matrix
+        built from this form, and input dropout acts on
         the non-zero values only (dropping a zero changes nothing).
         """
         if "sparse_x" not in self.cache:
