@@ -9,6 +9,7 @@ the first ``--points`` training architectures, coloured by weight-sharing accura
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import numpy as np
@@ -46,10 +47,7 @@ def main() -> None:
         model.eval()
         xy = tsne_embedding(model.latent_means(graphs), seed=0)
         sc = ax.scatter(xy[order, 0], xy[order, 1], c=y[order], s=4, cmap="viridis")
-        metrics = (run / "metrics.json").read_text()
-        import json
-
-        m = json.loads(metrics)
+        m = json.loads((run / "metrics.json").read_text())
         ax.set_title(f"{m['vae_model']}, {m['vae_epochs']} epochs (GP r = {m['pearson_r']:.3f})")
         ax.set_xticks([])
         ax.set_yticks([])
