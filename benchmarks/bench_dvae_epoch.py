@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    PYTHONPATH=. python benchmarks/bench_dvae_epoch.py [--threads 2] [--steps 10]
+    PYTHONPATH=. python benchmarks/bench_dvae_epoch.py [--threads 2] [--steps 10] [--flops]
         [--repeats 3] [--models D-VAE DVAE-EMB GCN GCN-EMB] [--hidden 501] [--reference-steps 1]
 
 Every model is built at the paper's sizes (hidden 501, latent 56). Training steps
@@ -105,6 +105,34 @@ def run_round_robin(variants, data, steps, repeats, seed=0):
     return {k: statistics.median(x) for k, x in walls.items()}, {k: statistics.median(x) for k, x in cpus.items()}
 
 
+def _matmul_gflops(hidden: int, seconds: float = 2.0) -> float:
+    """CPU-time GFLOP/s of ``(32, hidden) @ (hidden, 3 * hidden)`` (a GRU gate product at batch 32)."""
+    a, w = torch.randn(BATCH, hidden), torch.randn(hidden, 3 * hidden)
+    n, t = 0, time.process_time()
+    while time.process_time() - t < seconds:
+        a @ w
+        n += 1
+    return n * 2 * BATCH * hidden * 3 * hidden / (time.process_time() - t) / 1e9
+
+
+def report_flops(variants, data, hidden, per_epoch, cpu) -> None:
+    """Floating-point operations per training step, and the epoch time at the matmul rate."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    batch = next(iter(data.batches(BATCH, shuffle=False)))[0]
+    peak = _matmul_gflops(hidden)
+    print(f"# plain matmul {BATCH}x{hidden}x{3 * hidden}: {peak:.1f} GFLOP/s (cpu time, 1 step = fwd+bwd)   [{_load()}]")
+    for v in variants:
+        counter = FlopCounterMode(display=False)
+        with counter:
+            v.loss(v.model, batch).backward()
+        v.model.zero_grad(set_to_none=True)
+        gflop = counter.get_total_flops() / 1e9
+        floor = gflop / peak * per_epoch
+        print(f"{v.label:12s} {gflop:6.2f} GFLOP/step; at the matmul rate {floor:6.1f} s/epoch on one core; "
+              f"measured cpu {cpu[v.label] * per_epoch:6.1f} s/epoch = {floor / (cpu[v.label] * per_epoch):.0%} of that rate")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description="seconds per graph-VAE training epoch on ENAS")
     ap.add_argument("--data-dir", default=None)
@@ -115,6 +143,9 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", default=["D-VAE", "DVAE-EMB", "GCN", "GCN-EMB"])
     ap.add_argument("--no-dense", action="store_true", help="skip the D-VAE variant without deduplication")
     ap.add_argument("--reference-steps", type=int, default=1, help="steps of the per-graph reference (0: skip)")
+    ap.add_argument("--flops", action="store_true",
+                    help="also count each step's floating-point operations and time a plain matrix product of the "
+                         "GRU's shape: the matmul-bound floor of an epoch on this machine, measured in the same run")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     data = load_enas6(args.data_dir).train
@@ -137,6 +168,8 @@ def main() -> None:
             f"{v.label:12s} wall {wall[v.label] * 1000:7.1f} ms/step = {wall[v.label] * per_epoch:6.1f} s/epoch   "
             f"cpu {cpu[v.label] * 1000:7.1f} ms/step = {cpu[v.label] * per_epoch:6.1f} s/epoch{ratio}   [{load}]"
         )
+    if args.flops:
+        report_flops(variants, data, args.hidden, per_epoch, cpu)
     if "D-VAE" in args.models and args.reference_steps > 0:
         ref = Variant("per-graph", "D-VAE", data, args.hidden, loss=_reference_loss)
         main_v = Variant("D-VAE", "D-VAE", data, args.hidden)

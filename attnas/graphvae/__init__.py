@@ -18,5 +18,4 @@ Modules, one purpose each:
 - :mod:`~attnas.graphvae.evaluator`: evaluators that score decoded architectures.
 - :mod:`~attnas.graphvae.bo`: batch expected-improvement Bayesian optimisation in latent space.
 - :mod:`~attnas.graphvae.analysis`: graph properties against performance and the t-SNE plot.
-- :mod:`~attnas.graphvae.experiment`: the ENAS experiment (train, then every metric), paper and quick presets.
 """

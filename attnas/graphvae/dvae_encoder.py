@@ -12,12 +12,13 @@ second pass runs in reverse topological order (messages from successors, its own
 and gates) and the graph state is a linear map of ``Cat(h_out^fwd, h_in^bwd)``. Two linear
 layers give the posterior mean and log-variance (Eqs. 2a-2b / 3a-3b).
 
-Batching: all graphs' nodes are numbered in a topological order, so vertex index ``v``
-of every graph in the batch is processed by one tensor operation (a GRU call on ``B``
-rows), not one call per graph. A vertex's message depends on that vertex only, so it is
-computed once; the sum over predecessors is a batched product with the adjacency
-column. ENAS DAGs (8 nodes, fixed order) need no padding; other DAGs are padded, and a
-padding node has no edges, so it never sends a message to a real node.
+Batching: the vertices of one topological level (longest-path depth), in every graph of the
+batch, are updated by one tensor operation (a GRU call on all of them), not one call per
+graph or per vertex. A vertex's message depends on that vertex only, so it is computed
+once; the sum over predecessors is a batched product with the adjacency column. ENAS
+DAGs (8 nodes, a chain through all of them) have one vertex per level; DAGs such as
+AutoAttend's have several, and need fewer sequential steps than vertices. Padding
+vertices get no state.
 """
 
 from __future__ import annotations
@@ -78,40 +79,100 @@ class DVAEEncoder(nn.Module):
         """Posterior mean and log-variance of every graph."""
         feats = descriptor_features(self.message_input, x, self.max_nodes)
         adj_f = adj.to(x.dtype)
-        states = self.propagate(x, feats, adj_f, reverse=False)
         b = x.shape[0]
         rows = torch.arange(b, device=x.device)
-        hg = torch.stack(states, 1)[rows, n_nodes - 1]  # the output vertex of every graph
+        states = self.propagate(x, feats, adj_f, reverse=False, n_nodes=n_nodes)
+        hg = states[rows, n_nodes - 1]  # the output vertex of every graph
         if self.bidirectional:
-            back = self.propagate(x, feats, adj_f, reverse=True)
-            hg = self.unify(torch.cat([hg, back[0]], -1))  # with the input vertex's backward state
+            back = self.propagate(x, feats, adj_f, reverse=True, n_nodes=n_nodes)
+            hg = self.unify(torch.cat([hg, back[:, 0]], -1))  # with the input vertex's backward state
         return self.fc_mu(hg), self.fc_logvar(hg)
 
-    def propagate(self, x: Tensor, feats: Tensor, adj: Tensor, reverse: bool) -> list[Tensor]:
-        """One sweep over the vertices in (reverse) topological order.
+    def propagate(self, x: Tensor, feats: Tensor, adj: Tensor, reverse: bool, n_nodes: Tensor | None = None) -> Tensor:
+        """One sweep over the vertices in (reverse) topological order, level by level.
+
+        A vertex's level is the length of the longest path reaching it (from a source in the
+        forward sweep, from a sink in the reverse one), so every vertex of a level has all
+        its predecessors (successors) in earlier levels, and the vertices of one level, in
+        every graph of the batch, are updated by one GRU call. When every level is one
+        vertex index (chains such as ENAS's DAGs) the sweep goes index by index on views of
+        the batch, which is the same computation without gathering and scattering rows.
+
+        Args:
+            n_nodes: Real vertex counts; padding vertices get no state (zeros). None: all.
 
         Returns:
-            The state of every vertex index, a list of ``N`` tensors ``(B, hidden)``.
+            The state of every vertex, ``(B, N, hidden)``.
         """
+        b, n, _ = x.shape
+        level = topological_levels(adj, reverse)
+        real = torch.ones(b, n, dtype=torch.bool, device=x.device)
+        if n_nodes is not None:
+            real = torch.arange(n, device=x.device).unsqueeze(0) < n_nodes.unsqueeze(1)
+        index = torch.arange(n, device=x.device).unsqueeze(0)
+        if bool(real.all()) and bool((level == (n - 1 - index if reverse else index)).all()):
+            return self._sweep_by_index(x, feats, adj, reverse)
+        return self._sweep_by_level(x, feats, adj, reverse, level, real)
+
+    def _sweep_by_level(self, x: Tensor, feats: Tensor, adj: Tensor, reverse: bool, level: Tensor,
+                        real: Tensor) -> Tensor:
         gru = self.gru_backward if reverse else self.gru_forward
         gated = self.gated_backward if reverse else self.gated_forward
         b, n, _ = x.shape
+        sends = (adj != 0).any(1 if reverse else 2)  # (B, N): vertices with someone to send to
+        states = x.new_zeros(b, n, self.hidden)
+        messages = x.new_zeros(b, n, self.hidden)
+        for lev in range(int(level[real].max()) + 1 if bool(real.any()) else 0):
+            bi, vi = ((level == lev) & real).nonzero(as_tuple=True)
+            if lev == 0:  # no vertex can send a message to a source: GRU(x, 0)
+                h = gru_from_zero(gru, x[bi, vi])
+            else:
+                weights = adj[bi, vi, :] if reverse else adj[bi, :, vi]  # (R, N): successors / predecessors
+                h = gru(x[bi, vi], aggregate(weights, messages[bi]))
+            states = states.index_put((bi, vi), h)
+            out = sends[bi, vi]
+            if bool(out.any()):
+                bo, vo = bi[out], vi[out]
+                messages = messages.index_put((bo, vo), gated(torch.cat([h[out], feats[bo, vo]], -1)))
+        return states
+
+    def _sweep_by_index(self, x: Tensor, feats: Tensor, adj: Tensor, reverse: bool) -> Tensor:
+        gru = self.gru_backward if reverse else self.gru_forward
+        gated = self.gated_backward if reverse else self.gated_forward
+        n = x.shape[1]
         states: list[Tensor | None] = [None] * n
         messages: list[Tensor | None] = [None] * n
         order = range(n - 1, -1, -1) if reverse else range(n)
         last = order[-1]
         for v in order:
-            if reverse:
-                done = list(range(v + 1, n))
-                weights = adj[:, v, v + 1 :]  # successors of v
-            else:
-                done = list(range(v))
-                weights = adj[:, :v, v]  # predecessors of v
+            done = list(range(v + 1, n)) if reverse else list(range(v))
             if done:
+                weights = adj[:, v, v + 1 :] if reverse else adj[:, :v, v]  # successors / predecessors of v
                 h = gru(x[:, v], aggregate(weights, torch.stack([messages[u] for u in done], 1)))
             else:  # no vertex can send a message yet: GRU(x, 0)
                 h = gru_from_zero(gru, x[:, v])
             states[v] = h
             if v != last:  # the last vertex of the sweep has no one to send to
                 messages[v] = gated(torch.cat([h, feats[:, v]], -1))
-        return states  # type: ignore[return-value]
+        return torch.stack(states, 1)  # type: ignore[arg-type]
+
+
+def topological_levels(adj: Tensor, reverse: bool = False) -> Tensor:
+    """Longest-path depth of every vertex: 0 for sources (sinks with ``reverse``).
+
+    Vertices are numbered in a topological order (edges go from lower to higher index).
+
+    Shapes:
+        - **adj**: ``(B, N, N)``, nonzero ``adj[b, u, v]`` = edge ``u -> v``
+        - **output**: ``(B, N)`` int64
+    """
+    b, n, _ = adj.shape
+    edges = adj != 0
+    level = torch.zeros(b, n, dtype=torch.long, device=adj.device)
+    order = range(n - 1, -1, -1) if reverse else range(n)
+    for v in order:
+        near = edges[:, v, :] if reverse else edges[:, :, v]  # successors / predecessors of v
+        if bool(near.any()):
+            cand = torch.where(near, level + 1, torch.zeros_like(level))
+            level[:, v] = cand.max(1).values
+    return level

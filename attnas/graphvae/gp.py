@@ -145,28 +145,30 @@ def fit_sparse_gp(x: Tensor, y: Tensor, settings: SparseGPSettings = SparseGPSet
     covar.base_kernel.lengthscale = _median_distance(x, gen)
     likelihood = GaussianLikelihood()
     likelihood.noise = 0.1
-    # GPyTorch draws the initial variational mean from torch's global generator: seed it here
-    # (without disturbing the caller's stream) so that a fit depends on ``settings.seed`` only.
+    # GPyTorch draws the initial variational mean from torch's global generator, at the first
+    # training call (not at construction): the whole fit runs on a forked global generator
+    # seeded here, so that it depends on ``settings.seed`` only and leaves the caller's
+    # stream untouched.
     with warnings.catch_warnings(), torch.random.fork_rng(devices=[]):
         warnings.simplefilter("ignore")  # BoTorch's input-scaling advice; targets are standardised here
         torch.manual_seed(settings.seed)
         model = SingleTaskVariationalGP(
             x, ys, likelihood=likelihood, covar_module=covar, inducing_points=inducing, learn_inducing_points=True
         ).to(torch.float64)
-    mll = VariationalELBO(model.likelihood, model.model, num_data=len(x))
-    opt = torch.optim.Adam(model.parameters(), lr=settings.lr)
-    model.train()
-    steps = math.ceil(len(x) / settings.batch_size)
-    with progress(description, total=settings.epochs * steps) as bar:
-        for _ in range(settings.epochs):
-            order = torch.randperm(len(x), generator=gen)
-            for start in range(0, len(x), settings.batch_size):
-                idx = order[start : start + settings.batch_size]
-                opt.zero_grad(set_to_none=True)
-                loss = -mll(model(x[idx]), ys[idx].squeeze(-1))
-                loss.backward()
-                opt.step()
-                bar.advance(1, elbo=-float(loss.detach()))
+        mll = VariationalELBO(model.likelihood, model.model, num_data=len(x))
+        opt = torch.optim.Adam(model.parameters(), lr=settings.lr)
+        model.train()
+        steps = math.ceil(len(x) / settings.batch_size)
+        with progress(description, total=settings.epochs * steps) as bar:
+            for _ in range(settings.epochs):
+                order = torch.randperm(len(x), generator=gen)
+                for start in range(0, len(x), settings.batch_size):
+                    idx = order[start : start + settings.batch_size]
+                    opt.zero_grad(set_to_none=True)
+                    loss = -mll(model(x[idx]), ys[idx].squeeze(-1))
+                    loss.backward()
+                    opt.step()
+                    bar.advance(1, elbo=-float(loss.detach()))
     model.eval()
     return SparseGP(model, y_mean, y_std)
 

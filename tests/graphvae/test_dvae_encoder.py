@@ -35,8 +35,10 @@ def test_shapes_and_state_count():
     mu, logvar = enc(x, batch.adj, batch.n_nodes)
     assert mu.shape == (4, 3) and logvar.shape == (4, 3)
     feats = descriptor_features("vertex_id", x, 6)
-    states = enc.propagate(x, feats, batch.adj.float(), reverse=False)
-    assert len(states) == 6 and states[0].shape == (4, 7)
+    states = enc.propagate(x, feats, batch.adj.float(), reverse=False, n_nodes=batch.n_nodes)
+    assert states.shape == (4, 6, 7)
+    padding = torch.arange(6).unsqueeze(0) >= batch.n_nodes.unsqueeze(1)
+    assert bool((states[padding] == 0).all())  # padding vertices get no state
 
 
 def test_encoder_sees_edges_and_types():
@@ -49,3 +51,34 @@ def test_encoder_sees_edges_and_types():
     mu0, _ = model.encode(batch)
     mu1, _ = model.encode(other_types)
     assert not torch.allclose(mu0, mu1)
+
+
+def test_topological_levels_are_longest_path_depths():
+    from attnas.graphvae.dvae_encoder import topological_levels
+
+    # 0 -> 1, 0 -> 2, 1 -> 3, 2 -> 3, 0 -> 3, 3 -> 4; vertex 5 is isolated
+    adj = torch.zeros(1, 6, 6)
+    for u, v in [(0, 1), (0, 2), (1, 3), (2, 3), (0, 3), (3, 4)]:
+        adj[0, u, v] = 1
+    assert topological_levels(adj).tolist() == [[0, 1, 1, 2, 3, 0]]
+    assert topological_levels(adj, reverse=True).tolist() == [[3, 2, 2, 1, 0, 0]]
+
+
+def test_chain_dags_take_the_index_sweep_and_it_equals_the_level_sweep():
+    from attnas.graphvae.dvae_encoder import topological_levels
+
+    torch.manual_seed(0)
+    enc = DVAEEncoder(x_dim=5, hidden=7, latent=3, max_nodes=6).double()
+    batch = random_dags(5, max_nodes=6, num_types=5, seed=1, min_nodes=6)
+    adj = batch.adj.clone()
+    idx = torch.arange(5)
+    adj[:, idx, idx + 1] = True  # a chain through every vertex, as in ENAS: one vertex per level
+    x = torch.randn(5, 6, 5, dtype=torch.float64)
+    feats = descriptor_features("vertex_id", x, 6)
+    real = torch.ones(5, 6, dtype=torch.bool)
+    for reverse in (False, True):
+        level = topological_levels(adj, reverse)
+        by_index = enc._sweep_by_index(x, feats, adj.double(), reverse)
+        by_level = enc._sweep_by_level(x, feats, adj.double(), reverse, level, real)
+        assert torch.allclose(by_index, by_level, atol=1e-12)
+        assert torch.equal(enc.propagate(x, feats, adj.double(), reverse), by_index)

@@ -57,3 +57,21 @@ def test_bad_inputs():
         fit_sparse_gp(torch.zeros(3, 2), torch.zeros(4), SMALL)
     with pytest.raises(ConfigError, match="inducing"):
         SparseGPSettings(inducing=0)
+
+
+def test_fit_depends_on_its_seed_only_not_on_the_global_generator():
+    # GPyTorch initialises the variational mean from the global generator at the first
+    # training call; a resumed BO run must refit exactly the same GP.
+    x, y = _synthetic(60, 0)
+    settings = SparseGPSettings(inducing=8, epochs=3, batch_size=30, lr=0.05, seed=4)
+    torch.manual_seed(1)
+    a = fit_sparse_gp(x, y, settings)
+    torch.manual_seed(2)
+    torch.randn(100)
+    state = torch.random.get_rng_state()
+    b = fit_sparse_gp(x, y, settings)
+    assert torch.equal(torch.random.get_rng_state(), state)  # the caller's stream is untouched
+    for p, q in zip(a.model.parameters(), b.model.parameters()):
+        assert torch.equal(p, q)
+    c = fit_sparse_gp(x, y, SparseGPSettings(inducing=8, epochs=3, batch_size=30, lr=0.05, seed=5))
+    assert not all(torch.equal(p, q) for p, q in zip(a.model.parameters(), c.model.parameters()))

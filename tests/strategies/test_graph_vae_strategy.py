@@ -1,0 +1,74 @@
+"""``graph-vae`` (paper 004's ENAS experiment as a run) on a tiny synthetic ENAS file."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+import torch
+
+from attnas import pipeline
+from attnas.errors import ConfigError
+
+RECIPE = {
+    "name": "tiny-opemb",
+    "seed": 0,
+    "task": {"name": "architecture-performance", "dataset": "enas6"},
+    "space": {"name": "enas", "layers": 4},
+    "strategy": {
+        "name": "graph-vae", "model": "gcn-emb", "hidden": 12, "latent": 4, "epochs": 2, "batch_size": 16,
+        "lr": 0.01, "checkpoint_every": 1,
+        "table1": {"recon_graphs": 4, "encode_times": 1, "decode_times": 2, "prior_points": 10, "prior_decodes": 2},
+        "gp": {"inducing": 8, "epochs": 5, "batch_size": 32, "lr": 0.05}, "gp_repeats": 2,
+        "properties": True, "tsne_points": 30,
+        "bo": {"iterations": 2, "batch_size": 3, "decode_attempts": 5, "num_restarts": 2, "raw_samples": 16,
+               "mc_samples": 16, "maxiter": 10, "gp": {"inducing": 8, "epochs": 3, "batch_size": 32, "lr": 0.05}},
+    },
+}
+
+
+def write_enas(root, n, layers=4, seed=0):
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(1000 + n):  # the loader skips the first 1,000 lines, as D-VAE
+        rows = [[rng.randrange(6)] + [rng.randrange(2) for _ in range(k)] for k in range(layers)]
+        lines.append(f"{rows}, {0.70 + 0.01 * sum(r[0] for r in rows) / layers:.4f}\n")
+    (root / "enas").mkdir(parents=True)
+    (root / "enas" / "final_structures6.txt").write_text("".join(lines))
+
+
+@pytest.fixture
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_run_reports_tables_properties_tsne_and_labelled_bo(tmp_path, one_thread):
+    write_enas(tmp_path / "data", 60)
+    run = pipeline.search(RECIPE, out=tmp_path / "run", data_dir=tmp_path / "data")
+    metrics = json.loads(run.file("metrics.json").read_text())
+    for key in ("recon_accuracy", "validity", "uniqueness", "validity_space", "bo_valid_fraction"):
+        assert 0.0 <= metrics[key] <= 1.0, key
+    assert metrics["rmse"] > 0 and -1.0 <= metrics["pearson_r"] <= 1.0
+    assert metrics["vae_model"] == "GCN-EMB" and metrics["vae_epochs"] == 2
+    table2 = [e for e in run.events("evaluation") if e.get("stage") == "table2"]
+    assert [e["repeat"] for e in table2] == [1, 2]
+    assert metrics["rmse"] == pytest.approx(sum(e["rmse"] for e in table2) / 2)
+    assert {"average_path_length_r", "clustering_coefficient_r"} <= set(metrics)
+    assert run.file("tsne.png").stat().st_size > 0
+    bo = json.loads(run.file("bo.json").read_text())
+    assert len(bo["proposals"]) == metrics["bo_proposals"] == 2 * 3
+    assert {p["source"] for p in bo["proposals"]} <= {"dataset", "surrogate", "invalid"}
+    arch = json.loads(run.file("arch.json").read_text())
+    assert arch["meta"]["strategy"] == "graph-vae" and "source" in arch["meta"]
+    if bo["best"] is not None:  # the run's architecture is the best valid proposal, with its source
+        assert arch["meta"]["source"] == bo["best"]["source"]
+
+
+def test_needs_a_table_of_scored_architectures(tmp_path, tiny_recipe_data):
+    recipe = dict(tiny_recipe_data, strategy={"name": "graph-vae"})
+    with pytest.raises(ConfigError, match="architecture-performance"):
+        pipeline.search(recipe, out=tmp_path / "x")
