@@ -1,8 +1,9 @@
 """Faults during a real search: corrupt or crafted checkpoints on resume, unwritable run
-directories, and the DARTS kill/resume (waiting for that strategy).
+directories.
 
-SIGKILL during supernet training and during evolution: ``tests/test_resume.py``; a killed
-Ray worker and a resume on other workers: ``tests/test_parallel.py``.
+SIGKILL during supernet training and during evolution: ``tests/test_resume.py``; during a
+DARTS epoch: ``tests/strategies/test_darts_resume.py``; a killed Ray worker and a resume on
+other workers: ``tests/test_parallel.py``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pytest
 import torch
 import yaml
 
-from attnas import _registry, pipeline
+from attnas import pipeline
 from attnas.errors import RunDirError
 
 TIMING = {"search_seconds"}
@@ -183,10 +184,3 @@ def test_resume_and_retrain_of_a_read_only_run_fail_before_any_work(reference, t
     finally:
         for p in [run, *run.rglob("*")]:
             p.chmod(0o700)
-
-
-def test_darts_epoch_killed_resumes_to_the_same_result():
-    if "darts" not in _registry.names("strategy"):
-        pytest.skip("the DARTS strategy (issue 4) has not landed on this branch; when it does, kill a search "
-                    "with ATTNAS_FAULT=<its epoch phase>:<n> here as test_resume.py does for the supernet")
-    raise AssertionError("DARTS has landed: write this test (see the skip message)")  # pragma: no cover
