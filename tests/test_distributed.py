@@ -52,8 +52,8 @@ def toy_train(task, dist=None, epochs=3):
     return model.state_dict(), losses
 
 
-def _toy_ranks(out):
-    """Both toy trainings of this file in one pair of spawned processes (a spawn costs seconds)."""
+def _toy_ranks(out, recipe):
+    """Every data-parallel run of this file in one pair of spawned processes (a spawn costs seconds)."""
     from pathlib import Path
 
     from attnas.runs import RunDir
@@ -69,14 +69,30 @@ def _toy_ranks(out):
     ctx.barrier()
     result = toy_darts(run or distributed.FollowerRun(Path(out) / "darts"), per_batch=5)
     assert (result is None) == (not ctx.is_main)  # rank 0 alone derives the architecture
-    distributed.teardown()
+    # a real search (test_two_process_supernet_training_equals_one_process): it finds this
+    # process group and ends it when it finishes
+    from attnas import pipeline
+
+    pipeline.search(recipe, out=Path(out) / "ddp")
+    assert distributed.current() is None
 
 
 @pytest.fixture(scope="module")
-def two_ranks(tmp_path_factory):
+def ddp_recipe(tiny_recipe_data):
+    r = copy.deepcopy(tiny_recipe_data)
+    r["strategy"] = {"name": "one-shot-evolution",
+                     "supernet": {"epochs": 6, "checkpoint_every": 3, "optimizer": "sgd", "lr": 0.05},
+                     "evolution": {"population": 6, "parents": 2, "children": 2, "rounds": 1},
+                     "rerank": {"top_k": 1, "epochs": 0}}
+    r["retrain"] = {"epochs": 2, "patience": 0, "init": "supernet"}
+    return r
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory, ddp_recipe):
     """The output folder of :func:`_toy_ranks` run on 2 gloo processes."""
     out = tmp_path_factory.mktemp("two-ranks")
-    distributed.spawn(_toy_ranks, 2, str(out))
+    distributed.spawn(_toy_ranks, 2, str(out), ddp_recipe)
     return out
 
 
@@ -129,29 +145,11 @@ def test_follower_run_writes_nothing(tmp_path):
     assert sorted((p.name, p.stat().st_size) for p in (tmp_path / "run").rglob("*")) == before
 
 
-def _search_rank(recipe, out):
-    from attnas import pipeline
-
-    pipeline.search(recipe, out=out)
-
-
-@pytest.fixture
-def ddp_recipe(tiny_recipe_data):
-    r = copy.deepcopy(tiny_recipe_data)
-    r["strategy"] = {"name": "one-shot-evolution",
-                     "supernet": {"epochs": 6, "checkpoint_every": 3, "optimizer": "sgd", "lr": 0.05},
-                     "evolution": {"population": 6, "parents": 2, "children": 2, "rounds": 1},
-                     "rerank": {"top_k": 1, "epochs": 0}}
-    r["retrain"] = {"epochs": 2, "patience": 0, "init": "supernet"}
-    return r
-
-
-def test_two_process_supernet_training_equals_one_process(ddp_recipe, tmp_path):
+def test_two_process_supernet_training_equals_one_process(ddp_recipe, two_ranks, tmp_path):
     """Full-batch graph: each rank scores half the training nodes; dropout stays in (same masks)."""
     from attnas import pipeline
     from attnas.runs import load_checkpoint_file
 
-    distributed.spawn(_search_rank, 2, ddp_recipe, str(tmp_path / "ddp"))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as the spawned ranks
     try:
@@ -162,20 +160,20 @@ def test_two_process_supernet_training_equals_one_process(ddp_recipe, tmp_path):
     def weights(run, epoch):
         return load_checkpoint_file(run / "checkpoints" / f"supernet-{epoch:08d}.ckpt")["state"]["model"]
 
-    ddp, one = weights(tmp_path / "ddp", 6), weights(tmp_path / "one", 6)
+    ddp, one = weights(two_ranks / "ddp", 6), weights(tmp_path / "one", 6)
     assert ddp.keys() == one.keys()
     for k in one:
         torch.testing.assert_close(ddp[k], one[k], rtol=1e-5, atol=1e-6)
-    mid = weights(tmp_path / "ddp", 3)  # the comparison is not trivial: training moved the weights
+    mid = weights(two_ranks / "ddp", 3)  # the comparison is not trivial: training moved the weights
     assert max((ddp[k] - mid[k]).abs().max().item() for k in ddp) > 1e-3
     # rank 0 alone wrote the run: each epoch logged once, then it finished the search alone
-    events = [json.loads(line) for line in (tmp_path / "ddp" / "events.jsonl").read_text().splitlines()]
+    events = [json.loads(line) for line in (two_ranks / "ddp" / "events.jsonl").read_text().splitlines()]
     sup = [e for e in events if e["phase"] == "supernet"]
     assert [e["epoch"] for e in sup] == list(range(1, 7))
     ref = [json.loads(line) for line in (tmp_path / "one" / "events.jsonl").read_text().splitlines()]
     assert [e["loss"] for e in sup] == pytest.approx([e["loss"] for e in ref if e["phase"] == "supernet"], rel=1e-4)
-    assert json.loads((tmp_path / "ddp" / "run.json").read_text())["world_size"] == 2
-    assert (tmp_path / "ddp" / "metrics.json").exists()
+    assert json.loads((two_ranks / "ddp" / "run.json").read_text())["world_size"] == 2
+    assert (two_ranks / "ddp" / "metrics.json").exists()
 
 
 # ---------------------------------------------------------------- DARTS (bilevel) data-parallel
