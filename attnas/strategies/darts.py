@@ -391,7 +391,7 @@ class Darts(Strategy):
                 done = epoch == phase.epochs
                 if done or epoch % o.checkpoint_every == 0:
                     if dist is not None:
-                        dist.assert_same([p.detach().cpu().numpy().tobytes() for p in phase.alpha],
+                        dist.assert_same([p.detach().float().cpu().numpy().tobytes() for p in phase.alpha],
                                          f"{phase.tag} architecture weights")
                     seconds = time.time() - t0
                     summary = {**last, "seconds": seconds}
