@@ -3,8 +3,8 @@
 
 Covers recipes (malformed YAML, unknown keys, wrong types), architecture files (unknown
 operations, out-of-range source layers, violated constraints), datasets (a graph file, a
-CSV text file and an image folder with mismatched shapes, NaN values or labels out of
-range) and checkpoints holding pickled objects.
+CSV text file, SST trees, CIFAR-10 batches and an image folder with mismatched shapes, NaN
+values or labels out of range) and checkpoints holding pickled objects.
 """
 
 from __future__ import annotations
@@ -226,6 +226,52 @@ def test_bad_image_folders(recipe, tmp_path, shapes, bad, message):
     folder = image_folder(tmp_path / "images", shapes, bad)
     recipe["task"] = {"name": "image-classification", "dataset": "image-folder", "path": str(folder)}
     fails_cleanly(tmp_path, ["search", write_recipe(tmp_path, recipe)], message)
+
+
+def cifar_folder(root, edit=None):
+    """A CIFAR-10 folder of 4 images per batch file; ``edit(name, batch)`` spoils one batch."""
+    import pickle
+
+    root.mkdir()
+    rng = np.random.default_rng(0)
+    for name in (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch"):
+        batch = {b"data": rng.integers(0, 256, (4, 3072), dtype=np.uint8), b"labels": [0, 3, 9, 1]}
+        if edit is not None:
+            edit(name, batch)
+        with open(root / name, "wb") as f:
+            pickle.dump(batch, f, protocol=2)
+    return root
+
+
+def _in(name, key, value):
+    return lambda n, batch: batch.__setitem__(key, value) if n == name else None
+
+
+@pytest.mark.parametrize("edit,message", [
+    (_in("data_batch_3", b"labels", [0, 10, 2, 1]), "data_batch_3: label 10 out of range 0..9"),
+    (_in("test_batch", b"labels", [0, -1, 2, 1]), "test_batch: label -1 out of range 0..9"),
+    (_in("data_batch_2", b"labels", [0, 1, 2]), "data_batch_2: 4 images but 3 labels"),
+    (_in("data_batch_5", b"data", np.zeros((4, 3000), np.uint8)), "'data' must have shape (N, 3072), got (4, 3000)"),
+    (_in("data_batch_1", b"data", np.full((4, 3072), np.nan)), "'data' must hold bytes 0..255, got dtype float64"),
+], ids=["label-too-large", "negative-label", "labels-missing", "image-shape", "nan-pixels"])
+def test_bad_cifar10_batches(recipe, tmp_path, edit, message):
+    folder = cifar_folder(tmp_path / "cifar", edit)
+    recipe["task"] = {"name": "image-classification", "dataset": "cifar10", "path": str(folder)}
+    fails_cleanly(tmp_path, ["search", write_recipe(tmp_path, recipe)], message)
+
+
+@pytest.mark.parametrize("dev,message", [
+    ("(7 (2 a) (2 b))\n", "dev.txt:1: sentiment label 7 is outside 0..4"),
+    ("(3 (2 a) (4 b))\n(2 (2 c)\n", "dev.txt:2: unbalanced '('"),
+], ids=["label-out-of-range", "unclosed-tree"])
+def test_bad_sst_trees(recipe, tmp_path, dev, message):
+    folder = tmp_path / "data" / "sst"
+    folder.mkdir(parents=True)
+    for name in ("train.txt", "test.txt"):
+        (folder / name).write_text("(3 (2 a) (4 b))\n(1 (1 c) (2 d))\n")
+    (folder / "dev.txt").write_text(dev)
+    recipe["task"] = {"name": "text-classification", "dataset": "sst5", "glove": "none"}
+    fails_cleanly(tmp_path, ["search", write_recipe(tmp_path, recipe), "--data-dir", str(tmp_path / "data")], message)
 
 
 # --------------------------------------------------------------------------- checkpoints

@@ -52,20 +52,52 @@ def toy_train(task, dist=None, epochs=3):
     return model.state_dict(), losses
 
 
-def _toy_rank(out):
+def _toy_ranks(out, recipe):
+    """Every data-parallel run of this file in one pair of spawned processes (a spawn costs seconds)."""
+    from pathlib import Path
+
+    from attnas.runs import RunDir
+
     ctx, _ = distributed.setup(torch.device("cpu"))
     x, y = toy_data()
     batches = [(x[i : i + 5], y[i : i + 5]) for i in range(0, 40, 5)]  # 8 batches: 4 steps of 2
     state, losses = toy_train(ListTask(batches), dist=ctx)
     if ctx.is_main:
-        torch.save({"state": state, "losses": losses}, out)
-    distributed.teardown()
+        torch.save({"state": state, "losses": losses}, Path(out) / "toy.pt")
+    # first-order DARTS (test_two_process_darts_equals_one_process_on_the_union_batches)
+    run = RunDir.create(Path(out) / "darts", "name: toy\n", {}) if ctx.is_main else None
+    ctx.barrier()
+    result = toy_darts(run or distributed.FollowerRun(Path(out) / "darts"), per_batch=5)
+    assert (result is None) == (not ctx.is_main)  # rank 0 alone derives the architecture
+    # a real search (test_two_process_supernet_training_equals_one_process): it finds this
+    # process group and ends it when it finishes
+    from attnas import pipeline
+
+    pipeline.search(recipe, out=Path(out) / "ddp")
+    assert distributed.current() is None
 
 
-def test_two_ranks_equal_one_process_on_the_union_batch(tmp_path):
-    out = tmp_path / "toy.pt"
-    distributed.spawn(_toy_rank, 2, str(out))
-    got = torch.load(out, weights_only=True)
+@pytest.fixture(scope="module")
+def ddp_recipe(tiny_recipe_data):
+    r = copy.deepcopy(tiny_recipe_data)
+    r["strategy"] = {"name": "one-shot-evolution",
+                     "supernet": {"epochs": 6, "checkpoint_every": 3, "optimizer": "sgd", "lr": 0.05},
+                     "evolution": {"population": 6, "parents": 2, "children": 2, "rounds": 1},
+                     "rerank": {"top_k": 1, "epochs": 0}}
+    r["retrain"] = {"epochs": 2, "patience": 0, "init": "supernet"}
+    return r
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory, ddp_recipe):
+    """The output folder of :func:`_toy_ranks` run on 2 gloo processes."""
+    out = tmp_path_factory.mktemp("two-ranks")
+    distributed.spawn(_toy_ranks, 2, str(out), ddp_recipe)
+    return out
+
+
+def test_two_ranks_equal_one_process_on_the_union_batch(two_ranks):
+    got = torch.load(two_ranks / "toy.pt", weights_only=True)
     x, y = toy_data()
     union = [(x[i : i + 10], y[i : i + 10]) for i in range(0, 40, 10)]  # each step's two batches together
     state, losses = toy_train(ListTask(union))
@@ -113,29 +145,11 @@ def test_follower_run_writes_nothing(tmp_path):
     assert sorted((p.name, p.stat().st_size) for p in (tmp_path / "run").rglob("*")) == before
 
 
-def _search_rank(recipe, out):
-    from attnas import pipeline
-
-    pipeline.search(recipe, out=out)
-
-
-@pytest.fixture
-def ddp_recipe(tiny_recipe_data):
-    r = copy.deepcopy(tiny_recipe_data)
-    r["strategy"] = {"name": "one-shot-evolution",
-                     "supernet": {"epochs": 6, "checkpoint_every": 3, "optimizer": "sgd", "lr": 0.05},
-                     "evolution": {"population": 6, "parents": 2, "children": 2, "rounds": 1},
-                     "rerank": {"top_k": 1, "epochs": 0}}
-    r["retrain"] = {"epochs": 2, "patience": 0, "init": "supernet"}
-    return r
-
-
-def test_two_process_supernet_training_equals_one_process(ddp_recipe, tmp_path):
+def test_two_process_supernet_training_equals_one_process(ddp_recipe, two_ranks, tmp_path):
     """Full-batch graph: each rank scores half the training nodes; dropout stays in (same masks)."""
     from attnas import pipeline
     from attnas.runs import load_checkpoint_file
 
-    distributed.spawn(_search_rank, 2, ddp_recipe, str(tmp_path / "ddp"))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as the spawned ranks
     try:
@@ -146,17 +160,106 @@ def test_two_process_supernet_training_equals_one_process(ddp_recipe, tmp_path):
     def weights(run, epoch):
         return load_checkpoint_file(run / "checkpoints" / f"supernet-{epoch:08d}.ckpt")["state"]["model"]
 
-    ddp, one = weights(tmp_path / "ddp", 6), weights(tmp_path / "one", 6)
+    ddp, one = weights(two_ranks / "ddp", 6), weights(tmp_path / "one", 6)
     assert ddp.keys() == one.keys()
     for k in one:
         torch.testing.assert_close(ddp[k], one[k], rtol=1e-5, atol=1e-6)
-    mid = weights(tmp_path / "ddp", 3)  # the comparison is not trivial: training moved the weights
+    mid = weights(two_ranks / "ddp", 3)  # the comparison is not trivial: training moved the weights
     assert max((ddp[k] - mid[k]).abs().max().item() for k in ddp) > 1e-3
     # rank 0 alone wrote the run: each epoch logged once, then it finished the search alone
-    events = [json.loads(line) for line in (tmp_path / "ddp" / "events.jsonl").read_text().splitlines()]
+    events = [json.loads(line) for line in (two_ranks / "ddp" / "events.jsonl").read_text().splitlines()]
     sup = [e for e in events if e["phase"] == "supernet"]
     assert [e["epoch"] for e in sup] == list(range(1, 7))
     ref = [json.loads(line) for line in (tmp_path / "one" / "events.jsonl").read_text().splitlines()]
     assert [e["loss"] for e in sup] == pytest.approx([e["loss"] for e in ref if e["phase"] == "supernet"], rel=1e-4)
-    assert json.loads((tmp_path / "ddp" / "run.json").read_text())["world_size"] == 2
-    assert (tmp_path / "ddp" / "metrics.json").exists()
+    assert json.loads((two_ranks / "ddp" / "run.json").read_text())["world_size"] == 2
+    assert (two_ranks / "ddp" / "metrics.json").exists()
+
+
+# ---------------------------------------------------------------- DARTS (bilevel) data-parallel
+
+
+class ToyRelaxed(nn.Module):
+    """A two-operation mixed edge ``sum_i softmax(alpha)_i tanh(op_i(x))`` and a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = nn.ModuleList([nn.Linear(4, 6), nn.Linear(4, 6)])
+        self.head = nn.Linear(6, 3)
+        self.alpha = nn.Parameter(torch.tensor([0.3, -0.2]))
+
+    def forward(self, batch):
+        w = torch.softmax(self.alpha, 0)
+        return self.head(sum(wi * torch.tanh(op(batch[0])) for wi, op in zip(w, self.ops)))
+
+    def arch_parameters(self):
+        return [self.alpha]
+
+    def weight_parameters(self):
+        return [p for n, p in self.named_parameters() if n != "alpha"]
+
+
+class ToySpace:
+    name = "toy"
+
+    def require(self, capability, strategy):
+        pass
+
+    def relaxed(self, task):
+        return ToyRelaxed()
+
+    def derive(self, model):
+        from attnas.arch import Arch
+
+        return Arch("toy", {"op": int(model.alpha.argmax())})
+
+
+class BilevelListTask(ListTask):
+    """Splits ``a`` (weights) and ``b`` (architecture), each a fixed list of batches."""
+
+    metric = "accuracy"
+
+    def batches(self, split, shuffle=False, generator=None, batch_size=None):
+        yield from self._batches[split]
+
+
+def toy_bilevel(per_batch):
+    x, y = toy_data()  # a: the first 30 rows, b: the last 10 (b's pass restarts within an epoch)
+    return BilevelListTask({"a": [(x[i : i + per_batch], y[i : i + per_batch]) for i in range(0, 30, per_batch)],
+                            "b": [(x[i : i + per_batch], y[i : i + per_batch]) for i in range(30, 40, per_batch)]})
+
+
+def toy_darts(run, per_batch):
+    from attnas.strategies.darts import Darts, DartsConfig
+
+    cfg = DartsConfig(epochs=3, batch_size=per_batch, arch_lr=0.05, eval_split="", splits=("a", "b"))
+    return Darts(cfg, ToySpace(), toy_bilevel(per_batch), run, seed=0).search()
+
+
+def test_two_process_darts_equals_one_process_on_the_union_batches(two_ranks, tmp_path):
+    """Both steps of first-order DARTS (SGD on the weights, Adam on alpha) on 2 gloo ranks with
+    batches of 5 end where one process ends with batches of 10 (each the union of the two ranks')."""
+    from attnas.runs import RunDir, load_checkpoint_file
+
+    one = RunDir.create(tmp_path / "one", "name: toy\n", {})
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        result = toy_darts(one, per_batch=10)
+    finally:
+        torch.set_num_threads(threads)
+
+    def final(run):
+        return load_checkpoint_file(run / "checkpoints" / "darts-00000003.ckpt")["state"]["model"]
+
+    ddp, ref = final(two_ranks / "darts"), final(tmp_path / "one")
+    for k in ref:
+        torch.testing.assert_close(ddp[k], ref[k], rtol=1e-5, atol=1e-6)
+    assert (ref["alpha"] - torch.tensor([0.3, -0.2])).abs().max() > 1e-2  # alpha did move
+    events = [[json.loads(line) for line in (r / "events.jsonl").read_text().splitlines()]
+              for r in (two_ranks / "darts", tmp_path / "one")]
+    assert [e["epoch"] for e in events[0]] == [1, 2, 3]  # rank 0 alone logged, once per epoch
+    for got, want in zip(*events):
+        assert (got["loss"], got["arch_loss"]) == pytest.approx((want["loss"], want["arch_loss"]), rel=1e-5)
+        assert got["alpha"] == want["alpha"] and got["arch"] == want["arch"]
+    assert result.arch.choices == {"op": int(ref["alpha"].argmax())}

@@ -29,6 +29,17 @@ derived now), "alpha" (``softmax(alpha)``, when it has at most 400 entries)}`` a
 ``checkpoint_every`` epochs, checkpoints the weights, ``alpha``, both optimisers, the
 schedule, the two batch-order generators and every RNG, so a killed search resumes exactly.
 
+**Data-parallel (``torchrun``, :mod:`attnas.distributed`).** Every rank builds the same
+relaxed network (rank 0's weights and ``alpha`` are broadcast), draws the same batch order of
+both splits, takes its share of each group of ``world_size`` batches
+(:meth:`~attnas.distributed.DistContext.shard`), and averages the weight gradients before
+clipping and the architecture gradients before the Adam step, so a step on ``W`` ranks is
+a step of one process on the union of their batches (tested with gloo in
+``tests/test_distributed.py``). Ranks check at every checkpoint that they hold the same
+``alpha``; rank 0 alone writes, derives the architecture and retrains it. Batch-norm
+statistics are those of each rank's part (as with ``DistributedDataParallel`` without
+``SyncBatchNorm``, which PyTorch supports on GPUs only).
+
 **Reuse (extension points).** Other differentiable searches build on :class:`Darts`:
 
 * ``alpha_init`` (``space`` default, ``normal`` with ``alpha_init_scale``, or ``zeros``),
@@ -79,6 +90,7 @@ from typing import Any, Literal, Optional
 import torch
 from torch import nn
 
+from attnas import distributed
 from attnas._registry import register_strategy
 from attnas.errors import CheckpointError, ConfigError, UnsupportedError
 from attnas.progress import progress
@@ -319,35 +331,51 @@ class Darts(Strategy):
             start, seconds, last = ck["step"], st["seconds"], dict(st["summary"])
         split_a, split_b = phase.splits
         module, task = phase.module, self.task
+        dist = distributed.current()  # data-parallel (torchrun): each rank takes its share of both streams
+        if dist is not None:
+            dist.broadcast_module(module)  # every rank starts from rank 0's weights and alpha
+
+        def stream(split: str, gen: torch.Generator) -> Iterator[tuple[Any, float]]:
+            batches = self._batches(split, gen)  # the same order on every rank (same generator state)
+            return dist.shard(batches) if dist is not None else ((b, 1.0) for b in batches)
+
+        def step(batch: Any, share: float, params: list) -> float:
+            """Back-propagate the loss of ``batch`` into ``params`` (averaged over ranks); its value."""
+            loss = phase.loss(batch)
+            if dist is not None:
+                loss, value = dist.step_loss(loss, share)  # raises on every rank when not finite
+            elif not torch.isfinite(loss):
+                raise FloatingPointError(f"{phase.tag}: training loss became {loss.item()} "
+                                         f"(lower strategy.lr?)")
+            else:
+                value = loss.item()
+            loss.backward(inputs=params)
+            if dist is not None:
+                dist.average_gradients(params)
+            return value
+
         t0 = time.time() - seconds
         module.train()
         with progress(f"{phase.tag} search", phase.epochs, completed=start) as bar:
             for epoch in range(start + 1, phase.epochs + 1):
                 w_total = a_total = 0.0
                 steps = 0
-                b_iter = self._batches(split_b, gen_b)
-                for batch_a in self._batches(split_a, gen_a):
+                b_iter = stream(split_b, gen_b)
+                for batch_a, share_a in stream(split_a, gen_a):
                     # weight step on train_A
                     w_opt.zero_grad(set_to_none=True)
-                    loss = phase.loss(batch_a)
-                    if not torch.isfinite(loss):
-                        raise FloatingPointError(f"{phase.tag}: training loss became {loss.item()} "
-                                                 f"(lower strategy.lr?)")
-                    loss.backward(inputs=phase.weights)
+                    w_total += step(batch_a, share_a, phase.weights)
                     if o.grad_clip > 0:
                         nn.utils.clip_grad_norm_(phase.weights, o.grad_clip)
                     w_opt.step()
                     # architecture step on train_B (restart its pass when it runs out first)
-                    batch_b = next(b_iter, None)
-                    if batch_b is None:
-                        b_iter = self._batches(split_b, gen_b)
-                        batch_b = next(b_iter)
+                    part_b = next(b_iter, None)
+                    if part_b is None:
+                        b_iter = stream(split_b, gen_b)
+                        part_b = next(b_iter)
                     a_opt.zero_grad(set_to_none=True)
-                    arch_loss = phase.loss(batch_b)
-                    arch_loss.backward(inputs=phase.alpha)
+                    a_total += step(*part_b, phase.alpha)
                     a_opt.step()
-                    w_total += loss.item()
-                    a_total += arch_loss.item()
                     steps += 1
                 lr = w_opt.param_groups[0]["lr"]  # the rate this epoch used
                 sched.step()
@@ -362,6 +390,9 @@ class Darts(Strategy):
                 bar.advance(1, loss=event["loss"], **({"val": event["val"]} if "val" in event else {}))
                 done = epoch == phase.epochs
                 if done or epoch % o.checkpoint_every == 0:
+                    if dist is not None:
+                        dist.assert_same([p.detach().float().cpu().numpy().tobytes() for p in phase.alpha],
+                                         f"{phase.tag} architecture weights")
                     seconds = time.time() - t0
                     summary = {**last, "seconds": seconds}
                     state = {"done": done, "model": module.state_dict(), "alpha": [p.detach() for p in phase.alpha],
@@ -375,11 +406,14 @@ class Darts(Strategy):
 
     # ------------------------------------------------------------------ the search
 
-    def search(self) -> SearchResult:
+    def search(self) -> SearchResult | None:
         model = self.build_relaxed()
         self.init_alpha(model)
         metrics = dict(self.pretext(model) or {})
         summary = self.run_phase(self.classification_phase(model))
+        dist = distributed.current()
+        if dist is not None and not dist.is_main:
+            return None  # the bilevel training was data-parallel; rank 0 derives and retrains alone
         arch = self.space.derive(model)
         arch = dataclasses.replace(arch, meta={**arch.meta, "strategy": self.name})
         metric = self.task.metric

@@ -22,12 +22,16 @@ GP = SparseGPSettings(inducing=8, epochs=10, batch_size=16, lr=0.05)
 
 @pytest.fixture(scope="module")
 def trained():
+    before = torch.get_num_threads()
     torch.set_num_threads(1)
-    data = DagDataset(random_dags(12, 5, 5, seed=7), torch.linspace(0.6, 0.8, 12), VOCAB)
-    state = new_state(GraphVAEConfig(hidden=16, latent=3), 5, 5, TrainSettings(epochs=60, batch_size=12, lr=1e-2))
-    for _ in range(60):
-        train_epoch(state, data)
-    state.model.eval()
+    try:
+        data = DagDataset(random_dags(12, 5, 5, seed=7), torch.linspace(0.6, 0.8, 12), VOCAB)
+        state = new_state(GraphVAEConfig(hidden=16, latent=3), 5, 5, TrainSettings(epochs=60, batch_size=12, lr=1e-2))
+        for _ in range(60):
+            train_epoch(state, data)
+        state.model.eval()
+    finally:
+        torch.set_num_threads(before)  # later tests compare in-process results with subprocesses
     return state.model, data
 
 
