@@ -1,12 +1,14 @@
 #!/bin/bash
 # The reduced-budget Fashion-MNIST experiments of docs/results/autola.md, round 3 (CPU, one thread).
 # Assumes the seven ResNet-20 runs of round 2 exist under $RUNS (see that page for their commands).
-# Adds, in this order (each step is resumable; a finished step is skipped by attnas itself):
+# Adds, in this order (each step is resumable; a finished step is skipped):
 #   A. transfer of the searched cell to ResNet-32 (the paper's Table 1 protocol: search on
-#      ResNet-20, train the same cell in a deeper backbone), beside plain / +SE / +CBAM ResNet-32
-#   B. one more retraining seed (seed 100) of each ResNet-20 row
-#   C. the same transfer to ResNet-56 (plain and searched only)
-#   D. a third seed (seed 101) of each ResNet-20 row
+#      ResNet-20, train the same cell in a deeper backbone), beside plain ResNet-32
+#   B. one more retraining seed (seed 100) of plain and searched ResNet-20
+#   C. +SE and +CBAM ResNet-32
+#   D. seed 100 of the other ResNet-20 rows
+#   E. the same transfer to ResNet-56 (plain and searched only)
+#   F. a third seed (seed 101) of each ResNet-20 row
 # usage: RUNS=/tmp/i4/fm nice -n 10 bash benchmarks/autola_fashionmnist_cpu.sh > /tmp/i4/r3.log 2>&1 &
 set -u
 cd "$(dirname "$0")/.."
@@ -39,14 +41,18 @@ transfer() {  # transfer BACKBONE VARIANT... (variant "" = the searched cell)
   done
 }
 
-seeds() {  # seeds N : retrain every ResNet-20 row with N extra seeds
-  for v in -plain -se -cbam "" -hog-se -random -hog-cbam; do
-    step "retrain$1-autola-fashionmnist$v" retrain "$RUNS/autola-fashionmnist$v" --seeds "$1"
+seeds() {  # seeds N VARIANT... : retrain these ResNet-20 rows with N extra seeds (variant "" = searched)
+  local n=$1; shift
+  for v in "$@"; do
+    [ -f "$RUNS/autola-fashionmnist$v/retrain/fashion-mnist/scratch/seed-$((n - 1)).json" ] && continue
+    step "retrain$n-autola-fashionmnist$v" retrain "$RUNS/autola-fashionmnist$v" --seeds "$n"
   done
 }
 
-transfer resnet32 -plain "" -se -cbam
-seeds 1
+transfer resnet32 -plain ""
+seeds 1 -plain ""
+transfer resnet32 -se -cbam
+seeds 1 -se -cbam -hog-se -random -hog-cbam
 transfer resnet56 -plain ""
-seeds 2
+seeds 2 -plain "" -se -cbam -hog-se -random -hog-cbam
 echo "ALL DONE $(date +%s)" >> "$LOG"

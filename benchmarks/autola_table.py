@@ -33,6 +33,14 @@ from attnas.tasks.base import TaskInfo
 ROWS = [("-plain", ""), ("-se", " + SE"), ("-cbam", " + CBAM"), ("-hog-se", " + HOG_SE (K=4)"),
         ("-hog-cbam", " + HOG_CBAM (K=4)"), ("-random", " + random HOGA (K=4)"),
         ("", " + searched HOGA (AutoLA, K=4)")]
+#: AutoLA's CIFAR-10 test accuracy (%) of each row: Table 1 and Table 6 (K=4 cells).
+PAPER_CIFAR10 = {
+    "resnet20": {"-plain": 91.95, "-se": 92.30, "-cbam": 92.81, "-hog-se": 92.87, "-hog-cbam": 93.07,
+                 "-random": 93.28, "": 93.38},
+    "resnet32": {"-plain": 92.55, "-se": 93.16, "-cbam": 93.47, "-hog-se": 93.62, "-hog-cbam": 93.72,
+                 "-random": 94.15, "": 94.33},
+    "resnet56": {"-plain": 93.03, "-se": 94.02, "-cbam": 94.10, "": 94.78},
+}
 SHAPES = {"cifar10": (3, 32, 32), "fashionmnist": (1, 28, 28)}
 
 
@@ -52,9 +60,9 @@ def main() -> None:
     shape = SHAPES[args.dataset]
     task = _Task(shape[0])
     example = torch.zeros(1, *shape)
-    print(f"| model | test acc. (%) | mean +- std over seeds (%) | params (M) | MACs (M), one {shape[1]}x{shape[2]} "
-          f"image | notes |")
-    print("|---|---|---|---|---|---|")
+    print(f"| model | test acc. (%), first seed | mean +- std over seeds (%) | paper, CIFAR-10 (%) | params (M) "
+          f"| MACs (M), one {shape[1]}x{shape[2]} image | notes |")
+    print("|---|---|---|---|---|---|---|")
     for suffix, what in ROWS:
         label = backbone + what
         recipe = f"autola-{args.dataset}{suffix}"
@@ -84,7 +92,9 @@ def main() -> None:
             note = "(no run: a random cell's size)"
         model = space.build(arch, task)
         params, macs = count_parameters(model), count_macs(model, example)
-        print(f"| {label} | {acc} | {spread} | {params / 1e6:.3f} | {macs / 1e6:.1f} | {note} |")
+        paper = PAPER_CIFAR10.get(args.backbone, {}).get(suffix)
+        paper = "" if paper is None else f"{paper:.2f}"
+        print(f"| {label} | {acc} | {spread} | {paper} | {params / 1e6:.3f} | {macs / 1e6:.1f} | {note} |")
 
 
 if __name__ == "__main__":
