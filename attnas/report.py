@@ -156,8 +156,11 @@ def write_report(run_dir: str | Path) -> Path:
         arch = Arch.from_json(run.file(RunDir.ARCH).read_text(), source="arch.json")
         lines += ["## Architecture", "", f"`{space.describe(arch)}`", ""]
         try:
-            adj, labels = space.to_dag(arch)
-            plot_arch(adj, labels, run.file("architecture.png"), space.describe(arch)[:160])
+            if callable(getattr(space, "draw", None)):  # a space's own drawing (e.g. HOGA like AutoLA's Fig. 3)
+                space.draw(arch, run.file("architecture.png"), config.name)
+            else:
+                adj, labels = space.to_dag(arch)
+                plot_arch(adj, labels, run.file("architecture.png"), space.describe(arch)[:160])
             lines += ["![architecture](architecture.png)", ""]
         except Exception as exc:  # noqa: BLE001 - a space without to_dag still gets a report
             lines += [f"(no drawing: {exc})", ""]

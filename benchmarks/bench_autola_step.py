@@ -41,6 +41,8 @@ def main() -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--cell", choices=("figure3", "hog_se", "hog_cbam"), default="figure3",
                    help="the discrete cell of the retraining step (Figure 3, or every edge SE / CBAM)")
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile all three networks (inductor; fuses the cells' element-wise work)")
     p.add_argument("--breakdown", action="store_true",
                    help="also time one stage-1 block, the cells and phi (forward + backward) separately")
     args = p.parse_args()
@@ -77,6 +79,9 @@ def main() -> None:
     discrete = hoga_network("resnet20", edges, groups=args.groups).to(dev, memory_format=fmt)
     d_opt = torch.optim.SGD(discrete.parameters(), lr=0.025, momentum=0.9, weight_decay=3e-4)
 
+    if args.compile:  # the step functions stay eager; the networks' forward and backward are compiled
+        plain, supernet, discrete = (torch.compile(m) for m in (plain, supernet, discrete))
+
     def sync():
         if dev.type == "cuda":
             torch.cuda.synchronize()
@@ -100,10 +105,12 @@ def main() -> None:
         d_opt.step()
 
     steps = {"plain": plain_step, "darts": darts_step, "discrete": discrete_step}
+    t0 = time.perf_counter()
     for _ in range(args.warmup):
         for f in steps.values():
             f()
     sync()
+    print(f"warm-up ({args.warmup} rounds{', compiling' if args.compile else ''}): {time.perf_counter() - t0:.1f} s")
     times: dict[str, list[float]] = {k: [] for k in steps}
     loads: dict[str, list[float]] = {k: [] for k in steps}
     for _ in range(args.repeats):
@@ -117,7 +124,7 @@ def main() -> None:
 
     print(f"device={dev} threads={torch.get_num_threads()} OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} "
           f"batch={args.batch} memory_format={args.memory_format} groups={args.groups} cell={args.cell} "
-          f"repeats={args.repeats} torch={torch.__version__}")
+          f"repeats={args.repeats} compile={args.compile} torch={torch.__version__}")
     med = {k: statistics.median(v) for k, v in times.items()}
     for name in steps:
         print(f"  {name:9s} median {med[name] * 1e3:9.1f} ms  (min {min(times[name]) * 1e3:8.1f})  "

@@ -120,3 +120,21 @@ def test_cifar10_recipe_without_the_files_names_them(tmp_path):
     with pytest.raises(DataError, match=r"data_batch_1.*cifar-10-batches-py"):
         pipeline.search("autola-cifar10", out=tmp_path / "run", data_dir=tmp_path / "empty")
     assert not (tmp_path / "run" / "config.yaml").exists()
+
+
+@pytest.mark.parametrize("backbone, blocks", [("resnet32", 15), ("resnet56", 27)])
+def test_searched_cell_transfers_to_a_deeper_backbone(tmp_path, backbone, blocks):
+    # The paper's Table 1 protocol (search on ResNet-20, train the cell in ResNet-32/56), as
+    # benchmarks/autola_fashionmnist_cpu.sh runs it: a baseline recipe with the searched arch.json.
+    from attnas.spaces.hoga import FIGURE3_EDGES
+    from attnas.strategies.fixed import FixedArchitecture
+
+    searched = HOGASpace(load_config("autola-fashionmnist").space.options)
+    path = tmp_path / "arch.json"
+    path.write_text(searched.cell(FIGURE3_EDGES).to_json())
+    cfg = load_config("autola-fashionmnist-hog-se", [f"space.backbone={backbone}", "strategy.arch=null",
+                                                     f"strategy.arch_file={path}"])
+    space = HOGASpace(cfg.space.options)
+    arch = FixedArchitecture._arch(cfg.strategy.options, space)
+    cells = [m for m in space.build(arch, _Info()).modules() if isinstance(m, HOGA)]
+    assert len(cells) == blocks and all(c.choices == FIGURE3_EDGES for c in cells)

@@ -60,3 +60,21 @@ def test_edge_weight_heat_map_of_a_derived_cell(tmp_path):
     path.write_text(space.cell(arch.choices["edges"]).to_json())  # no edge weights
     with pytest.raises(SystemExit, match="no meta.edge_weights"):
         main([str(path), str(tmp_path / "c2.png"), "--weights", str(tmp_path / "a2.png")])
+
+
+def test_run_report_draws_the_cell_like_figure3(tmp_path, monkeypatch):
+    from attnas import report
+    from attnas.config import load_config
+    from attnas.runs import RunDir
+
+    def generic(*_a, **_k):
+        raise AssertionError("the generic DAG drawing was used for a HOGA cell")
+
+    monkeypatch.setattr(report, "plot_arch", generic)
+    run = RunDir.create(tmp_path / "run", load_config("autola-digits-quick").to_yaml(), {})
+    run.write_text("arch.json", HOGASpace().cell(FIGURE3_EDGES).to_json())
+    run.close()
+    text = report.write_report(tmp_path / "run").read_text()
+    assert "![architecture](architecture.png)" in text
+    with Image.open(tmp_path / "run" / "architecture.png") as im:
+        assert im.format == "PNG" and im.size[0] > 800
