@@ -5,18 +5,19 @@
 cd "$(dirname "$0")/../.."  # the repository root
 export OMP_NUM_THREADS=1 ATTNAS_PROGRESS=0 PYTHONPATH=.
 A="nice -n 10 ${PYTHON:-python} -m attnas --threads 1"
-OUT=${OUT:-runs/fullattn}
+SEED=${SEED:-0}
+OUT=${OUT:-runs/fullattn-seed$SEED}
 mkdir -p $OUT
 LOG=$OUT/experiments.log
 # CPU scale: 600 training / 1000 test images resized to 8x8, no augmentation; search phase 2
 # epochs, fine-tuning 2 epochs (alpha learning rates scaled up as in fullattn-digits-quick);
 # retrain 8 epochs with Adam at 16 initial channels.
-SMALL="--set task.train_subset=600 --set task.test_subset=1000 --set task.resize=8 --set task.augment=false
+SMALL="--set seed=$SEED --set task.train_subset=600 --set task.test_subset=1000 --set task.resize=8 --set task.augment=false
  --set task.batch_size=32 --set space.final_channels=16 --set strategy.pretext_epochs=2 --set strategy.epochs=2
  --set strategy.pretext_arch_lr=0.003 --set strategy.arch_lr=0.001
  --set retrain.epochs=8 --set retrain.optimizer=adam --set retrain.lr=0.003 --set retrain.weight_decay=0.0001
  --set retrain.batch_size=32"
-BASE="--set task.train_subset=600 --set task.test_subset=1000 --set task.resize=8 --set task.augment=false
+BASE="--set seed=$SEED --set task.train_subset=600 --set task.test_subset=1000 --set task.resize=8 --set task.augment=false
  --set task.batch_size=32 --set space.final_channels=16
  --set retrain.epochs=8 --set retrain.optimizer=adam --set retrain.lr=0.003 --set retrain.weight_decay=0.0001
  --set retrain.batch_size=32"

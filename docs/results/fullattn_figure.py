@@ -75,6 +75,16 @@ def _colour(op: str) -> str:
     return COLOURS["non"] if op == "non_local_sa" else COLOURS[op.split("_k")[1][0]]
 
 
+def _title(run_dir: str) -> str:
+    config = config_from_dict(RunDir.open(run_dir).read_config_yaml())
+    s, sp = config.strategy.options, config.space.options
+    parts = [config.name, f"seed {config.seed}"]
+    if config.strategy.name == "car-darts":
+        parts.append("with CAR" if s.car else "without CAR")
+    parts.append("shared stages 1,3,5 / 2,4" if sp.shared_stages else "stage-wise")
+    return f"{Path(run_dir).name}: " + ", ".join(parts)
+
+
 def architecture(out: str, runs: list[str]) -> None:
     fig, axes = plt.subplots(len(runs), 1, figsize=(14, 1.9 * len(runs)), squeeze=False)
     for ax, run_dir in zip(axes[:, 0], runs):
@@ -95,7 +105,7 @@ def architecture(out: str, runs: list[str]) -> None:
         ax.set_xlim(-0.2, x)
         ax.set_ylim(0, 1.1)
         ax.axis("off")
-        ax.set_title(f"{Path(run_dir).name}: {arch.get('meta', {}).get('strategy', '')}", fontsize=9, loc="left")
+        ax.set_title(_title(run_dir), fontsize=9, loc="left")
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     print(f"wrote {out}")
