@@ -117,3 +117,20 @@ def test_shared_stages_ablation_searches_six_rows_and_repeats_them(tmp_path):
     for stage in (2, 4):  # stages 3 and 5 repeat stage 1
         assert layers[3 * stage:3 * stage + 3] == layers[0:3]
     assert layers[9:12] == layers[3:6]  # stage 4 repeats stage 2
+
+
+def test_reset_weights_keeps_the_car_alpha_and_restarts_the_weights(tmp_path):
+    from attnas.runs import RunDir
+    from attnas.tasks.image_classification import ImageClassificationTask
+
+    cfg = load_config(tiny(pretext_epochs=1, reset_weights=True))
+    space, task = StagewiseSpace(cfg.space.options), ImageClassificationTask(cfg.task.options)
+    strategy = CarDarts(cfg.strategy.options, space, task, RunDir.create(tmp_path / "run", "x: 1\n", {}), seed=0)
+    model = strategy.build_relaxed()
+    fresh = {k: v.clone() for k, v in model.state_dict().items()}
+    strategy.pretext(model)
+    alpha = strategy.run.load_checkpoint("pretext")["state"]["alpha"][0]
+    assert alpha.abs().max() > 0 and torch.equal(model.alpha.detach(), alpha)
+    for key, value in model.state_dict().items():
+        if key != "alpha":
+            assert torch.equal(value, fresh[key]), key
