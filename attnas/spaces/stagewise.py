@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Optional
 
 import numpy as np
 from torch import nn
@@ -70,6 +70,10 @@ class StagewiseConfig:
         shared_stages: Table VII ablation: stages 1, 3, 5 share one structure and 2, 4
             another.
         impl: Local attention implementation: ``fast`` or the ``unfold`` reference.
+        final_channels: ``init_channels`` of the discrete networks :meth:`StagewiseSpace.build`
+            makes (the retrained architecture), when it differs from the searched relaxation's
+            (the paper searches with 16 and trains the final networks with 80 or 96); null:
+            ``init_channels``.
     """
 
     init_channels: int = 16
@@ -77,18 +81,22 @@ class StagewiseConfig:
     batch_norm: bool = True
     shared_stages: bool = False
     impl: Literal["fast", "unfold"] = "fast"
+    final_channels: Optional[int] = None
 
     def __post_init__(self) -> None:
-        if self.init_channels < 1:
-            raise ConfigError(f"space.init_channels must be positive, got {self.init_channels}")
         if self.reduction < 1:
             raise ConfigError(f"space.reduction must be positive, got {self.reduction}")
-        if self.init_channels % self.reduction or (self.init_channels // self.reduction) % 8:
-            raise ConfigError(
-                f"space.init_channels={self.init_channels} / reduction={self.reduction} must be a whole "
-                f"multiple of 8 (the attention width must split into 8 heads); e.g. init_channels=16, 32, 48, "
-                f"80 or 96 with reduction=2"
-            )
+        for name in ("init_channels", "final_channels"):
+            c = getattr(self, name)
+            if c is None:
+                continue
+            if c < 1:
+                raise ConfigError(f"space.{name} must be positive, got {c}")
+            if c % self.reduction or (c // self.reduction) % 8:
+                raise ConfigError(
+                    f"space.{name}={c} / reduction={self.reduction} must be a whole multiple of 8 (the "
+                    f"attention width must split into 8 heads); e.g. 16, 32, 48, 80 or 96 with reduction=2"
+                )
 
 
 def _task_dims(task: Any) -> tuple[int, int]:
@@ -189,11 +197,15 @@ class StagewiseSpace(Space):
         return {"reduction": o.reduction, "batch_norm": o.batch_norm, "impl": o.impl}
 
     def build(self, arch: Arch, task: Any) -> nn.Module:
-        """A :class:`~attnas.models.stagewise_network.StagewiseNetwork` for ``arch``."""
+        """A :class:`~attnas.models.stagewise_network.StagewiseNetwork` for ``arch``.
+
+        Its width is ``final_channels`` when set, else ``init_channels``.
+        """
         self.validate(arch)
         in_dim, num_classes = _task_dims(task)
-        return StagewiseNetwork(arch.choices["layers"], in_dim, num_classes, self.options.init_channels,
-                                **self._block_options())
+        o = self.options
+        width = o.final_channels if o.final_channels is not None else o.init_channels
+        return StagewiseNetwork(arch.choices["layers"], in_dim, num_classes, width, **self._block_options())
 
     def relaxed(self, task: Any) -> RelaxedStagewiseNetwork:
         """The DARTS relaxation (Eq. 1) with ``alpha`` initialised to zero."""

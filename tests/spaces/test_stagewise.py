@@ -165,3 +165,13 @@ def test_to_dag_is_the_chain_of_blocks():
     assert adj.shape == (18, 18)
     assert np.array_equal(adj, np.eye(18, k=1, dtype=adj.dtype))
     assert "stage 5:" in space.describe(arch)
+
+
+def test_final_channels_widen_the_built_network_but_not_the_relaxation():
+    space = StagewiseSpace(StagewiseConfig(init_channels=16, final_channels=32))
+    arch = space.sample(random.Random(1))
+    net = space.build(arch, _task())
+    assert net.init_channels == 32 and net.features(torch.randn(1, 1, 8, 8)).shape == (1, 128, 2, 2)
+    assert space.relaxed(_task()).init_channels == 16
+    with pytest.raises(ConfigError, match="final_channels=24"):
+        StagewiseConfig(final_channels=24)

@@ -1,0 +1,81 @@
+"""A car-darts search killed with SIGKILL in either phase resumes to the same architecture.
+
+``ATTNAS_FAULT=<phase>:<n>`` kills the process right after the n-th epoch event of
+``<phase>`` (before that epoch's checkpoint): ``pretext:2`` dies in the context
+auto-regression phase (resumes from its epoch-1 checkpoint), ``darts:2`` in the
+fine-tuning phase (the finished search phase is only reloaded).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+RECIPE = {
+    "name": "tiny-car-resume",
+    "seed": 2,
+    "task": {"name": "image-classification", "dataset": "digits", "train_subset": 80, "test_subset": 40,
+             "val_fraction": 0.25, "batch_size": 30},
+    "space": {"name": "stagewise", "init_channels": 8, "reduction": 1},
+    "strategy": {"name": "car-darts", "pretext_epochs": 2, "epochs": 2, "batch_size": 30,
+                 "pretext_arch_lr": 0.05, "arch_lr": 0.05},
+    "retrain": {"epochs": 1, "optimizer": "sgd", "lr": 0.05, "patience": 0, "batch_size": 40},
+}
+
+
+def attnas(*args, fault=None, check=True):
+    env = dict(os.environ, ATTNAS_PROGRESS="0")
+    env.pop("ATTNAS_FAULT", None)
+    if fault:
+        env["ATTNAS_FAULT"] = fault
+    proc = subprocess.run([sys.executable, "-m", "attnas", "--threads", "1", *args], env=env, capture_output=True,
+                          text=True, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"attnas {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    d = tmp_path_factory.mktemp("car-ref")
+    recipe = d / "tiny.yaml"
+    recipe.write_text(yaml.safe_dump(RECIPE))
+    attnas("search", str(recipe), "--out", str(d / "run"))
+    return recipe, d / "run"
+
+
+def read(run, name):
+    return json.loads((run / name).read_text())
+
+
+def events(run):
+    return [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("fault", ["pretext:2", "darts:2"])
+def test_killed_car_search_resumes_to_the_same_result(reference, tmp_path, fault):
+    recipe, ref = reference
+    out = tmp_path / "run"
+    killed = attnas("search", str(recipe), "--out", str(out), fault=fault, check=False)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert not (out / "arch.json").exists()
+    resumed = attnas("search", "--resume", str(out))
+    assert "warning" not in resumed.stderr.lower(), resumed.stderr
+    assert read(out, "arch.json") == read(ref, "arch.json")
+    m_out, m_ref = read(out, "metrics.json"), read(ref, "metrics.json")
+    for key in ("pretext_loss", "pretext_val_l1", "relaxed_val_accuracy", "val_accuracy", "test_accuracy", "params"):
+        assert m_out[key] == m_ref[key], key
+    got, want = events(out), events(ref)
+    for phase in ("pretext", "darts"):
+        mine = [e for e in got if e["phase"] == phase]
+        theirs = [e for e in want if e["phase"] == phase]
+        assert [e["epoch"] for e in mine] == [1, 2], phase  # no epoch logged twice
+        for a, b in zip(mine, theirs):
+            assert (a["loss"], a["arch_loss"], a["alpha"], a["arch"]) == \
+                   (b["loss"], b["arch_loss"], b["alpha"], b["arch"]), phase
