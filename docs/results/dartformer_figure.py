@@ -131,11 +131,10 @@ def seeds_of(run: Path) -> dict | None:
     if "test_accuracy" not in own:
         return None
     tests, vals = [own["test_accuracy"]], [own["val_accuracy"]]
-    found = list((run / "retrain").glob("*/summary.json"))
-    if found:
-        per = load(found[0])["per_seed"]
-        tests += [r["test_accuracy"] for r in per]
-        vals += [r["val_accuracy"] for r in per]
+    for f in sorted((run / "retrain").glob("**/seed-*.json")):  # finished retrain seeds, also of a partial retrain
+        r = load(f)
+        tests.append(r["test_accuracy"])
+        vals.append(r["val_accuracy"])
     return {"tests": tests, "vals": vals, "params": own.get("params"), "arch": own.get("arch"), "metrics": own}
 
 
