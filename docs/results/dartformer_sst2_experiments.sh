@@ -3,7 +3,8 @@
 # process, two processes at a time (JOBS=2), each step niced; runs/sst2-experiments.log gets
 # each step's wall time and load average. Steps are queued in priority order: the
 # homogeneous search and seed 0 of every mechanism, a second seed of every mechanism
-# (retrain seed 100), NAS One-shot, a third seed (retrain seed 101), NAS Prune. A search
+# (retrain seed 100), NAS One-shot (+2 seeds), a third seed (retrain seed 101), NAS Prune
+# (+2 seeds). In round 3 the last steps were started by hand to fit the deadline (see the log). A search
 # whose folder exists without metrics.json is resumed; a finished step is skipped.
 cd "$(dirname "$0")/../.."  # the repository root
 export OMP_NUM_THREADS=1 ATTNAS_PROGRESS=0 PYTHONPATH=.
@@ -32,7 +33,9 @@ R=runs/mechanism-sst2-bytes-quick
   done
   for m in $MECHS; do echo "step sst-retrain1-mech-$m $A retrain $R-$m --seeds 1"; done
   echo "search sst-search-one-shot dartformer-sst2-bytes-one-shot-quick runs/dartformer-sst2-bytes-one-shot-quick"
+  echo "step sst-retrain-one-shot $A retrain runs/dartformer-sst2-bytes-one-shot-quick --seeds 2"
   for m in $MECHS; do echo "step sst-retrain2-mech-$m $A retrain $R-$m --seeds 2"; done
   echo "search sst-search-prune dartformer-sst2-bytes-prune-quick runs/dartformer-sst2-bytes-prune-quick"
+  echo "step sst-retrain-prune $A retrain runs/dartformer-sst2-bytes-prune-quick --seeds 2"
 } | xargs -P "${JOBS:-2}" -L 1 bash -c '"$@"' _
 echo ALL-DONE >> $LOG
