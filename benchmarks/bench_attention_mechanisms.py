@@ -29,6 +29,7 @@ Usage::
 
     PYTHONPATH=. python benchmarks/bench_attention_mechanisms.py            # a few minutes
     PYTHONPATH=. python benchmarks/bench_attention_mechanisms.py --lengths 256 512 --repeats 3
+    PYTHONPATH=. python benchmarks/bench_attention_mechanisms.py --report docs/figures/attention_scaling.csv
 
 Writes ``docs/figures/attention_scaling.csv`` and ``docs/figures/attention_scaling.png``.
 """
@@ -194,6 +195,28 @@ def plot(rows: list[dict], path: Path, batch: int, dim: int, heads: int) -> None
     fig.savefig(path, dpi=120)
 
 
+def print_ratios(rows: list[dict]) -> None:
+    """Each mechanism's CPU time and peak memory over softmax's, at every length (same run)."""
+    by = {(r["mechanism"], int(r["length"])): r for r in rows}
+    lengths = sorted({int(r["length"]) for r in rows})
+    names = list(dict.fromkeys(r["mechanism"] for r in rows))
+    if not any(n == "softmax" for n in names):
+        return
+    print("\nratio to softmax in the same run: cpu time (and peak memory) per length")
+    print(f"{'mechanism':20s} " + " ".join(f"{'L=' + str(L):>15s}" for L in lengths))
+    for name in names:
+        cells = []
+        for L in lengths:
+            r, ref = by.get((name, L)), by.get(("softmax", L))
+            if r is None or ref is None:
+                cells.append(f"{'-':>15s}")
+                continue
+            cpu = float(r["cpu_ms"]) / max(float(ref["cpu_ms"]), 1e-9)
+            mem = max(float(r["peak_mib"]), PAGE / 2**20) / max(float(ref["peak_mib"]), PAGE / 2**20)
+            cells.append(f"{cpu:6.2f} ({mem:6.2f})")
+        print(f"{name:20s} " + " ".join(cells))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[256, 512, 1024, 2048, 4096])
@@ -205,7 +228,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=FIGURES / "attention_scaling")
     parser.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--report", type=Path, default=None,
+                        help="print the ratio table of a finished run's CSV (no measuring)")
     args = parser.parse_args()
+    if args.report:
+        with open(args.report, newline="") as fh:
+            print_ratios(list(csv.DictReader(fh)))
+        return
     if not Path("/proc/self/clear_refs").exists():
         sys.exit("this benchmark measures memory through /proc/self/clear_refs (Linux only)")
     torch.set_num_threads(args.threads)
@@ -249,6 +278,7 @@ def main() -> None:
         writer = csv.DictWriter(fh, fieldnames=list(summary[0]))
         writer.writeheader()
         writer.writerows(summary)
+    print_ratios(rows)
     plot(rows, args.out.with_suffix(".png"), args.batch, args.dim, args.heads)
     print(f"wrote {args.out.with_suffix('.csv')}, {args.out.name}_slopes.csv and {args.out.with_suffix('.png')}")
 

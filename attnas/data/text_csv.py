@@ -218,12 +218,12 @@ def load_text_csv(root: str | os.PathLike | None = None, *, csv: CsvOptions | No
             rows.append((path, line, text, label, col_split or split))
     label_ids, label_names = _label_map(rows, opts)
 
-    by_split: dict[str, list[tuple[list[str], int]]] = {s: [] for s in TEXT_SPLITS}
+    by_split: dict[str, list[tuple[list[str], int, str]]] = {s: [] for s in TEXT_SPLITS}
     for path, line, text, label, split in rows:
         tokens = tokenize(text, opts.lowercase)
         if not tokens:
             raise DataError(f"csv {path}, line {line}: the text has no tokens")
-        by_split[split].append((tokens, label_ids[label]))
+        by_split[split].append((tokens, label_ids[label], text))
     if not by_split["train"]:
         raise DataError(f"csv {opts.path}: no training rows")
     carve = {s: getattr(opts, f"{s}_fraction") for s in ("val", "test") if not by_split[s]}
@@ -232,10 +232,11 @@ def load_text_csv(root: str | os.PathLike | None = None, *, csv: CsvOptions | No
         if zero:
             raise ConfigError(f"csv: no {' or '.join(zero)} rows given and {zero[0]}_fraction is 0")
         train = by_split["train"]
-        parts = stratified_holdout([y for _, y in train], carve, opts.split_seed)
+        parts = stratified_holdout([y for _, y, _ in train], carve, opts.split_seed)
         for split, idx in parts.items():
             by_split[split] = [train[i] for i in idx]
-    splits = {s: TextSplit([t for t, _ in ex], [y for _, y in ex]) for s, ex in by_split.items()}
+    splits = {s: TextSplit([t for t, _, _ in ex], [y for _, y, _ in ex], [x for _, _, x in ex])
+              for s, ex in by_split.items()}
     return TextDataset(
         name="csv",
         splits=splits,

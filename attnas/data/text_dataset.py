@@ -30,14 +30,19 @@ class TextSplit:
     Attributes:
         tokens: One list of tokens per example (never empty).
         labels: One class id per example, in ``[0, num_classes)``.
+        texts: The raw text of each example where the loader keeps it (CSV), else None
+            (byte-level models read it, :mod:`attnas.data.text_sequences`).
     """
 
     tokens: list[list[str]]
     labels: list[int]
+    texts: list[str] | None = None
 
     def __post_init__(self) -> None:
         if len(self.tokens) != len(self.labels):
             raise DataError(f"{len(self.tokens)} examples but {len(self.labels)} labels")
+        if self.texts is not None and len(self.texts) != len(self.labels):
+            raise DataError(f"{len(self.texts)} texts but {len(self.labels)} labels")
 
     def __len__(self) -> int:
         return len(self.labels)

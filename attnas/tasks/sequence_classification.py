@@ -1,4 +1,8 @@
-"""Sequence classification: one label per token sequence (ListOps; text datasets later).
+"""Sequence classification: one label per token sequence (ListOps; byte- or word-level text).
+
+Datasets: ``listops`` (generated, :mod:`attnas.data.listops`) and every registered text
+dataset (``sst2``, ``sst5``, ``csv``) read at byte or word level
+(:mod:`attnas.data.text_sequences`, options under ``text``).
 
 Batches are dictionaries ``{"tokens": [B, L] long, "mask": [B, L] bool, "y": [B] long}``
 padded to the longest sequence of the batch (``mask`` is True at real tokens). Models
@@ -10,15 +14,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from attnas import _registry
 from attnas.data.listops import ListOpsConfig
+from attnas.data.text_sequences import TextSequencesConfig, load_text_sequences, text_dataset_names
 from attnas.data.token_sequences import SPLITS, TokenSequences, pad_sequences
-from attnas.errors import ConfigError
+from attnas.errors import ConfigError, unknown_name
 from attnas.tasks.base import Task, TaskInfo
 
 #: Datasets this task reads, and the name of the option section that configures each.
@@ -30,23 +35,28 @@ class SequenceClassificationConfig:
     """Options of :class:`SequenceClassificationTask`.
 
     Attributes:
-        dataset: Which dataset (``listops``).
+        dataset: ``listops`` or a text dataset (``sst2``, ``sst5``, ``csv``).
         listops: ListOps generation options (LRA's setting by default).
+        text: How a text dataset becomes tokens (bytes or words, truncation, CSV file).
         batch_size: Default batch size of :meth:`SequenceClassificationTask.batches`.
     """
 
-    dataset: Literal["listops"] = "listops"
+    dataset: str = "listops"
     listops: ListOpsConfig = field(default_factory=ListOpsConfig)
+    text: TextSequencesConfig = field(default_factory=TextSequencesConfig)
     batch_size: int = 32
 
     def __post_init__(self) -> None:
+        valid = sorted(DATASET_OPTIONS) + text_dataset_names()
+        if self.dataset not in valid:
+            raise ConfigError("dataset: " + unknown_name("sequence dataset", self.dataset, valid))
         if self.batch_size < 1:
             raise ConfigError(f"batch_size: must be >= 1, got {self.batch_size}")
 
 
 @_registry.register_task("sequence-classification")
 class SequenceClassificationTask(Task):
-    """Classify token sequences (ListOps now; byte/word-level text through the same task later).
+    """Classify token sequences (ListOps, or byte/word-level text).
 
     Args:
         options: A :class:`SequenceClassificationConfig`.
@@ -63,6 +73,8 @@ class SequenceClassificationTask(Task):
         self._tensors = {split: self._pack(split) for split in SPLITS}
 
     def _load(self, dataset: str) -> TokenSequences:
+        if dataset not in DATASET_OPTIONS:
+            return load_text_sequences(dataset, self.options.text, self.data_root)
         loader = _registry.get("dataset", dataset)
         section = DATASET_OPTIONS.get(dataset)
         dataset_options = getattr(self.options, section) if section else None
@@ -138,10 +150,9 @@ class SequenceClassificationTask(Task):
 
     def with_dataset(self, dataset: str) -> SequenceClassificationTask:
         """The same task on another registered sequence dataset."""
-        if dataset not in DATASET_OPTIONS:
-            raise ConfigError(
-                f"task '{self.name}' cannot read dataset '{dataset}'; valid: {', '.join(sorted(DATASET_OPTIONS))}"
-            )
+        valid = sorted(DATASET_OPTIONS) + text_dataset_names()
+        if dataset not in valid:
+            raise ConfigError(f"task '{self.name}': " + unknown_name("sequence dataset", dataset, valid))
         import dataclasses
 
         return SequenceClassificationTask(dataclasses.replace(self.options, dataset=dataset), self.data_root)

@@ -1,9 +1,15 @@
-"""Draw docs/figures/dartformer_listops_quick.png and print the tables of docs/results/dartformer.md.
+"""Draw the figures and print the tables of docs/results/dartformer.md.
 
 Reads the run directories written by the commands listed in docs/results/dartformer.md
 (default folder ``runs/``)::
 
-    PYTHONPATH=. python docs/results/dartformer_figure.py [RUNS_DIR]
+    PYTHONPATH=. python docs/results/dartformer_figure.py [RUNS_DIR]              # ListOps
+    PYTHONPATH=. python docs/results/dartformer_figure.py RUNS_DIR sst2-bytes     # SST-2 bytes
+
+ListOps (``docs/figures/dartformer_listops_quick.png``): 3 retrain seeds per model, the
+run's own seed listed apart. SST-2 bytes (``docs/figures/dartformer_sst2_bytes_quick.png``):
+every seed there is (the run's own seed 0 plus its retrain seeds), and runs that have not
+finished are reported as missing.
 """
 
 from __future__ import annotations
@@ -117,5 +123,123 @@ def main(runs: Path) -> None:
     print(f"\nwrote {out}")
 
 
+def seeds_of(run: Path) -> dict | None:
+    """The run's own result plus every retrain seed: test/val lists, params, arch; None if unfinished."""
+    if not (run / "metrics.json").exists():
+        return None
+    own = load(run / "metrics.json")
+    if "test_accuracy" not in own:
+        return None
+    tests, vals = [own["test_accuracy"]], [own["val_accuracy"]]
+    for f in sorted((run / "retrain").glob("**/seed-*.json")):  # finished retrain seeds, also of a partial retrain
+        r = load(f)
+        tests.append(r["test_accuracy"])
+        vals.append(r["val_accuracy"])
+    return {"tests": tests, "vals": vals, "params": own.get("params"), "arch": own.get("arch"), "metrics": own}
+
+
+def mean_std(xs: list[float]) -> str:
+    if len(xs) == 1:
+        return f"{xs[0]:.3f} (1 seed)"
+    return f"{statistics.fmean(xs):.3f} ± {statistics.stdev(xs):.3f} ({len(xs)} seeds)"
+
+
+def main_generic(runs: Path, data: str) -> None:
+    """Tables and figure for a dataset run with the ``*-<data>-quick`` recipes (own seed + retrains)."""
+    prefix = f"{data}-quick"
+    search = runs / f"dartformer-{prefix}"
+    homog = load(search / "metrics.json") if (search / "metrics.json").exists() else None
+    rows, missing = [], []
+    for m in MECHANISMS:
+        r = seeds_of(runs / f"mechanism-{prefix}-{m}")
+        if r is None:
+            missing.append(m)
+            continue
+        drop = homog.get(f"drop_score_{m}") if homog else None
+        rows.append({"mechanism": m, "drop": drop, "test": statistics.fmean(r["tests"]), **r})
+    by_test = sorted(rows, key=lambda r: -r["test"])
+    rank_of = {r["mechanism"]: i + 1 for i, r in enumerate(by_test)}
+    scored = [r for r in rows if r["drop"] is not None]
+    drop_rank = {r["mechanism"]: i + 1 for i, r in enumerate(sorted(scored, key=lambda r: -r["drop"]))}
+    print("| mechanism | test accuracy | val accuracy | test, per seed | params | drop score | rank: test | rank: drop |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        drop = f"{r['drop']:+.3f}" if r["drop"] is not None else "n/a"
+        print(f"| `{r['mechanism']}` | {mean_std(r['tests'])} | {mean_std(r['vals'])} | "
+              f"{', '.join(f'{x:.3f}' for x in r['tests'])} | {r['params']:,} | {drop} | {rank_of[r['mechanism']]} | "
+              f"{drop_rank.get(r['mechanism'], 'n/a')} |")
+    if missing:
+        print(f"\nnot finished: {', '.join(missing)}")
+    rho = None
+    if len(scored) >= 3:
+        rho = spearman([r["drop"] for r in scored], [r["test"] for r in scored])
+        rho_val = spearman([r["drop"] for r in scored], [statistics.fmean(r["vals"]) for r in scored])
+        print(f"\nSpearman(drop score, homogeneous test accuracy) = {rho:.3f} over {len(scored)} mechanisms; "
+              f"with val accuracy = {rho_val:.3f}")
+    if homog:
+        print(f"supernet val accuracy {homog['supernet_val_accuracy']:.3f} "
+              f"(best epoch {homog.get('supernet_best_epoch')} of {homog['supernet_epochs']}); "
+              f"search picked: {json.dumps(load(search / 'arch.json')['choices'])}"
+              + (f"; best homogeneous by mean test: {by_test[0]['mechanism']}" if by_test else ""))
+    print("\n| model | architecture | test accuracy | val accuracy | test, per seed | params |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for label, name in (("NAS One-shot", f"dartformer-{data}-one-shot-quick"),
+                        ("NAS Prune", f"dartformer-{data}-prune-quick"), ("homogeneous search", f"dartformer-{prefix}")):
+        r = seeds_of(runs / name)
+        if r is None:
+            print(f"| {label} | not finished | | | | |")
+            continue
+        chosen = load(runs / name / "arch.json")["choices"]["mechanism"]
+        same = runs / f"mechanism-{prefix}-{chosen}" if isinstance(chosen, str) else None
+        if len(r["tests"]) == 1 and same is not None and (same / "metrics.json").exists():
+            # the search's final model is that mechanism's run (same seed, same recipe): use its seeds
+            twin = seeds_of(same)
+            if twin and abs(twin["tests"][0] - r["tests"][0]) < 1e-12:
+                r = {**twin, "arch": f"{r['arch']} (= `mechanism-{prefix}-{chosen}`, same seeds)"}
+        print(f"| {label} | {r['arch']} | {mean_std(r['tests'])} | {mean_std(r['vals'])} | "
+              f"{', '.join(f'{x:.3f}' for x in r['tests'])} | {r['params']:,} |")
+    if by_test:
+        b = by_test[0]
+        print(f"| best homogeneous | {b['mechanism']} | {mean_std(b['tests'])} | {mean_std(b['vals'])} | "
+              f"{', '.join(f'{x:.3f}' for x in b['tests'])} | {b['params']:,} |")
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    ax = axes[0]
+    for r in scored:
+        sd = statistics.stdev(r["tests"]) if len(r["tests"]) > 1 else 0.0
+        ax.errorbar([r["drop"]], [r["test"]], yerr=[sd], fmt="o", ms=4, capsize=2, color="C0")
+        ax.annotate(r["mechanism"], (r["drop"], r["test"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax.set_xlabel("masked-drop score in the homogeneous supernet")
+    ax.set_ylabel("homogeneous test accuracy (mean over seeds)")
+    ax.set_title(f"{data}: Spearman rho = {rho:.2f}" if rho is not None else data)
+    ax = axes[1]
+    prune = runs / f"dartformer-{data}-prune-quick" / "metrics.json"
+    one_shot = runs / f"dartformer-{data}-one-shot-quick" / "metrics.json"
+    if prune.exists():
+        sel = load(prune)["selection"]
+        base = [t["base_accuracy"] for t in sel["trials"]]
+        ax.plot(range(len(base)), base, marker=".")
+        ax.set_xlabel("NAS Prune round (heads dropped)")
+        ax.set_ylabel("supernet validation accuracy before the drop")
+        ax.set_title(f"NAS Prune: kept {', '.join(sel['kept'])}", fontsize=8)
+    elif one_shot.exists():
+        sel = load(one_shot)["selection"]
+        scores = sorted(sel["trials"][0]["scores"].items(), key=lambda kv: -kv[1])
+        ax.bar(range(len(scores)), [v for _, v in scores],
+               color=["C1" if k in sel["kept"] else "C0" for k, _ in scores])
+        ax.set_xlabel("single heads, by score (orange: kept by NAS One-shot)")
+        ax.set_ylabel("masked-drop score")
+        ax.set_title("NAS One-shot: single-head scores (NAS Prune not run)", fontsize=8)
+    fig.tight_layout()
+    out = Path(f"docs/figures/dartformer_{data.replace('-', '_')}_quick.png")
+    fig.savefig(out, dpi=120)
+    print(f"\nwrote {out}")
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("runs"))
+    runs_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("runs")
+    dataset = sys.argv[2] if len(sys.argv) > 2 else "listops"
+    if dataset == "listops":
+        main(runs_dir)
+    else:
+        main_generic(runs_dir, dataset)

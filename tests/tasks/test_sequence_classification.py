@@ -23,7 +23,7 @@ def test_registered_and_validated_from_a_recipe_mapping():
     assert _registry.get("task", "sequence-classification") is SequenceClassificationTask
     with pytest.raises(ConfigError, match=r"task.listops.min_lenght: unknown key \(did you mean 'min_length'\?\)"):
         from_mapping(SequenceClassificationConfig, {"listops": {"min_lenght": 3}}, "task")
-    with pytest.raises(ConfigError, match="not a valid choice"):
+    with pytest.raises(ConfigError, match="sequence dataset 'imbd'"):
         from_mapping(SequenceClassificationConfig, {"dataset": "imbd"}, "task")
     with pytest.raises(ConfigError, match="batch_size"):
         from_mapping(SequenceClassificationConfig, {"batch_size": 0}, "task")
