@@ -63,10 +63,10 @@ def test_search_on_real_sst_then_transfer_to_sst2(data_root, tmp_path):
     assert not hasattr(model, "sharing")  # a standalone model, not the supernet
     summary = pipeline.retrain(run.path, dataset="sst2", seeds=1, data_dir=data_root)
     assert summary["dataset"] == "sst2" and summary["init"] == "scratch"
-    per_seed = json.loads((run.path / "retrain" / "sst2" / "seed-0.json").read_text())
+    per_seed = json.loads((run.path / "retrain" / "sst2" / "scratch" / "seed-0.json").read_text())
     assert 0.0 <= per_seed["test_accuracy"] <= 1.0
     metrics = json.loads(run.file("metrics.json").read_text())
-    assert "retrain_sst2_test_accuracy_mean" in metrics
+    assert "retrain_sst2_scratch_test_accuracy_mean" in metrics
 
 
 def test_transformer_baseline_through_the_fixed_strategy(data_root, tmp_path):
