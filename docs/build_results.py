@@ -26,12 +26,33 @@ This page is assembled by `python docs/build_results.py` from the files in
 """
 
 
+def demote_headings(text: str) -> str:
+    """Shift a section's Markdown headings so its top heading is level 2 (code blocks untouched)."""
+    lines = text.splitlines()
+    fenced, levels = False, []
+    for line in lines:
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.startswith("#"):
+            levels.append(len(line) - len(line.lstrip("#")))
+    shift = 2 - min(levels) if levels else 0
+    out, fenced = [], False
+    for line in lines:
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.startswith("#") and shift:
+            level = len(line) - len(line.lstrip("#"))
+            line = "#" * max(1, level + shift) + line[level:]
+        out.append(line)
+    return "\n".join(out)
+
+
 def main() -> None:
     parts = [PREAMBLE]
     files = {p.stem: p for p in (HERE / "results").glob("*.md")}
     for name in ORDER + sorted(set(files) - set(ORDER)):
         if name in files:
-            parts.append(files[name].read_text().strip() + "\n")
+            parts.append(demote_headings(files[name].read_text().strip()) + "\n")
     (HERE / "results.md").write_text("\n\n".join(parts))
     print(f"wrote {HERE / 'results.md'} from {len(parts) - 1} sections")
 
