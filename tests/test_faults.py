@@ -15,8 +15,6 @@ import json
 import os
 import pathlib
 import signal
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -24,22 +22,14 @@ import yaml
 
 from attnas import pipeline
 from attnas.errors import RunDirError
+from attnas_subprocess import run_attnas
 
 TIMING = {"search_seconds"}
 
 
+
 def attnas(*args, fault=None, check=True):
-    env = dict(os.environ, ATTNAS_PROGRESS="0")
-    env.pop("ATTNAS_FAULT", None)
-    if fault:
-        env["ATTNAS_FAULT"] = fault
-    # as many torch threads as this process, which resumes in-process: CPU results are
-    # bit-identical only for the same thread count
-    proc = subprocess.run([sys.executable, "-m", "attnas", "--threads", str(torch.get_num_threads()), *args], env=env,
-                          capture_output=True, text=True, timeout=600)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"attnas {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return proc
+    return run_attnas(*args, fault=fault, check=check, threads=torch.get_num_threads())
 
 
 @pytest.fixture(scope="module")

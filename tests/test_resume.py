@@ -7,24 +7,15 @@ after the n-th event of a phase), then continued with ``attnas search --resume``
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 
 import pytest
+from attnas_subprocess import run_attnas
+
 
 
 def attnas(*args, fault=None, check=True):
-    env = dict(os.environ, ATTNAS_PROGRESS="0")
-    env.pop("ATTNAS_FAULT", None)
-    if fault:
-        env["ATTNAS_FAULT"] = fault
-    proc = subprocess.run([sys.executable, "-m", "attnas", *args], env=env, capture_output=True, text=True,
-                          timeout=600)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"attnas {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return proc
+    return run_attnas(*args, fault=fault, check=check, threads=None)
 
 
 @pytest.fixture(scope="module")

@@ -9,13 +9,11 @@ fine-tuning phase (the finished search phase is only reloaded).
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 
 import pytest
 import yaml
+from attnas_subprocess import run_attnas
 
 RECIPE = {
     "name": "tiny-car-resume",
@@ -29,16 +27,9 @@ RECIPE = {
 }
 
 
+
 def attnas(*args, fault=None, check=True):
-    env = dict(os.environ, ATTNAS_PROGRESS="0")
-    env.pop("ATTNAS_FAULT", None)
-    if fault:
-        env["ATTNAS_FAULT"] = fault
-    proc = subprocess.run([sys.executable, "-m", "attnas", "--threads", "1", *args], env=env, capture_output=True,
-                          text=True, timeout=600)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"attnas {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return proc
+    return run_attnas(*args, fault=fault, check=check, threads=1)
 
 
 @pytest.fixture(scope="module")

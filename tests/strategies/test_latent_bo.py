@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import signal
-import subprocess
-import sys
 
 import pytest
 import yaml
 
 from attnas import pipeline
 from attnas.errors import ConfigError
+from attnas_subprocess import run_attnas
 
 
 def tiny_latent_bo(tiny_recipe_data: dict) -> dict:
@@ -33,16 +31,9 @@ def tiny_latent_bo(tiny_recipe_data: dict) -> dict:
     return recipe
 
 
+
 def attnas(*args, fault=None, check=True):
-    env = dict(os.environ, ATTNAS_PROGRESS="0")
-    env.pop("ATTNAS_FAULT", None)
-    if fault:
-        env["ATTNAS_FAULT"] = fault
-    proc = subprocess.run([sys.executable, "-m", "attnas", "--threads", "1", *args], env=env, capture_output=True,
-                          text=True, timeout=600)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"attnas {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return proc
+    return run_attnas(*args, fault=fault, check=check, threads=1)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,34 @@
+"""Run the ``attnas`` command line in a child process, optionally killed by a fault.
+
+Shared by the tests that kill a search with SIGKILL (``ATTNAS_FAULT=<phase>:<n>``) and
+resume it. Not a test module: imported as ``from attnas_subprocess import run_attnas``
+(``tests/`` is on ``sys.path`` because it holds ``conftest.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def run_attnas(*args: str, fault: str | None = None, check: bool = True, threads: int | None = 1,
+               timeout: int = 600) -> subprocess.CompletedProcess:
+    """``python -m attnas [--threads N] ARGS`` with progress bars off.
+
+    Args:
+        fault: ``ATTNAS_FAULT`` for the child (e.g. ``"supernet:17"``); any inherited one is dropped.
+        check: Raise with the child's stderr when it exits non-zero.
+        threads: ``--threads`` for the child (``None``: the command line's default). CPU
+            results are bit-identical only for the same thread count.
+    """
+    env = dict(os.environ, ATTNAS_PROGRESS="0")
+    env.pop("ATTNAS_FAULT", None)
+    if fault:
+        env["ATTNAS_FAULT"] = fault
+    flags = ["--threads", str(threads)] if threads is not None else []
+    proc = subprocess.run([sys.executable, "-m", "attnas", *flags, *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"attnas {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return proc
