@@ -233,13 +233,7 @@ class AutoAttendSpace(Space):
     def validate(self, arch: Arch) -> None:
         """Check every layer, connection, operation and constraint; the error names the first violation."""
         super().validate(arch)
-        ch = arch.choices
-        if set(ch) != {"layers"}:
-            raise ArchError(f"choices must have exactly the key 'layers', got {sorted(ch)}")
-        layers = ch["layers"]
-        if not isinstance(layers, list) or len(layers) != self.n_layers:
-            got = len(layers) if isinstance(layers, list) else type(layers).__name__
-            raise ArchError(f"expected {self.n_layers} layers, got {got}")
+        layers = self.layer_list(arch, self.n_layers)
         for t, layer in enumerate(layers, start=1):
             where = f"layer {t}"
             if not isinstance(layer, dict) or set(layer) != {"type", "inputs"}:

@@ -59,6 +59,18 @@ class Space:
         if arch.space != self.name:
             raise ArchError(f"architecture is for space '{arch.space}', not '{self.name}'")
 
+    @staticmethod
+    def layer_list(arch: Arch, n_layers: int) -> list:
+        """``arch.choices["layers"]`` of a layered space, checked to be the only key and ``n_layers`` long."""
+        ch = arch.choices
+        if set(ch) != {"layers"}:
+            raise ArchError(f"choices must have exactly the key 'layers', got {sorted(ch)}")
+        layers = ch["layers"]
+        if not isinstance(layers, list) or len(layers) != n_layers:
+            got = len(layers) if isinstance(layers, list) else type(layers).__name__
+            raise ArchError(f"expected {n_layers} layers, got {got}")
+        return layers
+
     def size(self) -> int:
         """Number of architectures in the space (exact where the paper gives a formula)."""
         raise NotImplementedError

@@ -93,13 +93,7 @@ class EnasSpace(Space):
     def validate(self, arch: Arch) -> None:
         """Check the layer count, every operation and every skip; the error names the first bad one."""
         super().validate(arch)
-        ch = arch.choices
-        if set(ch) != {"layers"}:
-            raise ArchError(f"choices must have exactly the key 'layers', got {sorted(ch)}")
-        layers = ch["layers"]
-        if not isinstance(layers, list) or len(layers) != self.n_layers:
-            got = len(layers) if isinstance(layers, list) else type(layers).__name__
-            raise ArchError(f"expected {self.n_layers} layers, got {got}")
+        layers = self.layer_list(arch, self.n_layers)
         for t, layer in enumerate(layers, start=1):
             if not isinstance(layer, dict) or set(layer) != {"op", "skips"}:
                 raise ArchError(f"layer {t}: must be an object with keys 'op' and 'skips'")
