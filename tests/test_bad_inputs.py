@@ -186,22 +186,29 @@ def test_bad_csv_text_files(recipe, tmp_path, edit, options, message):
 
 
 def test_space_without_networks_for_the_task(recipe, tmp_path):
-    """A task kind the space builds no networks for is refused before anything is written."""
+    """A task kind AutoAttend has no domain adapter for is refused before anything is written."""
     from attnas import _registry
     from attnas.spaces.autoattend_net import _ADAPTERS
 
     _registry.discover()
-    p = tmp_path / "d.csv"
-    p.write_text("\n".join(",".join(r) for r in csv_rows()) + "\n")
-    tasks = {"text": {"name": "text-classification", "dataset": "csv", "glove": "none", "csv": {"path": str(p)}},
-             "image": {"name": "image-classification", "dataset": "digits"},
-             "sequence": {"name": "sequence-classification"}}
-    unsupported = [kind for kind in tasks if kind not in _ADAPTERS]
-    if not unsupported:
-        pytest.skip("the autoattend space has networks for every task kind")
-    recipe["task"] = tasks[unsupported[0]]
+    assert "image" not in _ADAPTERS  # AutoAttend has graph and text networks only
+    recipe["task"] = {"name": "image-classification", "dataset": "digits"}
     fails_cleanly(tmp_path, ["search", write_recipe(tmp_path, recipe)],
-                  f"space 'autoattend' has no networks for '{unsupported[0]}' tasks")
+                  "space 'autoattend' has no networks for 'image' tasks")
+
+
+@pytest.mark.parametrize("space, strategy, message", [
+    ({"name": "hoga", "width": 4, "groups": 2}, {"name": "darts", "epochs": 1},
+     "space 'hoga' builds networks for 'image' tasks, not 'node'"),
+    ({"name": "attention-mechanisms"}, {"name": "mechanism-search"},
+     "space 'attention-mechanisms' builds networks for 'sequence' tasks, not 'node'"),
+    ({"name": "text-transformer"}, {"name": "fixed", "arch": {"model": "transformer"}},
+     "space 'text-transformer' builds networks for 'text' tasks, not 'node'"),
+])
+def test_space_for_another_kind_of_task(recipe, tmp_path, space, strategy, message):
+    """Every single-domain space names the task kinds it builds networks for; nothing is written."""
+    recipe["space"], recipe["strategy"] = space, strategy
+    fails_cleanly(tmp_path, ["search", write_recipe(tmp_path, recipe)], message)
 
 
 def image_folder(root, shapes=((5, 6), (5, 6)), bad=None):

@@ -121,6 +121,7 @@ class AttentionMechanismSpace(Space):
     name = "attention-mechanisms"
     Config = AttentionMechanismsConfig
     capabilities = frozenset({"mechanism-supernet", "dag"})
+    task_kinds = ("sequence",)
 
     # -- the architectures -------------------------------------------------------------------------
 

@@ -40,6 +40,9 @@ class Space:
     name: ClassVar[str] = ""
     Config: ClassVar[type | None] = None
     capabilities: ClassVar[frozenset[str]] = frozenset()
+    #: Task kinds (``TaskInfo.kind``) the space builds networks for; ``None``: decided by
+    #: :meth:`check_task` (e.g. AutoAttend's domain adapters).
+    task_kinds: ClassVar[tuple[str, ...] | None] = None
 
     def __init__(self, options: Any = None):
         self.options = options if options is not None else (self.Config() if self.Config else None)
@@ -118,6 +121,10 @@ class Space:
         Raises:
             UnsupportedError: Naming the task kind and the kinds the space supports.
         """
+        kind = task.info.kind
+        if self.task_kinds is not None and kind not in self.task_kinds:
+            raise UnsupportedError(f"space '{self.name}' builds networks for {', '.join(map(repr, self.task_kinds))} "
+                                   f"tasks, not '{kind}' ({type(task).__name__})")
 
     def arch(self, choices: dict, **meta: Any) -> Arch:
         """Wrap ``choices`` in an :class:`Arch` of this space."""

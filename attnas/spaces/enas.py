@@ -65,6 +65,7 @@ class EnasSpace(Space):
     name = "enas"
     Config = EnasConfig
     capabilities = frozenset({"dag"})
+    task_kinds = ("architectures",)
 
     @property
     def n_layers(self) -> int:

@@ -91,6 +91,7 @@ class GNNBaselineSpace(Space):
     name = "gnn-baseline"
     Config = GNNBaselineConfig
     capabilities = frozenset({"dag"})
+    task_kinds = ("node",)
 
     def sample(self, rng: random.Random) -> Arch:
         return self.arch({"model": rng.choice(MODELS)})

@@ -117,6 +117,7 @@ class HOGASpace(Space):
     name = "hoga"
     Config = HOGAConfig
     capabilities = frozenset({"relaxed", "dag"})
+    task_kinds = ("image",)
 
     # -- the architecture distribution ---------------------------------------------------------
 

@@ -79,6 +79,7 @@ class ResNetAttentionSpace(Space):
     name = "resnet-attention"
     Config = ResNetAttentionConfig
     capabilities = frozenset()
+    task_kinds = ("image",)
 
     def sample(self, rng: random.Random) -> Arch:
         """A module drawn uniformly from ``modules``."""

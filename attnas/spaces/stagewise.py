@@ -117,6 +117,7 @@ class StagewiseSpace(Space):
     name: ClassVar[str] = "stagewise"
     Config: ClassVar[type] = StagewiseConfig
     capabilities: ClassVar[frozenset[str]] = frozenset({"relaxed", "dag"})
+    task_kinds = ("image",)
 
     def __init__(self, options: StagewiseConfig | None = None):
         super().__init__(options)

@@ -68,6 +68,7 @@ class TextTransformerSpace(Space):
     name = "text-transformer"
     Config = TextTransformerConfig
     capabilities = frozenset({"dag"})
+    task_kinds = ("text",)
 
     def sample(self, rng: random.Random) -> Arch:
         return self.arch({"model": "transformer"})
