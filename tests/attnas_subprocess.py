@@ -32,3 +32,17 @@ def run_attnas(*args: str, fault: str | None = None, check: bool = True, threads
     if check and proc.returncode != 0:
         raise AssertionError(f"attnas {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return proc
+
+
+def search_reference(folder, recipe: dict, threads: int | None = 1) -> tuple:
+    """Write ``recipe`` to ``folder/tiny.yaml`` and run an uninterrupted search of it.
+
+    Returns:
+        ``(recipe_path, run_dir)``: what a killed-and-resumed run is compared with.
+    """
+    import yaml
+
+    path = folder / "tiny.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    run_attnas("search", str(path), "--out", str(folder / "run"), threads=threads)
+    return path, folder / "run"

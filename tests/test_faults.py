@@ -27,7 +27,6 @@ from attnas_subprocess import run_attnas
 TIMING = {"search_seconds"}
 
 
-
 def attnas(*args, fault=None, check=True):
     return run_attnas(*args, fault=fault, check=check, threads=torch.get_num_threads())
 

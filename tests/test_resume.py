@@ -13,7 +13,6 @@ import pytest
 from attnas_subprocess import run_attnas
 
 
-
 def attnas(*args, fault=None, check=True):
     return run_attnas(*args, fault=fault, check=check, threads=None)
 

@@ -12,8 +12,7 @@ import json
 import signal
 
 import pytest
-import yaml
-from attnas_subprocess import run_attnas
+from attnas_subprocess import run_attnas, search_reference
 
 RECIPE = {
     "name": "tiny-car-resume",
@@ -27,18 +26,13 @@ RECIPE = {
 }
 
 
-
 def attnas(*args, fault=None, check=True):
     return run_attnas(*args, fault=fault, check=check, threads=1)
 
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
-    d = tmp_path_factory.mktemp("car-ref")
-    recipe = d / "tiny.yaml"
-    recipe.write_text(yaml.safe_dump(RECIPE))
-    attnas("search", str(recipe), "--out", str(d / "run"))
-    return recipe, d / "run"
+    return search_reference(tmp_path_factory.mktemp("car-ref"), RECIPE)
 
 
 def read(run, name):

@@ -31,7 +31,6 @@ def tiny_latent_bo(tiny_recipe_data: dict) -> dict:
     return recipe
 
 
-
 def attnas(*args, fault=None, check=True):
     return run_attnas(*args, fault=fault, check=check, threads=1)
 
