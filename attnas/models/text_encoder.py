@@ -23,13 +23,13 @@ All hidden states are zero at pad positions (see :mod:`attnas.ops.sequence_conte
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnas.ops.positions import sinusoidal_positions
 from attnas.errors import ConfigError
 from attnas.ops.dropout import FastDropout
 from attnas.ops.sequence_context import SequenceContext
@@ -135,15 +135,6 @@ class MaskedPoolingHead(nn.Module):
     def forward(self, h: torch.Tensor, ctx: SequenceContext) -> torch.Tensor:
         return self.classifier(self.dropout(self.pool(h, ctx)))
 
-
-def sinusoidal_positions(length: int, dim: int) -> torch.Tensor:
-    r"""The sinusoidal position encodings of Vaswani et al. (2017), ``[length, dim]``."""
-    pos = torch.arange(length, dtype=torch.float32)[:, None]
-    freq = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(10000.0) / dim))
-    pe = torch.zeros(length, dim)
-    pe[:, 0::2] = torch.sin(pos * freq)
-    pe[:, 1::2] = torch.cos(pos * freq[: dim // 2])
-    return pe
 
 
 class TransformerTextClassifier(nn.Module):

@@ -11,28 +11,19 @@ classifier.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any, Literal, Union
 
 import torch
 from torch import nn
 
+from attnas.ops.positions import sinusoidal_positions
 from attnas.errors import ConfigError, DataError
 from attnas.ops.attention_mechanisms import build_mechanism
 
 #: A homogeneous mechanism name, or ``{mechanism: number of single heads}`` for a mix.
 MechanismSpec = Union[str, Mapping[str, int]]
 
-
-def sinusoidal_positions(length: int, dim: int) -> torch.Tensor:
-    """Fixed sinusoidal position encodings ``[length, dim]`` (Vaswani et al. 2017, Sec. 3.5)."""
-    pos = torch.arange(length, dtype=torch.float32)[:, None]
-    freq = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(10000.0) / dim))
-    pe = torch.zeros(length, dim)
-    pe[:, 0::2] = torch.sin(pos * freq)
-    pe[:, 1::2] = torch.cos(pos * freq[: dim // 2])
-    return pe
 
 
 class TokenEmbedding(nn.Module):
