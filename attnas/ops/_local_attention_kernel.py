@@ -101,8 +101,11 @@ inline vdouble exp_nonpos(vdouble x) {
   return x;
 }
 
+// Sizes and strides. q (and dq): image stride qsb, channel stride qsc; k, v (and dk, dv):
+// ksb, ksc (a channel row holds the whole padded map: dk/dv rows are zeroed over ksc);
+// out and the output gradient: contiguous [B, C, Nq].
 struct Geo {
-  int64_t B, H, d, Nq, Npad, L, ks, s, Wp;
+  int64_t B, H, d, Nq, Npad, ks, s, Wp, qsb, qsc, ksb, ksc;
 };
 
 // Window size as a compile-time constant (KS > 0: accumulators live in registers) or at
@@ -115,7 +118,7 @@ template <typename T, typename V, int S, int KS>
 inline void tile_attention(const V* __restrict__ qv, const T* __restrict__ k, const T* __restrict__ Rh,
                            const T* __restrict__ mask, V* __restrict__ A, int64_t p0, const Geo& g) {
   const int64_t s = S > 0 ? S : g.s;
-  const int64_t ks = KS > 0 ? KS : g.ks, d = g.d, Nq = g.Nq, L = g.L, Wp = g.Wp;
+  const int64_t ks = KS > 0 ? KS : g.ks, d = g.d, Nq = g.Nq, L = g.ksc, Wp = g.Wp;
   V rel[2 * KMAX];
   for (int64_t j = 0; j < 2 * ks; ++j) {
     V acc = load<V>(mask + j * Nq + p0);
@@ -167,21 +170,21 @@ template <typename T, typename V, int S, int KS>
 void forward_impl(const T* q, const T* k, const T* v, const T* R, const T* mask, T* out, T* attn, Geo g,
                   int nthreads) {
   const int64_t ks = KS > 0 ? KS : g.ks;
-  const int64_t K2 = ks * ks, C = g.H * g.d, d = g.d, Nq = g.Nq, L = g.L;
+  const int64_t K2 = ks * ks, C = g.H * g.d, d = g.d, Nq = g.Nq, L = g.ksc, Lq = g.qsc;
 #pragma omp parallel num_threads(nthreads)
   {
     std::vector<V> A(K2), qv(d);
 #pragma omp for schedule(static)
     for (int64_t bh = 0; bh < g.B * g.H; ++bh) {
       const int64_t b = bh / g.H, h = bh % g.H;
-      const T* qb = q + (b * C + h * d) * Nq;
-      const T* kb = k + (b * C + h * d) * L;
-      const T* vb = v + (b * C + h * d) * L;
+      const T* qb = q + b * g.qsb + h * d * Lq;
+      const T* kb = k + b * g.ksb + h * d * L;
+      const T* vb = v + b * g.ksb + h * d * L;
       T* ob = out + (b * C + h * d) * Nq;
       T* ab = attn ? attn + bh * K2 * Nq : nullptr;
       const T* Rh = R + h * 2 * ks * d;
       for (int64_t p0 = 0; p0 < g.Npad; p0 += TILE) {
-        for (int64_t c = 0; c < d; ++c) qv[c] = load<V>(qb + c * Nq + p0);
+        for (int64_t c = 0; c < d; ++c) qv[c] = load<V>(qb + c * Lq + p0);
         tile_attention<T, V, S, KS>(qv.data(), kb, Rh, mask, A.data(), p0, g);
         if (ab)
           for (int64_t o = 0; o < K2; ++o) store(ab + o * Nq + p0, A[o]);
@@ -197,7 +200,7 @@ template <typename T, typename V, int S, int KS>
 void backward_impl(const T* q, const T* k, const T* v, const T* R, const T* mask, const T* attn, const T* go,
                    T* dq, T* dk, T* dv, T* dR, Geo g, int nthreads) {
   const int64_t ks = KS > 0 ? KS : g.ks;
-  const int64_t K2 = ks * ks, C = g.H * g.d, d = g.d, Nq = g.Nq, L = g.L, Wp = g.Wp;
+  const int64_t K2 = ks * ks, C = g.H * g.d, d = g.d, Nq = g.Nq, L = g.ksc, Lq = g.qsc, Wp = g.Wp;
   const int64_t s = S > 0 ? S : g.s, Npad = g.Npad;
 #pragma omp parallel num_threads(nthreads)
   {
@@ -208,13 +211,13 @@ void backward_impl(const T* q, const T* k, const T* v, const T* R, const T* mask
     for (int64_t bh = 0; bh < g.B * g.H; ++bh) {
       const int64_t b = bh / g.H, h = bh % g.H;
       const int64_t base = (b * C + h * d);
-      const T* qb = q + base * Nq;
-      const T* kb = k + base * L;
-      const T* vb = v + base * L;
+      const T* qb = q + b * g.qsb + h * d * Lq;
+      const T* kb = k + b * g.ksb + h * d * L;
+      const T* vb = v + b * g.ksb + h * d * L;
       const T* gb = go + base * Nq;
-      T* dqb = dq + base * Nq;
-      T* dkb = dk + base * L;
-      T* dvb = dv + base * L;
+      T* dqb = dq + b * g.qsb + h * d * Lq;
+      T* dkb = dk + b * g.ksb + h * d * L;
+      T* dvb = dv + b * g.ksb + h * d * L;
       std::memset(dkb, 0, d * L * sizeof(T));
       std::memset(dvb, 0, d * L * sizeof(T));
       const T* Rh = R + h * 2 * ks * d;
@@ -223,7 +226,7 @@ void backward_impl(const T* q, const T* k, const T* v, const T* R, const T* mask
       // sweep 1 over query tiles: logit gradients (kept for sweep 2), dq, dR; gathers only
       for (int64_t p0 = 0; p0 < Npad; p0 += TILE) {
         for (int64_t c = 0; c < d; ++c) {
-          qv[c] = load<V>(qb + c * Nq + p0);
+          qv[c] = load<V>(qb + c * Lq + p0);
           gv[c] = load<V>(gb + c * Nq + p0);
         }
         if (attn) {
@@ -267,11 +270,11 @@ void backward_impl(const T* q, const T* k, const T* v, const T* R, const T* mask
             acc += Rh[j * d + c] * drel[j];
             dRacc[j * d + c] += drel[j] * qv[c];
           }
-          store(dqb + c * Nq + p0, acc);
+          store(dqb + c * Lq + p0, acc);
         }
       }
       for (int64_t c = 0; c < d; ++c)
-        for (int64_t n = Npad; n < Nq; ++n) dqb[c * Nq + n] = 0;
+        for (int64_t n = Npad; n < Nq; ++n) dqb[c * Lq + n] = 0;
       T* dRb = dR + bh * 2 * ks * d;
       for (int64_t jc = 0; jc < 2 * ks * d; ++jc) {
         T sum = 0;
@@ -287,7 +290,7 @@ void backward_impl(const T* q, const T* k, const T* v, const T* R, const T* mask
           const T* __restrict__ dLo = dL + o * Nq;
           for (int64_t c = 0; c < d; ++c) {
             const T* __restrict__ gc = gb + c * Nq;
-            const T* __restrict__ qc = qb + c * Nq;
+            const T* __restrict__ qc = qb + c * Lq;
             T* __restrict__ dvc = dvb + c * L + off;
             T* __restrict__ dkc = dkb + c * L + off;
             if (S == 1) {
@@ -333,10 +336,10 @@ extern "C" {
 
 int attnas_local_attention_forward(int dtype, const void* q, const void* k, const void* v, const void* R,
                                    const void* mask, void* out, void* attn, int64_t B, int64_t H, int64_t d,
-                                   int64_t Nq, int64_t Npad, int64_t L, int64_t ks, int64_t s, int64_t Wp,
-                                   int nthreads) {
+                                   int64_t Nq, int64_t Npad, int64_t ks, int64_t s, int64_t Wp, int64_t qsb,
+                                   int64_t qsc, int64_t ksb, int64_t ksc, int nthreads) {
   if (ks > KMAX || Npad % TILE) return 1;
-  Geo g{B, H, d, Nq, Npad, L, ks, s, Wp};
+  Geo g{B, H, d, Nq, Npad, ks, s, Wp, qsb, qsc, ksb, ksc};
   if (dtype == 0)
     forward_dispatch<float, vfloat>((const float*)q, (const float*)k, (const float*)v, (const float*)R,
                                     (const float*)mask, (float*)out, (float*)attn, g, nthreads);
@@ -350,9 +353,10 @@ int attnas_local_attention_forward(int dtype, const void* q, const void* k, cons
 int attnas_local_attention_backward(int dtype, const void* q, const void* k, const void* v, const void* R,
                                     const void* mask, const void* attn, const void* go, void* dq, void* dk,
                                     void* dv, void* dR, int64_t B, int64_t H, int64_t d, int64_t Nq,
-                                    int64_t Npad, int64_t L, int64_t ks, int64_t s, int64_t Wp, int nthreads) {
+                                    int64_t Npad, int64_t ks, int64_t s, int64_t Wp, int64_t qsb, int64_t qsc,
+                                    int64_t ksb, int64_t ksc, int nthreads) {
   if (ks > KMAX || Npad % TILE) return 1;
-  Geo g{B, H, d, Nq, Npad, L, ks, s, Wp};
+  Geo g{B, H, d, Nq, Npad, ks, s, Wp, qsb, qsc, ksb, ksc};
   if (dtype == 0)
     backward_dispatch<float, vfloat>((const float*)q, (const float*)k, (const float*)v, (const float*)R,
                                      (const float*)mask, (const float*)attn, (const float*)go, (float*)dq,
@@ -399,9 +403,9 @@ def _compiler() -> str | None:
 def _bind(path: Path) -> Any:
     lib = ctypes.CDLL(str(path))
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
-    lib.attnas_local_attention_forward.argtypes = [i32] + [p] * 7 + [i64] * 9 + [i32]
+    lib.attnas_local_attention_forward.argtypes = [i32] + [p] * 7 + [i64] * 12 + [i32]
     lib.attnas_local_attention_forward.restype = i32
-    lib.attnas_local_attention_backward.argtypes = [i32] + [p] * 11 + [i64] * 9 + [i32]
+    lib.attnas_local_attention_backward.argtypes = [i32] + [p] * 11 + [i64] * 12 + [i32]
     lib.attnas_local_attention_backward.restype = i32
     return lib
 

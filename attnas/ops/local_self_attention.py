@@ -441,38 +441,53 @@ def _warn_fallback(q: Tensor) -> None:
 
 class _FusedLocalAttentionFunction(torch.autograd.Function):
     """Local attention by the compiled kernel of :mod:`attnas.ops._local_attention_kernel`
-    (forward and backward fused per tile of queries; same layout as the eager path)."""
+    (forward and backward fused per tile of queries; the flat layout of the eager path).
+
+    ``qkv`` is one contiguous ``[B, 3, C, Lx]`` buffer holding the flat, zero-padded maps
+    of queries, keys and values (``Lx`` elements per channel); query ``n`` is element
+    ``q_offset + n`` of a query row and its window offset ``(a, b)`` is key element
+    ``a*Wp + b + stride*n``. One buffer lets :class:`LocalSelfAttention` pad its q/k/v
+    projection once and receive one gradient (no per-tensor pads, slices or ``cat``).
+    """
 
     @staticmethod
-    def forward(ctx, qf: Tensor, kf: Tensor, vf: Tensor, R: Tensor, mask: Tensor, heads: int, ks: int, stride: int,
-                Wp: int, Npad: int, lib: object, save_attention: bool) -> Tensor:
-        B, C, Nq = qf.shape
-        out = torch.empty_like(qf)
-        attn = qf.new_empty(B, heads, ks * ks, Nq) if save_attention else None
-        lib.attnas_local_attention_forward(
-            _KERNEL_DTYPES[qf.dtype], qf.data_ptr(), kf.data_ptr(), vf.data_ptr(), R.data_ptr(), mask.data_ptr(),
-            out.data_ptr(), None if attn is None else attn.data_ptr(), B, heads, C // heads, Nq, Npad,
-            kf.shape[2], ks, stride, Wp, torch.get_num_threads())
-        ctx.save_for_backward(qf, kf, vf, R, mask, attn)
-        ctx.config = (heads, ks, stride, Wp, Npad, lib)
+    def forward(ctx, qkv: Tensor, R: Tensor, mask: Tensor, heads: int, ks: int, stride: int, Wp: int, Npad: int,
+                Nq: int, q_offset: int, lib: object, save_attention: bool) -> Tensor:
+        B, _, C, Lx = qkv.shape
+        out = qkv.new_empty(B, C, Nq)
+        attn = qkv.new_empty(B, heads, ks * ks, Nq) if save_attention else None
+        base, size = qkv.data_ptr(), qkv.element_size()
+        status = lib.attnas_local_attention_forward(
+            _KERNEL_DTYPES[qkv.dtype], base + q_offset * size, base + C * Lx * size, base + 2 * C * Lx * size,
+            R.data_ptr(), mask.data_ptr(), out.data_ptr(), None if attn is None else attn.data_ptr(), B, heads,
+            C // heads, Nq, Npad, ks, stride, Wp, 3 * C * Lx, Lx, 3 * C * Lx, Lx, torch.get_num_threads())
+        if status:
+            raise RuntimeError(f"local attention kernel refused its arguments (status {status})")
+        ctx.save_for_backward(qkv, R, mask, attn)
+        ctx.config = (heads, ks, stride, Wp, Npad, Nq, q_offset, lib)
         return out
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_out: Tensor):
-        qf, kf, vf, R, mask, attn = ctx.saved_tensors
-        heads, ks, stride, Wp, Npad, lib = ctx.config
-        B, C, Nq = qf.shape
+        qkv, R, mask, attn = ctx.saved_tensors
+        heads, ks, stride, Wp, Npad, Nq, q_offset, lib = ctx.config
+        B, _, C, Lx = qkv.shape
         grad_out = grad_out.contiguous()
-        dq = torch.empty_like(qf)
-        dk, dv = torch.empty_like(kf), torch.empty_like(vf)  # zeroed by the kernel
-        dR = qf.new_empty(B, heads, 2 * ks, C // heads)
-        lib.attnas_local_attention_backward(
-            _KERNEL_DTYPES[qf.dtype], qf.data_ptr(), kf.data_ptr(), vf.data_ptr(), R.data_ptr(), mask.data_ptr(),
-            None if attn is None else attn.data_ptr(), grad_out.data_ptr(), dq.data_ptr(), dk.data_ptr(),
-            dv.data_ptr(), dR.data_ptr(), B, heads, C // heads, Nq, Npad, kf.shape[2], ks, stride, Wp,
+        d_qkv = torch.empty_like(qkv)
+        d_qkv[:, 0].zero_()  # the kernel writes dq at q_offset..q_offset+Nq and zeroes dk, dv itself
+        dR = qkv.new_empty(B, heads, 2 * ks, C // heads)
+        base, size = d_qkv.data_ptr(), d_qkv.element_size()
+        qkv_base = qkv.data_ptr()
+        status = lib.attnas_local_attention_backward(
+            _KERNEL_DTYPES[qkv.dtype], qkv_base + q_offset * size, qkv_base + C * Lx * size,
+            qkv_base + 2 * C * Lx * size, R.data_ptr(), mask.data_ptr(), None if attn is None else attn.data_ptr(),
+            grad_out.data_ptr(), base + q_offset * size, base + C * Lx * size, base + 2 * C * Lx * size,
+            dR.data_ptr(), B, heads, C // heads, Nq, Npad, ks, stride, Wp, 3 * C * Lx, Lx, 3 * C * Lx, Lx,
             torch.get_num_threads())
-        return dq, dk, dv, dR.sum(0), None, None, None, None, None, None, None, None
+        if status:
+            raise RuntimeError(f"local attention kernel refused its arguments (status {status})")
+        return d_qkv, dR.sum(0), None, None, None, None, None, None, None, None, None, None
 
 
 def fused_kernel_available(*tensors: Tensor) -> bool:
@@ -517,20 +532,48 @@ def local_attention_fused(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_
     if ks > _KERNEL_MAX_WINDOW or not fused_kernel_available(q, k, v, rel_row, rel_col):
         _warn_fallback(q)
         return local_attention(q, k, v, rel_row, rel_col, heads, stride)
+    B, C, H, W = k.shape
+    q = _strided_queries(q, H, W, stride)
+    geometry = _fused_layout(H, W, ks, stride)
+    p, Ho, Wo, Wp, Hp, Hq, Npad, Lx, q_offset = geometry
+    if stride == 1:  # queries in the keys' padded layout (their padding positions are zero)
+        qkv = torch.stack([q, k, v], 1)
+        qkv = F.pad(qkv, (p, Wp - W - p, p, Lx // Wp - H - p)).reshape(B, 3, C, Lx)
+    else:
+        qkv = k.new_zeros(B, 3, C, Lx)
+        qkv[:, 0, :, : Hq * Wp].view(B, C, Hq, Wp)[:, :, :Ho, :Wo] = q
+        qkv[:, 1:].view(B, 2, C, Lx // Wp, Wp)[..., p : p + H, p : p + W] = torch.stack([k, v], 1)
+    return _fused_apply(qkv, rel_row, rel_col, heads, H, W, ks, stride, geometry, save_attention)
+
+
+def _fused_layout(H: int, W: int, ks: int, stride: int) -> tuple[int, ...]:
+    """:func:`_fused_geometry` plus the packed buffer's row length ``Lx`` (a whole number
+    of padded rows of width ``Wp``) and the offset of query 0 in a query row.
+
+    With stride 1 the queries share the keys' padded layout: query ``n`` is element
+    ``n + p*Wp + p`` (its own pixel), so one padded projection serves q, k and v.
+    """
+    from attnas.ops._local_attention_kernel import TILE
+
+    p, Ho, Wo, Wp, Hp, Hq, Npad = _fused_geometry(H, W, ks, stride, TILE)
+    q_offset = p * Wp + p if stride == 1 else 0
+    length = max(Hp * Wp, q_offset + Hq * Wp)
+    Lx = -(-length // Wp) * Wp
+    return p, Ho, Wo, Wp, Hp, Hq, Npad, Lx, q_offset
+
+
+def _fused_apply(qkv: Tensor, rel_row: Tensor, rel_col: Tensor, heads: int, H: int, W: int, ks: int, stride: int,
+                 geometry: tuple[int, ...], save_attention: bool) -> Tensor:
+    """Run the kernel on a packed ``[B, 3, C, Lx]`` buffer; returns ``[B, C, Ho, Wo]``."""
     from attnas.ops._local_attention_kernel import TILE, load
 
-    B, C, H, W = k.shape
-    p, Ho, Wo, Wp, Hp, Hq, Npad = _fused_geometry(H, W, ks, stride, TILE)
-    q = _strided_queries(q, H, W, stride)
-    qf = F.pad(q, (0, Wp - Wo, 0, Hq - Ho)).reshape(B, C, Hq * Wp)
-    pad = (p, Wp - W - p, p, Hp - H - p)
-    kf = F.pad(k, pad).reshape(B, C, Hp * Wp)
-    vf = F.pad(v, pad).reshape(B, C, Hp * Wp)
-    mask = _fused_mask(H, W, ks, stride, TILE, q.dtype)
+    p, Ho, Wo, Wp, Hp, Hq, Npad, Lx, q_offset = geometry
+    B, _, C, _ = qkv.shape
+    mask = _fused_mask(H, W, ks, stride, TILE, qkv.dtype)
     R = _relative_matrix(rel_row, rel_col, heads).contiguous()
-    save = save_attention and torch.is_grad_enabled() and any(
-        t.requires_grad for t in (q, k, v, rel_row, rel_col))
-    out = _FusedLocalAttentionFunction.apply(qf, kf, vf, R, mask, heads, ks, stride, Wp, Npad, load(), save)
+    save = save_attention and torch.is_grad_enabled() and (qkv.requires_grad or R.requires_grad)
+    out = _FusedLocalAttentionFunction.apply(qkv, R, mask, heads, ks, stride, Wp, Npad, Hq * Wp, q_offset, load(),
+                                             save)
     return out.view(B, C, Hq, Wp)[:, :, :Ho, :Wo]
 
 
@@ -642,6 +685,19 @@ class LocalSelfAttention(nn.Module):
             raise DataError(f"LocalSelfAttention expects [B, {self.in_channels}, H, W], got {tuple(x.shape)}")
         C = self.out_channels
         w = self.qkv.weight
+        if self.impl == "fused" and self.stride == 1 and self.kernel_size <= _KERNEL_MAX_WINDOW \
+                and fused_kernel_available(x, w, self.rel_row, self.rel_col):
+            # pad the input instead of q, k, v (a bias-free 1x1 projection of zero is zero) and
+            # project it straight into the kernel's packed buffer: one pad, one batched GEMM
+            # (bmm with the weight broadcast: no layout copies, unlike matmul or a 1x1 conv),
+            # one gradient buffer
+            B, Cin, H, W = x.shape
+            geometry = _fused_layout(H, W, self.kernel_size, 1)
+            p, Wp, Lx = geometry[0], geometry[3], geometry[7]
+            xf = F.pad(x, (p, Wp - W - p, p, Lx // Wp - H - p)).reshape(B, Cin, Lx)
+            qkv = torch.bmm(w.view(1, 3 * C, Cin).expand(B, 3 * C, Cin), xf).view(B, 3, C, Lx)
+            return _fused_apply(qkv, self.rel_row, self.rel_col, self.heads, H, W, self.kernel_size, 1, geometry,
+                                save_attention=False)
         if self.stride > 1:
             q = F.conv2d(x[:, :, :: self.stride, :: self.stride], w[:C])
             k, v = F.conv2d(x, w[C:]).chunk(2, dim=1)

@@ -136,3 +136,19 @@ def test_non_kernel_dtypes_use_the_eager_path():
     assert not lsa.fused_kernel_available(*inputs)
     out = local_attention_fused(*inputs, 4)
     assert out.dtype == torch.bfloat16 and out.shape == (1, 8, 5, 5)
+
+
+@pytest.mark.parametrize("ks, heads", [(3, 8), (7, 4)])
+def test_module_fused_projection_path_matches_unfold(kernel, ks, heads):
+    # stride 1: the module projects straight into the kernel's packed buffer
+    torch.manual_seed(1)
+    fused = LocalSelfAttention(5, 16, kernel_size=ks, heads=heads, impl="fused").double()
+    ref = LocalSelfAttention(5, 16, kernel_size=ks, heads=heads, impl="unfold").double()
+    ref.load_state_dict(fused.state_dict())
+    x = torch.randn(3, 5, 8, 6, dtype=torch.float64, requires_grad=True)
+    y = fused(x)
+    torch.testing.assert_close(y, ref(x), rtol=1e-10, atol=1e-10)
+    g_fused = torch.autograd.grad(y.square().sum(), [x, *fused.parameters()])
+    g_ref = torch.autograd.grad(ref(x).square().sum(), [x, *ref.parameters()])
+    for a, b in zip(g_fused, g_ref):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
