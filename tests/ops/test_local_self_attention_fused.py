@@ -152,3 +152,23 @@ def test_module_fused_projection_path_matches_unfold(kernel, ks, heads):
     g_ref = torch.autograd.grad(ref(x).square().sum(), [x, *ref.parameters()])
     for a, b in zip(g_fused, g_ref):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
+
+
+def test_relaxed_network_fused_matches_fast(kernel):
+    # the whole relaxed search network (all seven candidates per layer) with the kernel
+    from attnas.models.stagewise_network import RelaxedStagewiseNetwork
+
+    torch.manual_seed(2)
+    fast = RelaxedStagewiseNetwork(1, 10, init_channels=8, reduction=1).double()
+    fused = RelaxedStagewiseNetwork(1, 10, init_channels=8, reduction=1, impl="fused").double()
+    with torch.no_grad():
+        fast.alpha.normal_()
+    fused.load_state_dict(fast.state_dict())
+    x = torch.randn(2, 1, 8, 8, dtype=torch.float64)
+    out_fast, out_fused = fast.features(x), fused.features(x)
+    torch.testing.assert_close(out_fused, out_fast, rtol=1e-9, atol=1e-9)
+    used = [name for name, _ in fast.named_parameters() if not name.startswith("classifier")]
+    g_fast = torch.autograd.grad(out_fast.square().sum(), [fast.get_parameter(n) for n in used])
+    g_fused = torch.autograd.grad(out_fused.square().sum(), [fused.get_parameter(n) for n in used])
+    for name, a, b in zip(used, g_fused, g_fast):
+        torch.testing.assert_close(a, b, rtol=1e-8, atol=1e-8, msg=lambda m, name=name: f"{name}: {m}")
