@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -20,6 +22,8 @@ def kernel():
     """The compiled kernel; a build failure is a test failure when a compiler exists."""
     if kernel_module._compiler() is None:
         pytest.skip("no C++ compiler: the fused kernel cannot be built (the eager fallback is tested below)")
+    if os.environ.get("ATTNAS_NO_KERNELS", "") not in ("", "0"):
+        pytest.skip("ATTNAS_NO_KERNELS is set: the fused kernel is disabled")
     lib = kernel_module.load()
     assert lib is not None, kernel_module.unavailable_reason()
     return lib
@@ -114,6 +118,7 @@ def test_fallback_to_eager_without_compiler(monkeypatch):
     monkeypatch.setattr(kernel_module, "_library", None)
     monkeypatch.setattr(kernel_module, "_error", None)
     monkeypatch.setenv("CXX", "attnas-no-such-compiler")
+    monkeypatch.delenv("ATTNAS_NO_KERNELS", raising=False)
     monkeypatch.setattr(lsa, "_warned", set())
     inputs = _inputs(2, 8, 6, 7, 3, seed=4)
     with pytest.warns(RuntimeWarning, match="no C\\+\\+ compiler.*attnas-no-such-compiler"):
