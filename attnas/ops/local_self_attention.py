@@ -572,6 +572,7 @@ def _fused_apply(qkv: Tensor, rel_row: Tensor, rel_col: Tensor, heads: int, H: i
     mask = _fused_mask(H, W, ks, stride, TILE, qkv.dtype)
     R = _relative_matrix(rel_row, rel_col, heads).contiguous()
     save = save_attention and torch.is_grad_enabled() and (qkv.requires_grad or R.requires_grad)
+    qkv = qkv.contiguous()  # the kernel indexes raw memory (a no-op for the buffers built above)
     out = _FusedLocalAttentionFunction.apply(qkv, R, mask, heads, ks, stride, Wp, Npad, Hq * Wp, q_offset, load(),
                                              save)
     return out.view(B, C, Hq, Wp)[:, :, :Ho, :Wo]

@@ -177,3 +177,16 @@ def test_relaxed_network_fused_matches_fast(kernel):
     g_fused = torch.autograd.grad(out_fused.square().sum(), [fused.get_parameter(n) for n in used])
     for name, a, b in zip(used, g_fused, g_fast):
         torch.testing.assert_close(a, b, rtol=1e-8, atol=1e-8, msg=lambda m, name=name: f"{name}: {m}")
+
+
+def test_fused_accepts_channels_last_and_sliced_inputs(kernel):
+    torch.manual_seed(3)
+    fused = LocalSelfAttention(4, 8, kernel_size=3, heads=2, impl="fused")
+    ref = LocalSelfAttention(4, 8, kernel_size=3, heads=2, impl="unfold")
+    ref.load_state_dict(fused.state_dict())
+    x = torch.randn(3, 4, 7, 6).to(memory_format=torch.channels_last)
+    torch.testing.assert_close(fused(x), ref(x), rtol=1e-5, atol=1e-5)
+    q, k, v, rr, rc = _inputs(2, 8, 6, 10, 3, seed=8)
+    q, k, v = q[..., ::2], k[..., ::2], v[..., ::2]  # non-contiguous views
+    torch.testing.assert_close(local_attention_fused(q, k, v, rr, rc, 4),
+                               local_attention_reference(q, k, v, rr, rc, 4), rtol=1e-10, atol=1e-10)
