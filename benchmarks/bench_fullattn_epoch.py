@@ -11,7 +11,10 @@ the load average seen while each was measured are printed. The time of a full ep
 
 Usage::
 
-    PYTHONPATH=. python benchmarks/bench_fullattn_epoch.py [--threads 2] [--rounds 5] [--steps 4]
+    PYTHONPATH=. python benchmarks/bench_fullattn_epoch.py [--threads 2] [--rounds 5] [--steps 4] [--impls fast,fused]
+
+``--impls`` picks the local attention implementations timed (one network each:
+``local_sa_k7`` is the eager ``fast`` path, ``local_sa_k7_fused`` the compiled kernel).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=32)
     parser.add_argument("--channels", type=int, default=16, help="init_channels")
     parser.add_argument("--images", type=int, default=25000, help="images per epoch for the extrapolation")
+    parser.add_argument("--impls", default="fast", help="local attention implementations (fast, fused, unfold)")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -54,8 +58,10 @@ def main() -> None:
     x = torch.randn(args.batch, 3, args.size, args.size)
     y = torch.randint(0, 10, (args.batch,))
     ops = ["local_sa_k7_h8"] * 15
-    nets = {"local_sa_k7": StagewiseNetwork(ops, 3, 10, args.channels),
-            "conv3x3": conv_twin(StagewiseNetwork(ops, 3, 10, args.channels))}
+    nets = {("local_sa_k7" if impl == "fast" else f"local_sa_k7_{impl}"): StagewiseNetwork(ops, 3, 10, args.channels,
+                                                                                           impl=impl)
+            for impl in args.impls.split(",") if impl}
+    nets["conv3x3"] = conv_twin(StagewiseNetwork(ops, 3, 10, args.channels))
     opts = {k: torch.optim.SGD(n.parameters(), lr=0.01, momentum=0.9) for k, n in nets.items()}
 
     def epoch(name: str) -> None:
@@ -69,23 +75,25 @@ def main() -> None:
         epoch(name)
     times: dict[str, list[float]] = {k: [] for k in nets}
     loads: dict[str, list[float]] = {k: [] for k in nets}
+    cpu: dict[str, list[float]] = {k: [] for k in nets}
     for _ in range(args.rounds):
         for name in nets:
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             epoch(name)
             times[name].append(time.perf_counter() - t0)
+            cpu[name].append(time.process_time() - c0)
             loads[name].append(os.getloadavg()[0])
     print(f"# {platform.processor() or platform.machine()}, torch {torch.__version__}, threads={args.threads}, "
           f"batch={args.batch}, {args.size}x{args.size}x3, init_channels={args.channels}, {args.steps} steps/round, "
           f"{args.rounds} rounds")
-    conv = statistics.median(times["conv3x3"])
+    conv, conv_cpu = statistics.median(times["conv3x3"]), statistics.median(cpu["conv3x3"])
     for name in nets:
-        med = statistics.median(times[name])
+        med, med_cpu = statistics.median(times[name]), statistics.median(cpu[name])
         per_step = med / args.steps
         full = per_step * args.images / args.batch
         print(f"{name:12s} median {med:7.3f} s / {args.steps} steps ({per_step * 1000:7.1f} ms/step, "
               f"~{full / 60:6.1f} min per {args.images}-image epoch)  ratio to conv3x3 {med / conv:5.2f}  "
-              f"load avg {statistics.median(loads[name]):.2f}")
+              f"CPU ratio {med_cpu / conv_cpu:5.2f}  load avg {statistics.median(loads[name]):.2f}")
 
 
 if __name__ == "__main__":

@@ -50,12 +50,18 @@ Implementations:
     scatters key/value gradients through the same strided views. The batch is processed
     in cache-sized chunks. The attention weights are kept for the backward pass by
     default (``save_attention=False`` recomputes them chunk by chunk instead).
+    :func:`local_attention_fused` runs the same flat layout through a compiled CPU kernel
+    (:mod:`attnas.ops._local_attention_kernel`, built with the system C++ compiler on first
+    use) that keeps a tile of 16 queries' logits, softmax and weighted sums in cache and
+    fuses the backward pass likewise; it falls back to :func:`local_attention` when it
+    cannot run (no compiler, not on the CPU, not float32/float64).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import warnings
 from typing import Literal
 
 import torch
@@ -67,11 +73,12 @@ from attnas.errors import ConfigError, DataError
 __all__ = [
     "LocalSelfAttention",
     "local_attention",
+    "local_attention_fused",
     "local_attention_reference",
     "relative_embedding_table",
 ]
 
-IMPLEMENTATIONS = ("fast", "unfold")
+IMPLEMENTATIONS = ("fast", "unfold", "fused")
 
 #: ``LocalSelfAttention(impl="fast")`` uses the unfold formulation below this many unfolded
 #: elements (``B*C*k*k*H_out*W_out``): on tiny maps its few large kernels beat the
@@ -374,6 +381,203 @@ class _LocalAttentionFunction(torch.autograd.Function):
         return dq.view(B, C, N), dk, dv, dR, None, None, None, None, None, None, None, None
 
 
+@functools.lru_cache(maxsize=256)
+def _fused_geometry(H: int, W: int, ks: int, stride: int, tile: int) -> tuple[int, int, int, int, int, int, int]:
+    """Sizes of the flat layout of the fused kernel: :func:`_flat_geometry` with the flat
+    query count padded to a multiple of ``tile`` (the kernel's query tile).
+
+    Returns:
+        ``(p, Ho, Wo, Wp, Hp, Hq, Npad)``: padding, output size, padded width, padded key
+        height, query rows ``Hq`` (``Nq = Hq*Wp`` flat queries are stored, ``Nq >= Npad``)
+        and ``Npad``, the flat queries the kernel computes.
+    """
+    p = (ks - 1) // 2
+    Ho, Wo = -(-H // stride), -(-W // stride)
+    Wp = W + 2 * p
+    Npad = -(-(Ho * Wp) // tile) * tile
+    Hq = -(-Npad // Wp)
+    need = (ks - 1) * (Wp + 1) + stride * (Npad - 1) + 1
+    Hp = max(H + 2 * p, -(-need // Wp))
+    return p, Ho, Wo, Wp, Hp, Hq, Npad
+
+
+def _fused_mask(H: int, W: int, ks: int, stride: int, tile: int, dtype: torch.dtype) -> Tensor:
+    """Additive border mask ``[2*ks, Hq*Wp]`` of the fused layout (rows: row offsets, then
+    column offsets; see :func:`_flat_mask`). Padding queries (row ``>= Ho`` or column
+    ``>= Wo``) get all-zero terms so their (discarded) softmax stays finite."""
+    key = ("fused", H, W, ks, stride, tile, dtype)
+    mask = _MASKS.get(key)
+    if mask is None:
+        p, Ho, Wo, Wp, Hp, Hq, Npad = _fused_geometry(H, W, ks, stride, tile)
+        off = torch.arange(ks).view(ks, 1, 1) - p
+        rows = torch.arange(Hq).view(1, Hq, 1) * stride + off
+        cols = torch.arange(Wp).view(1, 1, Wp) * stride + off
+        query = (torch.arange(Hq).view(1, Hq, 1) < Ho) & (torch.arange(Wp).view(1, 1, Wp) < Wo)
+        row_ok = (rows >= 0) & (rows < H) | ~query
+        col_ok = (cols >= 0) & (cols < W) | ~query
+        inside = torch.cat([row_ok.expand(ks, Hq, Wp), col_ok.expand(ks, Hq, Wp)]).reshape(2 * ks, Hq * Wp)
+        mask = torch.zeros(2 * ks, Hq * Wp, dtype=dtype).masked_fill_(~inside, float("-inf"))
+        if len(_MASKS) > 256:
+            _MASKS.clear()
+        _MASKS[key] = mask
+    return mask
+
+
+_KERNEL_DTYPES = {torch.float32: 0, torch.float64: 1}
+_KERNEL_MAX_WINDOW = 15  # KMAX of the kernel source
+_warned: set = set()
+
+
+def _warn_fallback(q: Tensor) -> None:
+    """Warn once when the kernel is missing on the CPU (a build problem, not a choice)."""
+    from attnas.ops import _local_attention_kernel
+
+    reason = _local_attention_kernel.unavailable_reason()
+    if q.device.type == "cpu" and reason is not None and reason not in _warned:
+        _warned.add(reason)
+        warnings.warn(f"local attention: fused CPU kernel unavailable ({reason}); using the eager path",
+                      RuntimeWarning, stacklevel=3)
+
+
+class _FusedLocalAttentionFunction(torch.autograd.Function):
+    """Local attention by the compiled kernel of :mod:`attnas.ops._local_attention_kernel`
+    (forward and backward fused per tile of queries; the flat layout of the eager path).
+
+    ``qkv`` is one contiguous ``[B, 3, C, Lx]`` buffer holding the flat, zero-padded maps
+    of queries, keys and values (``Lx`` elements per channel); query ``n`` is element
+    ``q_offset + n`` of a query row and its window offset ``(a, b)`` is key element
+    ``a*Wp + b + stride*n``. One buffer lets :class:`LocalSelfAttention` pad its q/k/v
+    projection once and receive one gradient (no per-tensor pads, slices or ``cat``).
+    """
+
+    @staticmethod
+    def forward(ctx, qkv: Tensor, R: Tensor, mask: Tensor, heads: int, ks: int, stride: int, Wp: int, Npad: int,
+                Nq: int, q_offset: int, lib: object, save_attention: bool) -> Tensor:
+        B, _, C, Lx = qkv.shape
+        out = qkv.new_empty(B, C, Nq)
+        attn = qkv.new_empty(B, heads, ks * ks, Nq) if save_attention else None
+        base, size = qkv.data_ptr(), qkv.element_size()
+        status = lib.attnas_local_attention_forward(
+            _KERNEL_DTYPES[qkv.dtype], base + q_offset * size, base + C * Lx * size, base + 2 * C * Lx * size,
+            R.data_ptr(), mask.data_ptr(), out.data_ptr(), None if attn is None else attn.data_ptr(), B, heads,
+            C // heads, Nq, Npad, ks, stride, Wp, 3 * C * Lx, Lx, 3 * C * Lx, Lx, torch.get_num_threads())
+        if status:
+            raise RuntimeError(f"local attention kernel refused its arguments (status {status})")
+        ctx.save_for_backward(qkv, R, mask, attn)
+        ctx.config = (heads, ks, stride, Wp, Npad, Nq, q_offset, lib)
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_out: Tensor):
+        qkv, R, mask, attn = ctx.saved_tensors
+        heads, ks, stride, Wp, Npad, Nq, q_offset, lib = ctx.config
+        B, _, C, Lx = qkv.shape
+        grad_out = grad_out.contiguous()
+        d_qkv = torch.empty_like(qkv)
+        d_qkv[:, 0].zero_()  # the kernel writes dq at q_offset..q_offset+Nq and zeroes dk, dv itself
+        dR = qkv.new_empty(B, heads, 2 * ks, C // heads)
+        base, size = d_qkv.data_ptr(), d_qkv.element_size()
+        qkv_base = qkv.data_ptr()
+        status = lib.attnas_local_attention_backward(
+            _KERNEL_DTYPES[qkv.dtype], qkv_base + q_offset * size, qkv_base + C * Lx * size,
+            qkv_base + 2 * C * Lx * size, R.data_ptr(), mask.data_ptr(), None if attn is None else attn.data_ptr(),
+            grad_out.data_ptr(), base + q_offset * size, base + C * Lx * size, base + 2 * C * Lx * size,
+            dR.data_ptr(), B, heads, C // heads, Nq, Npad, ks, stride, Wp, 3 * C * Lx, Lx, 3 * C * Lx, Lx,
+            torch.get_num_threads())
+        if status:
+            raise RuntimeError(f"local attention kernel refused its arguments (status {status})")
+        return d_qkv, dR.sum(0), None, None, None, None, None, None, None, None, None, None
+
+
+def fused_kernel_available(*tensors: Tensor) -> bool:
+    """Whether :func:`local_attention_fused` can run on these tensors (CPU, float32 or
+    float64, the kernel built); see :func:`attnas.ops._local_attention_kernel.load`."""
+    if any(t.device.type != "cpu" or t.dtype not in _KERNEL_DTYPES or t.dtype != tensors[0].dtype for t in tensors):
+        return False
+    from attnas.ops import _local_attention_kernel
+
+    return _local_attention_kernel.load() is not None
+
+
+def local_attention_fused(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_col: Tensor,
+                          heads: int, stride: int = 1, save_attention: bool = False) -> Tensor:
+    """Local multi-head self-attention by the fused CPU kernel (SASA Eq. 3; fused version).
+
+    Same result as :func:`local_attention_reference` (float32: to ~1e-6, the kernel's
+    ``exp`` is a polynomial; float64: to ~1e-13). Falls back to the eager
+    :func:`local_attention` when the kernel cannot run (not on the CPU, another dtype, no
+    C++ compiler: see :func:`fused_kernel_available`).
+
+    Args:
+        q: Queries ``[B, C, H, W]`` (or already strided ``[B, C, ceil(H/s), ceil(W/s)]``).
+        k: Keys ``[B, C, H, W]``.
+        v: Values ``[B, C, H, W]``.
+        rel_row: Row-offset embeddings ``[C/2, ks]``.
+        rel_col: Column-offset embeddings ``[C/2, ks]``.
+        heads: Number of heads; ``C`` must be divisible by it.
+        stride: Query stride ``s``.
+        save_attention: Keep the attention weights for the backward pass instead of
+            recomputing them there (default: recompute; inside the kernel that is cheaper
+            than writing and re-reading ``B*heads*ks*ks`` floats per position).
+
+    Returns:
+        ``[B, C, ceil(H/s), ceil(W/s)]``.
+
+    Shapes:
+        - **input:** ``q, k, v`` ``[B, C, H, W]``, ``rel_row, rel_col`` ``[C/2, ks]``
+        - **output:** ``[B, C, ceil(H/s), ceil(W/s)]``
+    """
+    ks = _check_inputs(q, k, v, rel_row, rel_col, heads, stride)
+    if ks > _KERNEL_MAX_WINDOW or not fused_kernel_available(q, k, v, rel_row, rel_col):
+        _warn_fallback(q)
+        return local_attention(q, k, v, rel_row, rel_col, heads, stride)
+    B, C, H, W = k.shape
+    q = _strided_queries(q, H, W, stride)
+    geometry = _fused_layout(H, W, ks, stride)
+    p, Ho, Wo, Wp, Hp, Hq, Npad, Lx, q_offset = geometry
+    if stride == 1:  # queries in the keys' padded layout (their padding positions are zero)
+        qkv = torch.stack([q, k, v], 1)
+        qkv = F.pad(qkv, (p, Wp - W - p, p, Lx // Wp - H - p)).reshape(B, 3, C, Lx)
+    else:
+        qkv = k.new_zeros(B, 3, C, Lx)
+        qkv[:, 0, :, : Hq * Wp].view(B, C, Hq, Wp)[:, :, :Ho, :Wo] = q
+        qkv[:, 1:].view(B, 2, C, Lx // Wp, Wp)[..., p : p + H, p : p + W] = torch.stack([k, v], 1)
+    return _fused_apply(qkv, rel_row, rel_col, heads, H, W, ks, stride, geometry, save_attention)
+
+
+def _fused_layout(H: int, W: int, ks: int, stride: int) -> tuple[int, ...]:
+    """:func:`_fused_geometry` plus the packed buffer's row length ``Lx`` (a whole number
+    of padded rows of width ``Wp``) and the offset of query 0 in a query row.
+
+    With stride 1 the queries share the keys' padded layout: query ``n`` is element
+    ``n + p*Wp + p`` (its own pixel), so one padded projection serves q, k and v.
+    """
+    from attnas.ops._local_attention_kernel import TILE
+
+    p, Ho, Wo, Wp, Hp, Hq, Npad = _fused_geometry(H, W, ks, stride, TILE)
+    q_offset = p * Wp + p if stride == 1 else 0
+    length = max(Hp * Wp, q_offset + Hq * Wp)
+    Lx = -(-length // Wp) * Wp
+    return p, Ho, Wo, Wp, Hp, Hq, Npad, Lx, q_offset
+
+
+def _fused_apply(qkv: Tensor, rel_row: Tensor, rel_col: Tensor, heads: int, H: int, W: int, ks: int, stride: int,
+                 geometry: tuple[int, ...], save_attention: bool) -> Tensor:
+    """Run the kernel on a packed ``[B, 3, C, Lx]`` buffer; returns ``[B, C, Ho, Wo]``."""
+    from attnas.ops._local_attention_kernel import TILE, load
+
+    p, Ho, Wo, Wp, Hp, Hq, Npad, Lx, q_offset = geometry
+    B, _, C, _ = qkv.shape
+    mask = _fused_mask(H, W, ks, stride, TILE, qkv.dtype)
+    R = _relative_matrix(rel_row, rel_col, heads).contiguous()
+    save = save_attention and torch.is_grad_enabled() and (qkv.requires_grad or R.requires_grad)
+    qkv = qkv.contiguous()  # the kernel indexes raw memory (a no-op for the buffers built above)
+    out = _FusedLocalAttentionFunction.apply(qkv, R, mask, heads, ks, stride, Wp, Npad, Hq * Wp, q_offset, load(),
+                                             save)
+    return out.view(B, C, Hq, Wp)[:, :, :Ho, :Wo]
+
+
 def local_attention(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_col: Tensor,
                     heads: int, stride: int = 1, chunk_size: int | None = None,
                     save_attention: bool = True) -> Tensor:
@@ -437,9 +641,12 @@ class LocalSelfAttention(nn.Module):
         heads: Number of heads (the paper uses 4 and 8).
         stride: Query stride (the paper's blocks use 1 and pool afterwards).
         impl: ``"fast"`` (:func:`local_attention`, or the unfold formulation for maps
-            so small that it is quicker, see :data:`UNFOLD_BELOW`) or ``"unfold"``
-            (:func:`local_attention_reference` always).
-        save_attention: See :func:`local_attention` (memory against speed).
+            so small that it is quicker, see :data:`UNFOLD_BELOW`), ``"unfold"``
+            (:func:`local_attention_reference` always) or ``"fused"``
+            (:func:`local_attention_fused`: the compiled CPU kernel, built on first use;
+            the ``"fast"`` path where it cannot run). All give the same result.
+        save_attention: See :func:`local_attention` (memory against speed; ``"fast"`` only,
+            the fused kernel recomputes the weights in its backward pass).
 
     Shapes:
         - **input:** ``[B, in_channels, H, W]``
@@ -447,7 +654,7 @@ class LocalSelfAttention(nn.Module):
     """
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int = 3, heads: int = 8,
-                 stride: int = 1, impl: Literal["fast", "unfold"] = "fast", save_attention: bool = True):
+                 stride: int = 1, impl: Literal["fast", "unfold", "fused"] = "fast", save_attention: bool = True):
         super().__init__()
         if kernel_size < 1 or kernel_size % 2 == 0:
             raise ConfigError(f"LocalSelfAttention: kernel_size must be odd and positive, got {kernel_size}")
@@ -479,11 +686,26 @@ class LocalSelfAttention(nn.Module):
             raise DataError(f"LocalSelfAttention expects [B, {self.in_channels}, H, W], got {tuple(x.shape)}")
         C = self.out_channels
         w = self.qkv.weight
+        if self.impl == "fused" and self.stride == 1 and self.kernel_size <= _KERNEL_MAX_WINDOW \
+                and fused_kernel_available(x, w, self.rel_row, self.rel_col):
+            # pad the input instead of q, k, v (a bias-free 1x1 projection of zero is zero) and
+            # project it straight into the kernel's packed buffer: one pad, one batched GEMM
+            # (bmm with the weight broadcast: no layout copies, unlike matmul or a 1x1 conv),
+            # one gradient buffer
+            B, Cin, H, W = x.shape
+            geometry = _fused_layout(H, W, self.kernel_size, 1)
+            p, Wp, Lx = geometry[0], geometry[3], geometry[7]
+            xf = F.pad(x, (p, Wp - W - p, p, Lx // Wp - H - p)).reshape(B, Cin, Lx)
+            qkv = torch.bmm(w.view(1, 3 * C, Cin).expand(B, 3 * C, Cin), xf).view(B, 3, C, Lx)
+            return _fused_apply(qkv, self.rel_row, self.rel_col, self.heads, H, W, self.kernel_size, 1, geometry,
+                                save_attention=False)
         if self.stride > 1:
             q = F.conv2d(x[:, :, :: self.stride, :: self.stride], w[:C])
             k, v = F.conv2d(x, w[C:]).chunk(2, dim=1)
         else:
             q, k, v = F.conv2d(x, w).chunk(3, dim=1)
+        if self.impl == "fused":
+            return local_attention_fused(q, k, v, self.rel_row, self.rel_col, self.heads, self.stride)
         small = k.shape[0] * C * self.kernel_size**2 * q.shape[-2] * q.shape[-1] < UNFOLD_BELOW
         if self.impl == "unfold" or small:
             return local_attention_reference(q, k, v, self.rel_row, self.rel_col, self.heads, self.stride)

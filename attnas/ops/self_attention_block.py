@@ -139,7 +139,7 @@ class SelfAttentionBlock(nn.Module):
 
 
 def make_candidate(name: str, in_channels: int, out_channels: int, stride: int = 1, *, reduction: int = 2,
-                   batch_norm: bool = True, impl: Literal["fast", "unfold"] = "fast") -> SelfAttentionBlock:
+                   batch_norm: bool = True, impl: Literal["fast", "unfold", "fused"] = "fast") -> SelfAttentionBlock:
     """Build the Table II candidate ``name`` as a block of Fig. 1(c)/(d).
 
     Args:
@@ -149,7 +149,7 @@ def make_candidate(name: str, in_channels: int, out_channels: int, stride: int =
         stride: 1 or 2.
         reduction: Attention width is ``out_channels // reduction``.
         batch_norm: See :class:`SelfAttentionBlock`.
-        impl: Local attention implementation (``fast`` or ``unfold``).
+        impl: Local attention implementation (``fast``, ``unfold`` or ``fused``).
 
     Raises:
         ConfigError: Unknown name, or a width that the heads cannot split.

@@ -1,0 +1,192 @@
+"""Local self-attention: the fused CPU kernel against the unfold reference, and its fallback."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+import attnas.ops._local_attention_kernel as kernel_module
+import attnas.ops.local_self_attention as lsa
+from attnas.ops.local_self_attention import (
+    LocalSelfAttention,
+    local_attention,
+    local_attention_fused,
+    local_attention_reference,
+)
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    """The compiled kernel; a build failure is a test failure when a compiler exists."""
+    if kernel_module._compiler() is None:
+        pytest.skip("no C++ compiler: the fused kernel cannot be built (the eager fallback is tested below)")
+    if os.environ.get("ATTNAS_NO_KERNELS", "") not in ("", "0"):
+        pytest.skip("ATTNAS_NO_KERNELS is set: the fused kernel is disabled")
+    lib = kernel_module.load()
+    assert lib is not None, kernel_module.unavailable_reason()
+    return lib
+
+
+def _inputs(B, C, H, W, ks, dtype=torch.float64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(B, C, H, W, generator=g, dtype=dtype, requires_grad=True) for _ in range(3))
+    rel_row = torch.randn(C // 2, ks, generator=g, dtype=dtype, requires_grad=True)
+    rel_col = torch.randn(C // 2, ks, generator=g, dtype=dtype, requires_grad=True)
+    return q, k, v, rel_row, rel_col
+
+
+def _compare(fused, ref, inputs, tol):
+    torch.testing.assert_close(fused, ref, rtol=tol, atol=tol)
+    grad = torch.randn_like(ref)
+    g_ref = torch.autograd.grad(ref, inputs, grad)
+    g_fused = torch.autograd.grad(fused, inputs, grad)
+    for name, a, b in zip(("q", "k", "v", "rel_row", "rel_col"), g_fused, g_ref):
+        torch.testing.assert_close(a, b, rtol=tol, atol=tol, msg=lambda m, name=name: f"d{name}: {m}")
+
+
+@pytest.mark.parametrize("ks", [3, 5, 7])
+@pytest.mark.parametrize("heads", [4, 8])
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("save_attention", [False, True])
+def test_fused_matches_unfold_reference_float64(kernel, ks, heads, stride, save_attention):
+    # 9x5 maps: smaller than the window in one direction (every border case); the 3 images
+    # give a flat query count that is not a multiple of the 16-query tile
+    inputs = _inputs(3, 16, 9, 5, ks, seed=ks * 10 + heads + stride)
+    ref = local_attention_reference(*inputs, heads, stride)
+    fused = local_attention_fused(*inputs, heads, stride, save_attention=save_attention)
+    assert fused.shape == ref.shape == (3, 16, -(-9 // stride), -(-5 // stride))
+    _compare(fused, ref, inputs, 1e-10)
+
+
+@pytest.mark.parametrize("ks, stride", [(9, 1), (3, 3), (1, 1)])
+def test_fused_generic_window_and_stride_paths(kernel, ks, stride):
+    # windows other than 3/5/7 and strides other than 1 run the kernel's run-time-size code
+    inputs = _inputs(2, 8, 11, 10, ks, seed=ks + stride)
+    _compare(local_attention_fused(*inputs, 2, stride), local_attention_reference(*inputs, 2, stride), inputs, 1e-10)
+
+
+@pytest.mark.parametrize("ks", [3, 7])
+def test_fused_matches_reference_in_float32(kernel, ks):
+    # the kernel's float32 exp is a polynomial (relative error ~1e-7)
+    inputs = _inputs(4, 32, 12, 11, ks, dtype=torch.float32, seed=3)
+    _compare(local_attention_fused(*inputs, 8), local_attention_reference(*inputs, 8), inputs, 1e-5)
+
+
+def test_fused_passes_gradcheck(kernel):
+    q, k, v, rr, rc = _inputs(2, 4, 4, 3, 3, seed=7)
+    assert torch.autograd.gradcheck(lambda *t: local_attention_fused(*t, 2), (q, k, v, rr, rc))
+
+
+def test_fused_masks_out_of_image_neighbours(kernel):
+    q, k, _, rr, rc = _inputs(1, 8, 6, 5, 5, seed=1)
+    v = torch.full((1, 8, 6, 5), 3.0, dtype=torch.float64)
+    out = local_attention_fused(q, k, v, rr, rc, 4)
+    torch.testing.assert_close(out, torch.full_like(out, 3.0))
+
+
+def test_fused_without_grad_and_with_threads(kernel):
+    inputs = [t.detach() for t in _inputs(3, 16, 7, 8, 3, dtype=torch.float32, seed=5)]
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        with torch.no_grad():
+            out = local_attention_fused(*inputs, 4)
+    finally:
+        torch.set_num_threads(threads)
+    torch.testing.assert_close(out, local_attention_reference(*inputs, 4), rtol=1e-5, atol=1e-5)
+
+
+def test_module_fused_matches_unfold(kernel):
+    torch.manual_seed(0)
+    fused = LocalSelfAttention(6, 16, kernel_size=5, heads=4, stride=2, impl="fused")
+    ref = LocalSelfAttention(6, 16, kernel_size=5, heads=4, stride=2, impl="unfold")
+    ref.load_state_dict(fused.state_dict())
+    x = torch.randn(2, 6, 7, 9, requires_grad=True)
+    y = fused(x)
+    assert y.shape == (2, 16, 4, 5)
+    torch.testing.assert_close(y, ref(x), rtol=1e-5, atol=1e-5)
+    g_fused = torch.autograd.grad(y.square().sum(), [x, *fused.parameters()])
+    g_ref = torch.autograd.grad(ref(x).square().sum(), [x, *ref.parameters()])
+    for a, b in zip(g_fused, g_ref):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+
+
+def test_fallback_to_eager_without_compiler(monkeypatch):
+    # a fresh loader state with no compiler on PATH: the eager path runs, with one warning
+    monkeypatch.setattr(kernel_module, "_library", None)
+    monkeypatch.setattr(kernel_module, "_error", None)
+    monkeypatch.setenv("CXX", "attnas-no-such-compiler")
+    monkeypatch.delenv("ATTNAS_NO_KERNELS", raising=False)
+    monkeypatch.setattr(lsa, "_warned", set())
+    inputs = _inputs(2, 8, 6, 7, 3, seed=4)
+    with pytest.warns(RuntimeWarning, match="no C\\+\\+ compiler.*attnas-no-such-compiler"):
+        out = local_attention_fused(*inputs, 4)
+    assert kernel_module.load() is None
+    torch.testing.assert_close(out, local_attention(*inputs, 4), rtol=0, atol=0)
+    torch.testing.assert_close(out, local_attention_reference(*inputs, 4), rtol=1e-10, atol=1e-10)
+
+
+def test_fallback_can_be_forced_by_environment(monkeypatch):
+    monkeypatch.setattr(kernel_module, "_library", None)
+    monkeypatch.setattr(kernel_module, "_error", None)
+    monkeypatch.setenv("ATTNAS_NO_KERNELS", "1")
+    assert kernel_module.load() is None
+    assert "ATTNAS_NO_KERNELS" in kernel_module.unavailable_reason()
+
+
+def test_non_kernel_dtypes_use_the_eager_path():
+    inputs = [t.detach().to(torch.bfloat16) for t in _inputs(1, 8, 5, 5, 3, seed=6)]
+    assert not lsa.fused_kernel_available(*inputs)
+    out = local_attention_fused(*inputs, 4)
+    assert out.dtype == torch.bfloat16 and out.shape == (1, 8, 5, 5)
+
+
+@pytest.mark.parametrize("ks, heads", [(3, 8), (7, 4)])
+def test_module_fused_projection_path_matches_unfold(kernel, ks, heads):
+    # stride 1: the module projects straight into the kernel's packed buffer
+    torch.manual_seed(1)
+    fused = LocalSelfAttention(5, 16, kernel_size=ks, heads=heads, impl="fused").double()
+    ref = LocalSelfAttention(5, 16, kernel_size=ks, heads=heads, impl="unfold").double()
+    ref.load_state_dict(fused.state_dict())
+    x = torch.randn(3, 5, 8, 6, dtype=torch.float64, requires_grad=True)
+    y = fused(x)
+    torch.testing.assert_close(y, ref(x), rtol=1e-10, atol=1e-10)
+    g_fused = torch.autograd.grad(y.square().sum(), [x, *fused.parameters()])
+    g_ref = torch.autograd.grad(ref(x).square().sum(), [x, *ref.parameters()])
+    for a, b in zip(g_fused, g_ref):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
+
+
+def test_relaxed_network_fused_matches_fast(kernel):
+    # the whole relaxed search network (all seven candidates per layer) with the kernel
+    from attnas.models.stagewise_network import RelaxedStagewiseNetwork
+
+    torch.manual_seed(2)
+    fast = RelaxedStagewiseNetwork(1, 10, init_channels=8, reduction=1).double()
+    fused = RelaxedStagewiseNetwork(1, 10, init_channels=8, reduction=1, impl="fused").double()
+    with torch.no_grad():
+        fast.alpha.normal_()
+    fused.load_state_dict(fast.state_dict())
+    x = torch.randn(2, 1, 8, 8, dtype=torch.float64)
+    out_fast, out_fused = fast.features(x), fused.features(x)
+    torch.testing.assert_close(out_fused, out_fast, rtol=1e-9, atol=1e-9)
+    used = [name for name, _ in fast.named_parameters() if not name.startswith("classifier")]
+    g_fast = torch.autograd.grad(out_fast.square().sum(), [fast.get_parameter(n) for n in used])
+    g_fused = torch.autograd.grad(out_fused.square().sum(), [fused.get_parameter(n) for n in used])
+    for name, a, b in zip(used, g_fused, g_fast):
+        torch.testing.assert_close(a, b, rtol=1e-8, atol=1e-8, msg=lambda m, name=name: f"{name}: {m}")
+
+
+def test_fused_accepts_channels_last_and_sliced_inputs(kernel):
+    torch.manual_seed(3)
+    fused = LocalSelfAttention(4, 8, kernel_size=3, heads=2, impl="fused")
+    ref = LocalSelfAttention(4, 8, kernel_size=3, heads=2, impl="unfold")
+    ref.load_state_dict(fused.state_dict())
+    x = torch.randn(3, 4, 7, 6).to(memory_format=torch.channels_last)
+    torch.testing.assert_close(fused(x), ref(x), rtol=1e-5, atol=1e-5)
+    q, k, v, rr, rc = _inputs(2, 8, 6, 10, 3, seed=8)
+    q, k, v = q[..., ::2], k[..., ::2], v[..., ::2]  # non-contiguous views
+    torch.testing.assert_close(local_attention_fused(q, k, v, rr, rc, 4),
+                               local_attention_reference(q, k, v, rr, rc, 4), rtol=1e-10, atol=1e-10)
