@@ -69,9 +69,10 @@ class StagewiseConfig:
             ``false`` gives the layers exactly as the text lists them.
         shared_stages: Table VII ablation: stages 1, 3, 5 share one structure and 2, 4
             another.
-        impl: Local attention implementation: ``fast`` (eager), the ``unfold`` reference or
-            ``fused`` (compiled CPU kernel, built on first use; ``fast`` where it cannot run).
-            All three give the same result.
+        impl: Local attention implementation: ``fused`` (default: a compiled CPU kernel,
+            built with g++ on first use and cached; the eager ``fast`` path is used where it
+            cannot run, e.g. on a GPU or without a compiler), ``fast`` (eager) or the
+            ``unfold`` reference. All three give the same result to float rounding.
         final_channels: ``init_channels`` of the discrete networks :meth:`StagewiseSpace.build`
             makes (the retrained architecture), when it differs from the searched relaxation's
             (the paper searches with 16 and trains the final networks with 80 or 96); null:
@@ -82,7 +83,7 @@ class StagewiseConfig:
     reduction: int = 2
     batch_norm: bool = True
     shared_stages: bool = False
-    impl: Literal["fast", "unfold", "fused"] = "fast"
+    impl: Literal["fast", "unfold", "fused"] = "fused"
     final_channels: Optional[int] = None
 
     def __post_init__(self) -> None:
