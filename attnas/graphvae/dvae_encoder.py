@@ -26,10 +26,12 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnas.graphvae.aggregation import GatedSum, aggregate, descriptor_features
-from attnas.graphvae.gru import gru_from_zero
+from attnas.graphvae.gru import gru_cell, gru_from_zero
+from attnas.graphvae.shared_linear import SharedLinear
 
 
 class DVAEEncoder(nn.Module):
@@ -144,16 +146,20 @@ class DVAEEncoder(nn.Module):
         messages: list[Tensor | None] = [None] * n
         order = range(n - 1, -1, -1) if reverse else range(n)
         last = order[-1]
+        gi = F.linear(x, gru.weight_ih, gru.bias_ih)  # (B, N, 3H): every vertex's input product at once
+        hh = SharedLinear(gru.weight_hh, gru.bias_hh)  # recurrent products, one weight-gradient product
+        msg = SharedLinear(*gated.fused())
         for v in order:
             done = list(range(v + 1, n)) if reverse else list(range(v))
             if done:
                 weights = adj[:, v, v + 1 :] if reverse else adj[:, :v, v]  # successors / predecessors of v
-                h = gru(x[:, v], aggregate(weights, torch.stack([messages[u] for u in done], 1)))
+                s = aggregate(weights, torch.stack([messages[u] for u in done], 1))
+                h = gru_cell(gi[:, v], hh(s), s)
             else:  # no vertex can send a message yet: GRU(x, 0)
                 h = gru_from_zero(gru, x[:, v])
             states[v] = h
             if v != last:  # the last vertex of the sweep has no one to send to
-                messages[v] = gated(torch.cat([h, feats[:, v]], -1))
+                messages[v] = GatedSum.from_fused(msg(torch.cat([h, feats[:, v]], -1)))
         return torch.stack(states, 1)  # type: ignore[arg-type]
 
 
