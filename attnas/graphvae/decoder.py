@@ -191,7 +191,7 @@ class DagDecoder(nn.Module):
         hs = torch.stack(states, 1)  # (B, n, H)
         ms = torch.stack(messages, 1)  # (B, n-1, H)
         active = torch.arange(1, n, device=dev).unsqueeze(0) < n_nodes.unsqueeze(1)  # (B, n-1): vertex v real
-        logp = torch.log_softmax(self.add_vertex(hs[:, :-1]), -1)  # type of v from h_{v-1}
+        logp = torch.log_softmax(self.add_vertex(hs[:, :-1]).to(z.dtype), -1)  # type of v from h_{v-1}
         type_ll = (logp.gather(-1, types[:, 1:].unsqueeze(-1)).squeeze(-1) * active.to(z.dtype)).sum(1)
 
         # Teacher-forced states: position j (1 <= j <= v) of vertex v has aggregated the true
@@ -217,7 +217,8 @@ class DagDecoder(nn.Module):
         )
         # Candidate edges k -> v (k < v), scored with the state at position k + 1.
         kk, vv = torch.tril_indices(n, n, -1, device=dev).flip(0)  # rows: k < v, ordered by v
-        logits = self.add_edge.combine(self.add_edge.src_part(hs[:, kk]), dst_bank[bank_row[:, vv, kk + 1]])
+        src = self.add_edge.src_part(hs[:, :-1])  # (B, n-1, 4H): once per source vertex
+        logits = self.add_edge.combine(src[:, kk], dst_bank[bank_row[:, vv, kk + 1]]).to(z.dtype)
         target = adj[:, kk, vv]
         bce = F.binary_cross_entropy_with_logits(logits, target, reduction="none")
         edge_ll = -(bce * active[:, vv - 1].to(z.dtype)).sum(1)

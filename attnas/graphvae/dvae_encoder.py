@@ -46,6 +46,11 @@ class DVAEEncoder(nn.Module):
         message_input: ``"vertex_id"`` (public D-VAE code) or ``"operation"`` (Eq. 6 as
             printed), see :func:`~attnas.graphvae.aggregation.descriptor_features`.
 
+    Attribute ``shared_weight_grads`` (default True): in the vertex-by-vertex sweep, the
+    GRU's input products of all vertices are one call and the recurrent products go
+    through :class:`~attnas.graphvae.shared_linear.SharedLinear` (one weight-gradient
+    product per pass). False: the modules are called at every vertex (round 3). Same values.
+
     Shapes:
         - **x**: ``(B, N, x_dim)`` operation features
         - **adj**: ``(B, N, N)`` bool, ``adj[b, u, v]`` = edge ``u -> v``
@@ -67,6 +72,7 @@ class DVAEEncoder(nn.Module):
         self.max_nodes = max_nodes
         self.bidirectional = bidirectional
         self.message_input = message_input
+        self.shared_weight_grads = True
         feat = max_nodes if message_input == "vertex_id" else x_dim
         self.gru_forward = nn.GRUCell(x_dim, hidden)
         self.gated_forward = GatedSum(hidden + feat, hidden)
@@ -131,11 +137,12 @@ class DVAEEncoder(nn.Module):
             else:
                 weights = adj[bi, vi, :] if reverse else adj[bi, :, vi]  # (R, N): successors / predecessors
                 h = gru(x[bi, vi], aggregate(weights, messages[bi]))
+            h = h.to(states.dtype)  # bf16 autocast: the states stay in the input's dtype
             states = states.index_put((bi, vi), h)
             out = sends[bi, vi]
             if bool(out.any()):
                 bo, vo = bi[out], vi[out]
-                messages = messages.index_put((bo, vo), gated(torch.cat([h[out], feats[bo, vo]], -1)))
+                messages = messages.index_put((bo, vo), gated(torch.cat([h[out], feats[bo, vo]], -1)).to(messages.dtype))
         return states
 
     def _sweep_by_index(self, x: Tensor, feats: Tensor, adj: Tensor, reverse: bool) -> Tensor:
@@ -146,20 +153,34 @@ class DVAEEncoder(nn.Module):
         messages: list[Tensor | None] = [None] * n
         order = range(n - 1, -1, -1) if reverse else range(n)
         last = order[-1]
-        gi = F.linear(x, gru.weight_ih, gru.bias_ih)  # (B, N, 3H): every vertex's input product at once
-        hh = SharedLinear(gru.weight_hh, gru.bias_hh)  # recurrent products, one weight-gradient product
-        msg = SharedLinear(*gated.fused())
+        if self.shared_weight_grads:
+            gi = F.linear(x, gru.weight_ih, gru.bias_ih)  # (B, N, 3H): every vertex's input product at once
+            hh = SharedLinear(gru.weight_hh, gru.bias_hh)  # recurrent products, one weight-gradient product
+            msg = SharedLinear(*gated.fused())
+
+            def update(v: int, s: Tensor) -> Tensor:
+                return gru_cell(gi[:, v], hh(s), s)
+
+            def message(h: Tensor, v: int) -> Tensor:
+                return GatedSum.from_fused(msg(torch.cat([h, feats[:, v]], -1)))
+        else:  # the round-3 computation: the modules called at every vertex
+
+            def update(v: int, s: Tensor) -> Tensor:
+                return gru(x[:, v], s)
+
+            def message(h: Tensor, v: int) -> Tensor:
+                return gated(torch.cat([h, feats[:, v]], -1))
+
         for v in order:
             done = list(range(v + 1, n)) if reverse else list(range(v))
             if done:
                 weights = adj[:, v, v + 1 :] if reverse else adj[:, :v, v]  # successors / predecessors of v
-                s = aggregate(weights, torch.stack([messages[u] for u in done], 1))
-                h = gru_cell(gi[:, v], hh(s), s)
+                h = update(v, aggregate(weights, torch.stack([messages[u] for u in done], 1)))
             else:  # no vertex can send a message yet: GRU(x, 0)
                 h = gru_from_zero(gru, x[:, v])
             states[v] = h
             if v != last:  # the last vertex of the sweep has no one to send to
-                messages[v] = GatedSum.from_fused(msg(torch.cat([h, feats[:, v]], -1)))
+                messages[v] = message(h, v)
         return torch.stack(states, 1)  # type: ignore[arg-type]
 
 

@@ -70,7 +70,7 @@ class _Step(torch.autograd.Function):
             bias = None if bias is None else bias.to(dt)
         ctx.save_for_backward(x, weight)
         ctx.bank = bank
-        return F.linear(x, weight, bias)
+        return F.linear(x, weight, bias).to(ctx.x_dtype)
 
     @staticmethod
     def backward(ctx, grad: Tensor):  # type: ignore[override]
@@ -97,8 +97,9 @@ class SharedLinear:
         - **output**: ``(R, out)``
 
     Under CPU autocast (bf16) the step product, the input gradient and the weight-gradient
-    product run in the autocast dtype, as autocast would run ``F.linear``; the gradients
-    are returned in the parameters' dtype.
+    product run in the autocast dtype, as autocast would run ``F.linear``; unlike
+    autocast, the output is returned in the input's dtype (the recurrent state stays
+    fp32 between steps), and the gradients in the parameters' dtype.
 
     Note:
         The weight gradient of a step exists only after the whole backward pass, so

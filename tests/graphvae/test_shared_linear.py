@@ -75,7 +75,9 @@ def test_bf16_autocast_runs_in_bf16_and_returns_fp32_gradients():
     with torch.autocast("cpu", dtype=torch.bfloat16):
         lin = SharedLinear(w, b)
         out = lin(x)
-        assert out.dtype == torch.bfloat16
+        assert out.dtype == torch.float32  # the product ran in bf16, the state stays fp32
+        expected = F.linear(x.bfloat16(), w.bfloat16(), b.bfloat16()).float()
+        assert torch.equal(out, expected)
         loss = _recurrence(lin, torch.eye(8), x, steps=2)
     loss.float().backward()
     assert w.grad.dtype == torch.float32 and b.grad.dtype == torch.float32
