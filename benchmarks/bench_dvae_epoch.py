@@ -2,25 +2,37 @@
 
 Usage (from the repository root)::
 
-    PYTHONPATH=. python benchmarks/bench_dvae_epoch.py [--threads 2] [--steps 10] [--flops]
-        [--repeats 3] [--models D-VAE DVAE-EMB GCN GCN-EMB] [--hidden 501] [--reference-steps 1]
+    PYTHONPATH=. python benchmarks/bench_dvae_epoch.py [--threads 2] [--steps 10] [--repeats 3]
+        [--models D-VAE DVAE-EMB GCN GCN-EMB] [--precision fp32 bf16] [--round3] [--unstacked] [--dense]
+        [--flops] [--hidden 501] [--reference-steps 1]
+
+The speed target of issue 7 (D-VAE at most 60 s per epoch on two cores, GCN faster) is the
+``D-VAE fp32`` line of::
+
+    PYTHONPATH=. python benchmarks/bench_dvae_epoch.py --threads 2 --models D-VAE GCN --round3 --reference-steps 0
 
 Every model is built at the paper's sizes (hidden 501, latent 56). Training steps
-(forward, backward, Adam) on batches of 32 ENAS training graphs are timed round-robin:
+(forward, backward, fused Adam) on batches of 32 ENAS training graphs are timed round-robin:
 each round runs one step of every variant in turn, so all variants see the same machine
 load, and the ratios between them are measured in one run. After two warm-up rounds,
 ``--steps`` rounds are timed per repeat; per variant the median over repeats of the median
 step time, times the 535 steps of an epoch over the 17,118 training graphs, is reported:
 an extrapolation from a fixed fraction of the epoch, stated as such.
 
-Variants: the four paper models; D-VAE without the decoder's distinct-state
-deduplication (``D-VAE dense``); and, with ``--reference-steps``, D-VAE's loss computed
-one graph, vertex and candidate edge at a time as D-VAE's public code does
-(``tests/graphvae/reference_dvae.py``), timed on its own (it is 10-100 times slower).
+Variants: every model of ``--models`` at every precision of ``--precision`` (``bf16``:
+the loss under bf16 autocast, the explicit ``precision: bf16`` training option; fp32 is
+the default and the paper's); with ``--unstacked``, D-VAE with its encoder's two
+directions in separate products; with ``--round3``, D-VAE as round 3 computed it (the GRU and
+gated-sum modules called at every vertex, every decoder term at its vertex step); with
+``--dense``, round 3 without the decoder's distinct-state deduplication; and, with
+``--reference-steps``, D-VAE's loss computed one graph, vertex and candidate edge at a time
+as D-VAE's public code does (``tests/graphvae/reference_dvae.py``), timed on its own (it
+is 10-100 times slower).
 
-Wall time and process CPU time are both printed. On a shared machine the wall time
-grows with the other processes' load (printed beside every figure); with one thread the
-CPU time is close to what the step costs on an idle core.
+Wall time and process CPU time are both printed, with the load average and the ratio
+to ``D-VAE fp32`` of the same rounds. On a shared machine the wall time grows with the
+other processes' load; with one thread the CPU time is close to what the step costs on
+an idle core. With two threads, the wall time on a quiet machine is the figure.
 """
 
 from __future__ import annotations
@@ -40,7 +52,7 @@ sys.path.insert(0, str(ROOT / "tests" / "graphvae"))
 import torch  # noqa: E402
 
 from attnas.data.enas import load_enas6  # noqa: E402
-from attnas.graphvae.vae import GraphVAE, paper_model  # noqa: E402
+from attnas.graphvae.vae import GraphVAE, paper_model, precision_context  # noqa: E402
 
 BATCH = 32
 
@@ -67,12 +79,20 @@ def _reference_loss(model, b):
 
 
 class Variant:
-    def __init__(self, label, model_name, data, hidden, dedup=True, loss=_batched_loss):
+    def __init__(self, label, model_name, data, hidden, precision="fp32", round3=False, dedup=True,
+                 stacked=True, loss=_batched_loss):
         torch.manual_seed(0)
         self.label = label
         self.model = GraphVAE(paper_model(model_name, hidden=hidden), data.num_types, data.max_nodes)
-        self.model.decoder.dedup = dedup
+        if round3:
+            if hasattr(self.model.encoder, "shared_weight_grads"):
+                self.model.encoder.shared_weight_grads = False
+            self.model.decoder.schedule = "stepwise"
+            self.model.decoder.dedup = dedup
+        if hasattr(self.model.encoder, "stack_directions"):
+            self.model.encoder.stack_directions = stacked
         self.model.train()
+        self.precision = precision
         self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-4, fused=True)  # as attnas.graphvae.train
         self.loss = loss
         self.wall: list[float] = []
@@ -81,7 +101,9 @@ class Variant:
     def step(self, batch, record: bool) -> None:
         w, c = time.perf_counter(), time.process_time()
         self.opt.zero_grad(set_to_none=True)
-        self.loss(self.model, batch).backward()
+        with precision_context(self.precision):  # as attnas.graphvae.train.train_epoch
+            loss = self.loss(self.model, batch)
+        loss.backward()
         self.opt.step()
         if record:
             self.wall.append(time.perf_counter() - w)
@@ -105,9 +127,9 @@ def run_round_robin(variants, data, steps, repeats, seed=0):
     return {k: statistics.median(x) for k, x in walls.items()}, {k: statistics.median(x) for k, x in cpus.items()}
 
 
-def _matmul_gflops(hidden: int, seconds: float = 2.0) -> float:
+def _matmul_gflops(hidden: int, dtype=torch.float32, seconds: float = 2.0) -> float:
     """CPU-time GFLOP/s of ``(32, hidden) @ (hidden, 3 * hidden)`` (a GRU gate product at batch 32)."""
-    a, w = torch.randn(BATCH, hidden), torch.randn(hidden, 3 * hidden)
+    a, w = torch.randn(BATCH, hidden, dtype=dtype), torch.randn(hidden, 3 * hidden, dtype=dtype)
     n, t = 0, time.process_time()
     while time.process_time() - t < seconds:
         a @ w
@@ -120,16 +142,22 @@ def report_flops(variants, data, hidden, per_epoch, cpu) -> None:
     from torch.utils.flop_counter import FlopCounterMode
 
     batch = next(iter(data.batches(BATCH, shuffle=False)))[0]
-    peak = _matmul_gflops(hidden)
-    print(f"# plain matmul {BATCH}x{hidden}x{3 * hidden}: {peak:.1f} GFLOP/s (cpu time, 1 step = fwd+bwd)   [{_load()}]")
+    peaks = {}
+    for precision, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        if any(v.precision == precision for v in variants):
+            peaks[precision] = _matmul_gflops(hidden, dtype)
+            print(f"# plain {precision} matmul {BATCH}x{hidden}x{3 * hidden}: {peaks[precision]:.1f} GFLOP/s "
+                  f"(cpu time per thread)   [{_load()}]")
     for v in variants:
         counter = FlopCounterMode(display=False)
         with counter:
-            v.loss(v.model, batch).backward()
+            with precision_context(v.precision):
+                loss = v.loss(v.model, batch)
+            loss.backward()
         v.model.zero_grad(set_to_none=True)
         gflop = counter.get_total_flops() / 1e9
-        floor = gflop / peak * per_epoch
-        print(f"{v.label:12s} {gflop:6.2f} GFLOP/step; at the matmul rate {floor:6.1f} s/epoch on one core; "
+        floor = gflop / peaks[v.precision] * per_epoch
+        print(f"{v.label:16s} {gflop:6.2f} GFLOP/step; at the {v.precision} matmul rate {floor:6.1f} s/epoch of cpu; "
               f"measured cpu {cpu[v.label] * per_epoch:6.1f} s/epoch = {floor / (cpu[v.label] * per_epoch):.0%} of that rate")
 
 
@@ -141,8 +169,15 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--hidden", type=int, default=501)
     ap.add_argument("--models", nargs="+", default=["D-VAE", "DVAE-EMB", "GCN", "GCN-EMB"])
-    ap.add_argument("--no-dense", action="store_true", help="skip the D-VAE variant without deduplication")
-    ap.add_argument("--reference-steps", type=int, default=1, help="steps of the per-graph reference (0: skip)")
+    ap.add_argument("--precision", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"],
+                    help="time every model at these precisions (bf16: the explicit precision option)")
+    ap.add_argument("--round3", action="store_true",
+                    help="also time D-VAE as round 3 computed it (modules called at every vertex)")
+    ap.add_argument("--unstacked", action="store_true",
+                    help="also time D-VAE with the encoder's two directions as separate products (fp32)")
+    ap.add_argument("--dense", action="store_true",
+                    help="also time round 3's D-VAE without the decoder's state deduplication")
+    ap.add_argument("--reference-steps", type=int, default=0, help="steps of the per-graph reference (0: skip)")
     ap.add_argument("--flops", action="store_true",
                     help="also count each step's floating-point operations and time a plain matrix product of the "
                          "GRU's shape: the matmul-bound floor of an epoch on this machine, measured in the same run")
@@ -156,16 +191,21 @@ def main() -> None:
         f"{args.steps} round-robin steps)"
     )
     print(f"# start {_load()}")
-    variants = [Variant(m, m, data, args.hidden) for m in args.models]
-    if "D-VAE" in args.models and not args.no_dense:
-        variants.append(Variant("D-VAE dense", "D-VAE", data, args.hidden, dedup=False))
+    variants = [Variant(f"{m} {p}", m, data, args.hidden, precision=p) for m in args.models for p in args.precision]
+    if args.unstacked:
+        variants.append(Variant("D-VAE unstacked", "D-VAE", data, args.hidden, stacked=False))
+    if args.round3:
+        variants.append(Variant("D-VAE round 3", "D-VAE", data, args.hidden, round3=True))
+    if args.dense:
+        variants.append(Variant("D-VAE r3 dense", "D-VAE", data, args.hidden, round3=True, dedup=False))
     wall, cpu = run_round_robin(variants, data, args.steps, args.repeats)
     load = _load()
-    base = wall.get("D-VAE")
+    base = wall.get("D-VAE fp32")
+    base_cpu = cpu.get("D-VAE fp32")
     for v in variants:
-        ratio = f"  x{wall[v.label] / base:.2f} of D-VAE" if base else ""
+        ratio = f"  x{wall[v.label] / base:.2f} wall, x{cpu[v.label] / base_cpu:.2f} cpu of D-VAE fp32" if base else ""
         print(
-            f"{v.label:12s} wall {wall[v.label] * 1000:7.1f} ms/step = {wall[v.label] * per_epoch:6.1f} s/epoch   "
+            f"{v.label:16s} wall {wall[v.label] * 1000:7.1f} ms/step = {wall[v.label] * per_epoch:6.1f} s/epoch   "
             f"cpu {cpu[v.label] * 1000:7.1f} ms/step = {cpu[v.label] * per_epoch:6.1f} s/epoch{ratio}   [{load}]"
         )
     if args.flops:

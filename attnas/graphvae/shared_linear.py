@@ -50,11 +50,12 @@ class _Collect(torch.autograd.Function):
         bank: _Bank = ctx.bank
         if not bank.grads:
             return None, None, None
-        g = torch.cat(bank.grads)
-        x = torch.cat(bank.inputs)
+        rows = bank.grads[0].dim() - 2  # 0: (R, out); 1: stacked maps (D, R, out)
+        g = torch.cat(bank.grads, rows)
+        x = torch.cat(bank.inputs, rows)
         bank.inputs, bank.grads = [], []  # a second backward (retain_graph) refills the bank
-        grad_w = g.t().mm(x).to(ctx.dtype)
-        grad_b = g.sum(0, dtype=ctx.dtype) if ctx.has_bias else None
+        grad_w = (g.t().mm(x) if rows == 0 else torch.bmm(g.transpose(1, 2), x)).to(ctx.dtype)
+        grad_b = g.sum(rows, dtype=ctx.dtype) if ctx.has_bias else None
         return grad_w, grad_b, None
 
 
@@ -70,7 +71,10 @@ class _Step(torch.autograd.Function):
             bias = None if bias is None else bias.to(dt)
         ctx.save_for_backward(x, weight)
         ctx.bank = bank
-        return F.linear(x, weight, bias).to(ctx.x_dtype)
+        if weight.dim() == 2:
+            return F.linear(x, weight, bias).to(ctx.x_dtype)
+        out = torch.bmm(x, weight.transpose(1, 2))
+        return (out if bias is None else out + bias.unsqueeze(1)).to(ctx.x_dtype)
 
     @staticmethod
     def backward(ctx, grad: Tensor):  # type: ignore[override]
@@ -78,7 +82,9 @@ class _Step(torch.autograd.Function):
         grad = grad.to(x.dtype)
         ctx.bank.inputs.append(x)
         ctx.bank.grads.append(grad)
-        grad_x = grad.mm(weight).to(ctx.x_dtype) if ctx.needs_input_grad[0] else None
+        grad_x = None
+        if ctx.needs_input_grad[0]:
+            grad_x = (grad.mm(weight) if weight.dim() == 2 else torch.bmm(grad, weight)).to(ctx.x_dtype)
         return grad_x, None, None, grad.new_zeros((), dtype=ctx.token_dtype), None
 
 
@@ -88,13 +94,16 @@ class SharedLinear:
     Create one per forward pass (it holds that pass's bank), after the weights are final.
     Without gradients (``torch.no_grad`` or a frozen weight) it is plain ``F.linear``.
 
+    A stack of ``D`` maps (weight ``(D, out, in)``, bias ``(D, out)``) applies map ``d`` to
+    ``x[d]`` in one batched product, e.g. the two directions of the bidirectional encoder.
+
     Args:
-        weight: ``(out, in)`` weight.
-        bias: ``(out,)`` bias, or None.
+        weight: ``(out, in)`` weight, or ``(D, out, in)`` stacked weights.
+        bias: ``(out,)`` or ``(D, out)`` bias, or None.
 
     Shapes:
-        - **x**: ``(R, in)`` (two-dimensional)
-        - **output**: ``(R, out)``
+        - **x**: ``(R, in)``, or ``(D, R, in)`` for stacked weights
+        - **output**: ``(R, out)`` or ``(D, R, out)``
 
     Under CPU autocast (bf16) the step product, the input gradient and the weight-gradient
     product run in the autocast dtype, as autocast would run ``F.linear``; unlike
@@ -123,8 +132,13 @@ class SharedLinear:
                 self.bias = None if bias is None else bias.detach().to(dt)
 
     def __call__(self, x: Tensor) -> Tensor:
+        if x.dim() != self.weight.dim():
+            raise ValueError(f"SharedLinear with a {self.weight.dim()}-d weight takes "
+                             f"{'(rows, features)' if self.weight.dim() == 2 else '(maps, rows, features)'} "
+                             f"inputs, got shape {tuple(x.shape)}")
         if not self.tracked or not torch.is_grad_enabled():
-            return F.linear(x, self.weight, self.bias)
-        if x.dim() != 2:
-            raise ValueError(f"SharedLinear takes (rows, features) inputs, got shape {tuple(x.shape)}")
+            if self.weight.dim() == 2:
+                return F.linear(x, self.weight, self.bias)
+            out = torch.bmm(x, self.weight.transpose(1, 2))
+            return out if self.bias is None else out + self.bias.unsqueeze(1)
         return _Step.apply(x, self.weight, self.bias, self.token, self.bank)

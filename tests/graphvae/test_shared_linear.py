@@ -87,3 +87,22 @@ def test_bf16_autocast_runs_in_bf16_and_returns_fp32_gradients():
         ref = _recurrence(lambda v: F.linear(v, w2, b2), torch.eye(8), x, steps=2)
     ref.float().backward()
     assert torch.allclose(w.grad, w2.grad, rtol=0.05, atol=0.05 * float(w2.grad.abs().max()))
+
+
+def test_stacked_maps_equal_separate_plain_linears():
+    torch.manual_seed(0)
+    w = torch.randn(2, 6, 4, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(2, 6, dtype=torch.float64, requires_grad=True)
+    mix = torch.randn(6, 4, dtype=torch.float64)
+    h0 = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
+    loss = _recurrence(SharedLinear(w, b), mix, h0)
+    grads = torch.autograd.grad(loss, [h0, w, b])
+
+    def separate(x):
+        return torch.stack([F.linear(x[d], w[d], b[d]) for d in range(2)])
+
+    ref = torch.autograd.grad(_recurrence(separate, mix, h0), [h0, w, b])
+    for g, r in zip(grads, ref):
+        assert torch.allclose(g, r, atol=1e-12)
+    with torch.no_grad():
+        assert torch.allclose(SharedLinear(w, b)(h0), separate(h0), atol=1e-12)
