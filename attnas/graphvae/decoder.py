@@ -195,24 +195,32 @@ class DagDecoder(nn.Module):
         type_ll = (logp.gather(-1, types[:, 1:].unsqueeze(-1)).squeeze(-1) * active.to(z.dtype)).sum(1)
 
         # Teacher-forced states: position j (1 <= j <= v) of vertex v has aggregated the true
-        # predecessors u >= j of v. It differs from position j + 1 only when j is one.
+        # predecessors u >= j of v. It differs from position j + 1 only when j is one. When
+        # vertex 0 is not a predecessor, the state at the first predecessor is the final
+        # state h_v of the loop; the other predecessors j >= 1 need one GRU row each.
         pred = batch.adj.transpose(1, 2).clone()  # pred[b, v, j]: j -> v
         pred[:, :, 0] = False
-        cut = (torch.arange(n - 1, device=dev).unsqueeze(0) >= torch.arange(n, device=dev).unsqueeze(1))  # [j, u]: u >= j
-        weights = adj.transpose(1, 2)[:, :, :-1].unsqueeze(2) * cut.to(x.dtype)  # [b, v, j, u]
-        gb, gv, gj = pred.nonzero(as_tuple=True)  # one row per (graph, vertex, true predecessor j >= 1), in order
-        s_rows = torch.bmm(weights[gb, gv, gj].unsqueeze(1), ms[gb]).squeeze(1)
-        st = gru_cell(gi[gb, gv], F.linear(s_rows, self.gru.weight_hh, self.gru.bias_hh), s_rows)
-        zero_state = gru_from_zero(self.gru, encode_ops(torch.arange(self.num_types, device=dev)))
-        nt = zero_state.shape[0]
-        dst_bank = self.add_edge.dst_part(torch.cat([zero_state, st]))  # (T + R, 4H)
-        # The state at position p of v: the nearest true predecessor j >= p, else GRU(x_v, 0).
         pos = torch.arange(n, device=dev).expand(b, n, n)
         nearest = torch.where(pred, pos, torch.full_like(pos, n)).flip(2).cummin(2).values.flip(2)  # [b, v, p]
-        rank = pred.reshape(-1).long().cumsum(0).view(b, n, n) - 1  # row of (b, v, j) in st
+        is_final = pred & (pos == nearest[:, :, 1:2]) & ~batch.adj[:, 0, :].unsqueeze(2)  # state = h_v
+        fresh = pred & ~is_final
+        cut = (torch.arange(n - 1, device=dev).unsqueeze(0) >= torch.arange(n, device=dev).unsqueeze(1))  # [j, u]: u >= j
+        weights = adj.transpose(1, 2)[:, :, :-1].unsqueeze(2) * cut.to(x.dtype)  # [b, v, j, u]
+        gb, gv, gj = fresh.nonzero(as_tuple=True)  # one row per (graph, vertex, fresh predecessor), in order
+        s_rows = torch.bmm(weights[gb, gv, gj].unsqueeze(1), ms[gb]).squeeze(1)
+        st = gru_cell(gi[gb, gv], F.linear(s_rows, self.gru.weight_hh, self.gru.bias_hh), s_rows)
+        fb, fv = is_final.any(2).nonzero(as_tuple=True)
+        zero_state = gru_from_zero(self.gru, encode_ops(torch.arange(self.num_types, device=dev)))
+        nt, nf = zero_state.shape[0], fb.shape[0]
+        dst_bank = self.add_edge.dst_part(torch.cat([zero_state, hs[fb, fv], st]))  # (T + F + R, 4H)
+        # Bank row of the state at each true predecessor j >= 1, then at each position p: the
+        # nearest true predecessor j >= p, else GRU(x_v, 0) (the per-type row).
+        final_rank = is_final.any(2).reshape(-1).long().cumsum(0).view(b, n, 1) - 1
+        fresh_rank = fresh.reshape(-1).long().cumsum(0).view(b, n, n) - 1
+        row_of = torch.where(is_final, nt + final_rank, nt + nf + fresh_rank)
         bank_row = torch.where(
             nearest < n,
-            nt + rank.gather(2, nearest.clamp(max=n - 1)),
+            row_of.gather(2, nearest.clamp(max=n - 1)),
             types.unsqueeze(2).expand(b, n, n),
         )
         # Candidate edges k -> v (k < v), scored with the state at position k + 1.
