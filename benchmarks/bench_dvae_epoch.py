@@ -4,7 +4,7 @@ Usage (from the repository root)::
 
     PYTHONPATH=. python benchmarks/bench_dvae_epoch.py [--threads 2 | --threads 1 2] [--steps 10] [--repeats 3]
         [--models D-VAE DVAE-EMB GCN GCN-EMB] [--precision fp32 bf16] [--round3] [--unstacked] [--dense]
-        [--flops] [--hidden 501] [--reference-steps 1]
+        [--flops] [--equivalence] [--hidden 501] [--reference-steps 1]
 
 The speed target of issue 7 (D-VAE at most 60 s per epoch on two cores, GCN faster) is the
 ``D-VAE fp32`` line of::
@@ -172,6 +172,23 @@ def report_flops(variants, data, hidden, per_epoch, cpu) -> None:
     torch.set_num_threads(before)
 
 
+def report_equivalence(data, hidden) -> None:
+    """Loss and gradients of this round's D-VAE against round 3's code, fp32, one real batch, z = mu."""
+    batch = next(iter(data.batches(BATCH, shuffle=True, generator=torch.Generator().manual_seed(0))))[0]
+    out = {}
+    for round3 in (True, False):
+        v = Variant("x", "D-VAE", data, hidden, round3=round3)
+        v.model.eval()
+        loss = v.model.loss(batch)["loss"]
+        loss.backward()
+        out[round3] = (float(loss.detach()), {k: p.grad for k, p in v.model.named_parameters()})
+    (l3, g3), (l4, g4) = out[True], out[False]
+    worst = max(float((g4[k] - g3[k]).norm() / g3[k].norm()) for k in g3)
+    print(f"# equivalence with round 3 (fp32, hidden {hidden}, one batch): loss {l4:.6f} vs {l3:.6f} "
+          f"(relative difference {abs(l4 - l3) / abs(l3):.1e}); largest relative gradient difference over the "
+          f"parameters {worst:.1e}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description="seconds per graph-VAE training epoch on ENAS")
     ap.add_argument("--data-dir", default=None)
@@ -189,6 +206,8 @@ def main() -> None:
                     help="also time D-VAE with the encoder's two directions as separate products (fp32)")
     ap.add_argument("--dense", action="store_true",
                     help="also time round 3's D-VAE without the decoder's state deduplication")
+    ap.add_argument("--equivalence", action="store_true",
+                    help="also compare this round's D-VAE loss and gradients with round 3's code on one batch")
     ap.add_argument("--reference-steps", type=int, default=0, help="steps of the per-graph reference (0: skip)")
     ap.add_argument("--flops", action="store_true",
                     help="also count each step's floating-point operations and time a plain matrix product of the "
@@ -203,6 +222,8 @@ def main() -> None:
         f"repeats x {args.steps} round-robin steps)"
     )
     print(f"# start {_load()}")
+    if args.equivalence:
+        report_equivalence(data, args.hidden)
     variants = [Variant(f"{m} {p}", m, data, args.hidden, precision=p) for m in args.models for p in args.precision]
     if args.unstacked:
         variants.append(Variant("D-VAE unstacked", "D-VAE", data, args.hidden, stacked=False))
