@@ -23,6 +23,11 @@ a reverse cumulative sum of the masked messages. All those states (one per candi
 one batched step per vertex index instead of one per (graph, vertex, candidate edge).
 A state only changes when ``k + 1`` is a true predecessor, so only those distinct states
 are computed (``dedup=True``), then gathered into place.
+
+Only the final state of each vertex and its message feed later vertices, so the default
+``schedule="deferred"`` runs just that recurrence vertex by vertex (32-row products whose
+weight gradients :class:`~attnas.graphvae.shared_linear.SharedLinear` computes in one
+product) and everything else, for all vertices at once, after the loop.
 """
 
 from __future__ import annotations
