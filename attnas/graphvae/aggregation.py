@@ -37,6 +37,24 @@ class GatedSum(nn.Module):
         """The message of each descriptor."""
         return torch.sigmoid(self.gate(s)) * self.mapper(s)
 
+    def fused(self) -> tuple[Tensor, Tensor]:
+        """Both networks' first products as one: weight ``[W_g; W_m]`` and bias ``[b_g; 0]``.
+
+        ``F.linear(s, *fused())`` gives ``Cat(W_g s + b_g, W_m s)``; :meth:`from_fused`
+        turns it into the message. One product with twice the columns instead of two.
+
+        Shapes:
+            - **output**: ``(2 * out_dim, in_dim)`` and ``(2 * out_dim,)``
+        """
+        bias = torch.cat([self.gate.bias, torch.zeros_like(self.gate.bias)])
+        return torch.cat([self.gate.weight, self.mapper.weight]), bias
+
+    @staticmethod
+    def from_fused(out: Tensor) -> Tensor:
+        """The message ``sigma(g) * m`` from ``Cat(g, m)`` (``(*, 2 * out_dim) -> (*, out_dim)``)."""
+        g, m = out.chunk(2, -1)
+        return torch.sigmoid(g) * m
+
 
 def aggregate(weights: Tensor, messages: Tensor) -> Tensor:
     """Sum messages over predecessors: ``out[b] = sum_u weights[b, u] * messages[b, u]``.

@@ -23,6 +23,11 @@ a reverse cumulative sum of the masked messages. All those states (one per candi
 one batched step per vertex index instead of one per (graph, vertex, candidate edge).
 A state only changes when ``k + 1`` is a true predecessor, so only those distinct states
 are computed (``dedup=True``), then gathered into place.
+
+Only the final state of each vertex and its message feed later vertices, so the default
+``schedule="deferred"`` runs just that recurrence vertex by vertex (32-row products whose
+weight gradients :class:`~attnas.graphvae.shared_linear.SharedLinear` computes in one
+product) and everything else, for all vertices at once, after the loop.
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ from torch import Tensor, nn
 
 from attnas.graphvae.aggregation import GatedSum, aggregate, descriptor_features
 from attnas.graphvae.dag_batch import END_TYPE, START_TYPE, DagBatch
-from attnas.graphvae.gru import gru_from_zero
+from attnas.graphvae.gru import gru_cell, gru_from_zero
+from attnas.graphvae.shared_linear import SharedLinear
 
 
 class EdgeScorer(nn.Module):
@@ -99,7 +105,11 @@ class DagDecoder(nn.Module):
         latent: Latent size (D-VAE: 56).
         x_dim: Size of the operation features fed to the GRU.
         message_input: Vertex descriptor in messages, ``"vertex_id"`` or ``"operation"``.
-        dedup: Compute each distinct teacher-forced state once (same result, fewer FLOPs).
+        dedup: Compute each distinct teacher-forced state once (same result, fewer FLOPs;
+            ``schedule="stepwise"`` only: the deferred schedule always does).
+        schedule: ``"deferred"`` (default): only the recurrence runs vertex by vertex, the
+            rest in large batched calls after the loop; ``"stepwise"``: every term of vertex
+            ``v`` is computed at step ``v`` (the round-3 implementation). Same values.
     """
 
     def __init__(
@@ -111,6 +121,7 @@ class DagDecoder(nn.Module):
         x_dim: int,
         message_input: Literal["vertex_id", "operation"] = "vertex_id",
         dedup: bool = True,
+        schedule: Literal["deferred", "stepwise"] = "deferred",
     ):
         super().__init__()
         self.num_types = num_types
@@ -118,6 +129,7 @@ class DagDecoder(nn.Module):
         self.hidden = hidden
         self.message_input = message_input
         self.dedup = dedup
+        self.schedule = schedule
         feat = max_nodes if message_input == "vertex_id" else x_dim
         self.fc_h0 = nn.Linear(latent, hidden)
         self.gru = nn.GRUCell(x_dim, hidden)
@@ -144,6 +156,92 @@ class DagDecoder(nn.Module):
             - **z**: ``(B, latent)``
             - **output**: two ``(B,)`` tensors
         """
+        if self.schedule == "deferred":
+            return self._log_likelihood_deferred(z, encode_ops, batch)
+        return self._log_likelihood_stepwise(z, encode_ops, batch)
+
+    def _log_likelihood_deferred(
+        self, z: Tensor, encode_ops: Callable[[Tensor], Tensor], batch: DagBatch
+    ) -> tuple[Tensor, Tensor]:
+        """:meth:`log_likelihood` with only the recurrence in the vertex loop.
+
+        The loop computes, for ``v = 1..n-1``, the final state ``h_v = GRU(x_v, sum of the
+        true predecessors' messages)`` and its message (32-row products, with
+        :class:`~attnas.graphvae.shared_linear.SharedLinear` for the recurrent weights).
+        Everything else depends on those states but feeds nothing back, so it runs after
+        the loop, for all vertices at once: the vertex-type MLP on every ``h_{v-1}``, the
+        teacher-forced intermediate states (one GRU call for every (graph, vertex, true
+        predecessor ``j >= 1``)), the edge MLP on every candidate edge ``k -> v``, and the
+        losses. Same values as :meth:`_log_likelihood_stepwise` (rounding aside).
+        """
+        types, n_nodes = batch.types, batch.n_nodes
+        b, n = types.shape
+        dev = z.device
+        x = encode_ops(types)
+        feats = descriptor_features(self.message_input, x, self.max_nodes)
+        adj = batch.adj.to(x.dtype)
+        gi = F.linear(x, self.gru.weight_ih, self.gru.bias_ih)  # (B, n, 3H): every vertex's input product
+        hh = SharedLinear(self.gru.weight_hh, self.gru.bias_hh)
+        gated = SharedLinear(*self.gated.fused())
+        h = torch.tanh(self.fc_h0(z))
+        h = gru_cell(gi[:, 0], hh(h), h)
+        states = [h]
+        messages = [GatedSum.from_fused(gated(torch.cat([h, feats[:, 0]], -1)))]
+        for v in range(1, n):
+            s = aggregate(adj[:, :v, v], torch.stack(messages, 1))
+            h = gru_cell(gi[:, v], hh(s), s)
+            states.append(h)
+            if v < n - 1:  # the last vertex sends no message
+                messages.append(GatedSum.from_fused(gated(torch.cat([h, feats[:, v]], -1))))
+        hs = torch.stack(states, 1)  # (B, n, H)
+        ms = torch.stack(messages, 1)  # (B, n-1, H)
+        active = torch.arange(1, n, device=dev).unsqueeze(0) < n_nodes.unsqueeze(1)  # (B, n-1): vertex v real
+        logp = torch.log_softmax(self.add_vertex(hs[:, :-1]).to(z.dtype), -1)  # type of v from h_{v-1}
+        type_ll = (logp.gather(-1, types[:, 1:].unsqueeze(-1)).squeeze(-1) * active.to(z.dtype)).sum(1)
+
+        # Teacher-forced states: position j (1 <= j <= v) of vertex v has aggregated the true
+        # predecessors u >= j of v. It differs from position j + 1 only when j is one. When
+        # vertex 0 is not a predecessor, the state at the first predecessor is the final
+        # state h_v of the loop; the other predecessors j >= 1 need one GRU row each.
+        pred = batch.adj.transpose(1, 2).clone()  # pred[b, v, j]: j -> v
+        pred[:, :, 0] = False
+        pos = torch.arange(n, device=dev).expand(b, n, n)
+        nearest = torch.where(pred, pos, torch.full_like(pos, n)).flip(2).cummin(2).values.flip(2)  # [b, v, p]
+        is_final = pred & (pos == nearest[:, :, 1:2]) & ~batch.adj[:, 0, :].unsqueeze(2)  # state = h_v
+        fresh = pred & ~is_final
+        cut = (torch.arange(n - 1, device=dev).unsqueeze(0) >= torch.arange(n, device=dev).unsqueeze(1))  # [j, u]: u >= j
+        weights = adj.transpose(1, 2)[:, :, :-1].unsqueeze(2) * cut.to(x.dtype)  # [b, v, j, u]
+        gb, gv, gj = fresh.nonzero(as_tuple=True)  # one row per (graph, vertex, fresh predecessor), in order
+        s_rows = torch.bmm(weights[gb, gv, gj].unsqueeze(1), ms[gb]).squeeze(1)
+        st = gru_cell(gi[gb, gv], F.linear(s_rows, self.gru.weight_hh, self.gru.bias_hh), s_rows)
+        fb, fv = is_final.any(2).nonzero(as_tuple=True)
+        zero_state = gru_from_zero(self.gru, encode_ops(torch.arange(self.num_types, device=dev)))
+        nt, nf = zero_state.shape[0], fb.shape[0]
+        dst_bank = self.add_edge.dst_part(torch.cat([zero_state, hs[fb, fv], st]))  # (T + F + R, 4H)
+        # Bank row of the state at each true predecessor j >= 1, then at each position p: the
+        # nearest true predecessor j >= p, else GRU(x_v, 0) (the per-type row).
+        final_rank = is_final.any(2).reshape(-1).long().cumsum(0).view(b, n, 1) - 1
+        fresh_rank = fresh.reshape(-1).long().cumsum(0).view(b, n, n) - 1
+        row_of = torch.where(is_final, nt + final_rank, nt + nf + fresh_rank)
+        bank_row = torch.where(
+            nearest < n,
+            row_of.gather(2, nearest.clamp(max=n - 1)),
+            types.unsqueeze(2).expand(b, n, n),
+        )
+        # Candidate edges k -> v (k < v), scored with the state at position k + 1.
+        kk, vv = torch.tril_indices(n, n, -1, device=dev).flip(0)  # rows: k < v, ordered by v
+        src = self.add_edge.src_part(hs[:, :-1])  # (B, n-1, 4H): once per source vertex
+        logits = self.add_edge.combine(src[:, kk], dst_bank[bank_row[:, vv, kk + 1]]).to(z.dtype)
+        target = adj[:, kk, vv]
+        bce = F.binary_cross_entropy_with_logits(logits, target, reduction="none")
+        edge_ll = -(bce * active[:, vv - 1].to(z.dtype)).sum(1)
+        return type_ll, edge_ll
+
+    def _log_likelihood_stepwise(
+        self, z: Tensor, encode_ops: Callable[[Tensor], Tensor], batch: DagBatch
+    ) -> tuple[Tensor, Tensor]:
+        """:meth:`log_likelihood` vertex by vertex (the round-3 implementation, kept as a
+        second implementation for the tests and the benchmark)."""
         types, n_nodes = batch.types, batch.n_nodes
         b, n = types.shape
         x = encode_ops(types)

@@ -26,10 +26,12 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnas.graphvae.aggregation import GatedSum, aggregate, descriptor_features
-from attnas.graphvae.gru import gru_from_zero
+from attnas.graphvae.gru import gru_cell, gru_from_zero
+from attnas.graphvae.shared_linear import SharedLinear
 
 
 class DVAEEncoder(nn.Module):
@@ -43,6 +45,11 @@ class DVAEEncoder(nn.Module):
         bidirectional: Add the reverse-order pass (D-VAE's ENAS setting).
         message_input: ``"vertex_id"`` (public D-VAE code) or ``"operation"`` (Eq. 6 as
             printed), see :func:`~attnas.graphvae.aggregation.descriptor_features`.
+
+    Attribute ``shared_weight_grads`` (default True): in the vertex-by-vertex sweep, the
+    GRU's input products of all vertices are one call and the recurrent products go
+    through :class:`~attnas.graphvae.shared_linear.SharedLinear` (one weight-gradient
+    product per pass). False: the modules are called at every vertex (round 3). Same values.
 
     Shapes:
         - **x**: ``(B, N, x_dim)`` operation features
@@ -65,6 +72,8 @@ class DVAEEncoder(nn.Module):
         self.max_nodes = max_nodes
         self.bidirectional = bidirectional
         self.message_input = message_input
+        self.shared_weight_grads = True
+        self.stack_directions = True
         feat = max_nodes if message_input == "vertex_id" else x_dim
         self.gru_forward = nn.GRUCell(x_dim, hidden)
         self.gated_forward = GatedSum(hidden + feat, hidden)
@@ -81,11 +90,20 @@ class DVAEEncoder(nn.Module):
         adj_f = adj.to(x.dtype)
         b = x.shape[0]
         rows = torch.arange(b, device=x.device)
+        if (self.bidirectional and self.shared_weight_grads and self.stack_directions
+                and self._index_order(adj_f, n_nodes, False) and self._index_order(adj_f, n_nodes, True)):
+            states, back = self._sweep_both_by_index(x, feats, adj_f)
+            return self._head(torch.cat([states[:, -1], back[:, 0]], -1))
         states = self.propagate(x, feats, adj_f, reverse=False, n_nodes=n_nodes)
         hg = states[rows, n_nodes - 1]  # the output vertex of every graph
         if self.bidirectional:
             back = self.propagate(x, feats, adj_f, reverse=True, n_nodes=n_nodes)
-            hg = self.unify(torch.cat([hg, back[:, 0]], -1))  # with the input vertex's backward state
+            return self._head(torch.cat([hg, back[:, 0]], -1))  # with the input vertex's backward state
+        return self._head(hg)
+
+    def _head(self, hg: Tensor) -> tuple[Tensor, Tensor]:
+        if self.bidirectional:
+            hg = self.unify(hg)
         return self.fc_mu(hg), self.fc_logvar(hg)
 
     def propagate(self, x: Tensor, feats: Tensor, adj: Tensor, reverse: bool, n_nodes: Tensor | None = None) -> Tensor:
@@ -105,14 +123,62 @@ class DVAEEncoder(nn.Module):
             The state of every vertex, ``(B, N, hidden)``.
         """
         b, n, _ = x.shape
-        level = topological_levels(adj, reverse)
+        if self._index_order(adj, n_nodes, reverse):
+            return self._sweep_by_index(x, feats, adj, reverse)
         real = torch.ones(b, n, dtype=torch.bool, device=x.device)
         if n_nodes is not None:
             real = torch.arange(n, device=x.device).unsqueeze(0) < n_nodes.unsqueeze(1)
-        index = torch.arange(n, device=x.device).unsqueeze(0)
-        if bool(real.all()) and bool((level == (n - 1 - index if reverse else index)).all()):
-            return self._sweep_by_index(x, feats, adj, reverse)
-        return self._sweep_by_level(x, feats, adj, reverse, level, real)
+        return self._sweep_by_level(x, feats, adj, reverse, topological_levels(adj, reverse), real)
+
+    @staticmethod
+    def _index_order(adj: Tensor, n_nodes: Tensor | None, reverse: bool) -> bool:
+        """Whether every level is one vertex index in every graph (no padding; chains such as ENAS's)."""
+        b, n, _ = adj.shape
+        if n_nodes is not None and not bool((n_nodes == n).all()):
+            return False
+        index = torch.arange(n, device=adj.device).unsqueeze(0)
+        return bool((topological_levels(adj, reverse) == (n - 1 - index if reverse else index)).all())
+
+    def _sweep_both_by_index(self, x: Tensor, feats: Tensor, adj: Tensor) -> tuple[Tensor, Tensor]:
+        """Both sweeps of the bidirectional encoder at once, on graphs in index order.
+
+        Step ``t`` updates vertex ``t`` in the forward sweep and vertex ``N - 1 - t`` in the
+        reverse one; the two directions' products run as one batched product of the
+        stacked weights (:class:`~attnas.graphvae.shared_linear.SharedLinear` with
+        ``D = 2``): twice the work per call, which a second thread can share. Same values
+        as two :meth:`_sweep_by_index` calls.
+
+        Returns:
+            The forward and the backward state of every vertex, ``(B, N, hidden)`` each.
+        """
+        n = x.shape[1]
+        grus = (self.gru_forward, self.gru_backward)
+        gi = torch.stack([F.linear(x, g.weight_ih, g.bias_ih) for g in grus])  # (2, B, N, 3H)
+        hh = SharedLinear(torch.stack([g.weight_hh for g in grus]), torch.stack([g.bias_hh for g in grus]))
+        fused = [g.fused() for g in (self.gated_forward, self.gated_backward)]
+        msg = SharedLinear(torch.stack([w for w, _ in fused]), torch.stack([bias for _, bias in fused]))
+        fwd: list[Tensor] = []
+        back: list[Tensor] = []  # back[t] is vertex N - 1 - t
+        msg_f: list[Tensor] = []
+        msg_b: list[Tensor] = []
+        for t in range(n):
+            vf, vb = t, n - 1 - t
+            if t == 0:  # no vertex can send a message yet: GRU(x, 0)
+                h = torch.stack([gru_from_zero(grus[0], x[:, vf]), gru_from_zero(grus[1], x[:, vb])])
+            else:
+                s = torch.stack([
+                    aggregate(adj[:, :vf, vf], torch.stack(msg_f, 1)),  # predecessors 0..t-1
+                    aggregate(adj[:, vb, vb + 1 :], torch.stack(msg_b[::-1], 1)),  # successors vb+1..N-1
+                ])
+                h = gru_cell(torch.stack([gi[0, :, vf], gi[1, :, vb]]), hh(s), s)
+            fwd.append(h[0])
+            back.append(h[1])
+            if t != n - 1:  # the last vertex of a sweep has no one to send to
+                d = torch.stack([torch.cat([h[0], feats[:, vf]], -1), torch.cat([h[1], feats[:, vb]], -1)])
+                m = GatedSum.from_fused(msg(d))
+                msg_f.append(m[0])
+                msg_b.append(m[1])
+        return torch.stack(fwd, 1), torch.stack(back[::-1], 1)
 
     def _sweep_by_level(self, x: Tensor, feats: Tensor, adj: Tensor, reverse: bool, level: Tensor,
                         real: Tensor) -> Tensor:
@@ -129,11 +195,12 @@ class DVAEEncoder(nn.Module):
             else:
                 weights = adj[bi, vi, :] if reverse else adj[bi, :, vi]  # (R, N): successors / predecessors
                 h = gru(x[bi, vi], aggregate(weights, messages[bi]))
+            h = h.to(states.dtype)  # bf16 autocast: the states stay in the input's dtype
             states = states.index_put((bi, vi), h)
             out = sends[bi, vi]
             if bool(out.any()):
                 bo, vo = bi[out], vi[out]
-                messages = messages.index_put((bo, vo), gated(torch.cat([h[out], feats[bo, vo]], -1)))
+                messages = messages.index_put((bo, vo), gated(torch.cat([h[out], feats[bo, vo]], -1)).to(messages.dtype))
         return states
 
     def _sweep_by_index(self, x: Tensor, feats: Tensor, adj: Tensor, reverse: bool) -> Tensor:
@@ -144,16 +211,34 @@ class DVAEEncoder(nn.Module):
         messages: list[Tensor | None] = [None] * n
         order = range(n - 1, -1, -1) if reverse else range(n)
         last = order[-1]
+        if self.shared_weight_grads:
+            gi = F.linear(x, gru.weight_ih, gru.bias_ih)  # (B, N, 3H): every vertex's input product at once
+            hh = SharedLinear(gru.weight_hh, gru.bias_hh)  # recurrent products, one weight-gradient product
+            msg = SharedLinear(*gated.fused())
+
+            def update(v: int, s: Tensor) -> Tensor:
+                return gru_cell(gi[:, v], hh(s), s)
+
+            def message(h: Tensor, v: int) -> Tensor:
+                return GatedSum.from_fused(msg(torch.cat([h, feats[:, v]], -1)))
+        else:  # the round-3 computation: the modules called at every vertex
+
+            def update(v: int, s: Tensor) -> Tensor:
+                return gru(x[:, v], s)
+
+            def message(h: Tensor, v: int) -> Tensor:
+                return gated(torch.cat([h, feats[:, v]], -1))
+
         for v in order:
             done = list(range(v + 1, n)) if reverse else list(range(v))
             if done:
                 weights = adj[:, v, v + 1 :] if reverse else adj[:, :v, v]  # successors / predecessors of v
-                h = gru(x[:, v], aggregate(weights, torch.stack([messages[u] for u in done], 1)))
+                h = update(v, aggregate(weights, torch.stack([messages[u] for u in done], 1)))
             else:  # no vertex can send a message yet: GRU(x, 0)
                 h = gru_from_zero(gru, x[:, v])
             states[v] = h
             if v != last:  # the last vertex of the sweep has no one to send to
-                messages[v] = gated(torch.cat([h, feats[:, v]], -1))
+                messages[v] = message(h, v)
         return torch.stack(states, 1)  # type: ignore[arg-type]
 
 

@@ -36,3 +36,33 @@ def gru_from_zero(cell: nn.GRUCell, x: Tensor) -> Tensor:
     z = torch.sigmoid(i_z + b_z)
     n = torch.tanh(i_n + r * b_n)
     return (1 - z) * n
+
+
+def gru_cell(gi: Tensor, gh: Tensor, h: Tensor) -> Tensor:
+    """A GRU cell step from its two precomputed products, as ``nn.GRUCell`` computes it.
+
+    ``gi = W_ih x + b_ih`` and ``gh = W_hh h + b_hh`` (gates in PyTorch's order r, z, n)::
+
+        r = sigma(gi_r + gh_r);  z = sigma(gi_z + gh_z);  n = tanh(gi_n + r * gh_n)
+        h' = (1 - z) * n + z * h
+
+    Splitting the products out lets a caller compute ``W_ih x`` for every vertex at once
+    (the inputs are known in advance) and ``W_hh h`` with
+    :class:`~attnas.graphvae.shared_linear.SharedLinear`.
+
+    Args:
+        gi: Input product.
+        gh: Hidden-state product.
+        h: Hidden state.
+
+    Shapes:
+        - **gi**, **gh**: ``(R, 3H)``
+        - **h**: ``(R, H)``
+        - **output**: ``(R, H)``
+    """
+    i_r, i_z, i_n = gi.chunk(3, -1)
+    h_r, h_z, h_n = gh.chunk(3, -1)
+    r = torch.sigmoid(i_r + h_r)
+    z = torch.sigmoid(i_z + h_z)
+    n = torch.tanh(i_n + r * h_n)
+    return n + z * (h - n)

@@ -21,13 +21,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Literal
 
 import torch
 from torch.optim.lr_scheduler import ReduceLROnPlateau
 
 from attnas.errors import CheckpointError, ConfigError, DataError
 from attnas.graphvae.dag_dataset import DagDataset
-from attnas.graphvae.vae import GraphVAE, GraphVAEConfig
+from attnas.graphvae.vae import GraphVAE, GraphVAEConfig, precision_context
 from attnas.progress import progress
 
 
@@ -45,6 +46,10 @@ class TrainSettings:
             (paper 004: 4 for DVAE-EMB, 1 otherwise).
         seed: Seed of the model initialisation, the batch order and the noise.
         max_batches: Stop each epoch after this many batches (None: the whole epoch).
+        precision: ``"fp32"`` (default) or ``"bf16"``: the loss's matrix products under
+            bf16 autocast (:func:`~attnas.graphvae.vae.precision_context`); the weights,
+            the optimiser and the recurrent states stay fp32. Not the paper's setting: an
+            explicit speed option (see docs/results/opemb.md for its quality check).
     """
 
     epochs: int = 300
@@ -55,6 +60,7 @@ class TrainSettings:
     iterations: int = 1
     seed: int = 0
     max_batches: int | None = None
+    precision: Literal["fp32", "bf16"] = "fp32"
 
     def __post_init__(self) -> None:
         for key in ("epochs", "batch_size", "iterations"):
@@ -66,6 +72,8 @@ class TrainSettings:
             raise ConfigError(f"plateau_factor must be in (0, 1), got {self.plateau_factor}")
         if self.max_batches is not None and self.max_batches < 1:
             raise ConfigError(f"max_batches must be >= 1 or null, got {self.max_batches}")
+        if self.precision not in ("fp32", "bf16"):
+            raise ConfigError(f"precision: '{self.precision}' is not one of fp32, bf16")
 
 
 @dataclass
@@ -197,7 +205,8 @@ def train_epoch(state: TrainState, data: DagDataset, on_batch: Callable[[float],
         if s.max_batches is not None and i >= s.max_batches:
             break
         state.optimizer.zero_grad(set_to_none=True)
-        out = model.loss(batch, generator=state.generator)
+        with precision_context(s.precision, batch.types.device):
+            out = model.loss(batch, generator=state.generator)
         out["loss"].backward()
         state.optimizer.step()
         for key in totals:

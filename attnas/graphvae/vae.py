@@ -13,6 +13,7 @@ the bidirectional asynchronous encoder, GCN and GCN-EMB the directed GCN encoder
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
@@ -77,6 +78,17 @@ PAPER_MODELS: dict[str, GraphVAEConfig] = {
     "GCN": GraphVAEConfig(encoder="gcn", operations="onehot", bidirectional=False),
     "GCN-EMB": GraphVAEConfig(encoder="gcn", operations="embedding", bidirectional=False),
 }
+
+
+def precision_context(precision: str, device: torch.device | str = "cpu") -> contextlib.AbstractContextManager:
+    """The autocast context of a training precision: none for ``"fp32"``, bf16 autocast
+    for ``"bf16"`` (matrix products in bf16; :meth:`GraphVAE.loss` keeps the latent
+    statistics and the log-likelihood terms in the weights' dtype)."""
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    if precision == "bf16":
+        return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
+    raise ConfigError(f"precision: '{precision}' is not one of fp32, bf16")
 
 
 def paper_model(name: str, **overrides) -> GraphVAEConfig:
@@ -147,7 +159,8 @@ class GraphVAE(nn.Module):
         Returns:
             ``{"loss": recon + beta * kld, "recon": negative log-likelihood, "kld": KL}``.
         """
-        mu, logvar = self.encode(batch)
+        dtype = self.decoder.fc_h0.weight.dtype  # under bf16 autocast the linear outputs are bf16
+        mu, logvar = (t.to(dtype) for t in self.encode(batch))
         z = self.reparameterize(mu, logvar, generator)
         type_ll, edge_ll = self.decoder.log_likelihood(z, self.ops, batch)
         recon = -(type_ll + edge_ll).sum()

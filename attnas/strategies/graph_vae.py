@@ -67,6 +67,8 @@ class GraphVAEStrategyConfig:
         plateau_patience: ``ReduceLROnPlateau`` patience in epochs (D-VAE: 10).
         iterations: ``T`` of Sec. 3.3 (null: the paper's, 4 for dvae-emb and 1 otherwise).
         max_batches: Stop every epoch after this many batches (null: whole epochs).
+        precision: ``fp32`` (default, the paper's) or ``bf16``: the training loss's matrix
+            products under bf16 autocast, an explicit speed option (docs/results/opemb.md).
         checkpoint_every: Epochs between training checkpoints.
         table1: Sample sizes of Table 1 (D-VAE's protocol by default).
         gp: Sparse GP of Table 2 (500 inducing points).
@@ -86,6 +88,7 @@ class GraphVAEStrategyConfig:
     plateau_patience: int = 10
     iterations: int | None = None
     max_batches: int | None = None
+    precision: Literal["fp32", "bf16"] = "fp32"
     checkpoint_every: int = 10
     table1: Table1Settings = field(default_factory=Table1Settings)
     gp: SparseGPSettings = field(default_factory=SparseGPSettings)
@@ -107,7 +110,8 @@ class GraphVAEStrategyConfig:
         iterations = self.iterations if self.iterations is not None else PAPER_ITERATIONS.get(self.model, 1)
         return TrainSettings(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
                              plateau_factor=self.plateau_factor, plateau_patience=self.plateau_patience,
-                             iterations=iterations, seed=seed, max_batches=self.max_batches)
+                             iterations=iterations, seed=seed, max_batches=self.max_batches,
+                             precision=self.precision)
 
 
 @register_strategy("graph-vae")

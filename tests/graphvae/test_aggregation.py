@@ -34,3 +34,10 @@ def test_descriptor_features():
     vid = descriptor_features("vertex_id", x, 8)
     assert vid.shape == (2, 3, 8)
     assert torch.equal(vid[1], torch.eye(8)[:3])
+
+
+def test_fused_product_gives_the_same_message():
+    torch.manual_seed(0)
+    gs = GatedSum(6, 4)
+    s = torch.randn(5, 6)
+    assert torch.allclose(GatedSum.from_fused(torch.nn.functional.linear(s, *gs.fused())), gs(s), atol=1e-6)

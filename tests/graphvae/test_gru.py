@@ -20,3 +20,14 @@ def test_without_bias():
     cell = nn.GRUCell(3, 4, bias=False)
     x = torch.randn(2, 3)
     assert torch.allclose(gru_from_zero(cell, x), cell(x, torch.zeros(2, 4)), atol=1e-6)
+
+
+def test_gru_cell_from_products_equals_gru_cell():
+    from attnas.graphvae.gru import gru_cell
+
+    torch.manual_seed(0)
+    cell = nn.GRUCell(5, 7).double()
+    x, h = torch.randn(11, 5, dtype=torch.float64), torch.randn(11, 7, dtype=torch.float64)
+    gi = x @ cell.weight_ih.T + cell.bias_ih
+    gh = h @ cell.weight_hh.T + cell.bias_hh
+    assert torch.allclose(gru_cell(gi, gh, h), cell(x, h), atol=1e-12)

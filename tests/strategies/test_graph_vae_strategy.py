@@ -72,3 +72,19 @@ def test_needs_a_table_of_scored_architectures(tmp_path, tiny_recipe_data):
     recipe = dict(tiny_recipe_data, strategy={"name": "graph-vae"})
     with pytest.raises(ConfigError, match="architecture-performance"):
         pipeline.search(recipe, out=tmp_path / "x")
+
+
+def test_bf16_precision_option_trains_and_bad_precision_is_refused(tmp_path, one_thread):
+    from attnas.strategies.graph_vae import GraphVAEStrategyConfig
+
+    assert GraphVAEStrategyConfig().train_settings(0).precision == "fp32"  # the paper's, by default
+    assert GraphVAEStrategyConfig(precision="bf16").train_settings(0).precision == "bf16"
+    write_enas(tmp_path / "data", 40)
+    strategy = dict(RECIPE["strategy"], model="dvae", precision="bf16", epochs=1, gp_repeats=1, properties=False,
+                    tsne_points=0, bo=None)
+    run = pipeline.search(dict(RECIPE, strategy=strategy), out=tmp_path / "run", data_dir=tmp_path / "data")
+    metrics = json.loads(run.file("metrics.json").read_text())
+    assert metrics["vae_final_loss"] == metrics["vae_final_loss"] and -1.0 <= metrics["pearson_r"] <= 1.0
+    bad = dict(RECIPE, strategy=dict(strategy, precision="fp16"))
+    with pytest.raises(ConfigError, match="precision"):
+        pipeline.search(bad, out=tmp_path / "bad", data_dir=tmp_path / "data")
