@@ -33,6 +33,7 @@ from torch import nn
 
 from attnas._registry import register_op
 from attnas.errors import ConfigError
+from attnas.ops.same_conv import same_conv2d
 
 POOL = "hoga"
 
@@ -150,7 +151,7 @@ class SpatialAttention(nn.Module):
 
     def gate(self, x: torch.Tensor) -> torch.Tensor:
         """The gate of shape ``(B, 1, H, W)``."""
-        return torch.sigmoid(self.bn(self.conv(channel_pool(x))))
+        return torch.sigmoid(self.bn(same_conv2d(channel_pool(x), self.conv.weight, None, self.dilation)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x * self.gate(x)
@@ -187,7 +188,7 @@ class NormalizationAttention(nn.Module):
 
     def gate(self, x: torch.Tensor) -> torch.Tensor:
         """The gate of shape ``(B, C, H, W)``."""
-        return torch.sigmoid(self.conv(x))
+        return torch.sigmoid(same_conv2d(x, self.conv.weight, self.conv.bias, self.dilation, self.conv.groups))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x * self.gate(x)
