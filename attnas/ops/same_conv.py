@@ -8,15 +8,13 @@ for them (oneDNN) is often far slower than their forward: measured on this machi
 input gradient of a dilation-2 depth-wise ``3 x 3`` convolution took 4.2 ms and its weight
 gradient 3.7 ms for a forward of 0.5 ms (batch 64, 16 channels, 32 x 32, one thread).
 
-:func:`same_conv2d` computes exactly the same function and gradients with two identities:
-
-* for stride 1 and symmetric "same" padding, the input gradient of a convolution is the
-  convolution of the output gradient with the spatially flipped, group-transposed filter
-  (the transposed convolution written as a forward one, which oneDNN runs fast);
-* a convolution with dilation ``d`` over an ``H x W`` map (``H``, ``W`` divisible by ``d``)
-  is ``d * d`` independent dilation-1 convolutions over the polyphase components
-  ``x[..., a::d, b::d]``, so the weight gradient is a dilation-1 weight gradient over those
-  components stacked along the batch.
+:func:`same_conv2d` computes the same function and gradients with one identity: for stride 1
+and symmetric "same" padding, the input gradient of a convolution is the convolution of the
+output gradient with the spatially flipped, group-transposed filter (the transposed
+convolution written as a forward one, which oneDNN runs fast: 0.36 ms in the case above).
+The weight gradient is PyTorch's own. (Computing a dilated weight gradient over the
+polyphase components ``x[..., a::d, b::d]`` was tried; the two layout copies cost more than
+it saved.)
 
 The results equal :func:`torch.nn.functional.conv2d` and its autograd gradients up to
 float rounding (summation order); ``tests/ops/test_same_conv.py`` checks them.
@@ -42,14 +40,6 @@ def _flipped_transpose(weight: torch.Tensor, groups: int) -> torch.Tensor:
     return w.flip(-1, -2)
 
 
-def _polyphase(x: torch.Tensor, d: int) -> torch.Tensor:
-    """``(B, C, H, W) -> (B d d, C, H / d, W / d)``: component ``(a, b)`` is ``x[..., a::d, b::d]``."""
-    B, C, H, W = x.shape
-    xl = x.permute(0, 2, 3, 1)  # (B, H, W, C): a free view of a channels-last tensor
-    xl = xl.reshape(B, H // d, d, W // d, d, C).permute(0, 2, 4, 1, 3, 5).reshape(B * d * d, H // d, W // d, C)
-    return xl.permute(0, 3, 1, 2)  # channels-last (B d d, C, H / d, W / d)
-
-
 class _SameConv2d(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, dilation: int, groups: int):
@@ -68,13 +58,8 @@ class _SameConv2d(torch.autograd.Function):
         if ctx.needs_input_grad[0]:
             gx = F.conv2d(grad, _flipped_transpose(weight, groups), None, 1, p, d, groups)
         if ctx.needs_input_grad[1]:
-            H, W = x.shape[-2:]
-            if d > 1 and H % d == 0 and W % d == 0:
-                xs, gs, ds, ps = _polyphase(x, d), _polyphase(grad, d), 1, p // d
-            else:
-                xs, gs, ds, ps = x, grad, d, p
             gw = torch.ops.aten.convolution_backward(
-                gs, xs, weight, None, [1, 1], [ps, ps], [ds, ds], False, [0, 0], groups, [False, True, False])[1]
+                grad, x, weight, None, [1, 1], [p, p], [d, d], False, [0, 0], groups, [False, True, False])[1]
         if has_bias and ctx.needs_input_grad[2]:
             gb = grad.sum((0, 2, 3))
         return gx, gw, gb, None, None

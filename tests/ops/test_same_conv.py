@@ -14,8 +14,8 @@ from attnas.ops.same_conv import same_conv2d
     "c_in,c_out,groups,k,dilation,size,bias",
     [
         (6, 6, 6, 3, 1, 8, True),    # depth-wise, normalization attention d1 (Eq. 7)
-        (6, 6, 6, 3, 2, 8, True),    # depth-wise d2: polyphase weight gradient
-        (6, 6, 6, 3, 2, 7, True),    # odd size: dilated weight gradient computed directly
+        (6, 6, 6, 3, 2, 8, True),    # depth-wise d2 (normalization attention d2)
+        (6, 6, 6, 3, 2, 7, True),    # odd size
         (8, 4, 4, 3, 2, 6, False),   # one 2 -> 1 spatial filter per edge (Eq. 6)
         (2, 3, 1, 7, 1, 9, False),   # one input pair read by three edges, CBAM's 7 x 7 (Eq. 8)
         (4, 6, 2, 5, 3, 9, True),    # general grouping, 5 x 5, dilation 3
