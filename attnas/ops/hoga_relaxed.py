@@ -32,7 +32,8 @@ from torch import nn
 from attnas.errors import ConfigError, unknown_name
 from attnas.ops.hoga_cell import HOGA, HOGAProjection, check_divisible, edge_key, hoga_edges, project
 from attnas.ops.same_conv import same_conv2d
-from attnas.ops.vision_attention import HOGA_OPS, create_attention, spatial_max
+from attnas.ops.gate_pooling import amax, mean
+from attnas.ops.vision_attention import HOGA_OPS, create_attention
 
 ALPHA_INIT_SCALE = 1e-3
 _CHANNEL_FAMILIES = ("se", "channel_v2", "cbam")  # operations with a channel MLP
@@ -186,8 +187,8 @@ class GroupedMixedOp(nn.Module):
             full = full.contiguous().view(B, G, c, H, W)
 
         if self.families:
-            avg = xe.mean((3, 4)).expand(B, G, c)
-            pooled = torch.stack((avg, spatial_max(xe).expand(B, G, c))) if self._needs_max else avg[None]
+            avg = mean(xe, (3, 4)).expand(B, G, c)
+            pooled = torch.stack((avg, amax(xe, (3, 4)).expand(B, G, c))) if self._needs_max else avg[None]
             hid = torch.relu(torch.einsum("sbgc,fghc->sfbgh", pooled, self.mlp1))
             logits = torch.einsum("sfbgh,fgch->sfbgc", hid, self.mlp2)
             if self._needs_max:
@@ -200,7 +201,7 @@ class GroupedMixedOp(nn.Module):
             if "cbam" in col:
                 gc = sig[self.families.index("cbam")]  # (B, G, c)
                 y = xe * gc[..., None, None]  # (B, G, c, H, W)
-                ps = torch.stack((y.mean(2), y.max(2).values), 2)  # (B, G, 2, H, W)
+                ps = torch.stack((mean(y, 2), amax(y, 2)), 2)  # (B, G, 2, H, W)
                 gs = self._spatial_gate("cbam_bn", ps, self.cbam_conv, 1)[:, :, None]  # (B, G, 1, H, W)
                 a = (gc * col["cbam"][None, :, None])[..., None, None]  # (B, G, c, 1, 1)
                 full = a * gs if full is None else torch.addcmul(full, a, gs)
@@ -209,7 +210,7 @@ class GroupedMixedOp(nn.Module):
             chan = ident.expand(B, G, c) if chan is None else chan + ident
 
         if self.spatial:
-            ps = torch.stack((xe.mean(2), xe.max(2).values), 2)  # (B, G|1, 2, H, W)
+            ps = torch.stack((mean(xe, 2), amax(xe, 2)), 2)  # (B, G|1, 2, H, W)
             for n, d in self.spatial:
                 g = self._spatial_gate(f"{n}_bn", ps, getattr(self, f"{n}_conv"), d) * col[n][None, :, None, None]
                 spat = g if spat is None else spat + g

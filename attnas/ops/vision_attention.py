@@ -33,26 +33,10 @@ from torch import nn
 
 from attnas._registry import register_op
 from attnas.errors import ConfigError
+from attnas.ops.gate_pooling import amax, mean
 from attnas.ops.same_conv import same_conv2d
 
 POOL = "hoga"
-
-
-def spatial_max(x: torch.Tensor) -> torch.Tensor:
-    """The maximum over the last two (spatial) dimensions, ``(..., H, W) -> (...)``.
-
-    The same values as ``x.amax((-2, -1))``. It is taken with ``max`` over one flattened
-    dimension where the memory allows a view, because its backward pass scatters the gradient
-    to the arg-max (one pass) where ``amax``'s builds and normalises an equality mask (four
-    passes over the input). The gradients agree except at exact ties, where ``amax`` splits
-    the gradient among the tied positions and ``max`` gives it to one of them (both are
-    subgradients; ties do not occur for the real-valued feature maps attention reads).
-    """
-    if x.is_contiguous():
-        return x.flatten(-2).max(-1).values
-    if x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last):
-        return x.permute(0, 2, 3, 1).flatten(1, 2).max(1).values
-    return x.amax((-2, -1))
 
 
 def hidden_size(channels: int, reduction: int) -> int:
@@ -89,7 +73,7 @@ class ChannelAttention(nn.Module):
 
     def gate(self, x: torch.Tensor) -> torch.Tensor:
         """The gate ``S(f_c(avg))`` of shape ``(B, C, 1, 1)``."""
-        z = self.fc2(torch.relu(self.fc1(x.mean((2, 3)))))
+        z = self.fc2(torch.relu(self.fc1(mean(x, (2, 3)))))
         return torch.sigmoid(z)[:, :, None, None]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -119,7 +103,7 @@ class ChannelAttentionV2(nn.Module):
 
     def gate(self, x: torch.Tensor) -> torch.Tensor:
         """The gate of shape ``(B, C, 1, 1)``."""
-        pooled = torch.stack((x.mean((2, 3)), spatial_max(x)))  # (2, B, C): one MLP call for both
+        pooled = torch.stack((mean(x, (2, 3)), amax(x, (2, 3))))  # (2, B, C): one MLP call for both
         z = self.fc2(torch.relu(self.fc1(pooled))).sum(0)
         return torch.sigmoid(z)[:, :, None, None]
 
@@ -130,9 +114,9 @@ class ChannelAttentionV2(nn.Module):
 def channel_pool(x: torch.Tensor) -> torch.Tensor:
     """``[mean over channels; max over channels]``: ``(B, C, H, W) -> (B, 2, H, W)`` (Eq. 6).
 
-    The maximum is ``max`` with indices (gradient scattered to the arg-max), see :func:`spatial_max`.
+    The maximum is :func:`~attnas.ops.gate_pooling.amax` (``torch.amax`` with a cheaper backward).
     """
-    return torch.cat((x.mean(1, keepdim=True), x.max(1, keepdim=True).values), 1)
+    return torch.stack((mean(x, 1), amax(x, 1)), 1)
 
 
 class SpatialAttention(nn.Module):
