@@ -306,16 +306,16 @@ class RelaxedHOGA(nn.Module):
         w = self.arch_weights()
         c, K = self.group_channels, self.groups
         diag = self.diag(x, w[self._diag_rows])
-        acc: list[torch.Tensor] = [diag[:, k * c: (k + 1) * c] for k in range(K)]
+        acc: list[torch.Tensor] = list(diag.unflatten(1, (K, c)).unbind(1))  # unbind: one backward pass
         nodes: list[torch.Tensor] = []
         for j in range(K):
             u = acc[j]
             nodes.append(u)
             if j == K - 1:
                 break
-            out = self.fanout[j](u, w[getattr(self, f"_fan_rows{j}")])
+            out = self.fanout[j](u, w[getattr(self, f"_fan_rows{j}")]).unflatten(1, (K - 1 - j, c)).unbind(1)
             for i, k in enumerate(range(j + 1, K)):
-                acc[k] = acc[k] + out[:, i * c: (i + 1) * c]
+                acc[k] = acc[k] + out[i]
         return project(self.phi, nodes)
 
     def locate(self, j: int, k: int) -> tuple[GroupedMixedOp, int]:
