@@ -215,11 +215,15 @@ class GroupedMixedOp(nn.Module):
                 g = self._spatial_gate(f"{n}_bn", ps, getattr(self, f"{n}_conv"), d) * col[n][None, :, None, None]
                 spat = g if spat is None else spat + g
 
-        gate = full
+        gate, fresh = full, False  # fresh: ``gate`` is a new full-size sum that may be added to in place
         if chan is not None:
+            fresh = gate is not None
             gate = chan[..., None, None] if gate is None else gate + chan[..., None, None]
         if spat is not None:
-            gate = spat[:, :, None] if gate is None else gate + spat[:, :, None]
+            if gate is None:
+                gate = spat[:, :, None]
+            else:
+                gate = gate.add_(spat[:, :, None]) if fresh else gate + spat[:, :, None]
         if gate is None:  # a pool of only "zero"
             return x.new_zeros(B, G * c, H, W)
         return (xe * gate).reshape(B, G * c, H, W)

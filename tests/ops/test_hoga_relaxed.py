@@ -43,7 +43,8 @@ def test_fused_cell_equals_reference(training):
 
 
 @pytest.mark.parametrize("ops", [("se", "zero"), ("spatial_d2",), ("norm_d1", "norm_d2", "identity"),
-                                 ("cbam", "spatial_d1", "spatial_d2", "channel_v2")])
+                                 ("cbam", "spatial_d1", "spatial_d2", "channel_v2"), ("norm_d2", "spatial_d1"),
+                                 ("identity", "spatial_d1")])
 def test_grouped_mixed_op_equals_mixed_op_for_any_pool(ops):
     torch.manual_seed(1)
     grouped = GroupedMixedOp(3, 4, ops)
