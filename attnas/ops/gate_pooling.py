@@ -36,9 +36,9 @@ class _AMax(torch.autograd.Function):
         dims = ctx.dims
         grad = grad.reshape(values.shape)
         mask = x == values
-        count = mask.sum(dims, keepdim=True)
-        if bool((count == 1).all()):
+        if int(torch.count_nonzero(mask)) == values.numel():  # every maximum unique (no conversion of the mask)
             return torch.where(mask, grad, grad.new_zeros(())), None
+        count = mask.sum(dims, keepdim=True)
         return mask * (grad / count), None  # ties: split as torch.amax does
 
 
