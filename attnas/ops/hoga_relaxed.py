@@ -31,8 +31,7 @@ from torch import nn
 
 from attnas.errors import ConfigError, unknown_name
 from attnas.ops.hoga_cell import HOGA, HOGAProjection, check_divisible, edge_key, hoga_edges, project
-from attnas.ops.same_conv import same_conv2d
-from attnas.ops.gate_pooling import amax, mean
+from attnas.ops.gate_pooling import mean
 from attnas.ops.vision_attention import HOGA_OPS, create_attention
 
 ALPHA_INIT_SCALE = 1e-3
@@ -72,9 +71,14 @@ class MixedOp(nn.Module):
 
 def _conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, dilation: int, groups: int) -> torch.Tensor:
     """A stride-1 "same" convolution computed in channels-last layout (much faster on CPU for
-    depth-wise and small grouped convolutions) with :func:`same_conv2d`'s fast backward,
-    returned contiguous for the element-wise work."""
-    return same_conv2d(x.contiguous(memory_format=torch.channels_last), weight, bias, dilation, groups).contiguous()
+    depth-wise and small grouped convolutions), returned contiguous for the element-wise work."""
+    return _conv_cl(x.contiguous(memory_format=torch.channels_last), weight, bias, dilation, groups).contiguous()
+
+
+def _conv_cl(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, dilation: int,
+             groups: int) -> torch.Tensor:
+    """The same convolution on a channels-last input, output channels-last."""
+    return F.conv2d(x, weight, bias, 1, dilation * (weight.shape[-1] - 1) // 2, dilation, groups)
 
 
 class GroupedMixedOp(nn.Module):
@@ -181,14 +185,14 @@ class GroupedMixedOp(nn.Module):
             if self.shared_input and G > 1:  # one filter bank per edge: the input read G times
                 src = src.permute(0, 2, 3, 1).repeat(1, 1, 1, G).permute(0, 3, 1, 2)
             for n, d in self.norm:
-                z = same_conv2d(src, getattr(self, f"{n}_weight"), getattr(self, f"{n}_bias"), d, G * c)
+                z = _conv_cl(src, getattr(self, f"{n}_weight"), getattr(self, f"{n}_bias"), d, G * c)
                 w = col[n].repeat_interleave(c)[None, :, None, None]  # (1, G c, 1, 1)
                 full = torch.sigmoid(z) * w if full is None else torch.addcmul(full, torch.sigmoid(z), w)
             full = full.contiguous().view(B, G, c, H, W)
 
         if self.families:
             avg = mean(xe, (3, 4)).expand(B, G, c)
-            pooled = torch.stack((avg, amax(xe, (3, 4)).expand(B, G, c))) if self._needs_max else avg[None]
+            pooled = torch.stack((avg, xe.amax((3, 4)).expand(B, G, c))) if self._needs_max else avg[None]
             hid = torch.relu(torch.einsum("sbgc,fghc->sfbgh", pooled, self.mlp1))
             logits = torch.einsum("sfbgh,fgch->sfbgc", hid, self.mlp2)
             if self._needs_max:
@@ -201,7 +205,7 @@ class GroupedMixedOp(nn.Module):
             if "cbam" in col:
                 gc = sig[self.families.index("cbam")]  # (B, G, c)
                 y = xe * gc[..., None, None]  # (B, G, c, H, W)
-                ps = torch.stack((mean(y, 2), amax(y, 2)), 2)  # (B, G, 2, H, W)
+                ps = torch.stack((mean(y, 2), y.amax(2)), 2)  # (B, G, 2, H, W)
                 gs = self._spatial_gate("cbam_bn", ps, self.cbam_conv, 1)[:, :, None]  # (B, G, 1, H, W)
                 a = (gc * col["cbam"][None, :, None])[..., None, None]  # (B, G, c, 1, 1)
                 full = a * gs if full is None else torch.addcmul(full, a, gs)
@@ -210,7 +214,7 @@ class GroupedMixedOp(nn.Module):
             chan = ident.expand(B, G, c) if chan is None else chan + ident
 
         if self.spatial:
-            ps = torch.stack((mean(xe, 2), amax(xe, 2)), 2)  # (B, G|1, 2, H, W)
+            ps = torch.stack((mean(xe, 2), xe.amax(2)), 2)  # (B, G|1, 2, H, W)
             for n, d in self.spatial:
                 g = self._spatial_gate(f"{n}_bn", ps, getattr(self, f"{n}_conv"), d) * col[n][None, :, None, None]
                 spat = g if spat is None else spat + g

@@ -33,8 +33,7 @@ from torch import nn
 
 from attnas._registry import register_op
 from attnas.errors import ConfigError
-from attnas.ops.gate_pooling import amax, mean
-from attnas.ops.same_conv import same_conv2d
+from attnas.ops.gate_pooling import mean
 
 POOL = "hoga"
 
@@ -103,7 +102,7 @@ class ChannelAttentionV2(nn.Module):
 
     def gate(self, x: torch.Tensor) -> torch.Tensor:
         """The gate of shape ``(B, C, 1, 1)``."""
-        pooled = torch.stack((mean(x, (2, 3)), amax(x, (2, 3))))  # (2, B, C): one MLP call for both
+        pooled = torch.stack((mean(x, (2, 3)), x.amax((2, 3))))  # (2, B, C): one MLP call for both
         z = self.fc2(torch.relu(self.fc1(pooled))).sum(0)
         return torch.sigmoid(z)[:, :, None, None]
 
@@ -112,11 +111,8 @@ class ChannelAttentionV2(nn.Module):
 
 
 def channel_pool(x: torch.Tensor) -> torch.Tensor:
-    """``[mean over channels; max over channels]``: ``(B, C, H, W) -> (B, 2, H, W)`` (Eq. 6).
-
-    The maximum is :func:`~attnas.ops.gate_pooling.amax` (``torch.amax`` with a cheaper backward).
-    """
-    return torch.stack((mean(x, 1), amax(x, 1)), 1)
+    """``[mean over channels; max over channels]``: ``(B, C, H, W) -> (B, 2, H, W)`` (Eq. 6)."""
+    return torch.stack((mean(x, 1), x.amax(1)), 1)
 
 
 class SpatialAttention(nn.Module):
@@ -155,7 +151,7 @@ class SpatialAttention(nn.Module):
 
     def gate(self, x: torch.Tensor) -> torch.Tensor:
         """The gate of shape ``(B, 1, H, W)``."""
-        return torch.sigmoid(self.bn(same_conv2d(channel_pool(x), self.conv.weight, None, self.dilation)))
+        return torch.sigmoid(self.bn(self.conv(channel_pool(x))))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x * self.gate(x)
@@ -192,7 +188,7 @@ class NormalizationAttention(nn.Module):
 
     def gate(self, x: torch.Tensor) -> torch.Tensor:
         """The gate of shape ``(B, C, H, W)``."""
-        return torch.sigmoid(same_conv2d(x, self.conv.weight, self.conv.bias, self.dilation, self.conv.groups))
+        return torch.sigmoid(self.conv(x))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x * self.gate(x)
