@@ -106,9 +106,7 @@ class HOGAProjection(nn.Module):
         if w.shape[1] != (k + 1) * c:
             raise ConfigError(f"phi expects {w.shape[1]} input channels, got {k} nodes of {c} channels (+ their sum)")
         folded = w[:, : k * c] + w[:, k * c:].repeat(1, k, 1, 1)
-        # the concatenation written straight into channels-last memory (the layout of the backbone)
-        x = torch.stack([u.permute(0, 2, 3, 1) for u in nodes], 3).flatten(3).permute(0, 3, 1, 2)
-        return self._after_conv1(F.conv2d(x, folded))
+        return self._after_conv1(F.conv2d(torch.cat(list(nodes), 1), folded))
 
     def _after_conv1(self, x: torch.Tensor) -> torch.Tensor:
         x = torch.relu(self.bn1(x))

@@ -183,7 +183,7 @@ class GroupedMixedOp(nn.Module):
             # layout (same-shape element-wise work is layout-blind), converted once at the end.
             src = x_in.contiguous(memory_format=torch.channels_last)
             if self.shared_input and G > 1:  # one filter bank per edge: the input read G times
-                src = src.permute(0, 2, 3, 1).repeat(1, 1, 1, G).permute(0, 3, 1, 2)
+                src = src.repeat(1, G, 1, 1).contiguous(memory_format=torch.channels_last)
             for n, d in self.norm:
                 z = _conv_cl(src, getattr(self, f"{n}_weight"), getattr(self, f"{n}_bias"), d, G * c)
                 w = col[n].repeat_interleave(c)[None, :, None, None]  # (1, G c, 1, 1)
