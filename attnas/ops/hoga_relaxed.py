@@ -136,7 +136,6 @@ class GroupedMixedOp(nn.Module):
             self.register_buffer("_keep_max", torch.tensor([float(f != "se") for f in self.families]),
                                  persistent=False)
         if "cbam" in self.index:
-            self.cbam_kernel = ref["cbam"][0].spatial.kernel_size
             self.cbam_conv = nn.Parameter(torch.cat([m.spatial.conv.weight for m in ref["cbam"]]).detach())
             self._bn("cbam_bn", groups)
 
