@@ -20,9 +20,10 @@ canonical order of :func:`hoga_edges` (by target node, then source).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from attnas.errors import ArchError, ConfigError
@@ -82,7 +83,33 @@ class HOGAProjection(nn.Module):
         self.attn = ChannelAttention(channels, reduction)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = torch.relu(self.bn1(self.conv1(x)))
+        return self._after_conv1(self.conv1(x))
+
+    def project(self, nodes: Sequence[torch.Tensor]) -> torch.Tensor:
+        r"""``forward(aggregate(nodes))`` without forming :math:`\bar U` or the ``(K + 1) c`` concatenation.
+
+        The first ``1 x 1`` convolution is linear, so its weights on the :math:`\bar U = \sum_i U_i`
+        channels can be added to the weights of every node: ``conv1([U_0; ...; U_{K-1}; U_bar])
+        = conv1'([U_0; ...; U_{K-1}])`` with ``W'_k = W_k + W_bar``. The same function (up to
+        float rounding), a ``C -> C`` instead of a ``(K + 1) C / K -> C`` convolution, and no
+        pass to sum the nodes. Gradients reach ``conv1.weight`` through the folding.
+
+        Args:
+            nodes: ``U_0 ... U_{K-1}``, each ``(B, C / K, H, W)``.
+
+        Returns:
+            The projection, ``(B, C, H, W)``.
+        """
+        c = nodes[0].shape[1]
+        k = len(nodes)
+        w = self.conv1.weight
+        if w.shape[1] != (k + 1) * c:
+            raise ConfigError(f"phi expects {w.shape[1]} input channels, got {k} nodes of {c} channels (+ their sum)")
+        folded = w[:, : k * c] + w[:, k * c:].repeat(1, k, 1, 1)
+        return self._after_conv1(F.conv2d(torch.cat(list(nodes), 1), folded))
+
+    def _after_conv1(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(self.bn1(x))
         return self.attn(self.bn2(self.conv2(x)))
 
 
@@ -92,6 +119,13 @@ def aggregate(nodes: list[torch.Tensor]) -> torch.Tensor:
     for u in nodes[1:]:
         total = total + u
     return torch.cat([*nodes, total], 1)
+
+
+def project(phi: nn.Module, nodes: list[torch.Tensor]) -> torch.Tensor:
+    """``phi(aggregate(nodes))`` (Eq. 3); through :meth:`HOGAProjection.project` when ``phi`` is one."""
+    if isinstance(phi, HOGAProjection):
+        return phi.project(nodes)
+    return phi(aggregate(nodes))
 
 
 class HOGA(nn.Module):
@@ -143,4 +177,4 @@ class HOGA(nn.Module):
                 y = self.ops[key](inputs[k] if j == k else nodes[j])
                 u = y if u is None else u + y
             nodes.append(torch.zeros_like(inputs[k]) if u is None else u)
-        return self.phi(aggregate(nodes))
+        return project(self.phi, nodes)

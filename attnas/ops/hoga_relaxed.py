@@ -30,7 +30,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnas.errors import ConfigError, unknown_name
-from attnas.ops.hoga_cell import HOGA, HOGAProjection, aggregate, check_divisible, edge_key, hoga_edges
+from attnas.ops.hoga_cell import HOGA, HOGAProjection, check_divisible, edge_key, hoga_edges, project
+from attnas.ops.gate_pooling import mean
 from attnas.ops.vision_attention import HOGA_OPS, create_attention
 
 ALPHA_INIT_SCALE = 1e-3
@@ -68,10 +69,16 @@ class MixedOp(nn.Module):
         return sum(w * op(x) for w, op in zip(weights, self.ops))
 
 
-def _conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, **kw) -> torch.Tensor:
-    """A convolution computed in channels-last layout (much faster on CPU for depth-wise and
-    small grouped convolutions), returned contiguous."""
-    return F.conv2d(x.contiguous(memory_format=torch.channels_last), weight, bias, **kw).contiguous()
+def _conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, dilation: int, groups: int) -> torch.Tensor:
+    """A stride-1 "same" convolution computed in channels-last layout (much faster on CPU for
+    depth-wise and small grouped convolutions), returned contiguous for the element-wise work."""
+    return _conv_cl(x.contiguous(memory_format=torch.channels_last), weight, bias, dilation, groups).contiguous()
+
+
+def _conv_cl(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, dilation: int,
+             groups: int) -> torch.Tensor:
+    """The same convolution on a channels-last input, output channels-last."""
+    return F.conv2d(x, weight, bias, 1, dilation * (weight.shape[-1] - 1) // 2, dilation, groups)
 
 
 class GroupedMixedOp(nn.Module):
@@ -86,9 +93,12 @@ class GroupedMixedOp(nn.Module):
 
     Edge ``g`` computes ``sum_o w[g, o] * o_g(x_g)``. Every operation is a gate times its input,
     so the gates are combined first and the input multiplied once; the operations of a kind on
-    all edges run as one convolution / one batched matrix product. Work is done on
-    contiguous ``(B, G, c, H, W)`` tensors (long inner loops for the broadcast gates). Parameters are stacked over edges; :meth:`export` returns the
-    ordinary module of one edge's operation with the same weights.
+    all edges run as one convolution / one batched matrix product. The element-wise work is
+    done on contiguous ``(B, G, c, H, W)`` tensors (long inner loops for the broadcast gates and
+    reductions; a channels-last ``(B, H, W, G, c)`` layout measured 1.1-1.5x slower here because
+    of its inner dimensions of 3-4), the convolutions in channels-last layout. Parameters are
+    stacked over edges; :meth:`export` returns the ordinary module of one edge's operation with
+    the same weights.
 
     Args:
         groups: ``G``, the number of edges.
@@ -126,7 +136,6 @@ class GroupedMixedOp(nn.Module):
             self.register_buffer("_keep_max", torch.tensor([float(f != "se") for f in self.families]),
                                  persistent=False)
         if "cbam" in self.index:
-            self.cbam_kernel = ref["cbam"][0].spatial.kernel_size
             self.cbam_conv = nn.Parameter(torch.cat([m.spatial.conv.weight for m in ref["cbam"]]).detach())
             self._bn("cbam_bn", groups)
 
@@ -151,17 +160,16 @@ class GroupedMixedOp(nn.Module):
                             getattr(self, f"{prefix}_weight"), getattr(self, f"{prefix}_bias"),
                             self.training, 0.1, 1e-5)
 
-    def _spatial_gate(self, prefix: str, pooled: torch.Tensor, weight: torch.Tensor, dilation: int,
-                      padding: int) -> torch.Tensor:
+    def _spatial_gate(self, prefix: str, pooled: torch.Tensor, weight: torch.Tensor, dilation: int) -> torch.Tensor:
         """``sigmoid(BN(conv(pooled)))``, ``(B, G, H, W)``; ``pooled`` is ``(B, G|1, 2, H, W)``."""
         B, P, _, H, W = pooled.shape
-        z = _conv(pooled.reshape(B, 2 * P, H, W), weight, padding=padding, dilation=dilation,
-                  groups=P)  # one input pair per edge, or one pair read by all edges
+        z = _conv(pooled.reshape(B, 2 * P, H, W), weight, None, dilation, P)  # a pair per edge, or one for all
         return torch.sigmoid(self._batch_norm(prefix, z))
 
     def forward(self, x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         B, _, H, W = x.shape
         G, c = self.groups, self.channels
+        x_in = x
         x = x.contiguous()  # the elementwise work is fastest with H, W innermost
         xe = x[:, None] if self.shared_input else x.view(B, G, c, H, W)  # (B, G|1, c, H, W)
         col = {name: weights[:, i] for i, name in enumerate(self.ops)}  # (G,) each
@@ -169,8 +177,20 @@ class GroupedMixedOp(nn.Module):
         full = None  # (B, G, c, H, W)
         spat = None  # (B, G, H, W)
 
+        if self.norm:
+            # Depth-wise convolutions, their sigmoids and their weighted sum in channels-last
+            # layout (same-shape element-wise work is layout-blind), converted once at the end.
+            src = x_in.contiguous(memory_format=torch.channels_last)
+            if self.shared_input and G > 1:  # one filter bank per edge: the input read G times
+                src = src.repeat(1, G, 1, 1).contiguous(memory_format=torch.channels_last)
+            for n, d in self.norm:
+                z = _conv_cl(src, getattr(self, f"{n}_weight"), getattr(self, f"{n}_bias"), d, G * c)
+                w = col[n].repeat_interleave(c)[None, :, None, None]  # (1, G c, 1, 1)
+                full = torch.sigmoid(z) * w if full is None else torch.addcmul(full, torch.sigmoid(z), w)
+            full = full.contiguous().view(B, G, c, H, W)
+
         if self.families:
-            avg = xe.mean((3, 4)).expand(B, G, c)
+            avg = mean(xe, (3, 4)).expand(B, G, c)
             pooled = torch.stack((avg, xe.amax((3, 4)).expand(B, G, c))) if self._needs_max else avg[None]
             hid = torch.relu(torch.einsum("sbgc,fghc->sfbgh", pooled, self.mlp1))
             logits = torch.einsum("sfbgh,fgch->sfbgc", hid, self.mlp2)
@@ -184,35 +204,29 @@ class GroupedMixedOp(nn.Module):
             if "cbam" in col:
                 gc = sig[self.families.index("cbam")]  # (B, G, c)
                 y = xe * gc[..., None, None]  # (B, G, c, H, W)
-                ps = torch.stack((y.mean(2), y.amax(2)), 2)  # (B, G, 2, H, W)
-                k = self.cbam_kernel
-                gs = self._spatial_gate("cbam_bn", ps, self.cbam_conv, 1, k // 2)
-                full = (gc * col["cbam"][None, :, None])[..., None, None] * gs[:, :, None]
+                ps = torch.stack((mean(y, 2), y.amax(2)), 2)  # (B, G, 2, H, W)
+                gs = self._spatial_gate("cbam_bn", ps, self.cbam_conv, 1)[:, :, None]  # (B, G, 1, H, W)
+                a = (gc * col["cbam"][None, :, None])[..., None, None]  # (B, G, c, 1, 1)
+                full = a * gs if full is None else torch.addcmul(full, a, gs)
         if "identity" in col:
             ident = col["identity"][None, :, None]
             chan = ident.expand(B, G, c) if chan is None else chan + ident
 
         if self.spatial:
-            ps = torch.stack((xe.mean(2), xe.amax(2)), 2)  # (B, G|1, 2, H, W)
+            ps = torch.stack((mean(xe, 2), xe.amax(2)), 2)  # (B, G|1, 2, H, W)
             for n, d in self.spatial:
-                g = self._spatial_gate(f"{n}_bn", ps, getattr(self, f"{n}_conv"), d, d) * col[n][None, :, None, None]
+                g = self._spatial_gate(f"{n}_bn", ps, getattr(self, f"{n}_conv"), d) * col[n][None, :, None, None]
                 spat = g if spat is None else spat + g
 
-        if self.norm:
-            src = x.repeat(1, G, 1, 1) if self.shared_input and G > 1 else x  # one filter bank per edge
-            src = src.contiguous(memory_format=torch.channels_last)  # converted once for all dilations
-            for n, d in self.norm:
-                z = _conv(src, getattr(self, f"{n}_weight"), getattr(self, f"{n}_bias"), padding=d, dilation=d,
-                          groups=G * c)
-                g = torch.sigmoid(z).view(B, G, c, H, W)
-                w = col[n][None, :, None, None, None]
-                full = g * w if full is None else torch.addcmul(full, g, w)
-
-        gate = full
+        gate, fresh = full, False  # fresh: ``gate`` is a new full-size sum that may be added to in place
         if chan is not None:
+            fresh = gate is not None
             gate = chan[..., None, None] if gate is None else gate + chan[..., None, None]
         if spat is not None:
-            gate = spat[:, :, None] if gate is None else gate + spat[:, :, None]
+            if gate is None:
+                gate = spat[:, :, None]
+            else:
+                gate = gate.add_(spat[:, :, None]) if fresh else gate + spat[:, :, None]
         if gate is None:  # a pool of only "zero"
             return x.new_zeros(B, G * c, H, W)
         return (xe * gate).reshape(B, G * c, H, W)
@@ -299,17 +313,17 @@ class RelaxedHOGA(nn.Module):
         w = self.arch_weights()
         c, K = self.group_channels, self.groups
         diag = self.diag(x, w[self._diag_rows])
-        acc: list[torch.Tensor] = [diag[:, k * c: (k + 1) * c] for k in range(K)]
+        acc: list[torch.Tensor] = list(diag.unflatten(1, (K, c)).unbind(1))  # unbind: one backward pass
         nodes: list[torch.Tensor] = []
         for j in range(K):
             u = acc[j]
             nodes.append(u)
             if j == K - 1:
                 break
-            out = self.fanout[j](u, w[getattr(self, f"_fan_rows{j}")])
+            out = self.fanout[j](u, w[getattr(self, f"_fan_rows{j}")]).unflatten(1, (K - 1 - j, c)).unbind(1)
             for i, k in enumerate(range(j + 1, K)):
-                acc[k] = acc[k] + out[:, i * c: (i + 1) * c]
-        return self.phi(aggregate(nodes))
+                acc[k] = acc[k] + out[i]
+        return project(self.phi, nodes)
 
     def locate(self, j: int, k: int) -> tuple[GroupedMixedOp, int]:
         """The grouped mixed operation and group that hold edge ``(j, k)``."""

@@ -33,6 +33,7 @@ from torch import nn
 
 from attnas._registry import register_op
 from attnas.errors import ConfigError
+from attnas.ops.gate_pooling import mean
 
 POOL = "hoga"
 
@@ -71,7 +72,7 @@ class ChannelAttention(nn.Module):
 
     def gate(self, x: torch.Tensor) -> torch.Tensor:
         """The gate ``S(f_c(avg))`` of shape ``(B, C, 1, 1)``."""
-        z = self.fc2(torch.relu(self.fc1(x.mean((2, 3)))))
+        z = self.fc2(torch.relu(self.fc1(mean(x, (2, 3)))))
         return torch.sigmoid(z)[:, :, None, None]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -101,7 +102,7 @@ class ChannelAttentionV2(nn.Module):
 
     def gate(self, x: torch.Tensor) -> torch.Tensor:
         """The gate of shape ``(B, C, 1, 1)``."""
-        pooled = torch.stack((x.mean((2, 3)), x.amax((2, 3))))  # (2, B, C): one MLP call for both
+        pooled = torch.stack((mean(x, (2, 3)), x.amax((2, 3))))  # (2, B, C): one MLP call for both
         z = self.fc2(torch.relu(self.fc1(pooled))).sum(0)
         return torch.sigmoid(z)[:, :, None, None]
 
@@ -111,7 +112,7 @@ class ChannelAttentionV2(nn.Module):
 
 def channel_pool(x: torch.Tensor) -> torch.Tensor:
     """``[mean over channels; max over channels]``: ``(B, C, H, W) -> (B, 2, H, W)`` (Eq. 6)."""
-    return torch.cat((x.mean(1, keepdim=True), x.amax(1, keepdim=True)), 1)
+    return torch.stack((mean(x, 1), x.amax(1)), 1)
 
 
 class SpatialAttention(nn.Module):

@@ -312,9 +312,12 @@ class Darts(Strategy):
             set_rng_state(st["rng"])
             phase.summary = dict(st["summary"])
             return phase.summary
-        w_opt = torch.optim.SGD(phase.weights, lr=o.lr, momentum=o.momentum, weight_decay=o.weight_decay)
+        # foreach: the same arithmetic as the per-parameter loop in a few multi-tensor kernels (a
+        # supernet has hundreds of small parameters; PyTorch uses the loop by default on the CPU)
+        w_opt = torch.optim.SGD(phase.weights, lr=o.lr, momentum=o.momentum, weight_decay=o.weight_decay,
+                                foreach=True)
         a_opt = torch.optim.Adam(phase.alpha, lr=phase.arch_lr, betas=tuple(o.arch_betas),
-                                 weight_decay=o.arch_weight_decay)
+                                 weight_decay=o.arch_weight_decay, foreach=True)
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(w_opt, T_max=max(1, phase.epochs), eta_min=o.lr_min)
         base = zlib.crc32(phase.tag.encode()) + 7919 * self.seed
         gen_a, gen_b = torch.Generator().manual_seed(base), torch.Generator().manual_seed(base + 1)

@@ -58,3 +58,29 @@ def test_errors_name_the_problem():
         HOGA(8, {"0-0": "se", "0-1": "se"}, groups=2)
     with pytest.raises(ArchError, match="unexpected 2-2"):
         HOGA(8, {"0-0": "se", "0-1": "se", "1-1": "se", "2-2": "se"}, groups=2)
+
+
+def test_folded_phi_equals_phi_of_the_aggregate():
+    """phi.project(nodes) folds U_bar's weights into conv1 (Eq. 3): same values and gradients."""
+    from attnas.ops.hoga_cell import HOGAProjection, aggregate
+
+    torch.manual_seed(1)
+    phi = HOGAProjection(20, 16, reduction=4)
+    nodes = [torch.randn(2, 4, 5, 5) for _ in range(4)]
+    probe = torch.randn(2, 16, 5, 5)
+
+    def run(fn):
+        phi.zero_grad()
+        leaves = [n.clone().requires_grad_() for n in nodes]
+        out = fn(leaves)
+        (out * probe).sum().backward()
+        return out, [n.grad for n in leaves], phi.conv1.weight.grad.clone()
+
+    got = run(phi.project)
+    ref = run(lambda ns: phi(aggregate(ns)))
+    torch.testing.assert_close(got[0], ref[0], atol=1e-5, rtol=1e-4)
+    for g, r in zip(got[1], ref[1]):
+        torch.testing.assert_close(g, r, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(got[2], ref[2], atol=1e-5, rtol=1e-4)
+    with pytest.raises(ConfigError, match="phi expects 20 input channels"):
+        phi.project(nodes[:3])

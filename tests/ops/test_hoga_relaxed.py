@@ -43,7 +43,8 @@ def test_fused_cell_equals_reference(training):
 
 
 @pytest.mark.parametrize("ops", [("se", "zero"), ("spatial_d2",), ("norm_d1", "norm_d2", "identity"),
-                                 ("cbam", "spatial_d1", "spatial_d2", "channel_v2")])
+                                 ("cbam", "spatial_d1", "spatial_d2", "channel_v2"), ("norm_d2", "spatial_d1"),
+                                 ("identity", "spatial_d1")])
 def test_grouped_mixed_op_equals_mixed_op_for_any_pool(ops):
     torch.manual_seed(1)
     grouped = GroupedMixedOp(3, 4, ops)
@@ -112,3 +113,76 @@ def test_edges_sharing_one_input_equal_mixed_ops():
 def test_unknown_pool_operation():
     with pytest.raises(ConfigError, match="unknown relaxed HOGA operation 'sse'"):
         GroupedMixedOp(2, 4, ("se", "sse"))
+
+
+def _stacked_and_reference_params(grouped: GroupedMixedOp, g: int, name: str, module: torch.nn.Module):
+    """Pairs (slice of a stacked parameter's gradient, the exported module's parameter) of one edge's op."""
+    c = grouped.channels
+    pairs = []
+    if name in grouped.families:
+        f = grouped.families.index(name)
+        mlp = module.channel if name == "cbam" else module
+        pairs += [(grouped.mlp1.grad[f, g], mlp.fc1.weight), (grouped.mlp2.grad[f, g], mlp.fc2.weight)]
+    if name == "cbam":
+        pairs += [(grouped.cbam_conv.grad[g: g + 1], module.spatial.conv.weight),
+                  (grouped.cbam_bn_weight.grad[g: g + 1], module.spatial.bn.weight),
+                  (grouped.cbam_bn_bias.grad[g: g + 1], module.spatial.bn.bias)]
+    if name.startswith("spatial"):
+        pairs += [(getattr(grouped, f"{name}_conv").grad[g: g + 1], module.conv.weight),
+                  (getattr(grouped, f"{name}_bn_weight").grad[g: g + 1], module.bn.weight),
+                  (getattr(grouped, f"{name}_bn_bias").grad[g: g + 1], module.bn.bias)]
+    if name.startswith("norm"):
+        part = slice(g * c, (g + 1) * c)
+        pairs += [(getattr(grouped, f"{name}_weight").grad[part], module.conv.weight),
+                  (getattr(grouped, f"{name}_bias").grad[part], module.conv.bias)]
+    return pairs
+
+
+@pytest.mark.parametrize("shared_input", [False, True])
+def test_grouped_mixed_op_gradients_equal_mixed_ops(shared_input):
+    """Gradients w.r.t. the input, the mixing weights and every stacked parameter equal those of
+    one plain MixedOp per edge (the channels-last fused path against Eq. 13 written out)."""
+    torch.manual_seed(6)
+    G, c = 3, 4
+    grouped = GroupedMixedOp(G, c, HOGA_OPS, shared_input=shared_input)
+    refs = [[grouped.export(g, o) for o in HOGA_OPS] for g in range(G)]
+    x = torch.randn(2, c if shared_input else G * c, 8, 8)
+    w = torch.softmax(torch.randn(G, len(HOGA_OPS)), -1)
+    probe = torch.randn(2, G * c, 8, 8)
+
+    xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+    (grouped(xg, wg) * probe).sum().backward()
+
+    xr, wr = x.clone().requires_grad_(), w.clone().requires_grad_()
+    outs = [MixedOp(c, refs[g])(xr if shared_input else xr[:, g * c: (g + 1) * c], wr[g]) for g in range(G)]
+    (torch.cat(outs, 1) * probe).sum().backward()
+
+    tol = dict(atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(xg.grad, xr.grad, **tol)
+    torch.testing.assert_close(wg.grad, wr.grad, **tol)
+    checked = 0
+    for g in range(G):
+        for name, module in zip(HOGA_OPS, refs[g]):
+            for got, ref in _stacked_and_reference_params(grouped, g, name, module):
+                torch.testing.assert_close(got, ref.grad, **tol)
+                checked += 1
+    assert checked == sum(len(list(m.parameters())) for ms in refs for m in ms)  # every parameter compared
+
+
+def test_relaxed_cell_gradients_equal_reference():
+    """The whole relaxed cell (fan-out grouping, folded phi) against Eqs. 2, 3, 13 written out:
+    gradients w.r.t. the input and alpha."""
+    torch.manual_seed(7)
+    cell = RelaxedHOGA(16, groups=4)
+    with torch.no_grad():
+        cell.alpha.normal_()
+    x = torch.randn(2, 16, 6, 6)
+    probe = torch.randn(2, 16, 6, 6)
+    xg = x.clone().requires_grad_()
+    (cell(xg) * probe).sum().backward()
+    got_x, got_alpha = xg.grad, cell.alpha.grad.clone()
+    cell.alpha.grad = None
+    xr = x.clone().requires_grad_()
+    (reference_forward(cell, xr) * probe).sum().backward()
+    torch.testing.assert_close(got_x, xr.grad, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(got_alpha, cell.alpha.grad, atol=1e-5, rtol=1e-4)
