@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from local_attention_inputs import local_attention_inputs
+
 from attnas.errors import ConfigError, DataError
 from attnas.ops.local_self_attention import (
     LocalSelfAttention,
@@ -14,14 +16,6 @@ from attnas.ops.local_self_attention import (
 )
 
 
-def _inputs(B, C, H, W, ks, dtype=torch.float64, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(B, C, H, W, generator=g, dtype=dtype, requires_grad=True) for _ in range(3))
-    rel_row = torch.randn(C // 2, ks, generator=g, dtype=dtype, requires_grad=True)
-    rel_col = torch.randn(C // 2, ks, generator=g, dtype=dtype, requires_grad=True)
-    return q, k, v, rel_row, rel_col
-
-
 @pytest.mark.parametrize("ks", [3, 5, 7])
 @pytest.mark.parametrize("heads", [4, 8])
 @pytest.mark.parametrize("stride", [1, 2])
@@ -29,7 +23,7 @@ def _inputs(B, C, H, W, ks, dtype=torch.float64, seed=0):
 def test_fast_matches_unfold_reference_values_and_gradients(ks, heads, stride, save_attention):
     # odd sizes smaller than the window in one direction exercise every border case;
     # three images in chunks of two exercise a short last chunk
-    q, k, v, rr, rc = _inputs(3, 16, 9, 5, ks, seed=ks * 10 + heads + stride)
+    q, k, v, rr, rc = local_attention_inputs(3, 16, 9, 5, ks, seed=ks * 10 + heads + stride)
     ref = local_attention_reference(q, k, v, rr, rc, heads, stride)
     fast = local_attention(q, k, v, rr, rc, heads, stride, chunk_size=2, save_attention=save_attention)
     assert fast.shape == ref.shape == (3, 16, -(-9 // stride), -(-5 // stride))
@@ -42,14 +36,14 @@ def test_fast_matches_unfold_reference_values_and_gradients(ks, heads, stride, s
 
 
 def test_fast_matches_reference_in_float32_with_default_chunks():
-    q, k, v, rr, rc = _inputs(5, 32, 12, 11, 7, dtype=torch.float32, seed=3)
+    q, k, v, rr, rc = local_attention_inputs(5, 32, 12, 11, 7, dtype=torch.float32, seed=3)
     torch.testing.assert_close(local_attention(q, k, v, rr, rc, 8), local_attention_reference(q, k, v, rr, rc, 8),
                                rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("stride, save_attention", [(1, True), (2, False)])
 def test_fast_passes_gradcheck(stride, save_attention):
-    q, k, v, rr, rc = _inputs(2, 4, 4, 3, 3, seed=7)
+    q, k, v, rr, rc = local_attention_inputs(2, 4, 4, 3, 3, seed=7)
     assert torch.autograd.gradcheck(
         lambda *t: local_attention(*t, 2, stride, chunk_size=1, save_attention=save_attention), (q, k, v, rr, rc)
     )
@@ -59,7 +53,7 @@ def test_fast_passes_gradcheck(stride, save_attention):
 def test_out_of_image_neighbours_are_masked(impl):
     # constant values: with masking every output equals the constant, borders included
     # (zero padding would pull border outputs towards zero)
-    q, k, _, rr, rc = _inputs(1, 8, 6, 5, 5, seed=1)
+    q, k, _, rr, rc = local_attention_inputs(1, 8, 6, 5, 5, seed=1)
     v = torch.full((1, 8, 6, 5), 3.0, dtype=torch.float64)
     out = impl(q, k, v, rr, rc, 4)
     torch.testing.assert_close(out, torch.full_like(out, 3.0))
@@ -67,7 +61,7 @@ def test_out_of_image_neighbours_are_masked(impl):
 
 def test_corner_query_attends_only_to_its_in_image_window():
     # one head, no relative term: the top-left query sees the 2x2 in-image part of its 3x3 window
-    q, k, v, _, _ = _inputs(1, 2, 4, 4, 3, seed=2)
+    q, k, v, _, _ = local_attention_inputs(1, 2, 4, 4, 3, seed=2)
     zeros = torch.zeros(1, 3, dtype=torch.float64)
     out = local_attention(q, k, v, zeros, zeros, heads=1)
     keys = k[0, :, :2, :2].reshape(2, 4)
@@ -115,7 +109,7 @@ def test_module_rejects_bad_options(kwargs, message):
 def test_bad_input_shapes_are_named():
     with pytest.raises(DataError, match=r"expects \[B, 4, H, W\]"):
         LocalSelfAttention(4, 8)(torch.randn(1, 3, 5, 5))
-    q, k, v, rr, rc = _inputs(1, 8, 5, 5, 3)
+    q, k, v, rr, rc = local_attention_inputs(1, 8, 5, 5, 3)
     with pytest.raises(DataError, match="rel_row and rel_col"):
         local_attention(q, k, v, rr[:, :2], rc[:, :2], 4)
     with pytest.raises(ConfigError, match="cannot be split into 3 heads"):

@@ -9,6 +9,8 @@ import torch
 
 import attnas.ops._local_attention_kernel as kernel_module
 import attnas.ops.local_self_attention as lsa
+from local_attention_inputs import local_attention_inputs
+
 from attnas.ops.local_self_attention import (
     LocalSelfAttention,
     local_attention,
@@ -29,13 +31,6 @@ def kernel():
     return lib
 
 
-def _inputs(B, C, H, W, ks, dtype=torch.float64, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(B, C, H, W, generator=g, dtype=dtype, requires_grad=True) for _ in range(3))
-    rel_row = torch.randn(C // 2, ks, generator=g, dtype=dtype, requires_grad=True)
-    rel_col = torch.randn(C // 2, ks, generator=g, dtype=dtype, requires_grad=True)
-    return q, k, v, rel_row, rel_col
-
 
 def _compare(fused, ref, inputs, tol):
     torch.testing.assert_close(fused, ref, rtol=tol, atol=tol)
@@ -53,7 +48,7 @@ def _compare(fused, ref, inputs, tol):
 def test_fused_matches_unfold_reference_float64(kernel, ks, heads, stride, save_attention):
     # 9x5 maps: smaller than the window in one direction (every border case); the 3 images
     # give a flat query count that is not a multiple of the 16-query tile
-    inputs = _inputs(3, 16, 9, 5, ks, seed=ks * 10 + heads + stride)
+    inputs = local_attention_inputs(3, 16, 9, 5, ks, seed=ks * 10 + heads + stride)
     ref = local_attention_reference(*inputs, heads, stride)
     fused = local_attention_fused(*inputs, heads, stride, save_attention=save_attention)
     assert fused.shape == ref.shape == (3, 16, -(-9 // stride), -(-5 // stride))
@@ -63,31 +58,31 @@ def test_fused_matches_unfold_reference_float64(kernel, ks, heads, stride, save_
 @pytest.mark.parametrize("ks, stride", [(9, 1), (3, 3), (1, 1)])
 def test_fused_generic_window_and_stride_paths(kernel, ks, stride):
     # windows other than 3/5/7 and strides other than 1 run the kernel's run-time-size code
-    inputs = _inputs(2, 8, 11, 10, ks, seed=ks + stride)
+    inputs = local_attention_inputs(2, 8, 11, 10, ks, seed=ks + stride)
     _compare(local_attention_fused(*inputs, 2, stride), local_attention_reference(*inputs, 2, stride), inputs, 1e-10)
 
 
 @pytest.mark.parametrize("ks", [3, 7])
 def test_fused_matches_reference_in_float32(kernel, ks):
     # the kernel's float32 exp is a polynomial (relative error ~1e-7)
-    inputs = _inputs(4, 32, 12, 11, ks, dtype=torch.float32, seed=3)
+    inputs = local_attention_inputs(4, 32, 12, 11, ks, dtype=torch.float32, seed=3)
     _compare(local_attention_fused(*inputs, 8), local_attention_reference(*inputs, 8), inputs, 1e-5)
 
 
 def test_fused_passes_gradcheck(kernel):
-    q, k, v, rr, rc = _inputs(2, 4, 4, 3, 3, seed=7)
+    q, k, v, rr, rc = local_attention_inputs(2, 4, 4, 3, 3, seed=7)
     assert torch.autograd.gradcheck(lambda *t: local_attention_fused(*t, 2), (q, k, v, rr, rc))
 
 
 def test_fused_masks_out_of_image_neighbours(kernel):
-    q, k, _, rr, rc = _inputs(1, 8, 6, 5, 5, seed=1)
+    q, k, _, rr, rc = local_attention_inputs(1, 8, 6, 5, 5, seed=1)
     v = torch.full((1, 8, 6, 5), 3.0, dtype=torch.float64)
     out = local_attention_fused(q, k, v, rr, rc, 4)
     torch.testing.assert_close(out, torch.full_like(out, 3.0))
 
 
 def test_fused_without_grad_and_with_threads(kernel):
-    inputs = [t.detach() for t in _inputs(3, 16, 7, 8, 3, dtype=torch.float32, seed=5)]
+    inputs = [t.detach() for t in local_attention_inputs(3, 16, 7, 8, 3, dtype=torch.float32, seed=5)]
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
@@ -120,7 +115,7 @@ def test_fallback_to_eager_without_compiler(monkeypatch):
     monkeypatch.setenv("CXX", "attnas-no-such-compiler")
     monkeypatch.delenv("ATTNAS_NO_KERNELS", raising=False)
     monkeypatch.setattr(lsa, "_warned", set())
-    inputs = _inputs(2, 8, 6, 7, 3, seed=4)
+    inputs = local_attention_inputs(2, 8, 6, 7, 3, seed=4)
     with pytest.warns(RuntimeWarning, match="no C\\+\\+ compiler.*attnas-no-such-compiler"):
         out = local_attention_fused(*inputs, 4)
     assert kernel_module.load() is None
@@ -137,7 +132,7 @@ def test_fallback_can_be_forced_by_environment(monkeypatch):
 
 
 def test_non_kernel_dtypes_use_the_eager_path():
-    inputs = [t.detach().to(torch.bfloat16) for t in _inputs(1, 8, 5, 5, 3, seed=6)]
+    inputs = [t.detach().to(torch.bfloat16) for t in local_attention_inputs(1, 8, 5, 5, 3, seed=6)]
     assert not lsa.fused_kernel_available(*inputs)
     out = local_attention_fused(*inputs, 4)
     assert out.dtype == torch.bfloat16 and out.shape == (1, 8, 5, 5)
@@ -179,14 +174,14 @@ def test_relaxed_network_fused_matches_fast(kernel):
         torch.testing.assert_close(a, b, rtol=1e-8, atol=1e-8, msg=lambda m, name=name: f"{name}: {m}")
 
 
-def test_fused_accepts_channels_last_and_sliced_inputs(kernel):
+def test_fused_accepts_channels_last_and_slicedlocal_attention_inputs(kernel):
     torch.manual_seed(3)
     fused = LocalSelfAttention(4, 8, kernel_size=3, heads=2, impl="fused")
     ref = LocalSelfAttention(4, 8, kernel_size=3, heads=2, impl="unfold")
     ref.load_state_dict(fused.state_dict())
     x = torch.randn(3, 4, 7, 6).to(memory_format=torch.channels_last)
     torch.testing.assert_close(fused(x), ref(x), rtol=1e-5, atol=1e-5)
-    q, k, v, rr, rc = _inputs(2, 8, 6, 10, 3, seed=8)
+    q, k, v, rr, rc = local_attention_inputs(2, 8, 6, 10, 3, seed=8)
     q, k, v = q[..., ::2], k[..., ::2], v[..., ::2]  # non-contiguous views
     torch.testing.assert_close(local_attention_fused(q, k, v, rr, rc, 4),
                                local_attention_reference(q, k, v, rr, rc, 4), rtol=1e-10, atol=1e-10)
