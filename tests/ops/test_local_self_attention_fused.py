@@ -31,7 +31,6 @@ def kernel():
     return lib
 
 
-
 def _compare(fused, ref, inputs, tol):
     torch.testing.assert_close(fused, ref, rtol=tol, atol=tol)
     grad = torch.randn_like(ref)
