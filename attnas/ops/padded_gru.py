@@ -88,6 +88,34 @@ class _Involution(torch.autograd.Function):
         return grad.index_select(0, perm), None
 
 
+def gru_steps(gi: torch.Tensor, w_hh: torch.Tensor, b_hh: torch.Tensor, keep: bool) -> tuple:
+    """The forward loop of :class:`GRURecurrence`.
+
+    Returns ``hs`` ``[D, L + 1, B, H + 1]`` (:math:`h_0..h_L` and a last column of ones)
+    and the per-step hidden gates ``gh`` ``[L, D, B, 3H]``, gates ``rz`` ``[L, D, B, 2H]``
+    and candidates ``n`` ``[L, D, B, H]`` that the backward pass needs; without ``keep``
+    (inference) one step's buffers are reused instead.
+    """
+    D, L, B, H3 = gi.shape
+    H = H3 // 3
+    w_aug = torch.cat((w_hh.transpose(1, 2), b_hh[:, None, :]), dim=1)  # [D, H + 1, 3H]
+    hs = gi.new_empty(D, L + 1, B, H + 1)
+    hs[:, :, :, H] = 1.0
+    hs[:, 0, :, :H] = 0.0
+    steps = L if keep else 1
+    gh = gi.new_empty(steps, D, B, H3)
+    rz = gi.new_empty(steps, D, B, 2 * H)
+    n = gi.new_empty(steps, D, B, H)
+    for t in range(L):
+        i = t if keep else 0
+        h = hs[:, t]
+        torch.bmm(h, w_aug, out=gh[i])
+        torch.add(gi[:, t, :, : 2 * H], gh[i, :, :, : 2 * H], out=rz[i]).sigmoid_()
+        torch.addcmul(gi[:, t, :, 2 * H :], rz[i, :, :, :H], gh[i, :, :, 2 * H :], out=n[i]).tanh_()
+        torch.lerp(n[i], h[..., :H], rz[i, :, :, H:], out=hs[:, t + 1, :, :H])
+    return hs, (gh, rz, n)
+
+
 class GRURecurrence(torch.autograd.Function):
     """The GRU recurrence of ``D`` independent directions, given their input gates.
 
@@ -96,59 +124,54 @@ class GRURecurrence(torch.autograd.Function):
     and ``b_hh`` ``[D, 3H]`` returns the hidden states :math:`h_1..h_L` as ``[D, L, B, H]``
     (initial state zero). The backward pass is the hand-written one of the module docstring.
 
-    The hidden states are kept with an extra constant column of ones, so that the hidden
+    The backward pass works in place in the saved buffers, so it can run once per
+    forward (``retain_graph`` for a second backward raises). The hidden states are
+    kept with an extra constant column of ones, so that the hidden
     product of a step and its bias are one batched matrix product (``[h, 1] [W; b]``) and
     the bias gradient comes out of the weight-gradient product.
     """
 
     @staticmethod
     def forward(ctx, gi: torch.Tensor, w_hh: torch.Tensor, b_hh: torch.Tensor) -> torch.Tensor:
-        D, L, B, H3 = gi.shape
-        H = H3 // 3
-        w_aug = torch.cat((w_hh.transpose(1, 2), b_hh[:, None, :]), dim=1)  # [D, H + 1, 3H]
-        hs = gi.new_empty(D, L + 1, B, H + 1)
-        hs[:, :, :, H] = 1.0
-        hs[:, 0, :, :H] = 0.0
-        gh = gi.new_empty(L, D, B, H3)
-        rz = gi.new_empty(L, D, B, 2 * H)
-        n = gi.new_empty(L, D, B, H)
-        for t in range(L):
-            h = hs[:, t]
-            torch.bmm(h, w_aug, out=gh[t])
-            torch.add(gi[:, t, :, : 2 * H], gh[t, :, :, : 2 * H], out=rz[t]).sigmoid_()
-            torch.addcmul(gi[:, t, :, 2 * H :], rz[t, :, :, :H], gh[t, :, :, 2 * H :], out=n[t]).tanh_()
-            torch.lerp(n[t], h[..., :H], rz[t, :, :, H:], out=hs[:, t + 1, :, :H])
-        if torch.is_grad_enabled() or any(ctx.needs_input_grad):
-            ctx.save_for_backward(w_hh, hs, gh, rz, n)
-        return hs[:, 1:, :, :H]
+        # (autograd runs this under no_grad; needs_input_grad says whether a backward will come)
+        training = any(ctx.needs_input_grad)
+        hs, saved = gru_steps(gi, w_hh, b_hh, keep=training)
+        if training:
+            ctx.save_for_backward(w_hh, hs, *saved)
+        return hs[:, 1:, :, : w_hh.shape[2]]
 
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor):
+        if getattr(ctx, "used", False):  # the saved buffers are overwritten below
+            raise RuntimeError("GRURecurrence: backward through the same graph twice is not supported")
+        ctx.used = True
         w_hh, hs, gh, rz, n = ctx.saved_tensors
         L, D, B, H = n.shape
         r, z = rz[..., :H], rz[..., H:]
-        h_prev = hs[:, :-1].transpose(0, 1)[..., :H]  # [L, D, B, H]
-        # everything that does not depend on the incoming gradient, for all steps at once:
-        # dL/dg^h_t = delta_t * k_t (per gate block r, z, n), dL/dg^i_{n,t} = delta_t * a_t
-        a = (1 - z) * (1 - n * n)
-        k = torch.stack((a * gh[..., 2 * H :] * r * (1 - r), (h_prev - n) * z * (1 - z), a * r), dim=3)
+        # Everything that does not depend on the incoming gradient, for all steps at once
+        # and in place in the saved buffers (no step needs them afterwards):
+        # dL/dg^h_t = delta_t * k_t per gate block (r, z, n), dL/dg^i_{n,t} = delta_t * a_t.
+        k = gh.view(L, D, B, 3, H)
+        k_r, k_z, k_n = k[:, :, :, 0], k[:, :, :, 1], k[:, :, :, 2]
+        h_prev = hs[:, :-1, :, :H].transpose(0, 1)  # [L, D, B, H]
+        torch.mul(torch.sub(h_prev, n), torch.mul(z, 1 - z), out=k_z)
+        a = n.mul_(n).neg_().add_(1).mul_(1 - z)  # (1 - z)(1 - n^2), in n's buffer
+        torch.mul(a, k_n, out=k_r).mul_(r * (1 - r))  # a g^h_n r (1 - r), from g^h_n in block n
+        torch.mul(a, r, out=k_n)
+        delta = r  # r is not needed any more: delta_t goes in its place
         grad_out = grad_out.transpose(0, 1)  # [L, D, B, H]
-        delta = torch.empty_like(n)
-        dgh = torch.empty_like(k)  # [L, D, B, 3, H]
         grad_h = None
         for t in range(L - 1, -1, -1):
-            d = grad_out[t] if grad_h is None else torch.add(grad_out[t], grad_h, out=delta[t])
-            if grad_h is None:
-                delta[t] = d
-            torch.mul(k[t], d[:, :, None, :], out=dgh[t])
-            grad_h = torch.baddbmm(d * z[t], dgh[t].view(D, B, 3 * H), w_hh)
-        dgh = dgh.view(L, D, B, 3 * H)
+            d = torch.add(grad_out[t], grad_h, out=delta[t]) if grad_h is not None else delta[t].copy_(grad_out[t])
+            kt = k[t]
+            kt.mul_(d[:, :, None, :])  # dL/dg^h_t, in place of k_t
+            grad_h = torch.baddbmm(d * z[t], kt.view(D, B, 3 * H), w_hh)
+        dgh = gh  # [L, D, B, 3H]
         # weight and bias gradients: one product over all steps and sequences
         grad_wb = torch.bmm(dgh.permute(1, 3, 0, 2).reshape(D, 3 * H, L * B),
                             hs[:, :-1].reshape(D, L * B, H + 1))  # [D, 3H, H + 1]
-        grad_gi = dgh.transpose(0, 1).clone()  # [D, L, B, 3H]
-        grad_gi[..., 2 * H :] = (delta * a).transpose(0, 1)
-        return grad_gi, grad_wb[..., :H], grad_wb[..., H]
+        torch.mul(delta, a, out=dgh[..., 2 * H :])  # the n block of dL/dg^i
+        return dgh.transpose(0, 1), grad_wb[..., :H], grad_wb[..., H]
 
 
 def padded_gru(x: torch.Tensor, ctx: SequenceContext, rnn: nn.GRU) -> torch.Tensor:
