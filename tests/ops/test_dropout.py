@@ -30,7 +30,8 @@ def test_keep_rate_scale_and_eval_identity():
     torch.manual_seed(0)
     x = torch.ones(200_000)
     y = fast_dropout(x, 0.1, True)
-    assert set(torch.unique(y).tolist()) == {0.0, pytest.approx(1 / 0.9)}
+    values = torch.unique(y)
+    assert values.numel() == 2 and values[0] == 0 and values[1].item() == pytest.approx(1 / 0.9)
     assert abs((y > 0).float().mean().item() - 0.9) < 0.005
     assert fast_dropout(x, 0.1, False) is x and fast_dropout(x, 0.0, True) is x
     assert torch.all(fast_dropout(x, 1.0, True) == 0)
