@@ -7,9 +7,10 @@ sentences (24 layers, hidden 64, batch 128, max length 64) in <= 30 s, and evalu
 Measures, in one run, with ``torch.set_num_threads`` pinned, and prints the two target
 figures directly (the ``TARGET`` lines), each with the load average around it:
 
-1. **Supernet epoch** (what ``one-shot-evolution`` does per epoch: length-bucketed
-   batches as in the recipes, one architecture sampled from the prior per step, Adam
-   lr 0.005, gradient clipping 5): ``--epochs`` full epochs of 67 steps are timed
+1. **Supernet epoch** (``attnas.train.train_epoch``, what ``one-shot-evolution`` runs per
+   epoch: length-bucketed batches as in the recipes, one architecture sampled from the
+   prior per step, Adam lr 0.005, gradient clipping 5): ``--epochs`` full epochs of 67
+   steps are timed
    (the target figure: a whole epoch, not an extrapolation). Before that, ``--steps``
    steps alternate between the current text operations and the reference ones of
    round 3 (GRU on packed sequences), on the same batches and architectures, for their
@@ -78,6 +79,8 @@ def main() -> None:
     import torch
 
     from attnas.data.root import resolve_data_root
+    from attnas.strategies.one_shot import SupernetConfig
+    from attnas.train import make_optimizer, step_with_gradients, train_epoch
     from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
     from attnas.tasks.text_classification import TextClassificationConfig, TextClassificationTask
 
@@ -93,15 +96,18 @@ def main() -> None:
     out["supernet_build_s"] = round(time.perf_counter() - t0, 2)
     out["supernet_params_M"] = round(sum(p.numel() for p in supernet.parameters()) / 1e6, 1)
     params = list(supernet.parameters())
-    opt = torch.optim.Adam(params, lr=0.005)
-    steps_per_epoch = -(-task.num_examples("train") // 128)
     rng = random.Random(0)
 
-    def step(batch, arch) -> None:
-        opt.zero_grad(set_to_none=True)
+    cfg = SupernetConfig(epochs=1, lr=0.005, weight_decay=0.0, grad_clip=5.0, batch_size=128)  # the recipes'
+    opt = make_optimizer(params, cfg)
+
+    def step(batch, arch) -> None:  # one step of train_epoch
         task.loss(supernet(batch, arch), batch).backward()
-        torch.nn.utils.clip_grad_norm_(params, 5.0)
-        opt.step()
+        active = [p for p in params if p.grad is not None]
+        torch.nn.utils.clip_grad_norm_(active, cfg.grad_clip)
+        step_with_gradients(opt, active)
+        for p in active:
+            p.grad = None
 
     supernet.train()
     gen = torch.Generator().manual_seed(1)
@@ -128,14 +134,8 @@ def main() -> None:
     for _ in range(args.epochs):
         la = load_avg()
 
-        def epoch() -> int:
-            n = 0
-            for batch in task.batches("train", shuffle=True, generator=gen):
-                step(batch, space.sample(rng))
-                n += 1
-            return n
-
-        w, c, n = timed(epoch)
+        n = -(-task.num_examples("train") // cfg.batch_size)
+        w, c, _ = timed(lambda: train_epoch(lambda b: supernet(b, space.sample(rng)), task, opt, params, cfg, gen))
         epochs.append({"wall_s": round(w, 1), "cpu_s": round(c, 1), "steps": n, "load_avg_before": la,
                        "load_avg_after": load_avg()})
     out["supernet_epochs"] = epochs
