@@ -205,8 +205,10 @@ class GRUOp(nn.Module):
     the right-padded batch, backward direction over each sequence reversed within its
     length, hand-written backward pass; several times faster on CPU);
     ``implementation="packed"`` runs ``nn.GRU`` on packed sequences
-    (``pack_padded_sequence``), the reference both are tested against. The parameters
-    are those of the same ``nn.GRU`` either way (identical state dicts). As in
+    (``pack_padded_sequence``), the reference both are tested against, and is what both
+    use without gradients (evaluation: there the packed recurrence, which skips finished
+    sequences, is the faster). The parameters are those of the same ``nn.GRU`` either
+    way (identical state dicts). As in
     the reference implementation the GRU is bidirectional with hidden size :math:`H`
     per direction and the two directions are summed (``directions="sum"``):
 
@@ -248,7 +250,7 @@ class GRUOp(nn.Module):
 
     def forward(self, x: torch.Tensor, ctx: SequenceContext) -> torch.Tensor:
         B, L, _ = x.shape
-        if self.implementation == "padded":
+        if self.implementation == "padded" and torch.is_grad_enabled():
             y = padded_gru(self.norm(x), ctx, self.rnn)  # zeros at pads
         else:
             packed = pack_padded_sequence(self.norm(x), ctx.lengths_cpu, batch_first=True, enforce_sorted=False)
