@@ -106,13 +106,17 @@ def gru_steps(gi: torch.Tensor, w_hh: torch.Tensor, b_hh: torch.Tensor, keep: bo
     gh = gi.new_empty(steps, D, B, H3)
     rz = gi.new_empty(steps, D, B, 2 * H)
     n = gi.new_empty(steps, D, B, H)
+    # the per-step views, made once (views cost more than the small products of a step)
+    gi_rz, gi_n = gi[..., : 2 * H].unbind(1), gi[..., 2 * H :].unbind(1)
+    h_in, h_out = hs.unbind(1), hs[..., :H].unbind(1)
+    gh_t, gh_rz, gh_n = gh.unbind(0), gh[..., : 2 * H].unbind(0), gh[..., 2 * H :].unbind(0)
+    rz_t, r_t, z_t, n_t = rz.unbind(0), rz[..., :H].unbind(0), rz[..., H:].unbind(0), n.unbind(0)
     for t in range(L):
         i = t if keep else 0
-        h = hs[:, t]
-        torch.bmm(h, w_aug, out=gh[i])
-        torch.add(gi[:, t, :, : 2 * H], gh[i, :, :, : 2 * H], out=rz[i]).sigmoid_()
-        torch.addcmul(gi[:, t, :, 2 * H :], rz[i, :, :, :H], gh[i, :, :, 2 * H :], out=n[i]).tanh_()
-        torch.lerp(n[i], h[..., :H], rz[i, :, :, H:], out=hs[:, t + 1, :, :H])
+        torch.bmm(h_in[t], w_aug, out=gh_t[i])
+        torch.add(gi_rz[t], gh_rz[i], out=rz_t[i]).sigmoid_()
+        torch.addcmul(gi_n[t], r_t[i], gh_n[i], out=n_t[i]).tanh_()
+        torch.lerp(n_t[i], h_out[t], z_t[i], out=h_out[t + 1])
     return hs, (gh, rz, n)
 
 
@@ -161,11 +165,11 @@ class GRURecurrence(torch.autograd.Function):
         delta = r  # r is not needed any more: delta_t goes in its place
         grad_out = grad_out.transpose(0, 1)  # [L, D, B, H]
         grad_h = None
+        delta_t, out_t, k_t, z_s = delta.unbind(0), grad_out.unbind(0), k.unbind(0), z.unbind(0)
         for t in range(L - 1, -1, -1):
-            d = torch.add(grad_out[t], grad_h, out=delta[t]) if grad_h is not None else delta[t].copy_(grad_out[t])
-            kt = k[t]
-            kt.mul_(d[:, :, None, :])  # dL/dg^h_t, in place of k_t
-            grad_h = torch.baddbmm(d * z[t], kt.view(D, B, 3 * H), w_hh)
+            d = torch.add(out_t[t], grad_h, out=delta_t[t]) if grad_h is not None else delta_t[t].copy_(out_t[t])
+            kt = k_t[t].mul_(d[:, :, None, :])  # dL/dg^h_t, in place of k_t
+            grad_h = torch.baddbmm(d * z_s[t], kt.view(D, B, 3 * H), w_hh)
         dgh = gh  # [L, D, B, 3H]
         # weight and bias gradients: one product over all steps and sequences
         grad_wb = torch.bmm(dgh.permute(1, 3, 0, 2).reshape(D, 3 * H, L * B),
