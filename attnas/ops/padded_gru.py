@@ -2,10 +2,12 @@
 
 The ``gru`` operation of AutoAttend's Table 3 (:class:`attnas.ops.text.GRUOp`) must read
 only each sentence's own tokens in both directions. Packing (``pack_padded_sequence``)
-does that, but on CPU ``nn.GRU`` then runs one small autograd-recorded cell per time
-step (about 9 recorded operations forward and their backward nodes), recomputes the
-input projection per step, and packs / unpacks the batch; in the 24-layer text
-supernet this made the GRU the bottleneck (``benchmarks/bench_text_ops.py``).
+does that, but on CPU ``nn.GRU`` then records a small autograd graph per time step
+(several operations per step and direction), and in its backward pass every step's
+slice of the packed input projection zero-fills a gradient as large as the whole
+projection (quadratic in the length), which made it a large part of the 24-layer
+supernet's backward pass (``benchmarks/bench_autoattend_text.py`` compares the two in
+the same run).
 
 This module computes the same function on the right-padded ``[B, L, H]`` batch:
 
@@ -43,14 +45,13 @@ plus what flows back from step :math:`t+1`), :math:`A_t = (1 - z_t)(1 - n_t^2)` 
 and :math:`\\partial\\mathcal{L}/\\partial g^i_t` equals :math:`\\partial\\mathcal{L}/\\partial g^h_t`
 except in the :math:`n` block, :math:`\\delta_t \\odot A_t`. The factors in brackets do
 not depend on :math:`\\delta`, so they are computed for all steps at once; the loop
-itself is three operations per step. Outputs equal the packed ``nn.GRU``'s to float
+itself is four operations per step. Outputs equal the packed ``nn.GRU``'s to float
 rounding (``tests/ops/test_padded_gru.py``: outputs and all gradients within 1e-5).
 """
 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from attnas.ops.sequence_context import SequenceContext
