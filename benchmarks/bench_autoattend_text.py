@@ -1,29 +1,38 @@
 """AutoAttend on SST-5: time of one supernet epoch and of evaluating 1,000 architectures (issue 3).
 
-Measures, in one run on this machine, with ``torch.set_num_threads`` pinned:
+Issue 3 targets (two quiet CPU cores): one supernet epoch over the 8,544 SST-5 training
+sentences (24 layers, hidden 64, batch 128, max length 64) in <= 30 s, and evaluating
+1,000 architectures on the 1,101 dev sentences with supernet weights in <= 300 s.
 
-1. **Supernet epoch** over the 8,544 SST-5 training sentences (24 layers, hidden 64,
-   batch 128, max length 64, one architecture sampled from the prior per step, Adam):
-   ``--steps`` training steps are timed (after ``--warmup`` untimed ones) and the median
-   step is multiplied by the 67 steps of an epoch. Done with a plain shuffle and with
-   length-bucketed batches (``task.bucket``), the two interleaved step by step so that
-   both see the same machine load.
+Measures, in one run, with ``torch.set_num_threads`` pinned, and prints the two target
+figures directly (the ``TARGET`` lines), each with the load average around it:
+
+1. **Supernet epoch** (``attnas.train.train_epoch``, what ``one-shot-evolution`` runs per
+   epoch: length-bucketed batches as in the recipes, one architecture sampled from the
+   prior per step, Adam lr 0.005, gradient clipping 5): ``--epochs`` full epochs of 67
+   steps are timed
+   (the target figure: a whole epoch, not an extrapolation). Before that, ``--steps``
+   steps alternate between the current text operations and the reference ones of
+   round 3 (GRU on packed sequences), on the same batches and architectures, for their
+   ratio (medians; both see the same machine load).
 2. **Evaluating 1,000 architectures** on the 1,101 dev sentences with supernet weights
-   (eval mode, batches sorted by length): ``--archs`` architectures from the prior are
-   scored and the median is multiplied by 1,000 (an extrapolation from a subset). Also
-   the share of that time spent in the shared stem, i.e. the most that caching the stem's
-   output across candidates could save.
+   (as ``supernet_score``: eval mode, batches sorted by length, batch ``--eval-batch``):
+   ``--archs`` architectures from the prior are scored and their *mean* time is
+   multiplied by 1,000 (an extrapolation from a measured subset). Evaluation runs the
+   GRU on packed sequences in both (the faster without gradients), so there is no
+   reference ratio here; instead the matrix-product FLOPs of each scored architecture
+   are counted (``torch.utils.flop_counter``) and turned into the time 1,000 of them
+   would need at ``--peak-gflops`` per thread (a lower bound).
 
-Every figure is given as wall-clock seconds and as the process's CPU seconds (on a
-machine shared with other jobs the CPU time is the steadier number; with one thread it
-is what a quiet core would take), with the load average before and after.
+Every figure is given in wall-clock seconds and in the process's CPU seconds (on a
+shared machine the CPU time is the steadier number; with one thread it is what one
+quiet core would take).
 
-Usage::
+Usage (the lead's quiet re-measurement, two threads)::
 
-    PYTHONPATH=. python benchmarks/bench_autoattend_text.py [--threads 2] [--steps 20] [--archs 20]
+    PYTHONPATH=. python benchmarks/bench_autoattend_text.py --threads 2
 
-Issue 3 targets (two quiet CPU cores): <= 30 s per supernet epoch, <= 5 min per 1,000
-evaluations.
+Faster smoke run: ``--epochs 0 --steps 4 --archs 4``.
 """
 
 from __future__ import annotations
@@ -40,91 +49,156 @@ def load_avg() -> str:
     return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def timed(fn) -> tuple[float, float]:
+def timed(fn) -> tuple[float, float, object]:
     w, c = time.perf_counter(), time.process_time()
-    fn()
-    return time.perf_counter() - w, time.process_time() - c
+    out = fn()
+    return time.perf_counter() - w, time.process_time() - c, out
+
+
+def set_gru(model, implementation: str) -> None:
+    """Switch every GRU operation of ``model`` to ``implementation`` (same parameters)."""
+    from attnas.ops.text import GRUOp
+
+    for m in model.modules():
+        if isinstance(m, GRUOp):
+            m.implementation = implementation
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--layers", type=int, default=24)
-    ap.add_argument("--steps", type=int, default=20, help="timed supernet steps per batching")
+    ap.add_argument("--epochs", type=int, default=1, help="full supernet epochs timed (the target figure)")
+    ap.add_argument("--steps", type=int, default=10, help="steps per implementation for the current/reference ratio")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--archs", type=int, default=20, help="architectures scored on the dev set")
     ap.add_argument("--bucket", type=int, default=8, help="chunk size (in batches) of the bucketed shuffle")
     ap.add_argument("--eval-batch", type=int, default=128, help="the strategy scores with the supernet batch size")
+    ap.add_argument("--no-reference", action="store_true", help="skip the round-3 reference steps")
+    ap.add_argument("--flops", type=int, default=1, help="count the FLOPs of the scored architectures (0: no)")
+    ap.add_argument("--peak-gflops", type=float, default=78.0,
+                    help="fp32 matrix-product GFLOP/s of one thread (78: measured on this Zen4 CPU)")
     ap.add_argument("--data-dir", default=None)
     args = ap.parse_args()
 
     import torch
 
     from attnas.data.root import resolve_data_root
+    from attnas.strategies.one_shot import SupernetConfig
+    from attnas.train import make_optimizer, step_with_gradients, train_epoch
     from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
     from attnas.tasks.text_classification import TextClassificationConfig, TextClassificationTask
 
     torch.set_num_threads(args.threads)
     out = {"threads": args.threads, "layers": args.layers, "load_avg_start": load_avg()}
     root = resolve_data_root(args.data_dir)
-    plain = TextClassificationTask(TextClassificationConfig(dataset="sst5"), root)
-    bucketed = TextClassificationTask(TextClassificationConfig(dataset="sst5", bucket=args.bucket), root)
+    task = TextClassificationTask(TextClassificationConfig(dataset="sst5", bucket=args.bucket), root)
     space = AutoAttendSpace(AutoAttendConfig(layers=args.layers, hidden=64, pool="text", heads=8, context="fc",
                                              dropout=0.1, attn_dropout=0.1))
     torch.manual_seed(0)
     t0 = time.perf_counter()
-    supernet = space.supernet(plain)
+    supernet = space.supernet(task)
     out["supernet_build_s"] = round(time.perf_counter() - t0, 2)
     out["supernet_params_M"] = round(sum(p.numel() for p in supernet.parameters()) / 1e6, 1)
     params = list(supernet.parameters())
-    opt = torch.optim.Adam(params, lr=0.005)
-    steps_per_epoch = -(-plain.num_examples("train") // 128)
     rng = random.Random(0)
 
-    def step(batch) -> None:
-        arch = space.sample(rng)
+    cfg = SupernetConfig(epochs=1, lr=0.005, weight_decay=0.0, grad_clip=5.0, batch_size=128)  # the recipes'
+    opt = make_optimizer(params, cfg)
+
+    def step(batch, arch) -> None:  # one step of train_epoch
+        task.loss(supernet(batch, arch), batch).backward()
+        active = [p for p in params if p.grad is not None]
+        torch.nn.utils.clip_grad_norm_(active, cfg.grad_clip)
+        step_with_gradients(opt, active)
+        for p in active:
+            p.grad = None
+
+    def reference_step(batch, arch) -> None:  # round 3: every parameter zeroed, clipped, stepped
         opt.zero_grad(set_to_none=True)
-        plain.loss(supernet(batch, arch), batch).backward()
-        torch.nn.utils.clip_grad_norm_(params, 5.0)
+        task.loss(supernet(batch, arch), batch).backward()
+        torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
         opt.step()
 
     supernet.train()
-    g1, g2 = torch.Generator().manual_seed(1), torch.Generator().manual_seed(1)
-    it_plain = iter(plain.batches("train", shuffle=True, generator=g1))
-    it_bucket = iter(bucketed.batches("train", shuffle=True, generator=g2))
-    times = {"plain": [], "bucketed": []}
-    n = args.warmup + args.steps
-    for i in range(n):
-        for name, it in (("plain", it_plain), ("bucketed", it_bucket)):
-            w, c = timed(lambda: step(next(it)))
-            if i >= args.warmup:
-                times[name].append((w, c))
-    out["load_avg_after_training"] = load_avg()
-    for name, ts in times.items():
-        w, c = statistics.median(t[0] for t in ts), statistics.median(t[1] for t in ts)
-        out[f"supernet_epoch_{name}"] = {"step_wall_s": round(w, 3), "step_cpu_s": round(c, 3),
-                                         "epoch_wall_s_est": round(w * steps_per_epoch, 1),
-                                         "epoch_cpu_s_est": round(c * steps_per_epoch, 1),
-                                         "timed_steps": len(ts), "steps_per_epoch": steps_per_epoch}
+    gen = torch.Generator().manual_seed(1)
+    # 1a. current vs reference operations, alternating on the same batches and architectures
+    if args.steps > 0 and not args.no_reference:
+        batches = list(task.batches("train", shuffle=True, generator=gen))
+        times = {"current": [], "reference": []}
+        for i in range(args.warmup + args.steps):
+            batch, arch = batches[i % len(batches)], space.sample(rng)
+            for name, impl, fn in (("current", "padded", step), ("reference", "packed", reference_step)):
+                set_gru(supernet, impl)
+                w, c, _ = timed(lambda: fn(batch, arch))
+                if i >= args.warmup:
+                    times[name].append((w, c))
+        set_gru(supernet, "padded")
+        med = {k: (statistics.median(t[0] for t in v), statistics.median(t[1] for t in v)) for k, v in times.items()}
+        out["supernet_step_ratio"] = {
+            "current_step_cpu_s": round(med["current"][1], 3), "reference_step_cpu_s": round(med["reference"][1], 3),
+            "current_over_reference_cpu": round(med["current"][1] / med["reference"][1], 3),
+            "current_over_reference_wall": round(med["current"][0] / med["reference"][0], 3),
+            "steps": args.steps, "load_avg_after": load_avg()}
+    # 1b. whole epochs (the target figure)
+    epochs = []
+    for _ in range(args.epochs):
+        la = load_avg()
 
+        n = -(-task.num_examples("train") // cfg.batch_size)
+        w, c, _ = timed(lambda: train_epoch(lambda b: supernet(b, space.sample(rng)), task, opt, params, cfg, gen))
+        epochs.append({"wall_s": round(w, 1), "cpu_s": round(c, 1), "steps": n, "load_avg_before": la,
+                       "load_avg_after": load_avg()})
+    out["supernet_epochs"] = epochs
+
+    # 2. evaluation of architectures with supernet weights
     supernet.eval()
-    evals = []
-    for _ in range(args.archs):
-        arch = space.sample(rng)
-        evals.append(timed(lambda: plain.evaluate(lambda b: supernet(b, arch), "val", batch_size=args.eval_batch)))
-    w, c = statistics.median(e[0] for e in evals), statistics.median(e[1] for e in evals)
-    out["evaluate_1000"] = {"per_arch_wall_s": round(w, 3), "per_arch_cpu_s": round(c, 3),
-                            "wall_s_est": round(1000 * w, 1), "cpu_s_est": round(1000 * c, 1),
-                            "archs_timed": args.archs, "eval_batch": args.eval_batch,
-                            "dev_sentences": plain.num_examples("val")}
-    # what caching the stem's output across candidates could save at most: the stem alone over the dev set
-    with torch.no_grad():
-        stem = [timed(lambda: [supernet.stem(b) for b in plain.batches("val", batch_size=args.eval_batch,
-                                                                        sort_by_length=True)])
-                for _ in range(5)]
-    out["evaluate_1000"]["stem_share_of_eval_cpu"] = round(statistics.median(t[1] for t in stem) / c, 4)
+    archs = [space.sample(rng) for _ in range(args.archs)]
+
+    def score(arch) -> float:
+        return task.evaluate(lambda b: supernet(b, arch), "val", batch_size=args.eval_batch)
+
+    la = load_avg()
+    if archs:
+        score(archs[0])  # warm-up
+    evals = [timed(lambda: score(a)) for a in archs]
+    ev = {"archs_timed": len(archs), "eval_batch": args.eval_batch, "dev_sentences": task.num_examples("val"),
+          "load_avg_before": la, "load_avg_after": load_avg()}
+    if evals:
+        ev.update(per_arch_wall_s_mean=round(statistics.mean(e[0] for e in evals), 3),
+                  per_arch_cpu_s_mean=round(statistics.mean(e[1] for e in evals), 3),
+                  per_arch_wall_s_median=round(statistics.median(e[0] for e in evals), 3),
+                  wall_s_1000_est=round(1000 * statistics.mean(e[0] for e in evals), 1),
+                  cpu_s_1000_est=round(1000 * statistics.mean(e[1] for e in evals), 1))
+    if evals and args.flops:
+        from torch.utils.flop_counter import FlopCounterMode
+
+        flops = []
+        for a in archs:
+            with FlopCounterMode(display=False) as fc:
+                score(a)
+            flops.append(fc.get_total_flops())
+        gflop = statistics.mean(flops) / 1e9
+        ev.update(gflop_per_arch_mean=round(gflop, 1),
+                  effective_gflops_per_cpu_s=round(gflop / ev["per_arch_cpu_s_mean"], 1),
+                  lower_bound_s_1000_at_peak=round(1000 * gflop / (args.peak_gflops * args.threads), 1),
+                  peak_gflops_per_thread=args.peak_gflops)
+    out["evaluate"] = ev
     out["load_avg_end"] = load_avg()
     print(json.dumps(out, indent=1))
+    for e in epochs:
+        print(f"TARGET supernet epoch (8,544 sentences, {e['steps']} steps, {args.layers} layers, "
+              f"{args.threads} threads): {e['wall_s']} s wall ({e['cpu_s']} CPU-s), target <= 30 s; "
+              f"load average {e['load_avg_before']} -> {e['load_avg_after']}")
+    if evals:
+        print(f"TARGET 1,000 architectures on the 1,101 dev sentences ({args.threads} threads, extrapolated from "
+              f"{len(archs)} measured, batch {args.eval_batch}): {ev['wall_s_1000_est']} s wall "
+              f"({ev['cpu_s_1000_est']} CPU-s), target <= 300 s; load average {ev['load_avg_before']} -> "
+              f"{ev['load_avg_after']}")
+        if "gflop_per_arch_mean" in ev:
+            print(f"  {ev['gflop_per_arch_mean']} GFLOP per architecture (matrix products): 1,000 need at least "
+                  f"{ev['lower_bound_s_1000_at_peak']} s at {args.peak_gflops:g} GFLOP/s per thread x "
+                  f"{args.threads}; measured {ev['effective_gflops_per_cpu_s']} GFLOP per CPU-s")
 
 
 if __name__ == "__main__":

@@ -65,7 +65,8 @@ def bench(args: argparse.Namespace, lengths: torch.Tensor, label: str) -> dict[s
     ref = torch.nn.Linear(H, H)
     cases: list[tuple[str, Callable[[], None]]] = [("Linear(H,H) reference", lambda: ref(x).sum().backward())]
     modules = [(name, _registry.create("op", name, H, group="text", dropout=0.1), 1) for name in BASELINE_TEXT_POOL]
-    modules += [("gru directions=concat", GRUOp(H, dropout=0.1, directions="concat"), 1),
+    modules += [("gru packed (round 3)", GRUOp(H, dropout=0.1, implementation="packed"), 1),
+                ("gru directions=concat", GRUOp(H, dropout=0.1, directions="concat"), 1),
                 ("gru directions=forward", GRUOp(H, dropout=0.1, directions="forward"), 1),
                 ("attention layer (Eq. 8)", SequenceAttention(H, 8, dropout=0.1), 3)]
     for name, module, n_inputs in modules:

@@ -260,7 +260,7 @@ class TextClassificationTask(Task):
         """Cross-entropy of the logits ``output`` ``[B, num_classes]``."""
         return F.cross_entropy(output, batch.y)
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def evaluate(self, forward: Callable[[TextBatch], torch.Tensor], split: str,
                  batch_size: int | None = None) -> float:
         """Accuracy (a fraction) of ``forward``'s argmax on ``split``."""
