@@ -223,16 +223,36 @@ def check_arch(arch_json: Path = typer.Argument(..., help="An arch.json file."),
     typer.echo(f"ok: {space.describe(arch)}")
 
 
-def main() -> None:
-    """Console-script entry point.
+def _choose_omp_wait_policy() -> str | None:
+    """The OpenMP wait policy for this process, or ``None`` to keep the runtime's default.
 
-    Sets ``OMP_WAIT_POLICY=PASSIVE`` unless the user chose a policy: idle OpenMP threads
-    then sleep instead of spinning, which on shared or oversubscribed machines made small
-    torch operations up to 70x faster (set ``OMP_WAIT_POLICY=ACTIVE`` to undo).
+    A policy the user set (``OMP_WAIT_POLICY``) is kept. Otherwise, when the machine is
+    already busy at start (1-minute load average at least the number of CPUs minus one
+    half), idle OpenMP threads should sleep (``PASSIVE``): spinning threads that compete with
+    other processes made small torch operations up to 70x slower on a shared 2-core machine.
+    On an idle machine the runtime's default (spin briefly, then sleep) is kept: there,
+    ``PASSIVE`` made two threads 1.4x slower than the default (D-VAE training step, 2 threads,
+    ``benchmarks/bench_dvae_epoch.py``). OpenMP reads the variable once, when torch starts its
+    thread pool, so it must be decided before any torch work.
     """
     import os
 
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if "OMP_WAIT_POLICY" in os.environ:
+        return os.environ["OMP_WAIT_POLICY"]
+    try:
+        busy = os.getloadavg()[0] >= (os.cpu_count() or 1) - 0.5
+    except OSError:  # no load average on this platform
+        return None
+    if busy:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+        return "PASSIVE"
+    return None
+
+
+def main() -> None:
+    """Console-script entry point (sets the OpenMP wait policy first, see
+    :func:`_choose_omp_wait_policy`)."""
+    _choose_omp_wait_policy()
     app()
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from typer.testing import CliRunner
 
-from attnas.cli import app
+from attnas.cli import _choose_omp_wait_policy, app
 
 runner = CliRunner()
 
@@ -103,3 +104,20 @@ def test_search_retrain_evaluate_report_check_arch(tiny_recipe, tmp_path):
 def test_version():
     r = run("--version")
     assert r.exit_code == 0 and r.output.startswith("attnas ")
+
+
+
+@pytest.mark.parametrize("load, expected", [(0.3, None), (1.6, "PASSIVE")])
+def test_omp_wait_policy_sleeps_only_on_a_busy_machine(monkeypatch, load, expected):
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert _choose_omp_wait_policy() == expected
+    assert os.environ.get("OMP_WAIT_POLICY") == expected
+
+
+def test_omp_wait_policy_keeps_the_users_choice(monkeypatch):
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 9.0, 9.0))
+    assert _choose_omp_wait_policy() == "ACTIVE"
+    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
