@@ -74,6 +74,7 @@ class DVAEEncoder(nn.Module):
         self.message_input = message_input
         self.shared_weight_grads = True
         self.stack_directions = True
+        self.unbind_steps = True  # stacked sweep: per-step slices by one unbind (False: round 4's indexing)
         feat = max_nodes if message_input == "vertex_id" else x_dim
         self.gru_forward = nn.GRUCell(x_dim, hidden)
         self.gated_forward = GatedSum(hidden + feat, hidden)
@@ -157,6 +158,12 @@ class DVAEEncoder(nn.Module):
         hh = SharedLinear(torch.stack([g.weight_hh for g in grus]), torch.stack([g.bias_hh for g in grus]))
         fused = [g.fused() for g in (self.gated_forward, self.gated_backward)]
         msg = SharedLinear(torch.stack([w for w, _ in fused]), torch.stack([bias for _, bias in fused]))
+        if self.unbind_steps:  # step t: (forward vertex t, reverse vertex N - 1 - t), one UnbindBackward
+            gi_at = torch.stack([gi[0], gi[1].flip(1)]).unbind(2)  # (2, B, 3H) per step
+            feats_at = torch.stack([feats, feats.flip(1)]).unbind(2)  # (2, B, F) per step
+        else:
+            gi_at = [torch.stack([gi[0, :, t], gi[1, :, n - 1 - t]]) for t in range(n)]
+            feats_at = [torch.stack([feats[:, t], feats[:, n - 1 - t]]) for t in range(n)]
         fwd: list[Tensor] = []
         back: list[Tensor] = []  # back[t] is vertex N - 1 - t
         msg_f: list[Tensor] = []
@@ -170,12 +177,11 @@ class DVAEEncoder(nn.Module):
                     aggregate(adj[:, :vf, vf], torch.stack(msg_f, 1)),  # predecessors 0..t-1
                     aggregate(adj[:, vb, vb + 1 :], torch.stack(msg_b[::-1], 1)),  # successors vb+1..N-1
                 ])
-                h = gru_cell(torch.stack([gi[0, :, vf], gi[1, :, vb]]), hh(s), s)
+                h = gru_cell(gi_at[t], hh(s), s)
             fwd.append(h[0])
             back.append(h[1])
             if t != n - 1:  # the last vertex of a sweep has no one to send to
-                d = torch.stack([torch.cat([h[0], feats[:, vf]], -1), torch.cat([h[1], feats[:, vb]], -1)])
-                m = GatedSum.from_fused(msg(d))
+                m = GatedSum.from_fused(msg(torch.cat([h, feats_at[t]], -1)))
                 msg_f.append(m[0])
                 msg_b.append(m[1])
         return torch.stack(fwd, 1), torch.stack(back[::-1], 1)
