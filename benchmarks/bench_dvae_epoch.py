@@ -25,7 +25,7 @@ an extrapolation from a fixed fraction of the epoch, stated as such.
 Variants: every model of ``--models`` at every precision of ``--precision`` (``bf16``:
 the loss under bf16 autocast, the explicit ``precision: bf16`` training option; fp32 is
 the default and the paper's); with ``--round4``, D-VAE fp32 as round 4 computed it (the edge
-MLP through autograd, the precomputed products sliced per vertex); with ``--unstacked``, D-VAE with its encoder's two
+MLP through autograd, the precomputed products sliced per vertex, weight gradients as ``G^T X``); with ``--unstacked``, D-VAE with its encoder's two
 directions in separate products; with ``--round3``, D-VAE as round 3 computed it (the GRU and
 gated-sum modules called at every vertex, every decoder term at its vertex step); with
 ``--dense``, round 3 without the decoder's distinct-state deduplication; and, with
@@ -98,11 +98,11 @@ class Variant:
             self.model.decoder.dedup = dedup
         if hasattr(self.model.encoder, "stack_directions"):
             self.model.encoder.stack_directions = stacked
-        if round4:  # round 4's computation: the autograd edge MLP, per-vertex indexing of the precomputed products
+        if round4:  # round 4's computation: autograd edge MLP, per-vertex indexing, G^T X weight gradients
             self.model.decoder.fused_edges = False
-            self.model.decoder.unbind_steps = False
-            if hasattr(self.model.encoder, "unbind_steps"):
-                self.model.encoder.unbind_steps = False
+            self.model.decoder.layout_tuned = False
+            if hasattr(self.model.encoder, "layout_tuned"):
+                self.model.encoder.layout_tuned = False
         self.model.train()
         self.precision = precision
         self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-4, fused=True)  # as attnas.graphvae.train

@@ -43,7 +43,7 @@ from torch import Tensor, nn
 from attnas.graphvae.aggregation import GatedSum, aggregate, descriptor_features
 from attnas.graphvae.dag_batch import END_TYPE, START_TYPE, DagBatch
 from attnas.graphvae.edge_logits import edge_logits
-from attnas.graphvae.gru import gru_cell, gru_from_zero
+from attnas.graphvae.gru import gru_cell, gru_from_zero, input_products
 from attnas.graphvae.shared_linear import SharedLinear
 
 
@@ -133,7 +133,9 @@ class DagDecoder(nn.Module):
         self.schedule = schedule
         # Deferred schedule only. False: round 4's computation (kept for the tests and the benchmark).
         self.fused_edges = True  # the edge MLP as one fused function (attnas.graphvae.edge_logits)
-        self.unbind_steps = True  # per-vertex slices by one unbind (one gradient stack, not N zero-filled tensors)
+        # Per-vertex slices by one unbind (one gradient stack, not N zero-filled tensors), weight
+        # gradients in the faster operand order (SharedLinear, gru.input_products).
+        self.layout_tuned = True
         feat = max_nodes if message_input == "vertex_id" else x_dim
         self.fc_h0 = nn.Linear(latent, hidden)
         self.gru = nn.GRUCell(x_dim, hidden)
@@ -184,10 +186,14 @@ class DagDecoder(nn.Module):
         x = encode_ops(types)
         feats = descriptor_features(self.message_input, x, self.max_nodes)
         adj = batch.adj.to(x.dtype)
-        gi = F.linear(x, self.gru.weight_ih, self.gru.bias_ih)  # (B, n, 3H): every vertex's input product
-        hh = SharedLinear(self.gru.weight_hh, self.gru.bias_hh)
-        gated = SharedLinear(*self.gated.fused())
-        if self.unbind_steps:  # one UnbindBackward (a stack) instead of a zero-filled (B, n, *) per slice
+        tuned = self.layout_tuned
+        if tuned:
+            gi = input_products(x, self.gru.weight_ih, self.gru.bias_ih)  # (B, n, 3H): every vertex's input product
+        else:
+            gi = F.linear(x, self.gru.weight_ih, self.gru.bias_ih)
+        hh = SharedLinear(self.gru.weight_hh, self.gru.bias_hh, transposed_weight_grad=tuned)
+        gated = SharedLinear(*self.gated.fused(), transposed_weight_grad=tuned)
+        if tuned:  # one UnbindBackward (a stack) instead of a zero-filled (B, n, *) per slice
             gi_at, feats_at = gi.unbind(1), feats.unbind(1)
         else:
             gi_at, feats_at = [gi[:, v] for v in range(n)], [feats[:, v] for v in range(n)]

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnas.graphvae.aggregation import GatedSum, aggregate, descriptor_features
-from attnas.graphvae.gru import gru_cell, gru_from_zero
+from attnas.graphvae.gru import gru_cell, gru_from_zero, input_products
 from attnas.graphvae.shared_linear import SharedLinear
 
 
@@ -74,7 +74,9 @@ class DVAEEncoder(nn.Module):
         self.message_input = message_input
         self.shared_weight_grads = True
         self.stack_directions = True
-        self.unbind_steps = True  # stacked sweep: per-step slices by one unbind (False: round 4's indexing)
+        # Stacked sweep: per-step slices by one unbind, weight gradients in the faster operand
+        # order (SharedLinear, gru.input_products). False: round 4's computation.
+        self.layout_tuned = True
         feat = max_nodes if message_input == "vertex_id" else x_dim
         self.gru_forward = nn.GRUCell(x_dim, hidden)
         self.gated_forward = GatedSum(hidden + feat, hidden)
@@ -154,11 +156,15 @@ class DVAEEncoder(nn.Module):
         """
         n = x.shape[1]
         grus = (self.gru_forward, self.gru_backward)
-        gi = torch.stack([F.linear(x, g.weight_ih, g.bias_ih) for g in grus])  # (2, B, N, 3H)
-        hh = SharedLinear(torch.stack([g.weight_hh for g in grus]), torch.stack([g.bias_hh for g in grus]))
+        tuned = self.layout_tuned
+        product = input_products if tuned else F.linear
+        gi = torch.stack([product(x, g.weight_ih, g.bias_ih) for g in grus])  # (2, B, N, 3H)
+        hh = SharedLinear(torch.stack([g.weight_hh for g in grus]), torch.stack([g.bias_hh for g in grus]),
+                          transposed_weight_grad=tuned)
         fused = [g.fused() for g in (self.gated_forward, self.gated_backward)]
-        msg = SharedLinear(torch.stack([w for w, _ in fused]), torch.stack([bias for _, bias in fused]))
-        if self.unbind_steps:  # step t: (forward vertex t, reverse vertex N - 1 - t), one UnbindBackward
+        msg = SharedLinear(torch.stack([w for w, _ in fused]), torch.stack([bias for _, bias in fused]),
+                           transposed_weight_grad=tuned)
+        if tuned:  # step t: (forward vertex t, reverse vertex N - 1 - t), one UnbindBackward
             gi_at = torch.stack([gi[0], gi[1].flip(1)]).unbind(2)  # (2, B, 3H) per step
             feats_at = torch.stack([feats, feats.flip(1)]).unbind(2)  # (2, B, F) per step
         else:

@@ -39,8 +39,9 @@ class _Bank:
 
 class _Collect(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, weight: Tensor, bias: Tensor | None, bank: _Bank) -> Tensor:  # type: ignore[override]
+    def forward(ctx, weight: Tensor, bias: Tensor | None, bank: _Bank, transposed: bool) -> Tensor:  # type: ignore[override]
         ctx.bank = bank
+        ctx.transposed = transposed
         ctx.has_bias = bias is not None
         ctx.dtype = weight.dtype
         return weight.new_zeros(())
@@ -49,14 +50,17 @@ class _Collect(torch.autograd.Function):
     def backward(ctx, _grad: Tensor):  # type: ignore[override]
         bank: _Bank = ctx.bank
         if not bank.grads:
-            return None, None, None
+            return None, None, None, None
         rows = bank.grads[0].dim() - 2  # 0: (R, out); 1: stacked maps (D, R, out)
         g = torch.cat(bank.grads, rows)
         x = torch.cat(bank.inputs, rows)
         bank.inputs, bank.grads = [], []  # a second backward (retain_graph) refills the bank
-        grad_w = (g.t().mm(x) if rows == 0 else torch.bmm(g.transpose(1, 2), x)).to(ctx.dtype)
+        if ctx.transposed:  # (X^T G)^T: the same product, 10-35% faster on this CPU than G^T X
+            grad_w = (x.t().mm(g).t() if rows == 0 else torch.bmm(x.transpose(1, 2), g).transpose(1, 2))
+        else:
+            grad_w = g.t().mm(x) if rows == 0 else torch.bmm(g.transpose(1, 2), x)
         grad_b = g.sum(rows, dtype=ctx.dtype) if ctx.has_bias else None
-        return grad_w, grad_b, None
+        return grad_w.to(ctx.dtype), grad_b, None, None
 
 
 class _Step(torch.autograd.Function):
@@ -100,6 +104,8 @@ class SharedLinear:
     Args:
         weight: ``(out, in)`` weight, or ``(D, out, in)`` stacked weights.
         bias: ``(out,)`` or ``(D, out)`` bias, or None.
+        transposed_weight_grad: Compute the weight gradient as ``(X^T G)^T`` (default; a
+            faster operand order for MKL here) rather than ``G^T X``. Same products.
 
     Shapes:
         - **x**: ``(R, in)``, or ``(D, R, in)`` for stacked weights
@@ -116,7 +122,7 @@ class SharedLinear:
         gradient is then exact); a full ``backward()`` is.
     """
 
-    def __init__(self, weight: Tensor, bias: Tensor | None = None):
+    def __init__(self, weight: Tensor, bias: Tensor | None = None, transposed_weight_grad: bool = True):
         self.weight = weight
         self.bias = bias
         self.tracked = torch.is_grad_enabled() and (
@@ -124,7 +130,7 @@ class SharedLinear:
         )
         if self.tracked:
             self.bank = _Bank()
-            self.token = _Collect.apply(weight, bias, self.bank)
+            self.token = _Collect.apply(weight, bias, self.bank, transposed_weight_grad)
             kind = weight.device.type
             if torch.is_autocast_enabled(kind):  # cast once for all steps (autocast would cast per step)
                 dt = torch.get_autocast_dtype(kind)
