@@ -227,7 +227,8 @@ class DagDecoder(nn.Module):
         weights = adj.transpose(1, 2)[:, :, :-1].unsqueeze(2) * cut.to(x.dtype)  # [b, v, j, u]
         gb, gv, gj = fresh.nonzero(as_tuple=True)  # one row per (graph, vertex, fresh predecessor), in order
         s_rows = torch.bmm(weights[gb, gv, gj].unsqueeze(1), ms[gb]).squeeze(1)
-        st = gru_cell(gi[gb, gv], F.linear(s_rows, self.gru.weight_hh, self.gru.bias_hh), s_rows)
+        gh_rows = hh(s_rows) if tuned else F.linear(s_rows, self.gru.weight_hh, self.gru.bias_hh)  # tuned: same bank
+        st = gru_cell(gi[gb, gv], gh_rows, s_rows)
         fb, fv = is_final.any(2).nonzero(as_tuple=True)
         zero_state = gru_from_zero(self.gru, encode_ops(torch.arange(self.num_types, device=dev)))
         nt, nf = zero_state.shape[0], fb.shape[0]

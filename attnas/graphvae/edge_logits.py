@@ -53,10 +53,9 @@ class _EdgeLogits(torch.autograd.Function):
             hi = lo + _BLOCK
             si, di, g = src_idx[lo:hi], dst_idx[lo:hi], grad[lo:hi]
             pre = _pre(src, dst, si, di)
-            mask = pre > 0
+            g_pre = torch.ops.aten.threshold_backward(torch.outer(g, w2), pre, 0)  # g_e * w_2 * [pre > 0]
             if need_w2:
                 g_w2.addmv_(pre.clamp_min_(0).t(), g)
-            g_pre = torch.outer(g, w2).mul_(mask)
             if need_src:
                 g_src.index_add_(0, si, g_pre)
             if need_dst:
