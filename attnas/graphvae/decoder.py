@@ -43,7 +43,7 @@ from torch import Tensor, nn
 from attnas.graphvae.aggregation import GatedSum, aggregate, descriptor_features
 from attnas.graphvae.dag_batch import END_TYPE, START_TYPE, DagBatch
 from attnas.graphvae.edge_logits import edge_logits
-from attnas.graphvae.gru import gru_cell, gru_from_zero, input_products
+from attnas.graphvae.gru import fused_gru_cell, gru_cell, gru_from_zero, input_products
 from attnas.graphvae.shared_linear import SharedLinear
 
 
@@ -197,13 +197,14 @@ class DagDecoder(nn.Module):
             gi_at, feats_at = gi.unbind(1), feats.unbind(1)
         else:
             gi_at, feats_at = [gi[:, v] for v in range(n)], [feats[:, v] for v in range(n)]
+        cell = fused_gru_cell if tuned else gru_cell
         h = torch.tanh(self.fc_h0(z))
-        h = gru_cell(gi_at[0], hh(h), h)
+        h = cell(gi_at[0], hh(h), h)
         states = [h]
         messages = [GatedSum.from_fused(gated(torch.cat([h, feats_at[0]], -1)))]
         for v in range(1, n):
             s = aggregate(adj[:, :v, v], torch.stack(messages, 1))
-            h = gru_cell(gi_at[v], hh(s), s)
+            h = cell(gi_at[v], hh(s), s)
             states.append(h)
             if v < n - 1:  # the last vertex sends no message
                 messages.append(GatedSum.from_fused(gated(torch.cat([h, feats_at[v]], -1))))
@@ -228,7 +229,7 @@ class DagDecoder(nn.Module):
         gb, gv, gj = fresh.nonzero(as_tuple=True)  # one row per (graph, vertex, fresh predecessor), in order
         s_rows = torch.bmm(weights[gb, gv, gj].unsqueeze(1), ms[gb]).squeeze(1)
         gh_rows = hh(s_rows) if tuned else F.linear(s_rows, self.gru.weight_hh, self.gru.bias_hh)  # tuned: same bank
-        st = gru_cell(gi[gb, gv], gh_rows, s_rows)
+        st = cell(gi[gb, gv], gh_rows, s_rows)
         fb, fv = is_final.any(2).nonzero(as_tuple=True)
         zero_state = gru_from_zero(self.gru, encode_ops(torch.arange(self.num_types, device=dev)))
         nt, nf = zero_state.shape[0], fb.shape[0]

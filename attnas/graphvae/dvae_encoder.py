@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnas.graphvae.aggregation import GatedSum, aggregate, descriptor_features
-from attnas.graphvae.gru import gru_cell, gru_from_zero, input_products
+from attnas.graphvae.gru import fused_gru_cell, gru_cell, gru_from_zero, input_products
 from attnas.graphvae.shared_linear import SharedLinear
 
 
@@ -170,6 +170,7 @@ class DVAEEncoder(nn.Module):
         else:
             gi_at = [torch.stack([gi[0, :, t], gi[1, :, n - 1 - t]]) for t in range(n)]
             feats_at = [torch.stack([feats[:, t], feats[:, n - 1 - t]]) for t in range(n)]
+        cell = fused_gru_cell if tuned else gru_cell
         fwd: list[Tensor] = []
         back: list[Tensor] = []  # back[t] is vertex N - 1 - t
         msg_f: list[Tensor] = []
@@ -183,7 +184,7 @@ class DVAEEncoder(nn.Module):
                     aggregate(adj[:, :vf, vf], torch.stack(msg_f, 1)),  # predecessors 0..t-1
                     aggregate(adj[:, vb, vb + 1 :], torch.stack(msg_b[::-1], 1)),  # successors vb+1..N-1
                 ])
-                h = gru_cell(gi_at[t], hh(s), s)
+                h = cell(gi_at[t], hh(s), s)
             fwd.append(h[0])
             back.append(h[1])
             if t != n - 1:  # the last vertex of a sweep has no one to send to

@@ -101,3 +101,44 @@ class _InputProducts(torch.autograd.Function):
         grad_w = x.reshape(-1, x.shape[-1]).t().mm(g).t().contiguous() if ctx.needs_input_grad[1] else None
         grad_b = g.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
         return grad_x, grad_w, grad_b
+
+
+class _GruCell(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, gi: Tensor, gh: Tensor, h: Tensor) -> Tensor:  # type: ignore[override]
+        i_r, i_z, i_n = gi.chunk(3, -1)
+        h_r, h_z, h_n = gh.chunk(3, -1)
+        r = torch.sigmoid(i_r + h_r)
+        z = torch.sigmoid(i_z + h_z)
+        n = torch.tanh(torch.addcmul(i_n, r, h_n))
+        ctx.save_for_backward(r, z, n, h_n, h)
+        return torch.addcmul(n, z, h - n)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):  # type: ignore[override]
+        r, z, n, h_n, h = ctx.saved_tensors
+        grad_gi = torch.empty(*grad.shape[:-1], 3 * grad.shape[-1], dtype=grad.dtype, device=grad.device)
+        g_r, g_z, g_n = grad_gi.chunk(3, -1)
+        torch.mul(grad, (1 - z) * (1 - n * n), out=g_n)  # through n = tanh(.)
+        torch.mul(grad * (h - n), z * (1 - z), out=g_z)  # through z = sigma(.)
+        torch.mul(g_n * h_n, r * (1 - r), out=g_r)  # through r = sigma(.), inside n
+        grad_gh = grad_gi.clone()
+        grad_gh.chunk(3, -1)[2].mul_(r)
+        return grad_gi, grad_gh, grad * z
+
+
+def fused_gru_cell(gi: Tensor, gh: Tensor, h: Tensor) -> Tensor:
+    """:func:`gru_cell` as one autograd function with a hand-written backward.
+
+    Same formula and values; the backward writes the gradients of ``gi`` and ``gh`` directly
+    as ``(R, 3H)`` tensors (no per-gate split and concatenation) in a few element-wise
+    passes. Under autocast, or with operands of different dtypes, it is :func:`gru_cell`.
+
+    Shapes:
+        - **gi**, **gh**: ``(*, 3H)``
+        - **h**: ``(*, H)``
+        - **output**: ``(*, H)``
+    """
+    if torch.is_autocast_enabled(gi.device.type) or len({gi.dtype, gh.dtype, h.dtype}) != 1:
+        return gru_cell(gi, gh, h)
+    return _GruCell.apply(gi, gh, h)
