@@ -133,8 +133,9 @@ class DagDecoder(nn.Module):
         self.schedule = schedule
         # Deferred schedule only. False: round 4's computation (kept for the tests and the benchmark).
         self.fused_edges = True  # the edge MLP as one fused function (attnas.graphvae.edge_logits)
-        # Per-vertex slices by one unbind (one gradient stack, not N zero-filled tensors), weight
-        # gradients in the faster operand order (SharedLinear, gru.input_products).
+        # Per-vertex slices by one unbind (one gradient stack, not N zero-filled tensors), the GRU
+        # step as one autograd function, input products with a (X^T G)^T weight gradient, the
+        # teacher-forced rows in the recurrent weight's SharedLinear bank.
         self.layout_tuned = True
         feat = max_nodes if message_input == "vertex_id" else x_dim
         self.fc_h0 = nn.Linear(latent, hidden)
@@ -191,8 +192,8 @@ class DagDecoder(nn.Module):
             gi = input_products(x, self.gru.weight_ih, self.gru.bias_ih)  # (B, n, 3H): every vertex's input product
         else:
             gi = F.linear(x, self.gru.weight_ih, self.gru.bias_ih)
-        hh = SharedLinear(self.gru.weight_hh, self.gru.bias_hh, transposed_weight_grad=tuned)
-        gated = SharedLinear(*self.gated.fused(), transposed_weight_grad=tuned)
+        hh = SharedLinear(self.gru.weight_hh, self.gru.bias_hh, per_map_weight_grad=tuned)
+        gated = SharedLinear(*self.gated.fused(), per_map_weight_grad=tuned)
         if tuned:  # one UnbindBackward (a stack) instead of a zero-filled (B, n, *) per slice
             gi_at, feats_at = gi.unbind(1), feats.unbind(1)
         else:

@@ -74,8 +74,9 @@ class DVAEEncoder(nn.Module):
         self.message_input = message_input
         self.shared_weight_grads = True
         self.stack_directions = True
-        # Stacked sweep: per-step slices by one unbind, weight gradients in the faster operand
-        # order (SharedLinear, gru.input_products). False: round 4's computation.
+        # Stacked sweep: per-step slices by one unbind, the GRU step as one autograd function,
+        # input products with a (X^T G)^T weight gradient, stacked weight gradients one product
+        # per map (SharedLinear). False: round 4's computation.
         self.layout_tuned = True
         feat = max_nodes if message_input == "vertex_id" else x_dim
         self.gru_forward = nn.GRUCell(x_dim, hidden)
@@ -160,10 +161,10 @@ class DVAEEncoder(nn.Module):
         product = input_products if tuned else F.linear
         gi = torch.stack([product(x, g.weight_ih, g.bias_ih) for g in grus])  # (2, B, N, 3H)
         hh = SharedLinear(torch.stack([g.weight_hh for g in grus]), torch.stack([g.bias_hh for g in grus]),
-                          transposed_weight_grad=tuned)
+                          per_map_weight_grad=tuned)
         fused = [g.fused() for g in (self.gated_forward, self.gated_backward)]
         msg = SharedLinear(torch.stack([w for w, _ in fused]), torch.stack([bias for _, bias in fused]),
-                           transposed_weight_grad=tuned)
+                           per_map_weight_grad=tuned)
         if tuned:  # step t: (forward vertex t, reverse vertex N - 1 - t), one UnbindBackward
             gi_at = torch.stack([gi[0], gi[1].flip(1)]).unbind(2)  # (2, B, 3H) per step
             feats_at = torch.stack([feats, feats.flip(1)]).unbind(2)  # (2, B, F) per step

@@ -39,9 +39,9 @@ class _Bank:
 
 class _Collect(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, weight: Tensor, bias: Tensor | None, bank: _Bank, transposed: bool) -> Tensor:  # type: ignore[override]
+    def forward(ctx, weight: Tensor, bias: Tensor | None, bank: _Bank, per_map: bool) -> Tensor:  # type: ignore[override]
         ctx.bank = bank
-        ctx.transposed = transposed
+        ctx.per_map = per_map
         ctx.has_bias = bias is not None
         ctx.dtype = weight.dtype
         return weight.new_zeros(())
@@ -55,10 +55,14 @@ class _Collect(torch.autograd.Function):
         g = torch.cat(bank.grads, rows)
         x = torch.cat(bank.inputs, rows)
         bank.inputs, bank.grads = [], []  # a second backward (retain_graph) refills the bank
-        if ctx.transposed:  # (X^T G)^T: the same product, 10-35% faster on this CPU than G^T X
-            grad_w = (x.t().mm(g).t() if rows == 0 else torch.bmm(x.transpose(1, 2), g).transpose(1, 2))
+        if rows == 0:
+            grad_w = g.t().mm(x)
+        elif ctx.per_map:  # one product per map, into the stacked gradient: 1.3x a CPU bmm here
+            grad_w = g.new_empty(g.shape[0], g.shape[2], x.shape[2])
+            for d in range(g.shape[0]):
+                torch.mm(g[d].t(), x[d], out=grad_w[d])
         else:
-            grad_w = g.t().mm(x) if rows == 0 else torch.bmm(g.transpose(1, 2), x)
+            grad_w = torch.bmm(g.transpose(1, 2), x)
         grad_b = g.sum(rows, dtype=ctx.dtype) if ctx.has_bias else None
         return grad_w.to(ctx.dtype), grad_b, None, None
 
@@ -104,8 +108,9 @@ class SharedLinear:
     Args:
         weight: ``(out, in)`` weight, or ``(D, out, in)`` stacked weights.
         bias: ``(out,)`` or ``(D, out)`` bias, or None.
-        transposed_weight_grad: Compute the weight gradient as ``(X^T G)^T`` (default; a
-            faster operand order for MKL here) rather than ``G^T X``. Same products.
+        per_map_weight_grad: Stacked maps: the weight gradient as one product per map
+            written into the stacked gradient (default) rather than one batched product
+            (``torch.bmm`` of ``G^T`` and ``X`` ran at about 65 against 87 GFLOP/s here). Same products.
 
     Shapes:
         - **x**: ``(R, in)``, or ``(D, R, in)`` for stacked weights
@@ -122,7 +127,7 @@ class SharedLinear:
         gradient is then exact); a full ``backward()`` is.
     """
 
-    def __init__(self, weight: Tensor, bias: Tensor | None = None, transposed_weight_grad: bool = True):
+    def __init__(self, weight: Tensor, bias: Tensor | None = None, per_map_weight_grad: bool = True):
         self.weight = weight
         self.bias = bias
         self.tracked = torch.is_grad_enabled() and (
@@ -130,7 +135,7 @@ class SharedLinear:
         )
         if self.tracked:
             self.bank = _Bank()
-            self.token = _Collect.apply(weight, bias, self.bank, transposed_weight_grad)
+            self.token = _Collect.apply(weight, bias, self.bank, per_map_weight_grad)
             kind = weight.device.type
             if torch.is_autocast_enabled(kind):  # cast once for all steps (autocast would cast per step)
                 dt = torch.get_autocast_dtype(kind)

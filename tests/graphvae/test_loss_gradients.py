@@ -68,8 +68,8 @@ def test_deferred_and_stepwise_decoder_schedules_agree_with_gradients():
 
 
 def test_round5_and_round4_computations_agree_with_gradients():
-    """The fused edge MLP, unbind slicing and transposed weight gradients (defaults) against
-    round 4's computation (``fused_edges`` / ``layout_tuned`` off), on ENAS-like chains."""
+    """The fused edge MLP, unbind slicing, fused GRU step, input products and per-map weight
+    gradients (defaults) against round 4's computation (``fused_edges`` / ``layout_tuned`` off), on ENAS-like chains."""
     model = _model()
     model.eval()
     batch = random_dags(5, max_nodes=7, num_types=6, seed=3, min_nodes=7)
