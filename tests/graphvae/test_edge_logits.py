@@ -25,7 +25,7 @@ def _plain(src, dst, src_idx, dst_idx, w, b):
     return F.linear(torch.relu(src[src_idx] + dst[dst_idx]), w, b).squeeze(-1)
 
 
-@pytest.mark.parametrize("edges", [1, 64, 150])  # one block, exactly one block, several blocks with a remainder
+@pytest.mark.parametrize("edges", [1, 128, 300])  # one block, exactly one block, several blocks with a remainder
 def test_values_and_gradients_equal_the_plain_expression(edges):
     src, dst, src_idx, dst_idx, w, b = _inputs(edges)
     params = [src, dst, w, b]
