@@ -3,7 +3,7 @@
 Usage (from the repository root)::
 
     PYTHONPATH=. python benchmarks/bench_dvae_epoch.py [--threads 2 | --threads 1 2] [--steps 10] [--repeats 3]
-        [--models D-VAE DVAE-EMB GCN GCN-EMB] [--precision fp32 bf16] [--round3] [--unstacked] [--dense]
+        [--models D-VAE DVAE-EMB GCN GCN-EMB] [--precision fp32 bf16] [--round3] [--round4] [--unstacked] [--dense]
         [--flops] [--equivalence] [--hidden 501] [--reference-steps 1]
 
 The speed target of issue 7 (D-VAE at most 60 s per epoch on two cores, GCN faster) is the
@@ -24,7 +24,8 @@ an extrapolation from a fixed fraction of the epoch, stated as such.
 
 Variants: every model of ``--models`` at every precision of ``--precision`` (``bf16``:
 the loss under bf16 autocast, the explicit ``precision: bf16`` training option; fp32 is
-the default and the paper's); with ``--unstacked``, D-VAE with its encoder's two
+the default and the paper's); with ``--round4``, D-VAE fp32 as round 4 computed it (the edge
+MLP through autograd, the precomputed products sliced per vertex, weight gradients as ``G^T X``); with ``--unstacked``, D-VAE with its encoder's two
 directions in separate products; with ``--round3``, D-VAE as round 3 computed it (the GRU and
 gated-sum modules called at every vertex, every decoder term at its vertex step); with
 ``--dense``, round 3 without the decoder's distinct-state deduplication; and, with
@@ -86,7 +87,7 @@ def _reference_loss(model, b):
 
 class Variant:
     def __init__(self, label, model_name, data, hidden, precision="fp32", round3=False, dedup=True,
-                 stacked=True, loss=_batched_loss):
+                 stacked=True, round4=False, loss=_batched_loss):
         torch.manual_seed(0)
         self.label = label
         self.model = GraphVAE(paper_model(model_name, hidden=hidden), data.num_types, data.max_nodes)
@@ -97,6 +98,11 @@ class Variant:
             self.model.decoder.dedup = dedup
         if hasattr(self.model.encoder, "stack_directions"):
             self.model.encoder.stack_directions = stacked
+        if round4:  # round 4's computation: autograd edge MLP, per-vertex indexing, G^T X weight gradients
+            self.model.decoder.fused_edges = False
+            self.model.decoder.layout_tuned = False
+            if hasattr(self.model.encoder, "layout_tuned"):
+                self.model.encoder.layout_tuned = False
         self.model.train()
         self.precision = precision
         self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-4, fused=True)  # as attnas.graphvae.train
@@ -205,6 +211,8 @@ def main() -> None:
                     help="time every model at these precisions (bf16: the explicit precision option)")
     ap.add_argument("--round3", action="store_true",
                     help="also time D-VAE as round 3 computed it (modules called at every vertex)")
+    ap.add_argument("--round4", action="store_true",
+                    help="also time D-VAE fp32 as round 4 computed it (autograd edge MLP, per-vertex indexing)")
     ap.add_argument("--unstacked", action="store_true",
                     help="also time D-VAE with the encoder's two directions as separate products (fp32)")
     ap.add_argument("--dense", action="store_true",
@@ -230,6 +238,8 @@ def main() -> None:
     variants = [Variant(f"{m} {p}", m, data, args.hidden, precision=p) for m in args.models for p in args.precision]
     if args.unstacked:
         variants.append(Variant("D-VAE unstacked", "D-VAE", data, args.hidden, stacked=False))
+    if args.round4:
+        variants.append(Variant("D-VAE round 4", "D-VAE", data, args.hidden, round4=True))
     if args.round3:
         variants.append(Variant("D-VAE round 3", "D-VAE", data, args.hidden, round3=True))
     if args.dense:

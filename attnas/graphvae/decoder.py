@@ -42,7 +42,8 @@ from torch import Tensor, nn
 
 from attnas.graphvae.aggregation import GatedSum, aggregate, descriptor_features
 from attnas.graphvae.dag_batch import END_TYPE, START_TYPE, DagBatch
-from attnas.graphvae.gru import gru_cell, gru_from_zero
+from attnas.graphvae.edge_logits import edge_logits
+from attnas.graphvae.gru import fused_gru_cell, gru_cell, gru_from_zero, input_products
 from attnas.graphvae.shared_linear import SharedLinear
 
 
@@ -130,6 +131,12 @@ class DagDecoder(nn.Module):
         self.message_input = message_input
         self.dedup = dedup
         self.schedule = schedule
+        # Deferred schedule only. False: round 4's computation (kept for the tests and the benchmark).
+        self.fused_edges = True  # the edge MLP as one fused function (attnas.graphvae.edge_logits)
+        # Per-vertex slices by one unbind (one gradient stack, not N zero-filled tensors), the GRU
+        # step as one autograd function, input products with a (X^T G)^T weight gradient, the
+        # teacher-forced rows in the recurrent weight's SharedLinear bank.
+        self.layout_tuned = True
         feat = max_nodes if message_input == "vertex_id" else x_dim
         self.fc_h0 = nn.Linear(latent, hidden)
         self.gru = nn.GRUCell(x_dim, hidden)
@@ -180,19 +187,28 @@ class DagDecoder(nn.Module):
         x = encode_ops(types)
         feats = descriptor_features(self.message_input, x, self.max_nodes)
         adj = batch.adj.to(x.dtype)
-        gi = F.linear(x, self.gru.weight_ih, self.gru.bias_ih)  # (B, n, 3H): every vertex's input product
-        hh = SharedLinear(self.gru.weight_hh, self.gru.bias_hh)
-        gated = SharedLinear(*self.gated.fused())
+        tuned = self.layout_tuned
+        if tuned:
+            gi = input_products(x, self.gru.weight_ih, self.gru.bias_ih)  # (B, n, 3H): every vertex's input product
+        else:
+            gi = F.linear(x, self.gru.weight_ih, self.gru.bias_ih)
+        hh = SharedLinear(self.gru.weight_hh, self.gru.bias_hh, per_map_weight_grad=tuned)
+        gated = SharedLinear(*self.gated.fused(), per_map_weight_grad=tuned)
+        if tuned:  # one UnbindBackward (a stack) instead of a zero-filled (B, n, *) per slice
+            gi_at, feats_at = gi.unbind(1), feats.unbind(1)
+        else:
+            gi_at, feats_at = [gi[:, v] for v in range(n)], [feats[:, v] for v in range(n)]
+        cell = fused_gru_cell if tuned else gru_cell
         h = torch.tanh(self.fc_h0(z))
-        h = gru_cell(gi[:, 0], hh(h), h)
+        h = cell(gi_at[0], hh(h), h)
         states = [h]
-        messages = [GatedSum.from_fused(gated(torch.cat([h, feats[:, 0]], -1)))]
+        messages = [GatedSum.from_fused(gated(torch.cat([h, feats_at[0]], -1)))]
         for v in range(1, n):
             s = aggregate(adj[:, :v, v], torch.stack(messages, 1))
-            h = gru_cell(gi[:, v], hh(s), s)
+            h = cell(gi_at[v], hh(s), s)
             states.append(h)
             if v < n - 1:  # the last vertex sends no message
-                messages.append(GatedSum.from_fused(gated(torch.cat([h, feats[:, v]], -1))))
+                messages.append(GatedSum.from_fused(gated(torch.cat([h, feats_at[v]], -1))))
         hs = torch.stack(states, 1)  # (B, n, H)
         ms = torch.stack(messages, 1)  # (B, n-1, H)
         active = torch.arange(1, n, device=dev).unsqueeze(0) < n_nodes.unsqueeze(1)  # (B, n-1): vertex v real
@@ -213,7 +229,8 @@ class DagDecoder(nn.Module):
         weights = adj.transpose(1, 2)[:, :, :-1].unsqueeze(2) * cut.to(x.dtype)  # [b, v, j, u]
         gb, gv, gj = fresh.nonzero(as_tuple=True)  # one row per (graph, vertex, fresh predecessor), in order
         s_rows = torch.bmm(weights[gb, gv, gj].unsqueeze(1), ms[gb]).squeeze(1)
-        st = gru_cell(gi[gb, gv], F.linear(s_rows, self.gru.weight_hh, self.gru.bias_hh), s_rows)
+        gh_rows = hh(s_rows) if tuned else F.linear(s_rows, self.gru.weight_hh, self.gru.bias_hh)  # tuned: same bank
+        st = cell(gi[gb, gv], gh_rows, s_rows)
         fb, fv = is_final.any(2).nonzero(as_tuple=True)
         zero_state = gru_from_zero(self.gru, encode_ops(torch.arange(self.num_types, device=dev)))
         nt, nf = zero_state.shape[0], fb.shape[0]
@@ -231,7 +248,12 @@ class DagDecoder(nn.Module):
         # Candidate edges k -> v (k < v), scored with the state at position k + 1.
         kk, vv = torch.tril_indices(n, n, -1, device=dev).flip(0)  # rows: k < v, ordered by v
         src = self.add_edge.src_part(hs[:, :-1])  # (B, n-1, 4H): once per source vertex
-        logits = self.add_edge.combine(src[:, kk], dst_bank[bank_row[:, vv, kk + 1]]).to(z.dtype)
+        if self.fused_edges:  # no (B, E, 4H) tensor kept for the backward
+            src_idx = (torch.arange(b, device=dev).unsqueeze(1) * (n - 1) + kk).reshape(-1)
+            logits = edge_logits(src.reshape(b * (n - 1), -1), dst_bank, src_idx, bank_row[:, vv, kk + 1].reshape(-1),
+                                 self.add_edge.fc2.weight, self.add_edge.fc2.bias).view(b, -1).to(z.dtype)
+        else:
+            logits = self.add_edge.combine(src[:, kk], dst_bank[bank_row[:, vv, kk + 1]]).to(z.dtype)
         target = adj[:, kk, vv]
         bce = F.binary_cross_entropy_with_logits(logits, target, reduction="none")
         edge_ll = -(bce * active[:, vv - 1].to(z.dtype)).sum(1)

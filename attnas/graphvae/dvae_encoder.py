@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnas.graphvae.aggregation import GatedSum, aggregate, descriptor_features
-from attnas.graphvae.gru import gru_cell, gru_from_zero
+from attnas.graphvae.gru import fused_gru_cell, gru_cell, gru_from_zero, input_products
 from attnas.graphvae.shared_linear import SharedLinear
 
 
@@ -74,6 +74,10 @@ class DVAEEncoder(nn.Module):
         self.message_input = message_input
         self.shared_weight_grads = True
         self.stack_directions = True
+        # Stacked sweep: per-step slices by one unbind, the GRU step as one autograd function,
+        # input products with a (X^T G)^T weight gradient, stacked weight gradients one product
+        # per map (SharedLinear). False: round 4's computation.
+        self.layout_tuned = True
         feat = max_nodes if message_input == "vertex_id" else x_dim
         self.gru_forward = nn.GRUCell(x_dim, hidden)
         self.gated_forward = GatedSum(hidden + feat, hidden)
@@ -153,10 +157,21 @@ class DVAEEncoder(nn.Module):
         """
         n = x.shape[1]
         grus = (self.gru_forward, self.gru_backward)
-        gi = torch.stack([F.linear(x, g.weight_ih, g.bias_ih) for g in grus])  # (2, B, N, 3H)
-        hh = SharedLinear(torch.stack([g.weight_hh for g in grus]), torch.stack([g.bias_hh for g in grus]))
+        tuned = self.layout_tuned
+        product = input_products if tuned else F.linear
+        gi = torch.stack([product(x, g.weight_ih, g.bias_ih) for g in grus])  # (2, B, N, 3H)
+        hh = SharedLinear(torch.stack([g.weight_hh for g in grus]), torch.stack([g.bias_hh for g in grus]),
+                          per_map_weight_grad=tuned)
         fused = [g.fused() for g in (self.gated_forward, self.gated_backward)]
-        msg = SharedLinear(torch.stack([w for w, _ in fused]), torch.stack([bias for _, bias in fused]))
+        msg = SharedLinear(torch.stack([w for w, _ in fused]), torch.stack([bias for _, bias in fused]),
+                           per_map_weight_grad=tuned)
+        if tuned:  # step t: (forward vertex t, reverse vertex N - 1 - t), one UnbindBackward
+            gi_at = torch.stack([gi[0], gi[1].flip(1)]).unbind(2)  # (2, B, 3H) per step
+            feats_at = torch.stack([feats, feats.flip(1)]).unbind(2)  # (2, B, F) per step
+        else:
+            gi_at = [torch.stack([gi[0, :, t], gi[1, :, n - 1 - t]]) for t in range(n)]
+            feats_at = [torch.stack([feats[:, t], feats[:, n - 1 - t]]) for t in range(n)]
+        cell = fused_gru_cell if tuned else gru_cell
         fwd: list[Tensor] = []
         back: list[Tensor] = []  # back[t] is vertex N - 1 - t
         msg_f: list[Tensor] = []
@@ -170,12 +185,11 @@ class DVAEEncoder(nn.Module):
                     aggregate(adj[:, :vf, vf], torch.stack(msg_f, 1)),  # predecessors 0..t-1
                     aggregate(adj[:, vb, vb + 1 :], torch.stack(msg_b[::-1], 1)),  # successors vb+1..N-1
                 ])
-                h = gru_cell(torch.stack([gi[0, :, vf], gi[1, :, vb]]), hh(s), s)
+                h = cell(gi_at[t], hh(s), s)
             fwd.append(h[0])
             back.append(h[1])
             if t != n - 1:  # the last vertex of a sweep has no one to send to
-                d = torch.stack([torch.cat([h[0], feats[:, vf]], -1), torch.cat([h[1], feats[:, vb]], -1)])
-                m = GatedSum.from_fused(msg(d))
+                m = GatedSum.from_fused(msg(torch.cat([h, feats_at[t]], -1)))
                 msg_f.append(m[0])
                 msg_b.append(m[1])
         return torch.stack(fwd, 1), torch.stack(back[::-1], 1)

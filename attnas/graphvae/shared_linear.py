@@ -39,8 +39,9 @@ class _Bank:
 
 class _Collect(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, weight: Tensor, bias: Tensor | None, bank: _Bank) -> Tensor:  # type: ignore[override]
+    def forward(ctx, weight: Tensor, bias: Tensor | None, bank: _Bank, per_map: bool) -> Tensor:  # type: ignore[override]
         ctx.bank = bank
+        ctx.per_map = per_map
         ctx.has_bias = bias is not None
         ctx.dtype = weight.dtype
         return weight.new_zeros(())
@@ -49,14 +50,21 @@ class _Collect(torch.autograd.Function):
     def backward(ctx, _grad: Tensor):  # type: ignore[override]
         bank: _Bank = ctx.bank
         if not bank.grads:
-            return None, None, None
+            return None, None, None, None
         rows = bank.grads[0].dim() - 2  # 0: (R, out); 1: stacked maps (D, R, out)
         g = torch.cat(bank.grads, rows)
         x = torch.cat(bank.inputs, rows)
         bank.inputs, bank.grads = [], []  # a second backward (retain_graph) refills the bank
-        grad_w = (g.t().mm(x) if rows == 0 else torch.bmm(g.transpose(1, 2), x)).to(ctx.dtype)
+        if rows == 0:
+            grad_w = g.t().mm(x)
+        elif ctx.per_map:  # one product per map, into the stacked gradient: 1.3x a CPU bmm here
+            grad_w = g.new_empty(g.shape[0], g.shape[2], x.shape[2])
+            for d in range(g.shape[0]):
+                torch.mm(g[d].t(), x[d], out=grad_w[d])
+        else:
+            grad_w = torch.bmm(g.transpose(1, 2), x)
         grad_b = g.sum(rows, dtype=ctx.dtype) if ctx.has_bias else None
-        return grad_w, grad_b, None
+        return grad_w.to(ctx.dtype), grad_b, None, None
 
 
 class _Step(torch.autograd.Function):
@@ -100,6 +108,9 @@ class SharedLinear:
     Args:
         weight: ``(out, in)`` weight, or ``(D, out, in)`` stacked weights.
         bias: ``(out,)`` or ``(D, out)`` bias, or None.
+        per_map_weight_grad: Stacked maps: the weight gradient as one product per map
+            written into the stacked gradient (default) rather than one batched product
+            (``torch.bmm`` of ``G^T`` and ``X`` ran at about 65 against 87 GFLOP/s here). Same products.
 
     Shapes:
         - **x**: ``(R, in)``, or ``(D, R, in)`` for stacked weights
@@ -116,7 +127,7 @@ class SharedLinear:
         gradient is then exact); a full ``backward()`` is.
     """
 
-    def __init__(self, weight: Tensor, bias: Tensor | None = None):
+    def __init__(self, weight: Tensor, bias: Tensor | None = None, per_map_weight_grad: bool = True):
         self.weight = weight
         self.bias = bias
         self.tracked = torch.is_grad_enabled() and (
@@ -124,7 +135,7 @@ class SharedLinear:
         )
         if self.tracked:
             self.bank = _Bank()
-            self.token = _Collect.apply(weight, bias, self.bank)
+            self.token = _Collect.apply(weight, bias, self.bank, per_map_weight_grad)
             kind = weight.device.type
             if torch.is_autocast_enabled(kind):  # cast once for all steps (autocast would cast per step)
                 dt = torch.get_autocast_dtype(kind)
