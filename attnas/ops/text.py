@@ -296,10 +296,10 @@ class GRUOp(nn.Module):
     def forward(self, x: torch.Tensor, ctx: SequenceContext) -> torch.Tensor:
         B, L, _ = x.shape
         if self.implementation == "padded" and torch.is_grad_enabled():
-            y = padded_gru(self.norm(x), ctx, self.rnn)  # zeros at pads
+            y = padded_gru(self.norm(x), ctx, self.rnn, sum_directions=self.directions == "sum")  # zeros at pads
         else:
             packed = pack_padded_sequence(self.norm(x), ctx.lengths_cpu, batch_first=True, enforce_sorted=False)
             y = pad_packed_sequence(self.rnn(packed)[0], batch_first=True, total_length=L)[0]  # zeros at pads
-        if self.directions == "sum":
-            y = y.view(B, L, 2, self.dim).sum(2)
+            if self.directions == "sum":
+                y = y.view(B, L, 2, self.dim).sum(2)
         return self.dropout(y)
