@@ -36,7 +36,7 @@ import torch
 from attnas import _registry
 from attnas.ops.sequence_attention import SequenceAttention
 from attnas.ops.sequence_context import SequenceContext
-from attnas.ops.text import BASELINE_TEXT_POOL, GRUOp
+from attnas.ops.text import BASELINE_TEXT_POOL, GRUOp, MaxPool3
 
 
 def sst_lengths(data_dir: str | None) -> list[int]:
@@ -56,6 +56,15 @@ def fwd_bwd(module: torch.nn.Module, x: torch.Tensor, ctx: SequenceContext, n_in
     return run
 
 
+class MaxPool3Autograd(MaxPool3):
+    """``max_pool3`` with autograd's backward through ``torch.maximum`` (the round-4 code)."""
+
+    def forward(self, x: torch.Tensor, ctx: SequenceContext) -> torch.Tensor:
+        h = ctx.lowest_at_pads(self.norm(x))
+        hp = torch.nn.functional.pad(h, (0, 0, 1, 1), value=torch.finfo(h.dtype).min)
+        return ctx.zero_pads(torch.maximum(torch.maximum(hp[:, :-2], hp[:, 1:-1]), hp[:, 2:]))
+
+
 def bench(args: argparse.Namespace, lengths: torch.Tensor, label: str) -> dict[str, float]:
     B, H = lengths.shape[0], args.hidden
     L = int(lengths.max())
@@ -65,7 +74,8 @@ def bench(args: argparse.Namespace, lengths: torch.Tensor, label: str) -> dict[s
     ref = torch.nn.Linear(H, H)
     cases: list[tuple[str, Callable[[], None]]] = [("Linear(H,H) reference", lambda: ref(x).sum().backward())]
     modules = [(name, _registry.create("op", name, H, group="text", dropout=0.1), 1) for name in BASELINE_TEXT_POOL]
-    modules += [("gru packed (round 3)", GRUOp(H, dropout=0.1, implementation="packed"), 1),
+    modules += [("max_pool3 autograd (rd 4)", MaxPool3Autograd(H), 1),
+                ("gru packed (round 3)", GRUOp(H, dropout=0.1, implementation="packed"), 1),
                 ("gru directions=concat", GRUOp(H, dropout=0.1, directions="concat"), 1),
                 ("gru directions=forward", GRUOp(H, dropout=0.1, directions="forward"), 1),
                 ("attention layer (Eq. 8)", SequenceAttention(H, 8, dropout=0.1), 3)]

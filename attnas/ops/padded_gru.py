@@ -172,14 +172,16 @@ class GRURecurrence(torch.autograd.Function):
             kt = k_t[t].mul_(d[:, :, None, :])  # dL/dg^h_t, in place of k_t
             grad_h = torch.baddbmm(d * z_s[t], kt.view(D, B, 3 * H), w_hh)
         dgh = gh  # [L, D, B, 3H]
-        # weight and bias gradients: one product over all steps and sequences
-        grad_wb = torch.bmm(dgh.permute(1, 3, 0, 2).reshape(D, 3 * H, L * B),
-                            hs[:, :-1].reshape(D, L * B, H + 1))  # [D, 3H, H + 1]
+        # weight and bias gradients: one product over all steps and sequences, computed
+        # transposed ([h, 1]^T dg^h) so that dg^h needs only a block copy to direction-major
+        # rows ([L, D, ...] -> [D, L, ...]) instead of a full transpose (2x faster, same bits)
+        grad_wb = torch.bmm(hs[:, :-1].reshape(D, L * B, H + 1).transpose(1, 2),
+                            dgh.transpose(0, 1).reshape(D, L * B, 3 * H)).transpose(1, 2)  # [D, 3H, H + 1]
         torch.mul(delta, a, out=dgh[..., 2 * H :])  # the n block of dL/dg^i
         return dgh.transpose(0, 1), grad_wb[..., :H], grad_wb[..., H]
 
 
-def padded_gru(x: torch.Tensor, ctx: SequenceContext, rnn: nn.GRU) -> torch.Tensor:
+def padded_gru(x: torch.Tensor, ctx: SequenceContext, rnn: nn.GRU, sum_directions: bool = False) -> torch.Tensor:
     """Run the one-layer ``rnn`` (``batch_first``) over right-padded ``x`` without packing.
 
     Equal (to float rounding) to ``pad_packed_sequence(rnn(pack_padded_sequence(x, lengths)))``:
@@ -190,13 +192,16 @@ def padded_gru(x: torch.Tensor, ctx: SequenceContext, rnn: nn.GRU) -> torch.Tens
         x: Hidden states (values at pad positions do not matter if finite).
         ctx: Padding of the batch.
         rnn: A one-layer ``nn.GRU`` with ``batch_first=True`` (bias on), uni- or bidirectional.
+        sum_directions: Return the sum of the two directions instead of their concatenation
+            (bit for bit ``output.view(B, L, 2, H).sum(2)``, without the ``[B, L, 2H]`` tensors).
 
     Returns:
-        The per-position outputs, directions concatenated as ``nn.GRU`` does.
+        The per-position outputs, directions concatenated as ``nn.GRU`` does (or summed).
 
     Shapes:
         - **x:** :math:`(B, L, H_{in})`
         - **output:** :math:`(B, L, D \\cdot H)` with :math:`D` directions of size :math:`H`
+          (:math:`(B, L, H)` with ``sum_directions``)
     """
     B, L, Hin = x.shape
     H = rnn.hidden_size
@@ -217,7 +222,8 @@ def padded_gru(x: torch.Tensor, ctx: SequenceContext, rnn: nn.GRU) -> torch.Tens
     hs = GRURecurrence.apply(gi, w_hh, b_hh)  # [D, L, B, H]
     if D == 2:
         back = _Involution.apply(hs[1].reshape(L * B, H), perm).view(L, B, H)
-        out = torch.cat((hs[0], back), dim=-1)  # [L, B, 2H]
+        # one rounding either way: a + b is the two-term sum of nn.GRU's output
+        out = hs[0] + back if sum_directions else torch.cat((hs[0], back), dim=-1)  # [L, B, H or 2H]
     else:
         out = hs[0]
     return ctx.zero_pads(out.transpose(0, 1).contiguous())

@@ -63,7 +63,7 @@ def softmax_lastdim(x: torch.Tensor) -> torch.Tensor:
 
 
 def masked_multihead_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: SequenceContext,
-                               heads: int, dropout: float = 0.0) -> torch.Tensor:
+                               heads: int, dropout: float = 0.0, zero_pad_queries: bool = True) -> torch.Tensor:
     r"""Multi-head scaled dot-product attention with key padding masks (Eq. 8).
 
     .. math::
@@ -71,7 +71,9 @@ def masked_multihead_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
         {\sqrt{d/h}}\right)\mathbf{V}_i, \qquad
         \mathrm{Out} = \mathrm{Row\_Cat}(\mathbf{O}_1, \dots, \mathbf{O}_h)
 
-    where pad keys get a score of :math:`-\infty`. Rows of pad queries are set to zero.
+    where pad keys get a score of :math:`-\infty`. Rows of pad queries are set to zero
+    (unless ``zero_pad_queries`` is off: for callers that zero them later themselves,
+    after position-wise operations only; their values there are finite).
     Computed with batched matrix products over ``B * h`` heads (``baddbmm`` adds the key
     mask while scaling), which on CPU is faster than ``scaled_dot_product_attention`` for
     the small head size of text models (d/h = 8) and does not depend on the inputs'
@@ -82,6 +84,7 @@ def masked_multihead_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
         ctx: Padding of the batch (keys and queries share it).
         heads: Number of heads :math:`h`; must divide :math:`H`.
         dropout: Dropout on the attention weights (training only; pass 0 in eval).
+        zero_pad_queries: Zero the output rows of pad queries.
 
     Shapes:
         - **q, k, v:** :math:`(B, L, H)`
@@ -95,7 +98,8 @@ def masked_multihead_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     else:
         scores = torch.bmm(qs, ks.transpose(1, 2)).mul_(scale)
     weights = fast_dropout(softmax_lastdim(scores), dropout, dropout > 0)
-    return ctx.zero_pads(_merge_heads(torch.bmm(weights, vs), B))
+    out = _merge_heads(torch.bmm(weights, vs), B)
+    return ctx.zero_pads(out) if zero_pad_queries else out
 
 
 def _check_heads(dim: int, heads: int) -> None:
@@ -135,7 +139,10 @@ class SequenceAttention(nn.Module):
         self.norm = nn.LayerNorm(dim) if norm else nn.Identity()
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: SequenceContext) -> torch.Tensor:
-        out = masked_multihead_attention(q, k, v, ctx, self.heads, self.attn_dropout if self.training else 0.0)
+        # dropout and LayerNorm act per position, so the pad rows are zeroed once, at the end
+        # (the same values at real positions and the same gradients: pads get none)
+        out = masked_multihead_attention(q, k, v, ctx, self.heads, self.attn_dropout if self.training else 0.0,
+                                         zero_pad_queries=False)
         return ctx.zero_pads(self.norm(self.dropout(out)))
 
 

@@ -35,7 +35,9 @@ registered per task kind with :func:`register_adapter`. An adapter provides ``st
 
 from __future__ import annotations
 
+import operator
 from collections import OrderedDict
+from functools import reduce
 from typing import Any
 
 import torch
@@ -155,7 +157,8 @@ class _AutoAttendBase(nn.Module):
                     outs.append(self._module(t, slot, key, op)(dropped[s], ctx))
             if ltype == "add":
                 present = [o for o in outs if o is not None]
-                h = present[0] if len(present) == 1 else (sum(present) if present else torch.zeros_like(h0))
+                # reduce, not sum(): no extra 0 + present[0] pass (the same values)
+                h = reduce(operator.add, present) if present else torch.zeros_like(h0)
                 h = fast_dropout(h, self.add_p, self.training)
             else:
                 q, k, v = (o if o is not None else torch.zeros_like(h0) for o in outs)

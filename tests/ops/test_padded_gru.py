@@ -109,3 +109,20 @@ def test_gru_op_implementations_agree_in_training_mode(directions):
     torch.testing.assert_close(grads[1][1], grads[0][1], atol=1e-5, rtol=1e-5)
     for a, b in zip(grads[1][2], grads[0][2]):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_summed_directions_equal_the_sum_of_the_concatenation_bit_for_bit():
+    torch.manual_seed(0)
+    rnn = torch.nn.GRU(H, H, batch_first=True, bidirectional=True)
+    x, ctx = batch(LENGTHS, 9)
+    g = torch.randn(len(LENGTHS), 9, H)
+    results = []
+    for summed in (False, True):
+        rnn.zero_grad()
+        xx = x.clone().requires_grad_(True)
+        y = padded_gru(xx, ctx, rnn, sum_directions=summed)
+        y = y if summed else y.view(len(LENGTHS), 9, 2, H).sum(2)
+        y.backward(g)
+        results.append([y.detach(), xx.grad] + [p.grad.clone() for p in rnn.parameters()])
+    for a, b in zip(*results):
+        assert torch.equal(a, b)

@@ -55,6 +55,33 @@ def test_pad_invariance_with_norm():
     assert torch.all(y2[~ctx2.mask] == 0)
 
 
+def test_layer_zeroes_pads_once_bit_for_bit_like_zeroing_twice():
+    """Training mode (both dropouts on): the layer equals the composition that also zeroes
+    the pad rows before dropout and LayerNorm, outputs and input gradients bit for bit."""
+    from attnas.ops.sequence_attention import masked_multihead_attention
+
+    layer = SequenceAttention(H, HEADS, attn_dropout=0.2, dropout=0.3).train()
+    with torch.no_grad():
+        layer.norm.weight.uniform_(0.5, 1.5)
+        layer.norm.bias.uniform_(-0.5, 0.5)
+    q, k, v, ctx = random_qkv([4, 1, 6], 7)
+    g = torch.randn(3, 7, H, generator=torch.Generator().manual_seed(3))
+
+    def twice(q, k, v):
+        out = masked_multihead_attention(q, k, v, ctx, HEADS, 0.2)  # pad rows zeroed here too
+        return ctx.zero_pads(layer.norm(layer.dropout(out)))
+
+    results = []
+    for fn in (lambda *a: layer(*a, ctx), twice):
+        torch.manual_seed(5)
+        inputs = [t.clone().requires_grad_() for t in (q, k, v)]
+        y = fn(*inputs)
+        y.backward(g)
+        results.append([y.detach()] + [t.grad for t in inputs])
+    for a, b in zip(*results):
+        assert torch.equal(a, b)
+
+
 def test_no_projection_parameters_without_norm():
     assert list(SequenceAttention(H, HEADS, norm=False).parameters()) == []
 
