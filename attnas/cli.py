@@ -223,7 +223,7 @@ def check_arch(arch_json: Path = typer.Argument(..., help="An arch.json file."),
     typer.echo(f"ok: {space.describe(arch)}")
 
 
-def _choose_omp_wait_policy() -> str | None:
+def choose_omp_wait_policy() -> str | None:
     """The OpenMP wait policy for this process, or ``None`` to keep the runtime's default.
 
     A policy the user set (``OMP_WAIT_POLICY``) is kept. Otherwise, when the machine is
@@ -251,8 +251,8 @@ def _choose_omp_wait_policy() -> str | None:
 
 def main() -> None:
     """Console-script entry point (sets the OpenMP wait policy first, see
-    :func:`_choose_omp_wait_policy`)."""
-    _choose_omp_wait_policy()
+    :func:`choose_omp_wait_policy`)."""
+    choose_omp_wait_policy()
     app()
 
 

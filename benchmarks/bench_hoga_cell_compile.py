@@ -18,9 +18,9 @@ from __future__ import annotations
 import argparse
 import os
 
-from attnas.cli import _choose_omp_wait_policy  # noqa: E402  (before torch: PASSIVE only on a busy machine)
+from attnas.cli import choose_omp_wait_policy  # noqa: E402  (before torch: PASSIVE only on a busy machine)
 
-_choose_omp_wait_policy()
+choose_omp_wait_policy()
 
 import statistics  # noqa: E402
 import time  # noqa: E402

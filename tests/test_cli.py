@@ -8,7 +8,7 @@ import os
 import pytest
 from typer.testing import CliRunner
 
-from attnas.cli import _choose_omp_wait_policy, app
+from attnas.cli import app, choose_omp_wait_policy
 
 runner = CliRunner()
 
@@ -112,12 +112,12 @@ def test_omp_wait_policy_sleeps_only_on_a_busy_machine(monkeypatch, load, expect
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    assert _choose_omp_wait_policy() == expected
+    assert choose_omp_wait_policy() == expected
     assert os.environ.get("OMP_WAIT_POLICY") == expected
 
 
 def test_omp_wait_policy_keeps_the_users_choice(monkeypatch):
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 9.0, 9.0))
-    assert _choose_omp_wait_policy() == "ACTIVE"
+    assert choose_omp_wait_policy() == "ACTIVE"
     assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
