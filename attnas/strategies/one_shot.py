@@ -37,8 +37,8 @@ from attnas import distributed
 from attnas._registry import register_strategy
 from attnas.arch import Arch
 from attnas.config import OptimConfig, TrainConfig
-from attnas.errors import CheckpointError
-from attnas.parallel import RunSpec, chunks, worker_cached
+from attnas.errors import CheckpointError, ConfigError
+from attnas.parallel import RunSpec, chunks, map_in_threads, worker_cached
 from attnas.progress import progress
 from attnas.rng import rng_state, seed_everything, set_rng_state
 from attnas.strategies.base import SearchResult, Strategy
@@ -92,13 +92,32 @@ class EvolutionConfig:
     checkpoint_every: int = 100
 
 
+def _check_score_threads(value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(f"score_threads must be an integer >= 1 or null, got {value!r}")
+
+
 @dataclass(frozen=True)
 class OneShotEvolutionConfig:
-    """Options of ``one-shot-evolution``."""
+    """Options of ``one-shot-evolution``.
+
+    Attributes:
+        supernet: Supernet training.
+        evolution: The evolution.
+        rerank: Re-ranking of the best candidates.
+        score_threads: Candidates scored side by side on the CPU, each in a thread with
+            one torch thread (:func:`~attnas.parallel.map_in_threads`); ``None``: as many as
+            the torch threads of the run (``attnas --threads``); 1: one at a time with all
+            of them. Scores are those of one torch thread whenever this is above 1.
+    """
 
     supernet: SupernetConfig = field(default_factory=SupernetConfig)
     evolution: EvolutionConfig = field(default_factory=EvolutionConfig)
     rerank: RerankConfig = field(default_factory=RerankConfig)
+    score_threads: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_score_threads(self.score_threads)
 
 
 @dataclass(frozen=True)
@@ -108,12 +127,17 @@ class OneShotRandomConfig:
     Attributes:
         samples: Distinct architectures drawn from the prior and scored.
         checkpoint_every: Evaluated candidates between checkpoints.
+        score_threads: As in :class:`OneShotEvolutionConfig`.
     """
 
     supernet: SupernetConfig = field(default_factory=SupernetConfig)
     samples: int = 1000
     checkpoint_every: int = 100
     rerank: RerankConfig = field(default_factory=RerankConfig)
+    score_threads: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_score_threads(self.score_threads)
 
 
 def supernet_score(supernet: nn.Module, task, arch: Arch, batch_size: int) -> float:
@@ -245,12 +269,15 @@ class _OneShot(Strategy):
         With a parallel executor the supernet weights go to the object store once per
         search and the candidates are split into contiguous chunks, two per worker; each
         worker rebuilds the space, task and supernet from :attr:`spec` (once per process)
-        and scores its chunk exactly as :meth:`score` would.
+        and scores its chunk exactly as :meth:`score` would. Without one, on the CPU, the
+        candidates are scored :meth:`score_threads` at a time in threads of this process.
         """
         ex = self.executor
         if not ex.parallel or self.spec is None or len(candidates) < 2:
-            for choices in candidates:
-                yield self.score(Arch(self.space.name, choices))
+            if len(candidates) > 1:
+                self.supernet.eval()  # once, before the threads share the module
+            yield from map_in_threads(lambda choices: self.score(Arch(self.space.name, choices)), candidates,
+                                      self.score_threads())
             return
         if self._weights is None:
             state = {k: v.detach().cpu() for k, v in self.supernet.state_dict().items()}
@@ -259,6 +286,14 @@ class _OneShot(Strategy):
         parts = chunks(list(candidates), 2 * ex.workers)
         for part_scores in ex.imap(score_candidates, parts, self.spec, ref, token, self.options.supernet.batch_size):
             yield from part_scores
+
+    def score_threads(self) -> int:
+        """Candidates scored side by side in this process (``options.score_threads``; on a
+        GPU always 1)."""
+        n = self.options.score_threads
+        if self.device.type != "cpu":
+            return 1
+        return torch.get_num_threads() if n is None else n
 
     def sample_unique(self, n: int, seen: set[str]) -> list[Arch]:
         """Up to ``n`` architectures from the prior, none in ``seen`` (which is updated)."""

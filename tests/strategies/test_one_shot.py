@@ -49,3 +49,30 @@ def test_fixed_strategy_and_refusal(tmp_path):
     with pytest.raises(UnsupportedError, match="needs a space with 'one-shot' support"):
         pipeline.search(recipe, out=tmp_path / "x")
     assert not (tmp_path / "x" / "config.yaml").exists()  # refused before anything was written
+
+
+def test_candidates_scored_in_threads_equal_one_at_a_time(tmp_path, tiny_recipe_data):
+    """``score_threads: 2`` scores two candidates at a time, each with one torch thread:
+    the same scores as one at a time with one torch thread (the whole run on one torch
+    thread, so that both supernets are trained bit for bit alike)."""
+    import torch
+
+    recipe = dict(tiny_recipe_data, strategy={"name": "one-shot-random", "samples": 16,
+                                                "supernet": {"epochs": 5}, "rerank": {"epochs": 0}})
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        serial = pipeline.search(recipe, ["strategy.score_threads=1"], out=tmp_path / "serial")
+        threaded = pipeline.search(recipe, ["strategy.score_threads=2"], out=tmp_path / "threaded")
+    finally:
+        torch.set_num_threads(before)
+    pairs = [[(e["arch"], e["accuracy"]) for e in r.events("evolution")] for r in (serial, threaded)]
+    assert len(pairs[0]) == 16 and pairs[0] == pairs[1]
+
+
+def test_bad_score_threads_is_a_config_error(tmp_path, tiny_recipe_data):
+    from attnas.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="score_threads"):
+        pipeline.search(tiny_recipe_data, ["strategy.score_threads=0"], out=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
