@@ -78,7 +78,7 @@ def main() -> None:
         t0 = time.perf_counter()
         lib = _local_attention_kernel.load()
         build = (f"fused kernel: {'loaded' if lib is not None else 'UNAVAILABLE: ' + str(_local_attention_kernel.unavailable_reason())}"
-                 f" in {time.perf_counter() - t0:.1f} s (compile {_local_attention_kernel.build_seconds or 0.0:.1f} s; 0 = cached)")
+                 f" in {time.perf_counter() - t0:.1f} s (compile {_local_attention_kernel.build_seconds() or 0.0:.1f} s; 0 = cached)")
 
     def step(layer: nn.Module) -> None:
         layer(x).sum().backward()

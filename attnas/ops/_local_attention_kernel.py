@@ -12,11 +12,9 @@ whole rows (so no store is re-read before it leaves the store buffer). Images x 
 split over OpenMP threads (``torch.get_num_threads()``; the extension links the same
 ``libgomp`` as PyTorch).
 
-It is a plain C++ file without PyTorch headers, compiled with ``g++ -O3 -march=native
--fopenmp -shared`` into a per-user cache (``$XDG_CACHE_HOME/attnas/kernels``, keyed by the
-source, the flags and the CPU) and called through :mod:`ctypes` on tensor data pointers:
-the first build takes about 2-5 s (no ninja, no ``torch.utils.cpp_extension``), later
-processes load the cached library. :func:`load` returns ``None`` and
+It is a plain C++ file without PyTorch headers, built and cached by
+:class:`attnas.ops._compiled.CompiledLibrary` (first build about 2-5 s) and called through
+:mod:`ctypes` on tensor data pointers. :func:`load` returns ``None`` and
 :func:`unavailable_reason` says why when there is no compiler or the build fails, so the
 caller falls back to the eager path.
 
@@ -27,16 +25,9 @@ float32 uses a polynomial ``exp`` (relative error ~1e-7, vectorised); float64 us
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import os
-import platform
-import shutil
-import subprocess
-import tempfile
-import threading
-import time
-from pathlib import Path
 from typing import Any
+
+from attnas.ops._compiled import CompiledLibrary
 
 #: Query positions per tile; the flat query count is padded to a multiple of it.
 TILE = 16
@@ -371,37 +362,8 @@ int attnas_local_attention_backward(int dtype, const void* q, const void* k, con
 }  // extern "C"
 """
 
-_FLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-shared", "-fPIC", "-std=c++17"]
 
-_lock = threading.Lock()
-_library: Any = None
-_error: str | None = None
-#: Seconds the last :func:`load` spent compiling (0.0 when the cached library was used).
-build_seconds: float | None = None
-
-
-def _cpu_signature() -> str:
-    """The CPU model and feature flags (``-march=native`` code must not run on another CPU)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            lines = [line for line in f if line.startswith(("model name", "flags"))][:2]
-        return "".join(lines)
-    except OSError:
-        return platform.processor() or platform.machine()
-
-
-def cache_dir() -> Path:
-    """Where compiled kernels are kept (``$XDG_CACHE_HOME/attnas/kernels``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "attnas" / "kernels"
-
-
-def _compiler() -> str | None:
-    return shutil.which(os.environ.get("CXX", "g++"))
-
-
-def _bind(path: Path) -> Any:
-    lib = ctypes.CDLL(str(path))
+def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
     lib.attnas_local_attention_forward.argtypes = [i32] + [p] * 7 + [i64] * 12 + [i32]
     lib.attnas_local_attention_forward.restype = i32
@@ -410,47 +372,23 @@ def _bind(path: Path) -> Any:
     return lib
 
 
+#: The library (built and cached by :class:`attnas.ops._compiled.CompiledLibrary`).
+LIBRARY = CompiledLibrary("local_attention", _SOURCE, _bind)
+
+
 def load() -> Any:
     """The compiled kernel library, building it on first use; ``None`` when it cannot be built.
 
     Set ``ATTNAS_NO_KERNELS=1`` to refuse it (the eager path is then used).
     """
-    global _library, _error, build_seconds
-    with _lock:
-        if _library is not None or _error is not None:
-            return _library
-        if os.environ.get("ATTNAS_NO_KERNELS", "") not in ("", "0"):
-            _error = "disabled by ATTNAS_NO_KERNELS"
-            return None
-        compiler = _compiler()
-        if compiler is None:
-            _error = f"no C++ compiler ({os.environ.get('CXX', 'g++')} not found on PATH)"
-            return None
-        key = hashlib.sha256("\0".join([_SOURCE, compiler, *_FLAGS, _cpu_signature()]).encode()).hexdigest()[:16]
-        folder = cache_dir()
-        path = folder / f"local_attention_{key}.so"
-        try:
-            if not path.exists():
-                folder.mkdir(parents=True, exist_ok=True)
-                t0 = time.perf_counter()
-                with tempfile.TemporaryDirectory(dir=folder) as tmp:
-                    src = Path(tmp) / "local_attention.cpp"
-                    src.write_text(_SOURCE, encoding="utf-8")
-                    built = Path(tmp) / "local_attention.so"
-                    result = subprocess.run([compiler, *_FLAGS, str(src), "-o", str(built)],
-                                            capture_output=True, text=True, timeout=300)
-                    if result.returncode != 0:
-                        raise RuntimeError(f"{compiler} failed: {result.stderr.strip()[-500:]}")
-                    os.replace(built, path)  # atomic: concurrent builders never see half a file
-                build_seconds = time.perf_counter() - t0
-            else:
-                build_seconds = 0.0
-            _library = _bind(path)
-        except Exception as exc:  # no permission, compiler error, missing libgomp...
-            _error = f"{type(exc).__name__}: {exc}"
-        return _library
+    return LIBRARY.load()
 
 
 def unavailable_reason() -> str | None:
     """Why :func:`load` returned ``None`` (``None`` if it has not failed)."""
-    return _error
+    return LIBRARY.unavailable_reason()
+
+
+def build_seconds() -> float | None:
+    """Seconds the last :func:`load` spent compiling (0.0 when the cached library was used)."""
+    return LIBRARY.build_seconds

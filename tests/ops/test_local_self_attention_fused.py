@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import attnas.ops._local_attention_kernel as kernel_module
+from attnas.ops._compiled import CompiledLibrary, compiler
 import attnas.ops.local_self_attention as lsa
 from local_attention_inputs import local_attention_inputs
 
@@ -19,10 +20,15 @@ from attnas.ops.local_self_attention import (
 )
 
 
+def fresh_library() -> CompiledLibrary:
+    """The kernel's library as a new process would find it (not loaded yet)."""
+    return CompiledLibrary("local_attention", kernel_module._SOURCE, kernel_module._bind)
+
+
 @pytest.fixture(scope="module")
 def kernel():
     """The compiled kernel; a build failure is a test failure when a compiler exists."""
-    if kernel_module._compiler() is None:
+    if compiler() is None:
         pytest.skip("no C++ compiler: the fused kernel cannot be built (the eager fallback is tested below)")
     if os.environ.get("ATTNAS_NO_KERNELS", "") not in ("", "0"):
         pytest.skip("ATTNAS_NO_KERNELS is set: the fused kernel is disabled")
@@ -109,8 +115,7 @@ def test_module_fused_matches_unfold(kernel):
 
 def test_fallback_to_eager_without_compiler(monkeypatch):
     # a fresh loader state with no compiler on PATH: the eager path runs, with one warning
-    monkeypatch.setattr(kernel_module, "_library", None)
-    monkeypatch.setattr(kernel_module, "_error", None)
+    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library())
     monkeypatch.setenv("CXX", "attnas-no-such-compiler")
     monkeypatch.delenv("ATTNAS_NO_KERNELS", raising=False)
     monkeypatch.setattr(lsa, "_warned", set())
@@ -123,8 +128,7 @@ def test_fallback_to_eager_without_compiler(monkeypatch):
 
 
 def test_fallback_can_be_forced_by_environment(monkeypatch):
-    monkeypatch.setattr(kernel_module, "_library", None)
-    monkeypatch.setattr(kernel_module, "_error", None)
+    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library())
     monkeypatch.setenv("ATTNAS_NO_KERNELS", "1")
     assert kernel_module.load() is None
     assert "ATTNAS_NO_KERNELS" in kernel_module.unavailable_reason()
