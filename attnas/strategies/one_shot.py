@@ -146,7 +146,8 @@ def supernet_score(supernet: nn.Module, task, arch: Arch, batch_size: int) -> fl
     return task.evaluate(lambda batch: supernet(batch, arch), "val", batch_size=batch_size)
 
 
-def score_candidates(candidates: list[dict], spec: RunSpec, weights: dict, token: str, batch_size: int) -> list[float]:
+def score_candidates(candidates: list[dict], spec: RunSpec, weights: dict, token: str, batch_size: int,
+                     score_threads: int = 1) -> list[float]:
     """Worker side of :meth:`_OneShot.score_many`: rebuild (once per process) and score.
 
     Args:
@@ -155,6 +156,9 @@ def score_candidates(candidates: list[dict], spec: RunSpec, weights: dict, token
         weights: The supernet's ``state_dict``.
         token: Identifies ``weights`` (the worker keeps one supernet per token).
         batch_size: Evaluation batch size.
+        score_threads: Candidates scored side by side in the worker, one torch thread
+            each (as the main process would score them, so the scores do not depend on
+            the executor).
     """
 
     def build():
@@ -165,7 +169,11 @@ def score_candidates(candidates: list[dict], spec: RunSpec, weights: dict, token
         return space, task, supernet
 
     space, task, supernet = worker_cached(("supernet", spec.key(), token), build)
-    return [supernet_score(supernet, task, Arch(space.name, c), batch_size) for c in candidates]
+    if len(candidates) > 1:
+        supernet.eval()  # once, before threads share the module
+    on_cpu = getattr(task, "device", torch.device("cpu")).type == "cpu"
+    return list(map_in_threads(lambda c: supernet_score(supernet, task, Arch(space.name, c), batch_size), candidates,
+                               score_threads if on_cpu else 1))
 
 
 class _OneShot(Strategy):
@@ -269,8 +277,9 @@ class _OneShot(Strategy):
         With a parallel executor the supernet weights go to the object store once per
         search and the candidates are split into contiguous chunks, two per worker; each
         worker rebuilds the space, task and supernet from :attr:`spec` (once per process)
-        and scores its chunk exactly as :meth:`score` would. Without one, on the CPU, the
-        candidates are scored :meth:`score_threads` at a time in threads of this process.
+        and scores its chunk exactly as :meth:`score` would. On the CPU the candidates are
+        scored :meth:`score_threads` at a time in threads of one torch thread each, in this
+        process or in each worker alike.
         """
         ex = self.executor
         if not ex.parallel or self.spec is None or len(candidates) < 2:
@@ -284,7 +293,8 @@ class _OneShot(Strategy):
             self._weights = (ex.put(state), uuid.uuid4().hex)
         ref, token = self._weights
         parts = chunks(list(candidates), 2 * ex.workers)
-        for part_scores in ex.imap(score_candidates, parts, self.spec, ref, token, self.options.supernet.batch_size):
+        for part_scores in ex.imap(score_candidates, parts, self.spec, ref, token, self.options.supernet.batch_size,
+                                   self.score_threads()):
             yield from part_scores
 
     def score_threads(self) -> int:
