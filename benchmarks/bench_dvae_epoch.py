@@ -4,7 +4,7 @@ Usage (from the repository root)::
 
     PYTHONPATH=. python benchmarks/bench_dvae_epoch.py [--threads 2 | --threads 1 2] [--steps 10] [--repeats 3]
         [--models D-VAE DVAE-EMB GCN GCN-EMB] [--precision fp32 bf16] [--round3] [--round4] [--unstacked] [--dense]
-        [--flops] [--equivalence] [--hidden 501] [--reference-steps 1]
+        [--flops] [--equivalence] [--hidden 501] [--reference-steps 1] [--whole-epoch]
 
 The speed target of issue 7 (D-VAE at most 60 s per epoch on two cores, GCN faster) is the
 ``D-VAE fp32`` line of::
@@ -198,6 +198,23 @@ def report_equivalence(data, hidden) -> None:
           f"parameters {worst:.1e}")
 
 
+def report_whole_epochs(models, data, hidden: int, precision: str, threads: int) -> None:
+    """Time one whole epoch per model as training runs it (``train_epoch``: every batch, the
+    shuffling, the per-batch loss read-out), from a fresh model."""
+    from attnas.graphvae.train import TrainSettings, new_state, train_epoch
+
+    torch.set_num_threads(threads)
+    for name in models:
+        state = new_state(paper_model(name, hidden=hidden), data.num_types, data.max_nodes,
+                          TrainSettings(epochs=1, precision=precision))
+        before = _load()
+        w, c = time.perf_counter(), time.process_time()
+        record = train_epoch(state, data)
+        w, c = time.perf_counter() - w, time.process_time() - c
+        print(f"WHOLE EPOCH {name} {precision} at {threads} thread(s): {w:.1f} s wall, {c:.1f} CPU-s "
+              f"({len(data)} graphs, loss per graph {record['loss']:.3f})   [{before} -> {_load()}]")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description="seconds per graph-VAE training epoch on ENAS")
     ap.add_argument("--data-dir", default=None)
@@ -220,6 +237,9 @@ def main() -> None:
     ap.add_argument("--equivalence", action="store_true",
                     help="also compare this round's D-VAE loss and gradients with round 3's code on one batch")
     ap.add_argument("--reference-steps", type=int, default=0, help="steps of the per-graph reference (0: skip)")
+    ap.add_argument("--whole-epoch", action="store_true",
+                    help="also time one whole training epoch of each model (attnas.graphvae.train.train_epoch, "
+                         "every batch, the first precision of --precision), not an extrapolation")
     ap.add_argument("--flops", action="store_true",
                     help="also count each step's floating-point operations and time a plain matrix product of the "
                          "GRU's shape: the matmul-bound floor of an epoch on this machine, measured in the same run")
@@ -272,6 +292,8 @@ def main() -> None:
     cpu = {label: c for (label, t), c in cpu.items() if t == args.threads[0]}  # --flops: the first thread count
     if args.flops:
         report_flops(variants, data, args.hidden, per_epoch, cpu)
+    if args.whole_epoch:
+        report_whole_epochs(args.models, data, args.hidden, args.precision[0], args.threads[-1])
     if "D-VAE" in args.models and args.reference_steps > 0:
         ref = Variant("per-graph", "D-VAE", data, args.hidden, loss=_reference_loss)
         main_v = Variant("D-VAE", "D-VAE", data, args.hidden)
