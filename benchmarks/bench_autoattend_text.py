@@ -60,6 +60,20 @@ def timed(fn) -> tuple[float, float, object]:
     return time.perf_counter() - w, time.process_time() - c, out
 
 
+def supernet_step(task, supernet, params: list, opt, grad_clip: float, batch, arch) -> None:
+    """One step of ``attnas.train.train_epoch``: clip, step and clear only the parameters with a gradient."""
+    import torch
+
+    from attnas.train import step_with_gradients
+
+    task.loss(supernet(batch, arch), batch).backward()
+    active = [p for p in params if p.grad is not None]
+    torch.nn.utils.clip_grad_norm_(active, grad_clip)
+    step_with_gradients(opt, active)
+    for p in active:
+        p.grad = None
+
+
 def set_gru(model, implementation: str) -> None:
     """Switch every GRU operation of ``model`` to ``implementation`` (same parameters)."""
     from attnas.ops.text import GRUOp
@@ -93,7 +107,7 @@ def main() -> None:
 
     from attnas.data.root import resolve_data_root
     from attnas.strategies.one_shot import SupernetConfig
-    from attnas.train import make_optimizer, step_with_gradients, train_epoch
+    from attnas.train import make_optimizer, train_epoch
     from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
     from attnas.tasks.text_classification import TextClassificationConfig, TextClassificationTask
 
@@ -115,12 +129,7 @@ def main() -> None:
     opt = make_optimizer(params, cfg)
 
     def step(batch, arch) -> None:  # one step of train_epoch
-        task.loss(supernet(batch, arch), batch).backward()
-        active = [p for p in params if p.grad is not None]
-        torch.nn.utils.clip_grad_norm_(active, cfg.grad_clip)
-        step_with_gradients(opt, active)
-        for p in active:
-            p.grad = None
+        supernet_step(task, supernet, params, opt, cfg.grad_clip, batch, arch)
 
     def reference_step(batch, arch) -> None:  # round 3: every parameter zeroed, clipped, stepped
         opt.zero_grad(set_to_none=True)

@@ -34,7 +34,8 @@ def main() -> None:
     from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
     from attnas.strategies.one_shot import SupernetConfig
     from attnas.tasks.text_classification import TextClassificationConfig, TextClassificationTask
-    from attnas.train import make_optimizer, step_with_gradients
+    from attnas.train import make_optimizer
+    from bench_autoattend_text import supernet_step  # the same step as the epoch benchmark
 
     torch.set_num_threads(args.threads)
     task = TextClassificationTask(TextClassificationConfig(dataset="sst5", bucket=8), resolve_data_root(args.data_dir))
@@ -54,12 +55,7 @@ def main() -> None:
     impls = {"rand_like >= p": rand_mask, "splitmix64": dropout.dropout_mask}
 
     def step(batch, arch) -> None:
-        task.loss(supernet(batch, arch), batch).backward()
-        active = [p for p in params if p.grad is not None]
-        torch.nn.utils.clip_grad_norm_(active, cfg.grad_clip)
-        step_with_gradients(opt, active)
-        for p in active:
-            p.grad = None
+        supernet_step(task, supernet, params, opt, cfg.grad_clip, batch, arch)
 
     times: dict[str, list[float]] = {k: [] for k in impls}
     load_before = os.getloadavg()

@@ -28,6 +28,14 @@ def shared_data() -> Path | None:
 
 
 @pytest.fixture
+def restore_torch_threads():
+    """Give torch its thread count back after the test (which may change it)."""
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
 def data_root() -> Path:
     """The real data root; skips the test when ../shared/data is absent."""
     root = shared_data()

@@ -11,11 +11,8 @@ from attnas.parallel import map_in_threads
 
 
 @pytest.fixture
-def two_torch_threads():
-    before = torch.get_num_threads()
+def two_torch_threads(restore_torch_threads):
     torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_results_in_order_from_several_threads_with_one_torch_thread_each(two_torch_threads):

@@ -39,11 +39,8 @@ def write_enas(root, n, layers=4, seed=0):
 
 
 @pytest.fixture
-def one_thread():
-    before = torch.get_num_threads()
+def one_thread(restore_torch_threads):
     torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_run_reports_tables_properties_tsne_and_labelled_bo(tmp_path, one_thread):
