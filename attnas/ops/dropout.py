@@ -75,17 +75,17 @@ def dropout_mask(x: torch.Tensor, p: float, seed: int | None = None) -> torch.Te
     """
     if seed is None:
         seed = int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64))
-    code = _KERNEL_DTYPES.get(x.dtype)
-    if x.device.type == "cpu" and code is not None:
+    if x.device.type == "cpu" and x.is_floating_point():
         from attnas.ops import _dropout_kernel
 
         lib = _dropout_kernel.load()
-        if lib is not None:
-            mask = torch.empty(x.shape, dtype=x.dtype)
+        if lib is not None:  # other float dtypes: the float32 mask, rounded once (as mask_reference rounds)
+            dtype = x.dtype if x.dtype in _KERNEL_DTYPES else torch.float32
+            mask = torch.empty(x.shape, dtype=dtype)
             if mask.numel():
-                lib.attnas_dropout_mask(code, mask.data_ptr(), mask.numel(), seed, threshold_of(p), 1.0 / (1.0 - p),
-                                        torch.get_num_threads())
-            return mask
+                lib.attnas_dropout_mask(_KERNEL_DTYPES[dtype], mask.data_ptr(), mask.numel(), seed, threshold_of(p),
+                                        1.0 / (1.0 - p), torch.get_num_threads())
+            return mask.to(x.dtype)
     return mask_reference(x.shape, seed, p, x.dtype, x.device)
 
 

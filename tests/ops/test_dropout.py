@@ -64,11 +64,13 @@ def test_without_the_kernel_the_same_mask(monkeypatch):
     assert kernel_module.load() is None
 
 
-def test_other_dtypes_take_the_torch_path():
-    x = torch.ones(4, 300, dtype=torch.bfloat16)
-    got = dropout_mask(x, 0.25, seed=SEED)
-    assert got.dtype == torch.bfloat16
-    assert torch.equal(got, mask_reference(x.shape, SEED, 0.25, torch.bfloat16))
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("p", [0.1, 0.3])
+def test_half_precision_masks_equal_the_torch_mask(dtype, p):
+    x = torch.ones(4, 300, dtype=dtype)
+    got = dropout_mask(x, p, seed=SEED)
+    assert got.dtype == dtype
+    assert torch.equal(got, mask_reference(x.shape, SEED, p, dtype))
 
 
 @pytest.mark.parametrize("p", [0.1, 0.5])
