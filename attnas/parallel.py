@@ -333,11 +333,13 @@ def map_in_threads(fn: Callable[[Any], Any], items: Iterable, threads: int) -> I
     kernels). Measured on two cores (AutoAttend, SST-5 dev set): 0.69 s per architecture
     in two threads against 1.10 s with two intra-op threads.
 
-    Every pass runs under ``torch.set_num_threads(1)`` (restored afterwards), so the
-    results are exactly those of ``map(fn, items)`` with one torch thread. ``fn`` must not
-    change shared state (a module in evaluation mode under ``torch.inference_mode`` is fine).
-    With ``threads <= 1`` or fewer than two items this is a plain sequential ``map`` with
-    the current thread count.
+    With ``threads > 1`` every item, even a lone one, is computed in a worker thread that
+    first sets ``torch.set_num_threads(1)`` for itself, so the results are exactly those of
+    ``map(fn, items)`` with one torch thread, whatever the number of items. The caller's
+    own thread count is untouched while it consumes the results, and torch's default for
+    new threads is put back at the end. ``fn`` must not change shared state (a module in
+    evaluation mode under ``torch.inference_mode`` is fine). With ``threads <= 1`` this is
+    a plain sequential ``map`` with the current thread count.
 
     Args:
         fn: The function applied to each item.
@@ -349,17 +351,23 @@ def map_in_threads(fn: Callable[[Any], Any], items: Iterable, threads: int) -> I
         earlier one are done.
     """
     items = list(items)
-    if threads <= 1 or len(items) < 2:
+    if threads <= 1:
         yield from map(fn, items)
+        return
+    if not items:
         return
     import torch
     from concurrent.futures import ThreadPoolExecutor
 
     previous = torch.get_num_threads()
-    torch.set_num_threads(1)  # threads created below take this count when they first run a kernel
+
+    def one_torch_thread(item: Any) -> Any:
+        torch.set_num_threads(1)  # this worker thread's own count (and torch's default for new threads)
+        return fn(item)
+
     pool = ThreadPoolExecutor(min(threads, len(items)), thread_name_prefix="attnas-map")
     try:
-        yield from pool.map(fn, items)
+        yield from pool.map(one_torch_thread, items)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # an abandoned generator waits only for running items
         torch.set_num_threads(previous)

@@ -34,12 +34,21 @@ def test_results_in_order_from_several_threads_with_one_torch_thread_each(two_to
     assert torch.get_num_threads() == 2  # restored
 
 
-def test_one_thread_or_one_item_is_a_plain_map(two_torch_threads):
+def test_one_thread_is_a_plain_map_and_a_lone_item_still_gets_one_torch_thread(two_torch_threads):
     caller = threading.get_ident()
-    out = list(map_in_threads(lambda i: (threading.get_ident(), torch.get_num_threads(), i * i), [3], 4))
-    assert out == [(caller, 2, 9)]
     out = list(map_in_threads(lambda i: (threading.get_ident(), torch.get_num_threads(), i * i), range(3), 1))
     assert out == [(caller, 2, 0), (caller, 2, 1), (caller, 2, 4)]
+    ((ident, n, sq),) = list(map_in_threads(lambda i: (threading.get_ident(), torch.get_num_threads(), i * i), [3], 4))
+    assert ident != caller and n == 1 and sq == 9  # as in a longer list: scores never depend on the count
+    assert list(map_in_threads(lambda i: i, [], 2)) == []
+
+
+def test_the_caller_keeps_its_thread_count_between_results(two_torch_threads):
+    gen = map_in_threads(lambda i: torch.get_num_threads(), range(6), 2)
+    for _ in range(6):
+        assert next(gen) == 1  # computed with one torch thread
+        assert torch.get_num_threads() == 2  # while the caller works between results
+    assert torch.get_num_threads() == 2
 
 
 def test_an_error_propagates_and_the_thread_count_is_restored(two_torch_threads):
