@@ -111,8 +111,3 @@ class CompiledLibrary:
     def unavailable_reason(self) -> str | None:
         """Why :meth:`load` returned ``None`` (``None`` if it has not failed)."""
         return self.error
-
-    def reset(self) -> None:
-        """Forget the loaded library or the error (the next :meth:`load` tries again; for tests)."""
-        with self._lock:
-            self.library, self.error, self.build_seconds = None, None, None

@@ -169,8 +169,7 @@ def score_candidates(candidates: list[dict], spec: RunSpec, weights: dict, token
         return space, task, supernet
 
     space, task, supernet = worker_cached(("supernet", spec.key(), token), build)
-    if len(candidates) > 1:
-        supernet.eval()  # once, before threads share the module
+    supernet.eval()  # once, before threads share the module
     on_cpu = getattr(task, "device", torch.device("cpu")).type == "cpu"
     return list(map_in_threads(lambda c: supernet_score(supernet, task, Arch(space.name, c), batch_size), candidates,
                                score_threads if on_cpu else 1))
@@ -283,8 +282,7 @@ class _OneShot(Strategy):
         """
         ex = self.executor
         if not ex.parallel or self.spec is None or len(candidates) < 2:
-            if len(candidates) > 1:
-                self.supernet.eval()  # once, before the threads share the module
+            self.supernet.eval()  # once, before the threads share the module
             yield from map_in_threads(lambda choices: self.score(Arch(self.space.name, choices)), candidates,
                                       self.score_threads())
             return

@@ -37,6 +37,18 @@ def kernel():
     return lib
 
 
+def _compare_modules(fused, ref, x, out_tol, grad_tol):
+    """``fused`` with ``ref``'s weights: same output, same gradients (input and weights); returns the output."""
+    ref.load_state_dict(fused.state_dict())
+    y = fused(x)
+    torch.testing.assert_close(y, ref(x), rtol=out_tol, atol=out_tol)
+    g_fused = torch.autograd.grad(y.square().sum(), [x, *fused.parameters()])
+    g_ref = torch.autograd.grad(ref(x).square().sum(), [x, *ref.parameters()])
+    for a, b in zip(g_fused, g_ref):
+        torch.testing.assert_close(a, b, rtol=grad_tol, atol=grad_tol)
+    return y
+
+
 def _compare(fused, ref, inputs, tol):
     torch.testing.assert_close(fused, ref, rtol=tol, atol=tol)
     grad = torch.randn_like(ref)
@@ -102,15 +114,9 @@ def test_module_fused_matches_unfold(kernel):
     torch.manual_seed(0)
     fused = LocalSelfAttention(6, 16, kernel_size=5, heads=4, stride=2, impl="fused")
     ref = LocalSelfAttention(6, 16, kernel_size=5, heads=4, stride=2, impl="unfold")
-    ref.load_state_dict(fused.state_dict())
     x = torch.randn(2, 6, 7, 9, requires_grad=True)
-    y = fused(x)
+    y = _compare_modules(fused, ref, x, out_tol=1e-5, grad_tol=1e-4)
     assert y.shape == (2, 16, 4, 5)
-    torch.testing.assert_close(y, ref(x), rtol=1e-5, atol=1e-5)
-    g_fused = torch.autograd.grad(y.square().sum(), [x, *fused.parameters()])
-    g_ref = torch.autograd.grad(ref(x).square().sum(), [x, *ref.parameters()])
-    for a, b in zip(g_fused, g_ref):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
 
 
 def test_fallback_to_eager_without_compiler(monkeypatch):
@@ -147,14 +153,8 @@ def test_module_fused_projection_path_matches_unfold(kernel, ks, heads):
     torch.manual_seed(1)
     fused = LocalSelfAttention(5, 16, kernel_size=ks, heads=heads, impl="fused").double()
     ref = LocalSelfAttention(5, 16, kernel_size=ks, heads=heads, impl="unfold").double()
-    ref.load_state_dict(fused.state_dict())
     x = torch.randn(3, 5, 8, 6, dtype=torch.float64, requires_grad=True)
-    y = fused(x)
-    torch.testing.assert_close(y, ref(x), rtol=1e-10, atol=1e-10)
-    g_fused = torch.autograd.grad(y.square().sum(), [x, *fused.parameters()])
-    g_ref = torch.autograd.grad(ref(x).square().sum(), [x, *ref.parameters()])
-    for a, b in zip(g_fused, g_ref):
-        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
+    _compare_modules(fused, ref, x, out_tol=1e-10, grad_tol=1e-10)
 
 
 def test_relaxed_network_fused_matches_fast(kernel):
