@@ -15,17 +15,15 @@ imported as the package ``attnas_old``; make it with::
 from __future__ import annotations
 
 import argparse
-import os
 
 from attnas.cli import choose_omp_wait_policy  # noqa: E402  (before torch: PASSIVE only on a busy machine)
 
 choose_omp_wait_policy()
 
 import statistics  # noqa: E402
-import time  # noqa: E402
 
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+from autola_steps import darts_step, medians, time_interleaved, training_step  # noqa: E402
 
 
 def main() -> None:
@@ -48,54 +46,24 @@ def main() -> None:
 
     ba, bb = batch(), batch()
 
-    def sgd(params):
-        return torch.optim.SGD(params, lr=0.025, momentum=0.9, weight_decay=3e-4, foreach=True)
+    def plain_step(model):
+        return training_step(model, list(model.parameters()), ba)
 
-    def training_step(model):
-        opt = sgd(model.parameters())
+    def search_step(net):
+        return darts_step(net, net.weight_parameters(), net.arch_parameters(), ba, bb)
 
-        def step():
-            opt.zero_grad(set_to_none=True)
-            F.cross_entropy(model(ba[0]), ba[1]).backward()
-            opt.step()
-        return step
-
-    def darts_step(net):
-        weights, alpha = net.weight_parameters(), net.arch_parameters()
-        w_opt = sgd(weights)
-        a_opt = torch.optim.Adam(alpha, lr=3e-4, betas=(0.5, 0.999), weight_decay=1e-3, foreach=True)
-
-        def step():
-            w_opt.zero_grad(set_to_none=True)
-            F.cross_entropy(net(ba[0]), ba[1]).backward(inputs=weights)
-            w_opt.step()
-            a_opt.zero_grad(set_to_none=True)
-            F.cross_entropy(net(bb[0]), bb[1]).backward(inputs=alpha)
-            a_opt.step()
-        return step
-
-    steps = {"plain": training_step(cifar_resnet("resnet20").to(memory_format=fmt))}
+    steps = {"plain": plain_step(cifar_resnet("resnet20").to(memory_format=fmt))}
     for tag, module in (("old", old), ("new", new)):
         torch.manual_seed(1)
-        steps[f"darts-{tag}"] = darts_step(module.RelaxedHOGANetwork("resnet20").to(memory_format=fmt))
+        steps[f"darts-{tag}"] = search_step(module.RelaxedHOGANetwork("resnet20").to(memory_format=fmt))
         torch.manual_seed(2)
-        steps[f"discrete-{tag}"] = training_step(module.hoga_network("resnet20", FIGURE3_EDGES).to(memory_format=fmt))
+        steps[f"discrete-{tag}"] = plain_step(module.hoga_network("resnet20", FIGURE3_EDGES).to(memory_format=fmt))
     for f in steps.values():
         f()
-    wall: dict[str, list[float]] = {k: [] for k in steps}
-    cpu: dict[str, list[float]] = {k: [] for k in steps}
-    loads = []
-    for _ in range(args.repeats):
-        for k, f in steps.items():
-            t, c = time.perf_counter(), time.process_time()
-            f()
-            wall[k].append(time.perf_counter() - t)
-            cpu[k].append(time.process_time() - c)
-        loads.append(os.getloadavg()[0])
-    mw = {k: statistics.median(v) for k, v in wall.items()}
-    mc = {k: statistics.median(v) for k, v in cpu.items()}
+    wall, cpu, loads = time_interleaved(steps, args.repeats)
+    mw, mc = medians(wall), medians(cpu)
     print(f"threads={torch.get_num_threads()} batch={args.batch} repeats={args.repeats} "
-          f"load avg during (median) {statistics.median(loads):.2f}")
+          f"load avg during (median) {statistics.median(sum(loads.values(), [])):.2f}")
     for k in steps:
         print(f"  {k:13s} wall {mw[k] * 1e3:8.1f} ms ({mw[k] / mw['plain']:5.2f}x plain)   "
               f"CPU {mc[k] * 1e3:8.1f} ms ({mc[k] / mc['plain']:5.2f}x plain)")

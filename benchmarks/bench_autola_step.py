@@ -36,6 +36,7 @@ import time  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from autola_steps import darts_step, medians, time_interleaved, training_step  # noqa: E402
 
 
 def main() -> None:
@@ -84,17 +85,11 @@ def main() -> None:
     batch_a, batch_b = batch(), batch()
 
     plain = cifar_resnet("resnet20").to(dev, memory_format=fmt)
-    fe = {"foreach": args.optim_impl == "foreach"}
-    plain_opt = torch.optim.SGD(plain.parameters(), lr=0.025, momentum=0.9, weight_decay=3e-4, **fe)
-
     supernet = None if args.no_darts else RelaxedHOGANetwork("resnet20", groups=args.groups).to(dev, memory_format=fmt)
-    if supernet is not None:
-        weights, alpha = supernet.weight_parameters(), supernet.arch_parameters()
-        w_opt = torch.optim.SGD(weights, lr=0.025, momentum=0.9, weight_decay=3e-4, **fe)
-        a_opt = torch.optim.Adam(alpha, lr=3e-4, betas=(0.5, 0.999), weight_decay=1e-3, **fe)
-
     discrete = hoga_network("resnet20", edges, groups=args.groups).to(dev, memory_format=fmt)
-    d_opt = torch.optim.SGD(discrete.parameters(), lr=0.025, momentum=0.9, weight_decay=3e-4, **fe)
+    params = {"plain": list(plain.parameters()), "discrete": list(discrete.parameters())}
+    if supernet is not None:
+        params["weights"], params["alpha"] = supernet.weight_parameters(), supernet.arch_parameters()
 
     if args.compile:  # the step functions stay eager; the networks' forward and backward are compiled
         plain, discrete = torch.compile(plain), torch.compile(discrete)
@@ -110,52 +105,24 @@ def main() -> None:
                 return F.cross_entropy(model(b[0]).float(), b[1])
         return F.cross_entropy(model(b[0]), b[1])
 
-    def plain_step():
-        plain_opt.zero_grad(set_to_none=True)
-        loss(plain, batch_a).backward()
-        plain_opt.step()
-
-    def darts_step():
-        w_opt.zero_grad(set_to_none=True)  # weights on train_A
-        loss(supernet, batch_a).backward(inputs=weights)
-        w_opt.step()
-        a_opt.zero_grad(set_to_none=True)  # alpha on train_B: only d loss / d alpha is computed
-        loss(supernet, batch_b).backward(inputs=alpha)
-        a_opt.step()
-
-    def discrete_step():
-        d_opt.zero_grad(set_to_none=True)
-        loss(discrete, batch_a).backward()
-        d_opt.step()
-
-    steps = {"plain": plain_step, "darts": darts_step, "discrete": discrete_step}
-    if supernet is None:
-        del steps["darts"]
+    foreach = args.optim_impl == "foreach"
+    steps = {"plain": training_step(plain, params["plain"], batch_a, loss, foreach)}
+    if supernet is not None:
+        steps["darts"] = darts_step(supernet, params["weights"], params["alpha"], batch_a, batch_b, loss, foreach)
+    steps["discrete"] = training_step(discrete, params["discrete"], batch_a, loss, foreach)
     t0 = time.perf_counter()
     for _ in range(args.warmup):
         for f in steps.values():
             f()
     sync()
     print(f"warm-up ({args.warmup} rounds{', compiling' if args.compile else ''}): {time.perf_counter() - t0:.1f} s")
-    times: dict[str, list[float]] = {k: [] for k in steps}
-    cpu: dict[str, list[float]] = {k: [] for k in steps}
-    loads: dict[str, list[float]] = {k: [] for k in steps}
-    for _ in range(args.repeats):
-        for name, f in steps.items():  # interleaved
-            sync()
-            t, c = time.perf_counter(), time.process_time()
-            f()
-            sync()
-            times[name].append(time.perf_counter() - t)
-            cpu[name].append(time.process_time() - c)
-            loads[name].append(os.getloadavg()[0])
+    times, cpu, loads = time_interleaved(steps, args.repeats, sync)
 
     print(f"device={dev} threads={torch.get_num_threads()} OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} "
           f"batch={args.batch} memory_format={args.memory_format} groups={args.groups} cell={args.cell} "
           f"repeats={args.repeats} compile={args.compile} precision={args.precision} optim={args.optim_impl} "
           f"torch={torch.__version__}")
-    med = {k: statistics.median(v) for k, v in times.items()}
-    cmed = {k: statistics.median(v) for k, v in cpu.items()}
+    med, cmed = medians(times), medians(cpu)
     for name in steps:
         print(f"  {name:9s} median {med[name] * 1e3:9.1f} ms  (min {min(times[name]) * 1e3:8.1f})  "
               f"CPU {cmed[name] * 1e3:9.1f} ms  load avg during: {statistics.median(loads[name]):.2f}")
@@ -200,15 +167,7 @@ def breakdown(args, dev, fmt, edges, sync) -> None:
             parts[f"edge {key} {discrete.choices[key]} (C/K ch)"] = lambda op=op: op(xc).backward(gc)
     for f in parts.values():
         f()
-    times = {k: [] for k in parts}
-    for _ in range(args.repeats):
-        for k, f in parts.items():
-            sync()
-            t = time.perf_counter()
-            f()
-            sync()
-            times[k].append(time.perf_counter() - t)
-    med = {k: statistics.median(v) for k, v in times.items()}
+    med = medians(time_interleaved(parts, args.repeats, sync)[0])
     print(f"breakdown, stage 1 ({C} channels, {S}x{S}, batch {args.batch}), forward + backward, "
           f"load avg {os.getloadavg()[0]:.2f}:")
     for k, v in med.items():

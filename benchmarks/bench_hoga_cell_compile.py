@@ -22,10 +22,10 @@ from attnas.cli import choose_omp_wait_policy  # noqa: E402  (before torch: PASS
 
 choose_omp_wait_policy()
 
-import statistics  # noqa: E402
 import time  # noqa: E402
 
 import torch  # noqa: E402
+from autola_steps import medians, time_interleaved  # noqa: E402
 
 
 def main() -> None:
@@ -57,13 +57,7 @@ def main() -> None:
         fns[f"{name} (compiled)"] = lambda cm=compiled: cm(x).backward(g)
     for f in fns.values():
         f()
-    cpu: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(args.repeats):
-        for k, f in fns.items():
-            c = time.process_time()
-            f()
-            cpu[k].append(time.process_time() - c)
-    med = {k: statistics.median(v) for k, v in cpu.items()}
+    med = medians(time_interleaved(fns, args.repeats)[1])  # CPU times
     print(f"batch {args.batch}, threads {torch.get_num_threads()}, CPU-time medians of {args.repeats}, "
           f"load avg {os.getloadavg()[0]:.2f}:")
     for k, v in med.items():

@@ -1,0 +1,87 @@
+"""The AutoLA training steps and the interleaved timing shared by the AutoLA benchmarks.
+
+``bench_autola_step.py`` (the issue-4 ratios), ``ab_autola_step.py`` (an older tree against
+this one) and ``bench_hoga_cell_compile.py`` time the same steps the same way: each step is
+built here once, with the search's optimiser settings (AutoLA Sec. 4.2: SGD with momentum
+0.9 and weight decay 3e-4 for the weights, lr 0.025; Adam for alpha as DARTS does).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterable
+
+import torch
+import torch.nn.functional as F
+
+Batch = tuple[torch.Tensor, torch.Tensor]
+Loss = Callable[[torch.nn.Module, Batch], torch.Tensor]
+
+
+def cross_entropy(model: torch.nn.Module, batch: Batch) -> torch.Tensor:
+    """The classification loss of one batch (the default ``loss`` of the steps)."""
+    return F.cross_entropy(model(batch[0]), batch[1])
+
+
+def sgd(params: Iterable[torch.nn.Parameter], foreach: bool = True) -> torch.optim.Optimizer:
+    """The weights' optimiser (SGD, lr 0.025, momentum 0.9, weight decay 3e-4)."""
+    return torch.optim.SGD(params, lr=0.025, momentum=0.9, weight_decay=3e-4, foreach=foreach)
+
+
+def training_step(model: torch.nn.Module, params: Iterable[torch.nn.Parameter], batch: Batch,
+                  loss: Loss = cross_entropy, foreach: bool = True) -> Callable[[], None]:
+    """One SGD step of ``model`` on ``batch`` (a plain or a retrained network)."""
+    opt = sgd(params, foreach)
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        loss(model, batch).backward()
+        opt.step()
+    return step
+
+
+def darts_step(net: torch.nn.Module, weights: list, alpha: list, batch_a: Batch, batch_b: Batch,
+               loss: Loss = cross_entropy, foreach: bool = True) -> Callable[[], None]:
+    """One first-order DARTS step: an SGD step of the weights on ``batch_a`` (train_A), then an
+    Adam step of alpha on ``batch_b`` (train_B), only d loss / d alpha computed for the latter."""
+    w_opt = sgd(weights, foreach)
+    a_opt = torch.optim.Adam(alpha, lr=3e-4, betas=(0.5, 0.999), weight_decay=1e-3, foreach=foreach)
+
+    def step() -> None:
+        w_opt.zero_grad(set_to_none=True)
+        loss(net, batch_a).backward(inputs=weights)
+        w_opt.step()
+        a_opt.zero_grad(set_to_none=True)
+        loss(net, batch_b).backward(inputs=alpha)
+        a_opt.step()
+    return step
+
+
+def time_interleaved(fns: dict[str, Callable[[], None]], repeats: int,
+                     sync: Callable[[], None] = lambda: None) -> tuple[dict, dict, dict]:
+    """Run every function once per round, ``repeats`` rounds, so that load hits all alike.
+
+    Returns:
+        Per name: the wall times, the process CPU times and the 1-minute load averages,
+        one per round (lists; take their medians).
+    """
+    wall: dict[str, list[float]] = {k: [] for k in fns}
+    cpu: dict[str, list[float]] = {k: [] for k in fns}
+    loads: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeats):
+        for name, f in fns.items():
+            sync()
+            t, c = time.perf_counter(), time.process_time()
+            f()
+            sync()
+            wall[name].append(time.perf_counter() - t)
+            cpu[name].append(time.process_time() - c)
+            loads[name].append(os.getloadavg()[0])
+    return wall, cpu, loads
+
+
+def medians(times: dict[str, list[float]]) -> dict[str, float]:
+    """The median of each list."""
+    return {k: statistics.median(v) for k, v in times.items()}
