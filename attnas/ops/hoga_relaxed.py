@@ -32,6 +32,7 @@ from torch import nn
 from attnas.errors import ConfigError, unknown_name
 from attnas.ops.hoga_cell import HOGA, HOGAProjection, check_divisible, edge_key, hoga_edges, project
 from attnas.ops.gate_pooling import mean
+from attnas.ops.small_conv import kernel_applies, small_conv2d
 from attnas.ops.vision_attention import HOGA_OPS, create_attention
 
 ALPHA_INIT_SCALE = 1e-3
@@ -70,14 +71,18 @@ class MixedOp(nn.Module):
 
 
 def _conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, dilation: int, groups: int) -> torch.Tensor:
-    """A stride-1 "same" convolution computed in channels-last layout (much faster on CPU for
-    depth-wise and small grouped convolutions), returned contiguous for the element-wise work."""
+    """A stride-1 "same" convolution with few channels per group, returned NCHW-contiguous for
+    the element-wise work: the compiled direct kernel of :func:`~attnas.ops.small_conv.small_conv2d`
+    on the CPU, else ``conv2d`` in channels-last layout (faster than NCHW for depth-wise and small
+    grouped convolutions in oneDNN)."""
+    if kernel_applies(x):
+        return small_conv2d(x, weight, bias, dilation, groups)
     return _conv_cl(x.contiguous(memory_format=torch.channels_last), weight, bias, dilation, groups).contiguous()
 
 
 def _conv_cl(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, dilation: int,
              groups: int) -> torch.Tensor:
-    """The same convolution on a channels-last input, output channels-last."""
+    """The same convolution by ``conv2d`` on a channels-last input, output channels-last."""
     return F.conv2d(x, weight, bias, 1, dilation * (weight.shape[-1] - 1) // 2, dilation, groups)
 
 
@@ -178,13 +183,17 @@ class GroupedMixedOp(nn.Module):
         spat = None  # (B, G, H, W)
 
         if self.norm:
-            # Depth-wise convolutions, their sigmoids and their weighted sum in channels-last
-            # layout (same-shape element-wise work is layout-blind), converted once at the end.
-            src = x_in.contiguous(memory_format=torch.channels_last)
+            # Depth-wise convolutions, their sigmoids and their weighted sum; without the compiled
+            # kernel in channels-last layout (same-shape element-wise work is layout-blind),
+            # converted once at the end.
+            fast = kernel_applies(x)
+            src = x if fast else x_in.contiguous(memory_format=torch.channels_last)
             if self.shared_input and G > 1:  # one filter bank per edge: the input read G times
-                src = src.repeat(1, G, 1, 1).contiguous(memory_format=torch.channels_last)
+                src = src.repeat(1, G, 1, 1)
+                src = src if fast else src.contiguous(memory_format=torch.channels_last)
             for n, d in self.norm:
-                z = _conv_cl(src, getattr(self, f"{n}_weight"), getattr(self, f"{n}_bias"), d, G * c)
+                weight, bias = getattr(self, f"{n}_weight"), getattr(self, f"{n}_bias")
+                z = small_conv2d(src, weight, bias, d, G * c) if fast else _conv_cl(src, weight, bias, d, G * c)
                 w = col[n].repeat_interleave(c)[None, :, None, None]  # (1, G c, 1, 1)
                 full = torch.sigmoid(z) * w if full is None else torch.addcmul(full, torch.sigmoid(z), w)
             full = full.contiguous().view(B, G, c, H, W)

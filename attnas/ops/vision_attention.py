@@ -34,6 +34,7 @@ from torch import nn
 from attnas._registry import register_op
 from attnas.errors import ConfigError
 from attnas.ops.gate_pooling import mean
+from attnas.ops.small_conv import small_conv2d
 
 POOL = "hoga"
 
@@ -124,7 +125,8 @@ class SpatialAttention(nn.Module):
     where :math:`F^s_{avg}, F^s_{max}` are the average and the maximum over channels at every
     position and :math:`f_s` maps the two maps to one. AutoLA uses a depth-wise ``3 x 3``
     convolution with dilation 1 or 2; a depth-wise filter on each of the two maps, summed
-    into one map, is exactly one ``2 -> 1`` convolution, which is how :math:`f_s` is computed.
+    into one map, is exactly one ``2 -> 1`` convolution, which is how :math:`f_s` is computed
+    (with :func:`~attnas.ops.small_conv.small_conv2d`, the weights of ``self.conv``).
     A batch normalisation follows, as in CBAM's spatial gate (Woo et al., 2018), whose
     ``7 x 7`` convolution is the same layer with ``kernel_size=7``.
 
@@ -151,7 +153,7 @@ class SpatialAttention(nn.Module):
 
     def gate(self, x: torch.Tensor) -> torch.Tensor:
         """The gate of shape ``(B, 1, H, W)``."""
-        return torch.sigmoid(self.bn(self.conv(channel_pool(x))))
+        return torch.sigmoid(self.bn(small_conv2d(channel_pool(x), self.conv.weight, None, self.dilation)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x * self.gate(x)
@@ -165,6 +167,7 @@ class NormalizationAttention(nn.Module):
 
     with :math:`f_n` a depth-wise ``k x k`` convolution (dilation 1 or 2, with a bias), "a
     depth-wise convolutional layer like :math:`f_s`"; the sigmoid normalises it to ``[0, 1]``.
+    ``self.conv`` holds the weights; :func:`~attnas.ops.small_conv.small_conv2d` applies them.
 
     Args:
         channels: Input channels ``C``.
@@ -188,7 +191,8 @@ class NormalizationAttention(nn.Module):
 
     def gate(self, x: torch.Tensor) -> torch.Tensor:
         """The gate of shape ``(B, C, H, W)``."""
-        return torch.sigmoid(self.conv(x))
+        conv = self.conv
+        return torch.sigmoid(small_conv2d(x, conv.weight, conv.bias, self.dilation, conv.groups))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x * self.gate(x)

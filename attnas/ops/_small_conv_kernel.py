@@ -1,0 +1,294 @@
+"""Optional compiled CPU kernel for convolutions with few channels per group.
+
+A direct stride-1 "same" convolution (odd ``k x k`` kernel, dilation ``d``, zero padding
+``d (k - 1) / 2``) on NCHW-contiguous float32 / float64 tensors, with ``groups`` groups of
+``cin_g`` input and ``cout_g`` output channels each, forward and backward (input and weight
+gradients). It is written for AutoLA's gates: the depth-wise ``3 x 3`` convolutions of the
+normalization attention (``cin_g = cout_g = 1``) and the ``2 -> 1`` convolutions of the
+spatial attention and CBAM (``k = 3`` or ``7``), where oneDNN's general convolution reaches
+only 8-15 GFLOP/s on this CPU.
+
+Every thread works on whole images: it copies the planes of one (image, group) into a
+zero-padded buffer, so that the inner loop over a row is a branch-free, vectorised
+``acc[x] += w * row[x + kx d]``. The input gradient is the same loop over the padded output
+gradient with the kernel flipped; the weight gradient is accumulated per thread over its
+images and summed at the end (deterministic for a given thread count). Built and cached by
+:class:`attnas.ops._compiled.CompiledLibrary`; :mod:`attnas.ops.small_conv` falls back to
+``torch.nn.functional.conv2d`` when it is unavailable.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from attnas.ops._compiled import CompiledLibrary
+
+_SOURCE = r"""
+#include <cstdint>
+#include <cstring>
+#include <vector>
+#include <omp.h>
+
+namespace {
+
+struct Shape {
+  int64_t B; int Cin, Cout, G, H, W, K, d;
+  int cin_g() const { return Cin / G; }
+  int cout_g() const { return Cout / G; }
+  int r() const { return d * (K - 1) / 2; }
+  int Hp() const { return H + 2 * r(); }
+  int Wp() const { return W + 2 * r(); }
+};
+
+// Copy n planes of H x W into zero-padded planes of Hp x Wp (borders already zero).
+template <typename T>
+void pad_planes(const T* src, T* dst, int n, const Shape& s) {
+  const int r = s.r(), Wp = s.Wp(), Hp = s.Hp();
+  for (int p = 0; p < n; ++p)
+    for (int y = 0; y < s.H; ++y)
+      std::memcpy(dst + (int64_t)p * Hp * Wp + (int64_t)(y + r) * Wp + r,
+                  src + (int64_t)p * s.H * s.W + (int64_t)y * s.W, sizeof(T) * s.W);
+}
+
+template <typename T> struct Lanes;  // 32-byte vectors (GCC vector extension)
+template <> struct Lanes<float> { typedef float V __attribute__((vector_size(32))); enum { L = 8 }; };
+template <> struct Lanes<double> { typedef double V __attribute__((vector_size(32))); enum { L = 4 }; };
+
+template <typename T>
+inline typename Lanes<T>::V loadu(const T* p) {
+  typename Lanes<T>::V v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+template <typename T>
+inline void storeu(T* p, typename Lanes<T>::V v) { std::memcpy(p, &v, sizeof(v)); }
+
+// out[y, x] += sum_{ky, kx} w[ky * K + kx] * pad[y + ky d, x + kx d], one plane; w flipped if asked.
+// Full vectors of a row are done four at a time (independent accumulators), the rest scalar.
+template <typename T>
+inline void correlate_plane(const T* pad, const T* w, T* out, const Shape& s, bool flip) {
+  typedef typename Lanes<T>::V V;
+  const int L = Lanes<T>::L;
+  const int Wp = s.Wp(), K = s.K, d = s.d, W = s.W, KK = K * K;
+  T wk[64 * 64];
+  for (int t = 0; t < KK; ++t) wk[t] = flip ? w[KK - 1 - t] : w[t];
+  const int full = W / L * L;
+  for (int y = 0; y < s.H; ++y) {
+    T* o = out + (int64_t)y * W;
+    int x0 = 0;
+    for (; x0 + 4 * L <= full; x0 += 4 * L) {
+      V a0 = loadu(o + x0), a1 = loadu(o + x0 + L), a2 = loadu(o + x0 + 2 * L), a3 = loadu(o + x0 + 3 * L);
+      for (int ky = 0; ky < K; ++ky) {
+        const T* row = pad + (int64_t)(y + ky * d) * Wp + x0;
+        for (int kx = 0; kx < K; ++kx) {
+          const T wv = wk[ky * K + kx];
+          const T* in = row + kx * d;
+          a0 += wv * loadu(in); a1 += wv * loadu(in + L); a2 += wv * loadu(in + 2 * L); a3 += wv * loadu(in + 3 * L);
+        }
+      }
+      storeu(o + x0, a0); storeu(o + x0 + L, a1); storeu(o + x0 + 2 * L, a2); storeu(o + x0 + 3 * L, a3);
+    }
+    for (; x0 < full; x0 += L) {
+      V a0 = loadu(o + x0);
+      for (int ky = 0; ky < K; ++ky) {
+        const T* row = pad + (int64_t)(y + ky * d) * Wp + x0;
+        for (int kx = 0; kx < K; ++kx) a0 += wk[ky * K + kx] * loadu(row + kx * d);
+      }
+      storeu(o + x0, a0);
+    }
+    for (int x = full; x < W; ++x) {
+      T a = o[x];
+      for (int ky = 0; ky < K; ++ky)
+        for (int kx = 0; kx < K; ++kx) a += wk[ky * K + kx] * pad[(int64_t)(y + ky * d) * Wp + x + kx * d];
+      o[x] = a;
+    }
+  }
+}
+
+// acc[ky * K + kx] += sum_{y, x} g[y, x] * pad[y + ky d, x + kx d]: one kernel row at a time, a
+// vector accumulator per tap of the row (KR = K known at compile time, else KR = 0: any K).
+template <typename T, int KR>
+inline void weight_taps(const T* g, const T* pad, double* acc, const Shape& s) {
+  typedef typename Lanes<T>::V V;
+  const int L = Lanes<T>::L;
+  const int Wp = s.Wp(), K = KR > 0 ? KR : s.K, d = s.d, W = s.W;
+  const int full = W / L * L;
+  for (int ky = 0; ky < K; ++ky) {
+    V v[KR > 0 ? KR : 1];
+    T tail[64] = {};
+    if (KR > 0) {
+      for (int kx = 0; kx < K; ++kx) v[kx] = V{} ;
+      for (int y = 0; y < s.H; ++y) {
+        const T* gr = g + (int64_t)y * W;
+        const T* row = pad + (int64_t)(y + ky * d) * Wp;
+        for (int x0 = 0; x0 < full; x0 += L) {
+          const V gv = loadu(gr + x0);
+          for (int kx = 0; kx < K; ++kx) v[kx] += gv * loadu(row + x0 + kx * d);
+        }
+        for (int x = full; x < W; ++x)
+          for (int kx = 0; kx < K; ++kx) tail[kx] += gr[x] * row[x + kx * d];
+      }
+      for (int kx = 0; kx < K; ++kx) {
+        T sum = tail[kx];
+        for (int l = 0; l < L; ++l) sum += v[kx][l];
+        acc[ky * K + kx] += (double)sum;
+      }
+    } else {
+      for (int kx = 0; kx < K; ++kx) {
+        T sum = 0;
+        for (int y = 0; y < s.H; ++y) {
+          const T* gr = g + (int64_t)y * W;
+          const T* in = pad + (int64_t)(y + ky * d) * Wp + kx * d;
+          #pragma omp simd reduction(+ : sum)
+          for (int x = 0; x < W; ++x) sum += gr[x] * in[x];
+        }
+        acc[ky * K + kx] += (double)sum;
+      }
+    }
+  }
+}
+
+template <typename T>
+inline void weight_grad(const T* g, const T* pad, double* acc, const Shape& s) {
+  if (s.K == 3) weight_taps<T, 3>(g, pad, acc, s);
+  else if (s.K == 5) weight_taps<T, 5>(g, pad, acc, s);
+  else if (s.K == 7) weight_taps<T, 7>(g, pad, acc, s);
+  else weight_taps<T, 0>(g, pad, acc, s);
+}
+
+template <typename T>
+void forward(const T* x, const T* w, const T* bias, T* out, const Shape& s, int nthreads) {
+  const int cin_g = s.cin_g(), cout_g = s.cout_g(), KK = s.K * s.K;
+  const int64_t plane = (int64_t)s.H * s.W, pplane = (int64_t)s.Hp() * s.Wp();
+  const int64_t items = s.B * s.G;
+  #pragma omp parallel num_threads(nthreads)
+  {
+    std::vector<T> pad((size_t)(cin_g * pplane), (T)0);
+    #pragma omp for schedule(static)
+    for (int64_t it = 0; it < items; ++it) {
+      const int64_t b = it / s.G; const int g = (int)(it % s.G);
+      pad_planes(x + (b * s.Cin + (int64_t)g * cin_g) * plane, pad.data(), cin_g, s);
+      for (int oo = 0; oo < cout_g; ++oo) {
+        const int o = g * cout_g + oo;
+        T* dst = out + (b * s.Cout + o) * plane;
+        const T b0 = bias ? bias[o] : (T)0;
+        for (int64_t i = 0; i < plane; ++i) dst[i] = b0;
+        for (int ci = 0; ci < cin_g; ++ci)
+          correlate_plane(pad.data() + ci * pplane, w + ((int64_t)o * cin_g + ci) * KK, dst, s, false);
+      }
+    }
+  }
+}
+
+// gx (may be null) and gw (may be null, written) from gout; x is needed for gw only.
+template <typename T>
+void backward(const T* x, const T* w, const T* gout, T* gx, T* gw, const Shape& s, int nthreads) {
+  const int cin_g = s.cin_g(), cout_g = s.cout_g(), KK = s.K * s.K;
+  const int64_t plane = (int64_t)s.H * s.W, pplane = (int64_t)s.Hp() * s.Wp();
+  const int64_t items = s.B * s.G;
+  const int64_t wsize = (int64_t)s.Cout * cin_g * KK;
+  std::vector<double> partial((size_t)(nthreads * wsize), 0.0);
+  int used = 1;
+  #pragma omp parallel num_threads(nthreads)
+  {
+    const int t = omp_get_thread_num();
+    #pragma omp single
+    used = omp_get_num_threads();
+    double* acc = partial.data() + (int64_t)t * wsize;
+    std::vector<T> gpad(gx ? (size_t)(cout_g * pplane) : 0, (T)0);
+    std::vector<T> xpad(gw ? (size_t)(cin_g * pplane) : 0, (T)0);
+    #pragma omp for schedule(static)
+    for (int64_t it = 0; it < items; ++it) {
+      const int64_t b = it / s.G; const int g = (int)(it % s.G);
+      const T* go = gout + (b * s.Cout + (int64_t)g * cout_g) * plane;
+      if (gx) {
+        pad_planes(go, gpad.data(), cout_g, s);
+        for (int ci = 0; ci < cin_g; ++ci) {
+          T* dst = gx + (b * s.Cin + (int64_t)g * cin_g + ci) * plane;
+          for (int64_t i = 0; i < plane; ++i) dst[i] = (T)0;
+          for (int oo = 0; oo < cout_g; ++oo)
+            correlate_plane(gpad.data() + oo * pplane, w + ((int64_t)(g * cout_g + oo) * cin_g + ci) * KK,
+                            dst, s, true);
+        }
+      }
+      if (gw) {
+        pad_planes(x + (b * s.Cin + (int64_t)g * cin_g) * plane, xpad.data(), cin_g, s);
+        for (int oo = 0; oo < cout_g; ++oo)
+          for (int ci = 0; ci < cin_g; ++ci)
+            weight_grad(go + oo * plane, xpad.data() + ci * pplane,
+                        acc + ((int64_t)(g * cout_g + oo) * cin_g + ci) * KK, s);
+      }
+    }
+  }
+  if (gw)
+    for (int64_t i = 0; i < wsize; ++i) {
+      double v = 0.0;
+      for (int t = 0; t < used; ++t) v += partial[(size_t)(t * wsize + i)];
+      gw[i] = (T)v;
+    }
+}
+
+bool valid(const Shape& s) {
+  return s.B >= 0 && s.G >= 1 && s.Cin % s.G == 0 && s.Cout % s.G == 0 && s.Cin >= s.G && s.Cout >= s.G &&
+         s.H >= 1 && s.W >= 1 && s.K >= 1 && s.K % 2 == 1 && s.K <= 63 && s.d >= 1;
+}
+
+}  // namespace
+
+extern "C" {
+
+// dtype 0: float32, 1: float64. All tensors NCHW contiguous; bias may be null.
+int attnas_small_conv_forward(int dtype, const void* x, const void* w, const void* bias, void* out, int64_t B,
+                              int Cin, int Cout, int G, int H, int W, int K, int d, int nthreads) {
+  Shape s{B, Cin, Cout, G, H, W, K, d};
+  if (!valid(s)) return 2;
+  if (nthreads < 1) nthreads = 1;
+  if (dtype == 0)
+    forward<float>((const float*)x, (const float*)w, (const float*)bias, (float*)out, s, nthreads);
+  else if (dtype == 1)
+    forward<double>((const double*)x, (const double*)w, (const double*)bias, (double*)out, s, nthreads);
+  else
+    return 1;
+  return 0;
+}
+
+// gx and gw may each be null (not wanted).
+int attnas_small_conv_backward(int dtype, const void* x, const void* w, const void* gout, void* gx, void* gw,
+                               int64_t B, int Cin, int Cout, int G, int H, int W, int K, int d, int nthreads) {
+  Shape s{B, Cin, Cout, G, H, W, K, d};
+  if (!valid(s)) return 2;
+  if (nthreads < 1) nthreads = 1;
+  if (dtype == 0)
+    backward<float>((const float*)x, (const float*)w, (const float*)gout, (float*)gx, (float*)gw, s, nthreads);
+  else if (dtype == 1)
+    backward<double>((const double*)x, (const double*)w, (const double*)gout, (double*)gx, (double*)gw, s,
+                     nthreads);
+  else
+    return 1;
+  return 0;
+}
+
+}  // extern "C"
+"""
+
+_SHAPE = [ctypes.c_int64] + [ctypes.c_int] * 7 + [ctypes.c_int]
+
+
+def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
+    p = ctypes.c_void_p
+    lib.attnas_small_conv_forward.argtypes = [ctypes.c_int, p, p, p, p, *_SHAPE]
+    lib.attnas_small_conv_forward.restype = ctypes.c_int
+    lib.attnas_small_conv_backward.argtypes = [ctypes.c_int, p, p, p, p, p, *_SHAPE]
+    lib.attnas_small_conv_backward.restype = ctypes.c_int
+    return lib
+
+
+#: The library (built and cached by :class:`attnas.ops._compiled.CompiledLibrary`).
+LIBRARY = CompiledLibrary("small_conv", _SOURCE, _bind)
+
+
+def load() -> Any:
+    """The compiled library, building it on first use; ``None`` when it cannot be built."""
+    return LIBRARY.load()

@@ -1,0 +1,109 @@
+"""Stride-1 "same" convolutions with few channels per group, fast on the CPU.
+
+AutoLA's attention gates (Ma et al., NeurIPS 2020, Sec. 3.2) convolve maps with very few
+channels per group: the normalization attention's depth-wise ``3 x 3`` filter (Eq. 7, one
+channel per group) and the ``2 -> 1`` filter of the spatial attention and CBAM (Eqs. 6, 8,
+``3 x 3`` or ``7 x 7``). For these shapes oneDNN's general convolution runs at 8-15 GFLOP/s
+on two cores and dominates the relaxed HOGA cell's time.
+
+:func:`small_conv2d` computes
+
+.. math::
+    y_{b,o}(i, j) = \\beta_o + \\sum_{c \\in g(o)} \\sum_{u, v}
+        w_{o,c}(u, v) \\, x_{b,c}(i + d (u - r), j + d (v - r)),
+    \\qquad r = \\frac{k - 1}{2},
+
+(zero padding ``d r``, ``g(o)`` the input channels of ``o``'s group) with the compiled
+direct kernel of :mod:`attnas.ops._small_conv_kernel` on CPU float32 / float64 tensors, and
+with :func:`torch.nn.functional.conv2d` elsewhere (other devices and dtypes, no compiler,
+``ATTNAS_NO_KERNELS=1``). Both give the same values up to float rounding, and the same
+gradients for the input, the weight and the bias.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+_DTYPES = {torch.float32: 0, torch.float64: 1}
+
+
+def _library():
+    from attnas.ops import _small_conv_kernel
+
+    return _small_conv_kernel.load()
+
+
+def _shape(x: torch.Tensor, weight: torch.Tensor, groups: int, dilation: int) -> list[int]:
+    B, Cin, H, W = x.shape
+    return [B, Cin, weight.shape[0], groups, H, W, weight.shape[-1], dilation]
+
+
+def _threads() -> int:
+    return torch.get_num_threads()
+
+
+class _SmallConv(torch.autograd.Function):
+    """The compiled kernel's forward and backward (input, weight and bias gradients)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, dilation, groups):  # noqa: D102 (autograd protocol)
+        lib = _library()
+        x, weight = x.contiguous(), weight.contiguous()
+        b = None if bias is None else bias.contiguous()
+        out = x.new_empty(x.shape[0], weight.shape[0], x.shape[2], x.shape[3])
+        rc = lib.attnas_small_conv_forward(_DTYPES[x.dtype], x.data_ptr(), weight.data_ptr(),
+                                           None if b is None else b.data_ptr(), out.data_ptr(),
+                                           *_shape(x, weight, groups, dilation), _threads())
+        if rc != 0:
+            raise RuntimeError(f"small_conv2d kernel failed with code {rc}")
+        ctx.save_for_backward(x, weight)
+        ctx.dilation, ctx.groups, ctx.has_bias = dilation, groups, bias is not None
+        return out
+
+    @staticmethod
+    def backward(ctx, gout):  # noqa: D102 (autograd protocol)
+        x, weight = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        gout = gout.contiguous()
+        gx = torch.empty_like(x) if need_x else None
+        gw = torch.empty_like(weight) if need_w else None
+        if need_x or need_w:
+            rc = _library().attnas_small_conv_backward(
+                _DTYPES[x.dtype], x.data_ptr(), weight.data_ptr(), gout.data_ptr(),
+                None if gx is None else gx.data_ptr(), None if gw is None else gw.data_ptr(),
+                *_shape(x, weight, ctx.groups, ctx.dilation), _threads())
+            if rc != 0:
+                raise RuntimeError(f"small_conv2d kernel failed with code {rc}")
+        gb = gout.sum((0, 2, 3)) if need_b and ctx.has_bias else None
+        return gx, gw, gb, None, None
+
+
+def kernel_applies(x: torch.Tensor) -> bool:
+    """Whether :func:`small_conv2d` runs the compiled kernel for ``x`` (CPU float32 / float64)."""
+    return x.device.type == "cpu" and x.dtype in _DTYPES and _library() is not None
+
+
+def small_conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, dilation: int = 1,
+                 groups: int = 1) -> torch.Tensor:
+    """A stride-1 convolution with zero padding ``dilation * (k - 1) / 2`` (output size = input size).
+
+    Args:
+        x: Input ``(B, C_in, H, W)`` (any memory format; computed in NCHW).
+        weight: Filters ``(C_out, C_in / groups, k, k)``, ``k`` odd.
+        bias: Optional ``(C_out,)``.
+        dilation: Dilation ``d`` of the kernel.
+        groups: Number of channel groups.
+
+    Returns:
+        ``(B, C_out, H, W)``, NCHW-contiguous from the kernel.
+    """
+    k = weight.shape[-1]
+    if k % 2 == 0 or weight.shape[-2] != k:
+        raise ValueError(f"small_conv2d needs a square kernel of odd size, got {tuple(weight.shape[-2:])}")
+    shapes_fit = (x.dim() == 4 and weight.dim() == 4 and weight.shape[1] * groups == x.shape[1]
+                  and weight.shape[0] % groups == 0)  # else conv2d raises its own error
+    if (shapes_fit and x.dtype == weight.dtype and (bias is None or bias.dtype == x.dtype)
+            and weight.device == x.device and kernel_applies(x)):
+        return _SmallConv.apply(x, weight, bias, dilation, groups)
+    return F.conv2d(x, weight, bias, 1, dilation * (k - 1) // 2, dilation, groups)

@@ -1,0 +1,132 @@
+"""Few-channel convolutions: the compiled CPU kernel against ``conv2d``, and its fallback."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import attnas.ops._small_conv_kernel as kernel_module
+from attnas.ops._compiled import CompiledLibrary, compiler
+from attnas.ops.small_conv import kernel_applies, small_conv2d
+
+# (batch, C_in, C_out, groups, H, W, k, dilation, bias): the gates' shapes (depth-wise,
+# 2 -> 1 per group, 2 -> G shared), odd sizes (tails of the vector loops), a 5 x 5 kernel.
+SHAPES = [
+    (3, 5, 5, 5, 7, 9, 3, 1, True),
+    (2, 4, 2, 2, 9, 33, 3, 2, False),
+    (2, 2, 3, 1, 6, 17, 7, 1, False),
+    (2, 8, 4, 4, 12, 8, 7, 1, False),
+    (2, 6, 3, 3, 5, 4, 7, 2, False),
+    (1, 4, 4, 2, 6, 6, 5, 1, True),
+    (0, 4, 4, 4, 5, 5, 3, 1, True),
+]
+
+
+def fresh_library() -> CompiledLibrary:
+    """The kernel's library as a new process would find it (not loaded yet)."""
+    return CompiledLibrary("small_conv", kernel_module._SOURCE, kernel_module._bind)
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    """The compiled kernel; a build failure is a test failure when a compiler exists."""
+    if compiler() is None:
+        pytest.skip("no C++ compiler: the kernel cannot be built (the fallback is tested below)")
+    if os.environ.get("ATTNAS_NO_KERNELS", "") not in ("", "0"):
+        pytest.skip("ATTNAS_NO_KERNELS is set: the kernel is disabled")
+    lib = kernel_module.load()
+    assert lib is not None, kernel_module.LIBRARY.unavailable_reason()
+    return lib
+
+
+def _reference(x, w, b, d, g):
+    return F.conv2d(x, w, b, 1, d * (w.shape[-1] - 1) // 2, d, g)
+
+
+def _inputs(B, cin, cout, g, H, W, k, bias, dtype, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(B, cin, H, W, generator=gen, dtype=dtype).requires_grad_()
+    w = torch.randn(cout, cin // g, k, k, generator=gen, dtype=dtype).requires_grad_()
+    b = torch.randn(cout, generator=gen, dtype=dtype).requires_grad_() if bias else None
+    return x, w, b
+
+
+def _compare(x, w, b, d, g, tol):
+    y, ref = small_conv2d(x, w, b, d, g), _reference(x, w, b, d, g)
+    torch.testing.assert_close(y, ref, rtol=tol, atol=tol)
+    gout = torch.randn_like(ref)
+    leaves = [t for t in (x, w, b) if t is not None]
+    for got, want in zip(torch.autograd.grad(y, leaves, gout), torch.autograd.grad(ref, leaves, gout)):
+        torch.testing.assert_close(got, want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_kernel_equals_conv2d_in_float64(kernel, shape):
+    B, cin, cout, g, H, W, k, d, bias = shape
+    _compare(*_inputs(B, cin, cout, g, H, W, k, bias, torch.float64), d, g, 1e-10)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_kernel_equals_conv2d_in_float32_at_the_gates_sizes(kernel, threads):
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        for B, cin, cout, g, k, d in [(4, 16, 16, 16, 3, 2), (4, 8, 4, 4, 7, 1), (4, 2, 3, 1, 3, 1)]:
+            _compare(*_inputs(B, cin, cout, g, 32, 32, k, cin == cout, torch.float32), d, g, 1e-4)
+    finally:
+        torch.set_num_threads(old)
+
+
+def test_kernel_passes_gradcheck(kernel):
+    x, w, b = _inputs(2, 4, 2, 2, 5, 6, 3, True, torch.float64, seed=3)
+    assert torch.autograd.gradcheck(lambda *t: small_conv2d(*t, 2, 2), (x, w, b))
+
+
+def test_kernel_takes_channels_last_and_sliced_inputs(kernel):
+    x, w, _ = _inputs(2, 6, 6, 6, 8, 8, 3, False, torch.float64)
+    cl = x.detach().contiguous(memory_format=torch.channels_last)
+    torch.testing.assert_close(small_conv2d(cl, w, None, 1, 6), _reference(cl, w, None, 1, 6))
+    part = x.detach()[:, 1:5]
+    torch.testing.assert_close(small_conv2d(part, w[:4], None, 1, 4), _reference(part, w[:4], None, 1, 4))
+
+
+def test_only_the_gradients_asked_for_are_computed(kernel):
+    x, w, b = _inputs(2, 4, 4, 4, 6, 6, 3, True, torch.float64)
+    (gw,) = torch.autograd.grad(small_conv2d(x.detach(), w, b, 1, 4).sum(), [w])
+    torch.testing.assert_close(gw, torch.autograd.grad(_reference(x.detach(), w, b, 1, 4).sum(), [w])[0])
+
+
+def test_bad_shapes_get_conv2d_errors_and_even_kernels_are_refused(kernel):
+    x, w, _ = _inputs(1, 4, 4, 4, 5, 5, 3, False, torch.float32)
+    with pytest.raises(RuntimeError):  # weight for 4 groups used with 2 groups
+        small_conv2d(x, w, None, 1, 2)
+    with pytest.raises(ValueError, match="odd size"):
+        small_conv2d(x, torch.randn(4, 1, 2, 2), None, 1, 4)
+
+
+def test_fallback_without_compiler_gives_conv2d(monkeypatch):
+    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library())
+    monkeypatch.setenv("CXX", "attnas-no-such-compiler")
+    monkeypatch.delenv("ATTNAS_NO_KERNELS", raising=False)
+    x, w, b = _inputs(2, 4, 4, 4, 6, 6, 3, True, torch.float64)
+    assert not kernel_applies(x)
+    assert "no C++ compiler" in kernel_module.LIBRARY.unavailable_reason()
+    _compare(x, w, b, 2, 4, 1e-12)
+
+
+def test_fallback_can_be_forced_by_environment(monkeypatch):
+    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library())
+    monkeypatch.setenv("ATTNAS_NO_KERNELS", "1")
+    assert kernel_module.load() is None
+    assert "ATTNAS_NO_KERNELS" in kernel_module.LIBRARY.unavailable_reason()
+
+
+def test_other_dtypes_use_conv2d():
+    x = torch.randn(1, 2, 5, 5, dtype=torch.bfloat16)
+    w = torch.randn(1, 2, 3, 3, dtype=torch.bfloat16)
+    assert not kernel_applies(x)
+    y = small_conv2d(x, w)
+    assert y.dtype == torch.bfloat16 and y.shape == (1, 1, 5, 5)
