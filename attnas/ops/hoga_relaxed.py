@@ -32,6 +32,7 @@ from torch import nn
 from attnas.errors import ConfigError, unknown_name
 from attnas.ops.hoga_cell import HOGA, HOGAProjection, check_divisible, edge_key, hoga_edges, project
 from attnas.ops.gate_pooling import mean
+from attnas.ops.hoga_gates import cbam_pool, combine, gate_stats, kernels_apply
 from attnas.ops.small_conv import kernel_applies, small_conv2d
 from attnas.ops.vision_attention import HOGA_OPS, create_attention
 
@@ -171,7 +172,68 @@ class GroupedMixedOp(nn.Module):
         z = _conv(pooled.reshape(B, 2 * P, H, W), weight, None, dilation, P)  # a pair per edge, or one for all
         return torch.sigmoid(self._batch_norm(prefix, z))
 
+    def _channel_gates(self, pooled: torch.Tensor, col: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        """The channel-attention sigmoids ``(F, B, G, c)`` of every family (Eqs. 4, 5, 8) and
+        their weighted sum without CBAM's (CBAM multiplies its own by a spatial gate), from
+        the pooled ``(2|1, B, G, c)`` average (and maximum)."""
+        hid = torch.relu(torch.einsum("sbgc,fghc->sfbgh", pooled, self.mlp1))
+        logits = torch.einsum("sfbgh,fgch->sfbgc", hid, self.mlp2)
+        if self._needs_max:
+            logits = logits[0] + logits[1] * self._keep_max[:, None, None, None]
+        else:
+            logits = logits[0]
+        sig = torch.sigmoid(logits)  # (F, B, G, c)
+        mix = torch.stack([col[f] if f != "cbam" else torch.zeros_like(col[f]) for f in self.families])
+        return sig, torch.einsum("fbgc,fg->bgc", sig, mix)
+
     def forward(self, x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        if kernels_apply(x) and kernel_applies(x) and len(self.norm) <= 2:
+            return self._forward_compiled(x, weights)
+        return self._forward_eager(x, weights)
+
+    def _forward_compiled(self, x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """The forward with the compiled kernels of :mod:`attnas.ops.hoga_gates`: the same
+        function as :meth:`_forward_eager` in six full-size passes instead of some thirty."""
+        B, _, H, W = x.shape
+        G, c, P = self.groups, self.channels, H * W
+        x = x.contiguous()
+        Gx = 1 if self.shared_input else G
+        xs = x.view(B, Gx, c, P)
+        col = {name: weights[:, i] for i, name in enumerate(self.ops)}  # (G,) each
+        chan = a = gs = spat = None
+        if self.families or self.spatial:
+            avg, mx, cmean, cmax = gate_stats(xs)
+        if self.families:
+            pooled = (torch.stack((avg, mx)) if self._needs_max else avg[None]).expand(-1, B, G, c)
+            sig, chan = self._channel_gates(pooled, col)
+            if "cbam" in col:
+                gc = sig[self.families.index("cbam")]  # (B, G, c)
+                ps = torch.stack(cbam_pool(xs, gc), 2).view(B, G, 2, H, W)
+                gs = self._spatial_gate("cbam_bn", ps, self.cbam_conv, 1).reshape(B, G, P)
+                a = gc * col["cbam"][None, :, None]
+        if "identity" in col:
+            ident = col["identity"][None, :, None]
+            chan = ident.expand(B, G, c) if chan is None else chan + ident
+        if self.spatial:
+            ps = torch.stack((cmean, cmax), 2).view(B, Gx, 2, H, W)
+            for n, d in self.spatial:
+                g = self._spatial_gate(f"{n}_bn", ps, getattr(self, f"{n}_conv"), d) * col[n][None, :, None, None]
+                spat = g if spat is None else spat + g
+            spat = spat.reshape(B, G, P)
+        zs, ws = [], []
+        if self.norm:
+            src = x.repeat(1, G, 1, 1) if self.shared_input and G > 1 else x  # one filter bank per edge
+            for n, d in self.norm:
+                z = small_conv2d(src, getattr(self, f"{n}_weight"), getattr(self, f"{n}_bias"), d, G * c)
+                zs.append(z.view(B, G, c, P))
+                ws.append(col[n])
+        small, plane = x.new_zeros(B, G, c), x.new_zeros(B, G, P)
+        out = combine(xs, small if a is None else a, plane if gs is None else gs, small if chan is None else chan,
+                      plane if spat is None else spat, zs, ws)
+        return out.view(B, G * c, H, W)
+
+    def _forward_eager(self, x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """The forward in PyTorch operations (any device and dtype)."""
         B, _, H, W = x.shape
         G, c = self.groups, self.channels
         x_in = x
@@ -201,15 +263,7 @@ class GroupedMixedOp(nn.Module):
         if self.families:
             avg = mean(xe, (3, 4)).expand(B, G, c)
             pooled = torch.stack((avg, xe.amax((3, 4)).expand(B, G, c))) if self._needs_max else avg[None]
-            hid = torch.relu(torch.einsum("sbgc,fghc->sfbgh", pooled, self.mlp1))
-            logits = torch.einsum("sfbgh,fgch->sfbgc", hid, self.mlp2)
-            if self._needs_max:
-                logits = logits[0] + logits[1] * self._keep_max[:, None, None, None]
-            else:
-                logits = logits[0]
-            sig = torch.sigmoid(logits)  # (F, B, G, c)
-            mix = torch.stack([col[f] if f != "cbam" else torch.zeros_like(col[f]) for f in self.families])
-            chan = torch.einsum("fbgc,fg->bgc", sig, mix)
+            sig, chan = self._channel_gates(pooled, col)
             if "cbam" in col:
                 gc = sig[self.families.index("cbam")]  # (B, G, c)
                 y = xe * gc[..., None, None]  # (B, G, c, H, W)

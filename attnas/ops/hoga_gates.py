@@ -1,0 +1,147 @@
+"""The full-size passes of the relaxed HOGA cell as three differentiable compiled operations.
+
+Used by :class:`~attnas.ops.hoga_relaxed.GroupedMixedOp` on CPU float32 / float64 tensors
+when the kernels of :mod:`attnas.ops._hoga_gates_kernel` are available (else it runs its
+PyTorch expression of the same function). Shapes: ``x`` is ``(B, Gx, c, P)`` with ``P = H W``
+and ``Gx`` either ``G`` (one input per edge) or 1 (one input shared by the ``G`` edges).
+
+* :func:`gate_stats` -- the poolings of AutoLA Eqs. 4-6:
+  ``avg = mean_P x``, ``mx = max_P x`` (``(B, Gx, c)``) and ``cmean = mean_c x``,
+  ``cmax = max_c x`` (``(B, Gx, P)``).
+* :func:`cbam_pool` -- CBAM's channel pooling after its channel gate (Eq. 8):
+  ``mean_c (x g_c)`` and ``max_c (x g_c)``, ``(B, G, P)`` each, for ``g_c`` of ``(B, G, c)``.
+* :func:`combine` -- the mixed edges (Eq. 13) once every gate is known:
+  ``out = x * (sum_n w_n sigmoid(z_n) + a g_s + chan + spat)``, ``(B, G, c, P)``, with the
+  normalization attentions' pre-activations ``z_n`` (``(B, G, c, P)``) and weights
+  ``w_n`` (``(G,)``), CBAM's channel factor ``a`` (``(B, G, c)``) and spatial gate ``g_s``
+  (``(B, G, P)``), the channel gates ``chan`` (``(B, G, c)``) and the spatial gates ``spat``
+  (``(B, G, P)``).
+
+The gradient of a maximum goes to the first maximal element, as in max pooling
+(``torch.amax`` splits it among ties; the two agree wherever the maximum is unique).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from attnas.ops import _hoga_gates_kernel
+
+_DTYPES = {torch.float32: 0, torch.float64: 1}
+
+
+def kernels_apply(x: torch.Tensor) -> bool:
+    """Whether the compiled kernels run for ``x`` (CPU float32 / float64, library built)."""
+    return x.device.type == "cpu" and x.dtype in _DTYPES and _hoga_gates_kernel.load() is not None
+
+
+def _call(name: str, *args) -> None:
+    lib = _hoga_gates_kernel.load()
+    ptrs = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]  # None stays a null pointer
+    rc = getattr(lib, f"attnas_hoga_{name}")(*ptrs, torch.get_num_threads())
+    if rc != 0:
+        raise RuntimeError(f"HOGA gate kernel {name} failed with code {rc}")
+
+
+class _GateStats(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):  # noqa: D102 (autograd protocol)
+        x = x.contiguous()
+        B, Gx, c, P = x.shape
+        avg, mx = x.new_empty(B, Gx, c), x.new_empty(B, Gx, c)
+        cmean, cmax = x.new_empty(B, Gx, P), x.new_empty(B, Gx, P)
+        amx_p = torch.empty(B, Gx, c, dtype=torch.int32)
+        amx_c = torch.empty(B, Gx, P, dtype=torch.uint8)
+        _call("gate_stats", _DTYPES[x.dtype], x, avg, mx, amx_p, cmean, cmax, amx_c, B, Gx, c, P)
+        ctx.save_for_backward(amx_p, amx_c)
+        ctx.shape, ctx.dtype = x.shape, x.dtype
+        return avg, mx, cmean, cmax
+
+    @staticmethod
+    def backward(ctx, d_avg, d_mx, d_cmean, d_cmax):  # noqa: D102 (autograd protocol)
+        amx_p, amx_c = ctx.saved_tensors
+        B, Gx, c, P = ctx.shape
+        dx = torch.empty(ctx.shape, dtype=ctx.dtype)
+        grads = [None if g is None else g.contiguous() for g in (d_avg, d_mx, d_cmean, d_cmax)]
+        _call("gate_stats_backward", _DTYPES[ctx.dtype], grads[0], grads[1], amx_p, grads[2], grads[3], amx_c, dx,
+              B, Gx, c, P)
+        return dx
+
+
+class _CBAMPool(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, gc):  # noqa: D102 (autograd protocol)
+        x, gc = x.contiguous(), gc.contiguous()
+        B, Gx, c, P = x.shape
+        G = gc.shape[1]
+        ymean, ymax = x.new_empty(B, G, P), x.new_empty(B, G, P)
+        amx = torch.empty(B, G, P, dtype=torch.uint8)
+        _call("cbam_pool", _DTYPES[x.dtype], x, gc, ymean, ymax, amx, B, Gx, G, c, P)
+        ctx.save_for_backward(x, gc, amx)
+        return ymean, ymax
+
+    @staticmethod
+    def backward(ctx, d_ymean, d_ymax):  # noqa: D102 (autograd protocol)
+        x, gc, amx = ctx.saved_tensors
+        B, Gx, c, P = x.shape
+        G = gc.shape[1]
+        d_ymean = torch.zeros_like(amx, dtype=x.dtype) if d_ymean is None else d_ymean.contiguous()
+        d_ymax = torch.zeros_like(amx, dtype=x.dtype) if d_ymax is None else d_ymax.contiguous()
+        dx, dgc = torch.empty_like(x), torch.empty_like(gc)
+        _call("cbam_pool_backward", _DTYPES[x.dtype], x, gc, d_ymean, d_ymax, amx, dx, dgc, B, Gx, G, c, P)
+        return dx, dgc
+
+
+class _Combine(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, a, gs, chan, spat, *norm):  # noqa: D102 (autograd protocol)
+        zs, ws = norm[: len(norm) // 2], norm[len(norm) // 2:]
+        x, a, gs, chan, spat = (t.contiguous() for t in (x, a, gs, chan, spat))
+        B, Gx, c, P = x.shape
+        G = a.shape[1]
+        ss = [torch.sigmoid(z).contiguous() for z in zs]
+        ws = [w.contiguous() for w in ws]
+        s0, s1 = (ss + [None, None])[:2]
+        w0, w1 = (ws + [None, None])[:2]
+        out = x.new_empty(B, G, c, P)
+        _call("combine", _DTYPES[x.dtype], x, s0, s1, w0, w1, a, gs, chan, spat, out, B, Gx, G, c, P)
+        ctx.save_for_backward(x, a, gs, chan, spat, *ss, *ws)
+        ctx.n = len(ss)
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):  # noqa: D102 (autograd protocol)
+        x, a, gs, chan, spat, *rest = ctx.saved_tensors
+        ss, ws = rest[: ctx.n], rest[ctx.n:]
+        B, Gx, c, P = x.shape
+        G = a.shape[1]
+        dout = dout.contiguous()
+        s0, s1 = (list(ss) + [None, None])[:2]
+        w0, w1 = (list(ws) + [None, None])[:2]
+        dx, da, dgs, dchan, dspat = (torch.empty_like(t) for t in (x, a, gs, chan, spat))
+        dss = [torch.empty_like(s) for s in ss]
+        ds0, ds1 = (dss + [None, None])[:2]
+        dw = x.new_empty(2, G)
+        _call("combine_backward", _DTYPES[x.dtype], dout, x, s0, s1, w0, w1, a, gs, chan, spat, dx, ds0, ds1, dw,
+              da, dgs, dchan, dspat, B, Gx, G, c, P)
+        # d loss / d z_n = d loss / d s_n * s_n (1 - s_n): the kernel's ds_n is t * w_n.
+        dzs = [ds * s * (1 - s) for ds, s in zip(dss, ss)]
+        return (dx, da, dgs, dchan, dspat, *dzs, *dw[: ctx.n].unbind(0))
+
+
+def gate_stats(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(mean_P x, max_P x, mean_c x, max_c x)`` of ``x`` ``(B, Gx, c, P)``, differentiable."""
+    return _GateStats.apply(x)
+
+
+def cbam_pool(x: torch.Tensor, gc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(mean_c (x g_c), max_c (x g_c))`` for ``x`` ``(B, Gx, c, P)`` and ``g_c`` ``(B, G, c)``."""
+    return _CBAMPool.apply(x, gc)
+
+
+def combine(x: torch.Tensor, a: torch.Tensor, gs: torch.Tensor, chan: torch.Tensor, spat: torch.Tensor,
+            zs: list[torch.Tensor], ws: list[torch.Tensor]) -> torch.Tensor:
+    """``x * (sum_n w_n sigmoid(z_n) + a g_s + chan + spat)``, ``(B, G, c, P)``; at most two ``z_n``."""
+    if len(zs) != len(ws) or len(zs) > 2:
+        raise ValueError(f"combine takes at most two normalization gates with one weight each, got {len(zs)}, {len(ws)}")
+    return _Combine.apply(x, a, gs, chan, spat, *zs, *ws)
