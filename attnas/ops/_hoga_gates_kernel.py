@@ -14,7 +14,7 @@ same work in six, one (image, edge) plane block at a time, vectorised over posit
 * ``combine``: ``out = x * (sum_n w_n s_n + a g_s + chan + spat)``, the mixed edge once the
   gates are known (``s_n`` the normalization attentions' sigmoids, ``a g_s`` CBAM's gate,
   ``chan`` the channel gates and the identity, ``spat`` the spatial gates); its backward
-  gives every gradient in one pass.
+  gives every gradient in one pass, those of the pre-activations ``z_n`` included.
 
 Inputs are contiguous; ``x`` is ``(B, Gx, c, P)`` with ``Gx = G`` (edges on the channel groups
 of one tensor) or ``Gx = 1`` (edges sharing one input), ``P = H W``. Maxima route their
@@ -215,7 +215,7 @@ void combine(const T* x, const T* s0, const T* s1, const T* w0, const T* w1, con
 }
 
 // All gradients of combine from dout: dx (written; summed over the edges of a shared input),
-// ds_n = t w_n (t = dout x), dw_n[g] = sum t s_n, da = sum_p t gs, dgs = sum_ch t a,
+// dz_n = t w_n s_n (1 - s_n) (t = dout x; s_n = sigmoid(z_n)), dw_n[g] = sum t s_n, da = sum_p t gs, dgs = sum_ch t a,
 // dchan = sum_p t, dspat = sum_ch t. Work is split over images, so the sums over p and ch
 // need no atomics; dw is reduced over threads at the end.
 template <typename T>
@@ -257,8 +257,8 @@ void combine_backward(const T* dout, const T* x, const T* s0, const T* s1, const
             const T gate = v0 * n0 + v1 * n1 + ac * g_s[p] + cc + sp[p];
             const T tt = go[p] * row[p];
             dxr[p] = (first ? (T)0 : dxr[p]) + go[p] * gate;
-            if (q0) q0[p] = tt * v0;
-            if (q1) q1[p] = tt * v1;
+            if (q0) q0[p] = tt * v0 * n0 * ((T)1 - n0);  // through the sigmoid: s' = s (1 - s)
+            if (q1) q1[p] = tt * v1 * n1 * ((T)1 - n1);
             sw0 += tt * n0; sw1 += tt * n1;
             sa += tt * g_s[p]; st += tt;
             const T tg = tt * ac;

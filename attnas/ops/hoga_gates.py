@@ -124,9 +124,7 @@ class _Combine(torch.autograd.Function):
         dw = x.new_empty(2, G)
         _call("combine_backward", _DTYPES[x.dtype], dout, x, s0, s1, w0, w1, a, gs, chan, spat, dx, ds0, ds1, dw,
               da, dgs, dchan, dspat, B, Gx, G, c, P)
-        # d loss / d z_n = d loss / d s_n * s_n (1 - s_n): the kernel's ds_n is t * w_n.
-        dzs = [ds * s * (1 - s) for ds, s in zip(dss, ss)]
-        return (dx, da, dgs, dchan, dspat, *dzs, *dw[: ctx.n].unbind(0))
+        return (dx, da, dgs, dchan, dspat, *dss, *dw[: ctx.n].unbind(0))  # dss: d loss / d z_n
 
 
 def gate_stats(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
