@@ -102,7 +102,11 @@ class GroupedMixedOp(nn.Module):
     all edges run as one convolution / one batched matrix product. The element-wise work is
     done on contiguous ``(B, G, c, H, W)`` tensors (long inner loops for the broadcast gates and
     reductions; a channels-last ``(B, H, W, G, c)`` layout measured 1.1-1.5x slower here because
-    of its inner dimensions of 3-4), the convolutions in channels-last layout. Parameters are
+    of its inner dimensions of 3-4), the convolutions in channels-last layout. On CPU float32 /
+    float64 tensors with the compiled kernels available, the full-size passes run in the
+    kernels of :mod:`attnas.ops.hoga_gates` and the convolutions in
+    :func:`~attnas.ops.small_conv.small_conv2d` (:meth:`_forward_compiled`, the same function
+    up to float rounding and the routing of tied maxima). Parameters are
     stacked over edges; :meth:`export` returns the ordinary module of one edge's operation with
     the same weights.
 
