@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 
 import attnas.ops._hoga_gates_kernel as kernel_module
-from attnas.ops._compiled import CompiledLibrary, compiler
+from compiled_kernels import fresh_library, loaded_kernel
 from attnas.ops.hoga_gates import cbam_pool, combine, gate_stats, kernels_apply
 from attnas.ops.hoga_relaxed import GroupedMixedOp, RelaxedHOGA
 from attnas.ops.vision_attention import HOGA_OPS
@@ -16,14 +14,8 @@ from attnas.ops.vision_attention import HOGA_OPS
 
 @pytest.fixture(scope="module")
 def kernel():
-    """The compiled kernels; a build failure is a test failure when a compiler exists."""
-    if compiler() is None:
-        pytest.skip("no C++ compiler: the kernels cannot be built (the fallback is tested below)")
-    if os.environ.get("ATTNAS_NO_KERNELS", "") not in ("", "0"):
-        pytest.skip("ATTNAS_NO_KERNELS is set: the kernels are disabled")
-    lib = kernel_module.load()
-    assert lib is not None, kernel_module.LIBRARY.unavailable_reason()
-    return lib
+    """The compiled kernels (skipped without a compiler)."""
+    return loaded_kernel(kernel_module)
 
 
 def _leaf(*shape, seed=0):
@@ -115,8 +107,7 @@ def test_relaxed_cell_in_float32_matches_eager_at_the_searchs_size(kernel, monke
 
 
 def test_without_the_kernels_the_eager_path_runs(monkeypatch):
-    monkeypatch.setattr(kernel_module, "LIBRARY", CompiledLibrary("hoga_gates", kernel_module._SOURCE,
-                                                                  kernel_module._bind))
+    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library(kernel_module))
     monkeypatch.setenv("ATTNAS_NO_KERNELS", "1")
     m = GroupedMixedOp(2, 4, HOGA_OPS).double()
     x = _leaf(2, 8, 5, 5)

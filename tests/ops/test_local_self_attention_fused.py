@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 
 import attnas.ops._local_attention_kernel as kernel_module
-from attnas.ops._compiled import CompiledLibrary, compiler
+from compiled_kernels import fresh_library, loaded_kernel
 import attnas.ops.local_self_attention as lsa
 from local_attention_inputs import local_attention_inputs
 
@@ -20,21 +18,10 @@ from attnas.ops.local_self_attention import (
 )
 
 
-def fresh_library() -> CompiledLibrary:
-    """The kernel's library as a new process would find it (not loaded yet)."""
-    return CompiledLibrary("local_attention", kernel_module._SOURCE, kernel_module._bind)
-
-
 @pytest.fixture(scope="module")
 def kernel():
-    """The compiled kernel; a build failure is a test failure when a compiler exists."""
-    if compiler() is None:
-        pytest.skip("no C++ compiler: the fused kernel cannot be built (the eager fallback is tested below)")
-    if os.environ.get("ATTNAS_NO_KERNELS", "") not in ("", "0"):
-        pytest.skip("ATTNAS_NO_KERNELS is set: the fused kernel is disabled")
-    lib = kernel_module.load()
-    assert lib is not None, kernel_module.unavailable_reason()
-    return lib
+    """The compiled kernel (skipped without a compiler)."""
+    return loaded_kernel(kernel_module)
 
 
 def _compare_modules(fused, ref, x, out_tol, grad_tol):
@@ -121,7 +108,7 @@ def test_module_fused_matches_unfold(kernel):
 
 def test_fallback_to_eager_without_compiler(monkeypatch):
     # a fresh loader state with no compiler on PATH: the eager path runs, with one warning
-    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library())
+    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library(kernel_module))
     monkeypatch.setenv("CXX", "attnas-no-such-compiler")
     monkeypatch.delenv("ATTNAS_NO_KERNELS", raising=False)
     monkeypatch.setattr(lsa, "_warned", set())
@@ -134,7 +121,7 @@ def test_fallback_to_eager_without_compiler(monkeypatch):
 
 
 def test_fallback_can_be_forced_by_environment(monkeypatch):
-    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library())
+    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library(kernel_module))
     monkeypatch.setenv("ATTNAS_NO_KERNELS", "1")
     assert kernel_module.load() is None
     assert "ATTNAS_NO_KERNELS" in kernel_module.unavailable_reason()

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 import torch.nn.functional as F
 
 import attnas.ops._small_conv_kernel as kernel_module
-from attnas.ops._compiled import CompiledLibrary, compiler
+from compiled_kernels import fresh_library, loaded_kernel
 from attnas.ops.small_conv import kernel_applies, small_conv2d
 
 # (batch, C_in, C_out, groups, H, W, k, dilation, bias): the gates' shapes (depth-wise,
@@ -25,21 +23,10 @@ SHAPES = [
 ]
 
 
-def fresh_library() -> CompiledLibrary:
-    """The kernel's library as a new process would find it (not loaded yet)."""
-    return CompiledLibrary("small_conv", kernel_module._SOURCE, kernel_module._bind)
-
-
 @pytest.fixture(scope="module")
 def kernel():
-    """The compiled kernel; a build failure is a test failure when a compiler exists."""
-    if compiler() is None:
-        pytest.skip("no C++ compiler: the kernel cannot be built (the fallback is tested below)")
-    if os.environ.get("ATTNAS_NO_KERNELS", "") not in ("", "0"):
-        pytest.skip("ATTNAS_NO_KERNELS is set: the kernel is disabled")
-    lib = kernel_module.load()
-    assert lib is not None, kernel_module.LIBRARY.unavailable_reason()
-    return lib
+    """The compiled kernel (skipped without a compiler)."""
+    return loaded_kernel(kernel_module)
 
 
 def _reference(x, w, b, d, g):
@@ -108,7 +95,7 @@ def test_bad_shapes_get_conv2d_errors_and_even_kernels_are_refused(kernel):
 
 
 def test_fallback_without_compiler_gives_conv2d(monkeypatch):
-    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library())
+    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library(kernel_module))
     monkeypatch.setenv("CXX", "attnas-no-such-compiler")
     monkeypatch.delenv("ATTNAS_NO_KERNELS", raising=False)
     x, w, b = _inputs(2, 4, 4, 4, 6, 6, 3, True, torch.float64)
@@ -118,7 +105,7 @@ def test_fallback_without_compiler_gives_conv2d(monkeypatch):
 
 
 def test_fallback_can_be_forced_by_environment(monkeypatch):
-    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library())
+    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library(kernel_module))
     monkeypatch.setenv("ATTNAS_NO_KERNELS", "1")
     assert kernel_module.load() is None
     assert "ATTNAS_NO_KERNELS" in kernel_module.LIBRARY.unavailable_reason()
