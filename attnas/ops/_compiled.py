@@ -25,6 +25,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import torch
+
+#: The ``dtype`` argument of every kernel: 0 for float32, 1 for float64.
+KERNEL_DTYPES: dict[torch.dtype, int] = {torch.float32: 0, torch.float64: 1}
+
 FLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-shared", "-fPIC", "-std=c++17"]
 
 
@@ -111,3 +116,11 @@ class CompiledLibrary:
     def unavailable_reason(self) -> str | None:
         """Why :meth:`load` returned ``None`` (``None`` if it has not failed)."""
         return self.error
+
+    def call(self, function: str, *args: Any) -> None:
+        """Call ``function`` of the loaded library; tensors are passed as their data pointers
+        (``None`` as a null pointer), and a non-zero return code raises ``RuntimeError``."""
+        pointers = [a.data_ptr() if hasattr(a, "data_ptr") else a for a in args]
+        rc = getattr(self.load(), function)(*pointers)
+        if rc != 0:
+            raise RuntimeError(f"compiled kernel {self.name}.{function} failed with code {rc}")

@@ -27,10 +27,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from attnas.ops._compiled import KERNEL_DTYPES
+
 _GAMMA = 0x9E3779B97F4A7C15
 _MIX1 = 0xBF58476D1CE4E5B9
 _MIX2 = 0x94D049BB133111EB
-_KERNEL_DTYPES = {torch.float32: 0, torch.float64: 1}
 
 
 def _signed(v: int) -> int:
@@ -80,10 +81,10 @@ def dropout_mask(x: torch.Tensor, p: float, seed: int | None = None) -> torch.Te
 
         lib = _dropout_kernel.load()
         if lib is not None:  # other float dtypes: the float32 mask, rounded once (as mask_reference rounds)
-            dtype = x.dtype if x.dtype in _KERNEL_DTYPES else torch.float32
+            dtype = x.dtype if x.dtype in KERNEL_DTYPES else torch.float32
             mask = torch.empty(x.shape, dtype=dtype)
             if mask.numel():
-                lib.attnas_dropout_mask(_KERNEL_DTYPES[dtype], mask.data_ptr(), mask.numel(), seed, threshold_of(p),
+                lib.attnas_dropout_mask(KERNEL_DTYPES[dtype], mask.data_ptr(), mask.numel(), seed, threshold_of(p),
                                         1.0 / (1.0 - p), torch.get_num_threads())
             return mask.to(x.dtype)
     return mask_reference(x.shape, seed, p, x.dtype, x.device)

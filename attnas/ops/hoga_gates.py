@@ -26,21 +26,22 @@ from __future__ import annotations
 import torch
 
 from attnas.ops import _hoga_gates_kernel
-
-_DTYPES = {torch.float32: 0, torch.float64: 1}
+from attnas.ops._compiled import KERNEL_DTYPES
 
 
 def kernels_apply(x: torch.Tensor) -> bool:
     """Whether the compiled kernels run for ``x`` (CPU float32 / float64, library built)."""
-    return x.device.type == "cpu" and x.dtype in _DTYPES and _hoga_gates_kernel.load() is not None
+    return x.device.type == "cpu" and x.dtype in KERNEL_DTYPES and _hoga_gates_kernel.load() is not None
 
 
 def _call(name: str, *args) -> None:
-    lib = _hoga_gates_kernel.load()
-    ptrs = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]  # None stays a null pointer
-    rc = getattr(lib, f"attnas_hoga_{name}")(*ptrs, torch.get_num_threads())
-    if rc != 0:
-        raise RuntimeError(f"HOGA gate kernel {name} failed with code {rc}")
+    """Kernel ``attnas_hoga_<name>`` on ``args`` and torch's thread count."""
+    _hoga_gates_kernel.LIBRARY.call(f"attnas_hoga_{name}", *args, torch.get_num_threads())
+
+
+def _two(items: list | tuple) -> list:
+    """The first two of ``items``, ``None`` for the missing (the kernels take at most two)."""
+    return (list(items) + [None, None])[:2]
 
 
 class _GateStats(torch.autograd.Function):
@@ -52,7 +53,7 @@ class _GateStats(torch.autograd.Function):
         cmean, cmax = x.new_empty(B, Gx, P), x.new_empty(B, Gx, P)
         amx_p = torch.empty(B, Gx, c, dtype=torch.int32)
         amx_c = torch.empty(B, Gx, P, dtype=torch.uint8)
-        _call("gate_stats", _DTYPES[x.dtype], x, avg, mx, amx_p, cmean, cmax, amx_c, B, Gx, c, P)
+        _call("gate_stats", KERNEL_DTYPES[x.dtype], x, avg, mx, amx_p, cmean, cmax, amx_c, B, Gx, c, P)
         ctx.save_for_backward(amx_p, amx_c)
         ctx.shape, ctx.dtype = x.shape, x.dtype
         return avg, mx, cmean, cmax
@@ -63,7 +64,7 @@ class _GateStats(torch.autograd.Function):
         B, Gx, c, P = ctx.shape
         dx = torch.empty(ctx.shape, dtype=ctx.dtype)
         grads = [None if g is None else g.contiguous() for g in (d_avg, d_mx, d_cmean, d_cmax)]
-        _call("gate_stats_backward", _DTYPES[ctx.dtype], grads[0], grads[1], amx_p, grads[2], grads[3], amx_c, dx,
+        _call("gate_stats_backward", KERNEL_DTYPES[ctx.dtype], grads[0], grads[1], amx_p, grads[2], grads[3], amx_c, dx,
               B, Gx, c, P)
         return dx
 
@@ -76,7 +77,7 @@ class _CBAMPool(torch.autograd.Function):
         G = gc.shape[1]
         ymean, ymax = x.new_empty(B, G, P), x.new_empty(B, G, P)
         amx = torch.empty(B, G, P, dtype=torch.uint8)
-        _call("cbam_pool", _DTYPES[x.dtype], x, gc, ymean, ymax, amx, B, Gx, G, c, P)
+        _call("cbam_pool", KERNEL_DTYPES[x.dtype], x, gc, ymean, ymax, amx, B, Gx, G, c, P)
         ctx.save_for_backward(x, gc, amx)
         return ymean, ymax
 
@@ -88,7 +89,7 @@ class _CBAMPool(torch.autograd.Function):
         d_ymean = torch.zeros_like(amx, dtype=x.dtype) if d_ymean is None else d_ymean.contiguous()
         d_ymax = torch.zeros_like(amx, dtype=x.dtype) if d_ymax is None else d_ymax.contiguous()
         dx, dgc = torch.empty_like(x), torch.empty_like(gc)
-        _call("cbam_pool_backward", _DTYPES[x.dtype], x, gc, d_ymean, d_ymax, amx, dx, dgc, B, Gx, G, c, P)
+        _call("cbam_pool_backward", KERNEL_DTYPES[x.dtype], x, gc, d_ymean, d_ymax, amx, dx, dgc, B, Gx, G, c, P)
         return dx, dgc
 
 
@@ -101,10 +102,9 @@ class _Combine(torch.autograd.Function):
         G = a.shape[1]
         ss = [torch.sigmoid(z).contiguous() for z in zs]
         ws = [w.contiguous() for w in ws]
-        s0, s1 = (ss + [None, None])[:2]
-        w0, w1 = (ws + [None, None])[:2]
+        (s0, s1), (w0, w1) = _two(ss), _two(ws)
         out = x.new_empty(B, G, c, P)
-        _call("combine", _DTYPES[x.dtype], x, s0, s1, w0, w1, a, gs, chan, spat, out, B, Gx, G, c, P)
+        _call("combine", KERNEL_DTYPES[x.dtype], x, s0, s1, w0, w1, a, gs, chan, spat, out, B, Gx, G, c, P)
         ctx.save_for_backward(x, a, gs, chan, spat, *ss, *ws)
         ctx.n = len(ss)
         return out
@@ -116,13 +116,12 @@ class _Combine(torch.autograd.Function):
         B, Gx, c, P = x.shape
         G = a.shape[1]
         dout = dout.contiguous()
-        s0, s1 = (list(ss) + [None, None])[:2]
-        w0, w1 = (list(ws) + [None, None])[:2]
+        (s0, s1), (w0, w1) = _two(ss), _two(ws)
         dx, da, dgs, dchan, dspat = (torch.empty_like(t) for t in (x, a, gs, chan, spat))
         dss = [torch.empty_like(s) for s in ss]
-        ds0, ds1 = (dss + [None, None])[:2]
+        ds0, ds1 = _two(dss)
         dw = x.new_empty(2, G)
-        _call("combine_backward", _DTYPES[x.dtype], dout, x, s0, s1, w0, w1, a, gs, chan, spat, dx, ds0, ds1, dw,
+        _call("combine_backward", KERNEL_DTYPES[x.dtype], dout, x, s0, s1, w0, w1, a, gs, chan, spat, dx, ds0, ds1, dw,
               da, dgs, dchan, dspat, B, Gx, G, c, P)
         return (dx, da, dgs, dchan, dspat, *dss, *dw[: ctx.n].unbind(0))  # dss: d loss / d z_n
 

@@ -69,6 +69,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnas.errors import ConfigError, DataError
+from attnas.ops._compiled import KERNEL_DTYPES
 
 __all__ = [
     "LocalSelfAttention",
@@ -423,7 +424,6 @@ def _fused_mask(H: int, W: int, ks: int, stride: int, tile: int, dtype: torch.dt
     return mask
 
 
-_KERNEL_DTYPES = {torch.float32: 0, torch.float64: 1}
 _KERNEL_MAX_WINDOW = 15  # KMAX of the kernel source
 _warned: set = set()
 
@@ -458,7 +458,7 @@ class _FusedLocalAttentionFunction(torch.autograd.Function):
         attn = qkv.new_empty(B, heads, ks * ks, Nq) if save_attention else None
         base, size = qkv.data_ptr(), qkv.element_size()
         status = lib.attnas_local_attention_forward(
-            _KERNEL_DTYPES[qkv.dtype], base + q_offset * size, base + C * Lx * size, base + 2 * C * Lx * size,
+            KERNEL_DTYPES[qkv.dtype], base + q_offset * size, base + C * Lx * size, base + 2 * C * Lx * size,
             R.data_ptr(), mask.data_ptr(), out.data_ptr(), None if attn is None else attn.data_ptr(), B, heads,
             C // heads, Nq, Npad, ks, stride, Wp, 3 * C * Lx, Lx, 3 * C * Lx, Lx, torch.get_num_threads())
         if status:
@@ -480,7 +480,7 @@ class _FusedLocalAttentionFunction(torch.autograd.Function):
         base, size = d_qkv.data_ptr(), d_qkv.element_size()
         qkv_base = qkv.data_ptr()
         status = lib.attnas_local_attention_backward(
-            _KERNEL_DTYPES[qkv.dtype], qkv_base + q_offset * size, qkv_base + C * Lx * size,
+            KERNEL_DTYPES[qkv.dtype], qkv_base + q_offset * size, qkv_base + C * Lx * size,
             qkv_base + 2 * C * Lx * size, R.data_ptr(), mask.data_ptr(), None if attn is None else attn.data_ptr(),
             grad_out.data_ptr(), base + q_offset * size, base + C * Lx * size, base + 2 * C * Lx * size,
             dR.data_ptr(), B, heads, C // heads, Nq, Npad, ks, stride, Wp, 3 * C * Lx, Lx, 3 * C * Lx, Lx,
@@ -493,7 +493,7 @@ class _FusedLocalAttentionFunction(torch.autograd.Function):
 def fused_kernel_available(*tensors: Tensor) -> bool:
     """Whether :func:`local_attention_fused` can run on these tensors (CPU, float32 or
     float64, the kernel built); see :func:`attnas.ops._local_attention_kernel.load`."""
-    if any(t.device.type != "cpu" or t.dtype not in _KERNEL_DTYPES or t.dtype != tensors[0].dtype for t in tensors):
+    if any(t.device.type != "cpu" or t.dtype not in KERNEL_DTYPES or t.dtype != tensors[0].dtype for t in tensors):
         return False
     from attnas.ops import _local_attention_kernel
 

@@ -25,13 +25,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-_DTYPES = {torch.float32: 0, torch.float64: 1}
-
-
-def _library():
-    from attnas.ops import _small_conv_kernel
-
-    return _small_conv_kernel.load()
+from attnas.ops import _small_conv_kernel
+from attnas.ops._compiled import KERNEL_DTYPES
 
 
 def _shape(x: torch.Tensor, weight: torch.Tensor, groups: int, dilation: int) -> list[int]:
@@ -39,24 +34,16 @@ def _shape(x: torch.Tensor, weight: torch.Tensor, groups: int, dilation: int) ->
     return [B, Cin, weight.shape[0], groups, H, W, weight.shape[-1], dilation]
 
 
-def _threads() -> int:
-    return torch.get_num_threads()
-
-
 class _SmallConv(torch.autograd.Function):
     """The compiled kernel's forward and backward (input, weight and bias gradients)."""
 
     @staticmethod
     def forward(ctx, x, weight, bias, dilation, groups):  # noqa: D102 (autograd protocol)
-        lib = _library()
         x, weight = x.contiguous(), weight.contiguous()
         b = None if bias is None else bias.contiguous()
         out = x.new_empty(x.shape[0], weight.shape[0], x.shape[2], x.shape[3])
-        rc = lib.attnas_small_conv_forward(_DTYPES[x.dtype], x.data_ptr(), weight.data_ptr(),
-                                           None if b is None else b.data_ptr(), out.data_ptr(),
-                                           *_shape(x, weight, groups, dilation), _threads())
-        if rc != 0:
-            raise RuntimeError(f"small_conv2d kernel failed with code {rc}")
+        _small_conv_kernel.LIBRARY.call("attnas_small_conv_forward", KERNEL_DTYPES[x.dtype], x, weight, b, out,
+                                        *_shape(x, weight, groups, dilation), torch.get_num_threads())
         ctx.save_for_backward(x, weight)
         ctx.dilation, ctx.groups, ctx.has_bias = dilation, groups, bias is not None
         return out
@@ -69,19 +56,15 @@ class _SmallConv(torch.autograd.Function):
         gx = torch.empty_like(x) if need_x else None
         gw = torch.empty_like(weight) if need_w else None
         if need_x or need_w:
-            rc = _library().attnas_small_conv_backward(
-                _DTYPES[x.dtype], x.data_ptr(), weight.data_ptr(), gout.data_ptr(),
-                None if gx is None else gx.data_ptr(), None if gw is None else gw.data_ptr(),
-                *_shape(x, weight, ctx.groups, ctx.dilation), _threads())
-            if rc != 0:
-                raise RuntimeError(f"small_conv2d kernel failed with code {rc}")
+            _small_conv_kernel.LIBRARY.call("attnas_small_conv_backward", KERNEL_DTYPES[x.dtype], x, weight, gout, gx,
+                                            gw, *_shape(x, weight, ctx.groups, ctx.dilation), torch.get_num_threads())
         gb = gout.sum((0, 2, 3)) if need_b and ctx.has_bias else None
         return gx, gw, gb, None, None
 
 
 def kernel_applies(x: torch.Tensor) -> bool:
     """Whether :func:`small_conv2d` runs the compiled kernel for ``x`` (CPU float32 / float64)."""
-    return x.device.type == "cpu" and x.dtype in _DTYPES and _library() is not None
+    return x.device.type == "cpu" and x.dtype in KERNEL_DTYPES and _small_conv_kernel.load() is not None
 
 
 def small_conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, dilation: int = 1,

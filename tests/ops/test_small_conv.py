@@ -117,3 +117,11 @@ def test_other_dtypes_use_conv2d():
     assert not kernel_applies(x)
     y = small_conv2d(x, w)
     assert y.dtype == torch.bfloat16 and y.shape == (1, 1, 5, 5)
+
+
+def test_a_refused_call_raises_with_the_kernels_code(kernel):
+    x, out = torch.zeros(1, 2, 4, 4), torch.zeros(1, 2, 4, 4)
+    w = torch.zeros(2, 1, 2, 2)  # an even kernel: the library's own check refuses it (code 2)
+    with pytest.raises(RuntimeError, match="small_conv.attnas_small_conv_forward failed with code 2"):
+        kernel_module.LIBRARY.call("attnas_small_conv_forward", 0, x, w, None, out, 1, 2, 2, 2, 4, 4, 2, 1, 1)
+    assert not out.any()
