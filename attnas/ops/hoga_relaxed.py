@@ -191,7 +191,7 @@ class GroupedMixedOp(nn.Module):
         return sig, torch.einsum("fbgc,fg->bgc", sig, mix)
 
     def forward(self, x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-        if kernels_apply(x) and kernel_applies(x) and len(self.norm) <= 2:
+        if kernels_apply(x) and kernel_applies(x):
             return self._forward_compiled(x, weights)
         return self._forward_eager(x, weights)
 
@@ -237,7 +237,8 @@ class GroupedMixedOp(nn.Module):
         return out.view(B, G * c, H, W)
 
     def _forward_eager(self, x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-        """The forward in PyTorch operations (any device and dtype)."""
+        """The forward in PyTorch operations (any device and dtype; the spatial gates'
+        convolutions go through :func:`_conv`, which uses the compiled kernel when it can)."""
         B, _, H, W = x.shape
         G, c = self.groups, self.channels
         x_in = x
@@ -249,17 +250,13 @@ class GroupedMixedOp(nn.Module):
         spat = None  # (B, G, H, W)
 
         if self.norm:
-            # Depth-wise convolutions, their sigmoids and their weighted sum; without the compiled
-            # kernel in channels-last layout (same-shape element-wise work is layout-blind),
-            # converted once at the end.
-            fast = kernel_applies(x)
-            src = x if fast else x_in.contiguous(memory_format=torch.channels_last)
+            # Depth-wise convolutions, their sigmoids and their weighted sum in channels-last
+            # layout (same-shape element-wise work is layout-blind), converted once at the end.
+            src = x_in.contiguous(memory_format=torch.channels_last)
             if self.shared_input and G > 1:  # one filter bank per edge: the input read G times
-                src = src.repeat(1, G, 1, 1)
-                src = src if fast else src.contiguous(memory_format=torch.channels_last)
+                src = src.repeat(1, G, 1, 1).contiguous(memory_format=torch.channels_last)
             for n, d in self.norm:
-                weight, bias = getattr(self, f"{n}_weight"), getattr(self, f"{n}_bias")
-                z = small_conv2d(src, weight, bias, d, G * c) if fast else _conv_cl(src, weight, bias, d, G * c)
+                z = _conv_cl(src, getattr(self, f"{n}_weight"), getattr(self, f"{n}_bias"), d, G * c)
                 w = col[n].repeat_interleave(c)[None, :, None, None]  # (1, G c, 1, 1)
                 full = torch.sigmoid(z) * w if full is None else torch.addcmul(full, torch.sigmoid(z), w)
             full = full.contiguous().view(B, G, c, H, W)
