@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import attnas.ops._dropout_kernel as kernel_module
-from attnas.ops._compiled import CompiledLibrary, compiler
+from compiled_kernels import fresh_library, loaded_kernel
 from attnas.ops.dropout import FastDropout, dropout_mask, fast_dropout, mask_reference, threshold_of
 
 SEED = 0x0123456789ABCDEF
@@ -23,13 +23,8 @@ def splitmix64_top32(seed: int, i: int) -> int:
 
 @pytest.fixture
 def kernel():
-    if compiler() is None:
-        pytest.skip("no C++ compiler: the compiled mask cannot be built (the torch path is tested on its own)")
-    lib = kernel_module.load()
-    if lib is None and "ATTNAS_NO_KERNELS" in (kernel_module.LIBRARY.unavailable_reason() or ""):
-        pytest.skip("ATTNAS_NO_KERNELS is set")
-    assert lib is not None, kernel_module.LIBRARY.unavailable_reason()
-    return lib
+    """The compiled mask kernel (skipped without a compiler)."""
+    return loaded_kernel(kernel_module)
 
 
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.93])
@@ -57,8 +52,7 @@ def test_compiled_mask_equals_torch_mask_at_any_thread_count(kernel, dtype, shap
 def test_without_the_kernel_the_same_mask(monkeypatch):
     x = torch.empty(9, 1000)
     expected = mask_reference(x.shape, SEED, 0.2)
-    monkeypatch.setattr(kernel_module, "LIBRARY", CompiledLibrary("dropout_mask", kernel_module._SOURCE,
-                                                                  kernel_module._bind))
+    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library(kernel_module))
     monkeypatch.setenv("ATTNAS_NO_KERNELS", "1")
     assert torch.equal(dropout_mask(x, 0.2, seed=SEED), expected)
     assert kernel_module.load() is None
