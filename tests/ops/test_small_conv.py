@@ -19,6 +19,8 @@ SHAPES = [
     (2, 8, 4, 4, 12, 8, 7, 1, False),
     (2, 6, 3, 3, 5, 4, 7, 2, False),
     (1, 4, 4, 2, 6, 6, 5, 1, True),
+    (1, 3, 3, 3, 6, 10, 1, 1, True),  # kernel sizes other than 3, 5, 7: the generic weight-gradient loop
+    (1, 2, 2, 2, 6, 11, 9, 1, False),
     (0, 4, 4, 4, 5, 5, 3, 1, True),
 ]
 
