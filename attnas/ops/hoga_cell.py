@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnas.errors import ArchError, ConfigError
+from attnas.ops.fused_phi import fused_applies, fused_projection
 from attnas.ops.vision_attention import ChannelAttention, create_attention
 
 
@@ -85,7 +86,7 @@ class HOGAProjection(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self._after_conv1(self.conv1(x))
 
-    def project(self, nodes: Sequence[torch.Tensor]) -> torch.Tensor:
+    def project(self, nodes: Sequence[torch.Tensor], channels_last: bool = False) -> torch.Tensor:
         r"""``forward(aggregate(nodes))`` without forming :math:`\bar U` or the ``(K + 1) c`` concatenation.
 
         The first ``1 x 1`` convolution is linear, so its weights on the :math:`\bar U = \sum_i U_i`
@@ -94,8 +95,14 @@ class HOGAProjection(nn.Module):
         float rounding), a ``C -> C`` instead of a ``(K + 1) C / K -> C`` convolution, and no
         pass to sum the nodes. Gradients reach ``conv1.weight`` through the folding.
 
+        In training mode on CPU float32 / float64 tensors the whole of phi, forward and backward,
+        runs in one compiled kernel (:func:`~attnas.ops.fused_phi.fused_projection`, same values
+        and gradients, same running-statistics updates); elsewhere in PyTorch operations.
+
         Args:
             nodes: ``U_0 ... U_{K-1}``, each ``(B, C / K, H, W)``.
+            channels_last: Return the projection in channels-last memory format (the compiled
+                kernel writes it so directly); else in the format PyTorch's operations give.
 
         Returns:
             The projection, ``(B, C, H, W)``.
@@ -105,6 +112,8 @@ class HOGAProjection(nn.Module):
         w = self.conv1.weight
         if w.shape[1] != (k + 1) * c:
             raise ConfigError(f"phi expects {w.shape[1]} input channels, got {k} nodes of {c} channels (+ their sum)")
+        if fused_applies(self, nodes):
+            return fused_projection(self, nodes, channels_last)
         folded = w[:, : k * c] + w[:, k * c:].repeat(1, k, 1, 1)
         return self._after_conv1(F.conv2d(torch.cat(list(nodes), 1), folded))
 
@@ -121,11 +130,20 @@ def aggregate(nodes: list[torch.Tensor]) -> torch.Tensor:
     return torch.cat([*nodes, total], 1)
 
 
-def project(phi: nn.Module, nodes: list[torch.Tensor]) -> torch.Tensor:
-    """``phi(aggregate(nodes))`` (Eq. 3); through :meth:`HOGAProjection.project` when ``phi`` is one."""
+def project(phi: nn.Module, nodes: list[torch.Tensor], like: torch.Tensor | None = None) -> torch.Tensor:
+    """``phi(aggregate(nodes))`` (Eq. 3); through :meth:`HOGAProjection.project` when ``phi`` is one.
+
+    ``like``: the cell's input; the compiled phi returns the result in its memory format
+    (channels-last or NCHW).
+    """
     if isinstance(phi, HOGAProjection):
-        return phi.project(nodes)
+        return phi.project(nodes, like is not None and is_channels_last(like))
     return phi(aggregate(nodes))
+
+
+def is_channels_last(x: torch.Tensor) -> bool:
+    """Whether ``x`` is in channels-last memory format (and not also NCHW-contiguous)."""
+    return x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
 
 
 class HOGA(nn.Module):
@@ -177,4 +195,4 @@ class HOGA(nn.Module):
                 y = self.ops[key](inputs[k] if j == k else nodes[j])
                 u = y if u is None else u + y
             nodes.append(torch.zeros_like(inputs[k]) if u is None else u)
-        return project(self.phi, nodes)
+        return project(self.phi, nodes, x)

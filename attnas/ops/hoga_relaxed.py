@@ -387,7 +387,7 @@ class RelaxedHOGA(nn.Module):
             out = self.fanout[j](u, w[getattr(self, f"_fan_rows{j}")]).unflatten(1, (K - 1 - j, c)).unbind(1)
             for i, k in enumerate(range(j + 1, K)):
                 acc[k] = acc[k] + out[i]
-        return project(self.phi, nodes)
+        return project(self.phi, nodes, x)
 
     def locate(self, j: int, k: int) -> tuple[GroupedMixedOp, int]:
         """The grouped mixed operation and group that hold edge ``(j, k)``."""

@@ -1,0 +1,617 @@
+"""Optional compiled CPU kernel for the projection phi of the HOGA cell (AutoLA Eq. 3).
+
+phi maps the ``K`` nodes of the cell back to ``C`` channels: a ``1 x 1`` convolution (with
+the weights of ``U_bar = sum_k U_k`` folded into those of every node), a training-mode batch
+normalisation, ReLU, a second ``1 x 1`` convolution and batch normalisation, then channel
+attention (Eq. 4). In PyTorch that is some fifteen operations and as many autograd nodes,
+with full-size passes for each batch normalisation's statistics, normalisation and backward.
+This kernel does the forward in five passes over the images and the backward in four, one
+image per thread at a time, the ``1 x 1`` convolutions as small matrix products on tiles of
+``TP`` positions (vectorised over positions, NCHW planes):
+
+forward
+  1. ``y1 = W_f x`` (``W_f`` the folded weights) and the sums of every (image, channel) plane;
+  2. the centred squares of ``y1`` (two-pass variance, as exact as PyTorch's);
+  3. ``a = relu(BN1(y1))``, ``y2 = W_2 a`` and the plane sums of ``y2``;
+  4. the centred squares of ``y2``;
+  then the channel attention's MLP on the plane means of ``z = BN2(y2)``, and
+  5. ``out = z * gate`` (NCHW or channels-last).
+
+backward (``dout`` given)
+  1. the plane sums of ``dout`` and ``dout * y2``: the gate's and BN2's gradients in
+     closed form, the MLP's backward;
+  2. ``dy2`` per position, ``dW_2 += dy2 a^T``, ``dr = (W_2^T dy2) [BN1(y1) > 0]`` stored, and
+     the sums BN1's backward needs;
+  3. ``dy1`` from ``dr``, ``dW_f += dy1 x^T`` and ``dx = W_f^T dy1``.
+
+Weight gradients are summed per thread in ``double`` and reduced in thread order
+(deterministic for a given thread count). Built and cached by
+:class:`attnas.ops._compiled.CompiledLibrary`; :mod:`attnas.ops.fused_phi` falls back to the
+PyTorch modules when it is unavailable.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from attnas.ops._compiled import CompiledLibrary
+
+_SOURCE = r"""
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+#include <omp.h>
+
+namespace {
+
+constexpr int TP = 64;  // positions per tile (a multiple of every vector width)
+constexpr int64_t FLUSH = 4096;  // positions summed lane-wise in T before adding into double
+
+struct Dims {
+  int64_t B, P;     // images, positions per image
+  int K, c, C, hid;  // nodes, channels per node, output channels, MLP width
+  int cl;            // out / dout in channels-last order
+  int kc() const { return K * c; }
+  int64_t N() const { return B * P; }
+  int tile(int64_t t0) const { return (int)(P - t0 < TP ? P - t0 : TP); }
+};
+
+template <typename T> struct Lanes;  // 32-byte vectors (GCC vector extension)
+template <> struct Lanes<float> { typedef float V __attribute__((vector_size(32))); enum { L = 8 }; };
+template <> struct Lanes<double> { typedef double V __attribute__((vector_size(32))); enum { L = 4 }; };
+
+template <typename T>
+inline typename Lanes<T>::V loadu(const T* p) {
+  typename Lanes<T>::V v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+template <typename T>
+inline void storeu(T* p, typename Lanes<T>::V v) { std::memcpy(p, &v, sizeof(v)); }
+
+// Rows of a tile: row r at p + r s (s = P in place in a plane, TP in a tile buffer).
+template <typename T>
+struct Rows {
+  T* p; int64_t s;
+  T* operator[](int r) const { return p + r * s; }
+};
+
+// W_f[o, j] = W1[o, j] + W1[o, K c + j mod c]: conv1 of [U_0; ...; U_{K-1}; sum_k U_k].
+template <typename T>
+std::vector<T> fold(const T* w1, const Dims& d) {
+  const int kc = d.kc(), cin = kc + d.c;
+  std::vector<T> wf((size_t)d.C * kc);
+  for (int o = 0; o < d.C; ++o)
+    for (int j = 0; j < kc; ++j) wf[o * kc + j] = w1[o * cin + j] + w1[o * cin + kc + j % d.c];
+  return wf;
+}
+
+// w_t[i * nout + o] = w[o * nin + i].
+template <typename T>
+std::vector<T> transposed(const T* w, int nout, int nin) {
+  std::vector<T> t((size_t)nout * nin);
+  for (int o = 0; o < nout; ++o)
+    for (int i = 0; i < nin; ++i) t[(size_t)i * nout + o] = w[o * nin + i];
+  return t;
+}
+
+// y[o][0..TP) = sum_i w[o * nin + i] x[i][0..TP) for o0 <= o < o0 + OB: OB x 2 vector accumulators.
+template <typename T, int OB>
+inline void matmul_rows(const T* w, Rows<const T> x, Rows<T> y, int o0, int nin) {
+  typedef typename Lanes<T>::V V;
+  constexpr int L = Lanes<T>::L;
+  for (int p = 0; p < TP; p += 2 * L) {
+    V a[OB][2];
+    for (int ob = 0; ob < OB; ++ob) a[ob][0] = a[ob][1] = V{};
+    for (int i = 0; i < nin; ++i) {
+      const V s0 = loadu(x[i] + p), s1 = loadu(x[i] + p + L);
+      for (int ob = 0; ob < OB; ++ob) {
+        const T wv = w[(o0 + ob) * nin + i];
+        a[ob][0] += wv * s0; a[ob][1] += wv * s1;
+      }
+    }
+    for (int ob = 0; ob < OB; ++ob) { storeu(y[o0 + ob] + p, a[ob][0]); storeu(y[o0 + ob] + p + L, a[ob][1]); }
+  }
+}
+
+// y = w x on one tile: y[o] = sum_i w[o * nin + i] x[i].
+template <typename T>
+inline void tile_matmul(const T* w, Rows<const T> x, Rows<T> y, int nout, int nin) {
+  int o = 0;
+  for (; o + 8 <= nout; o += 8) matmul_rows<T, 8>(w, x, y, o, nin);
+  for (; o < nout; ++o) matmul_rows<T, 1>(w, x, y, o, nin);
+}
+
+// acc[o * nin + i] += u[o] * v[i] (lane-wise) over one tile, for an OB x IB block.
+template <typename T, int OB, int IB>
+inline void outer_block(Rows<const T> u, Rows<const T> v, typename Lanes<T>::V* acc, int o0, int i0, int nin) {
+  typedef typename Lanes<T>::V V;
+  constexpr int L = Lanes<T>::L;
+  V a[OB][IB];
+  for (int ob = 0; ob < OB; ++ob)
+    for (int ib = 0; ib < IB; ++ib) a[ob][ib] = acc[(o0 + ob) * nin + i0 + ib];
+  for (int p = 0; p < TP; p += L) {
+    V uv[OB], vv[IB];
+    for (int ob = 0; ob < OB; ++ob) uv[ob] = loadu(u[o0 + ob] + p);
+    for (int ib = 0; ib < IB; ++ib) vv[ib] = loadu(v[i0 + ib] + p);
+    for (int ob = 0; ob < OB; ++ob)
+      for (int ib = 0; ib < IB; ++ib) a[ob][ib] += uv[ob] * vv[ib];
+  }
+  for (int ob = 0; ob < OB; ++ob)
+    for (int ib = 0; ib < IB; ++ib) acc[(o0 + ob) * nin + i0 + ib] = a[ob][ib];
+}
+
+template <typename T, int OB>
+inline void outer_rows(Rows<const T> u, Rows<const T> v, typename Lanes<T>::V* acc, int o0, int nin) {
+  int i = 0;
+  for (; i + 4 <= nin; i += 4) outer_block<T, OB, 4>(u, v, acc, o0, i, nin);
+  for (; i < nin; ++i) outer_block<T, OB, 1>(u, v, acc, o0, i, nin);
+}
+
+// acc[o * nin + i] += u[o] * v[i] over one tile (both zero past the tile's end), lane-wise;
+// flush_outer adds the lanes into g (double) and clears acc.
+template <typename T>
+inline void tile_outer(Rows<const T> u, Rows<const T> v, typename Lanes<T>::V* acc, int nout, int nin) {
+  int o = 0;
+  for (; o + 4 <= nout; o += 4) outer_rows<T, 4>(u, v, acc, o, nin);
+  for (; o < nout; ++o) outer_rows<T, 1>(u, v, acc, o, nin);
+}
+
+template <typename T>
+inline void flush_outer(typename Lanes<T>::V* acc, double* g, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) {
+    double s = 0;
+    for (int l = 0; l < Lanes<T>::L; ++l) s += (double)acc[k][l];
+    g[k] += s;
+    acc[k] = typename Lanes<T>::V{};
+  }
+}
+
+// The rows of image b at positions t0.. of src (B, rows, P): in place when the tile is full,
+// else copied into tile with zeros past n.
+template <typename T>
+inline Rows<const T> rows_in(const T* src, int64_t b, int rows, int64_t t0, int n, const Dims& d, T* tile) {
+  if (n == TP) return {src + b * rows * d.P + t0, d.P};
+  for (int r = 0; r < rows; ++r) {
+    std::memcpy(tile + r * TP, src + (b * rows + r) * d.P + t0, sizeof(T) * n);
+    for (int p = n; p < TP; ++p) tile[r * TP + p] = (T)0;
+  }
+  return {tile, TP};
+}
+
+// Where to write rows of image b at t0.. of dst (B, rows, P): in place when the tile is full,
+// else tile (then put_rows copies the n positions out).
+template <typename T>
+inline Rows<T> rows_out(T* dst, int64_t b, int rows, int64_t t0, int n, const Dims& d, T* tile) {
+  if (n == TP) return {dst + b * rows * d.P + t0, d.P};
+  return {tile, TP};
+}
+
+template <typename T>
+inline void put_rows(Rows<T> r, T* dst, int64_t b, int rows, int64_t t0, int n, const Dims& d) {
+  if (n == TP) return;
+  for (int i = 0; i < rows; ++i) std::memcpy(dst + (b * rows + i) * d.P + t0, r[i], sizeof(T) * n);
+}
+
+// dout (NCHW or channels-last) rows of image b at t0.. (zeros past n).
+template <typename T>
+inline Rows<const T> out_rows_in(const T* src, int64_t b, int64_t t0, int n, const Dims& d, T* tile) {
+  if (!d.cl) return rows_in(src, b, d.C, t0, n, d, tile);
+  for (int o = 0; o < d.C; ++o)
+    for (int p = n; p < TP; ++p) tile[o * TP + p] = (T)0;
+  const T* s = src + (b * d.P + t0) * d.C;
+  for (int p = 0; p < n; ++p)
+    for (int o = 0; o < d.C; ++o) tile[o * TP + p] = s[p * d.C + o];
+  return {tile, TP};
+}
+
+template <typename T>
+inline T row_sum(const T* r, int n) {
+  T s = 0;
+  #pragma omp simd reduction(+ : s)
+  for (int p = 0; p < n; ++p) s += r[p];
+  return s;
+}
+
+// Batch mean and biased variance per channel of y (B, C, P) from its plane sums (two-pass).
+template <typename T>
+void batch_stats(const T* y, const Dims& d, const std::vector<double>& plane_sum, std::vector<double>& mean,
+                 std::vector<double>& var, int nthreads) {
+  const int64_t planes = d.B * d.C;
+  for (int o = 0; o < d.C; ++o) {
+    double s = 0;
+    for (int64_t b = 0; b < d.B; ++b) s += plane_sum[b * d.C + o];
+    mean[o] = s / (double)d.N();
+  }
+  std::vector<double> sq(planes);
+  #pragma omp parallel for num_threads(nthreads) schedule(static)
+  for (int64_t it = 0; it < planes; ++it) {
+    const T m = (T)mean[it % d.C];
+    const T* row = y + it * d.P;
+    T s = 0;
+    #pragma omp simd reduction(+ : s)
+    for (int64_t p = 0; p < d.P; ++p) s += (row[p] - m) * (row[p] - m);
+    sq[it] = (double)s;
+  }
+  for (int o = 0; o < d.C; ++o) {
+    double s = 0;
+    for (int64_t b = 0; b < d.B; ++b) s += sq[b * d.C + o];
+    var[o] = s / (double)d.N();
+  }
+}
+
+// Per-thread double accumulators, reduced in thread order.
+struct Partials {
+  std::vector<double> data; int64_t size; int used = 1;
+  Partials(int nthreads, int64_t size) : data((size_t)(nthreads * size), 0.0), size(size) {}
+  double* of(int t) { return data.data() + (int64_t)t * size; }
+  double total(int64_t i) const {
+    double v = 0;
+    for (int t = 0; t < used; ++t) v += data[(size_t)(t * size + i)];
+    return v;
+  }
+};
+
+// stats (6, C): mean1, var1, mean2, var2 (biased), inv1, inv2. avg (B, C), h (B, hid), gate (B, C).
+template <typename T>
+void forward(const T* x, const T* w1, const T* g1, const T* be1, const T* w2, const T* g2, const T* be2,
+             const T* fc1, const T* fc2, double eps1, double eps2, T* out, T* y1, T* y2, T* stats, T* avg, T* h,
+             T* gate, const Dims& d, int nthreads) {
+  const int C = d.C, kc = d.kc();
+  const std::vector<T> wf = fold(w1, d);
+  std::vector<double> ps(d.B * C), mean(C), var(C);
+  // 1. y1 = W_f x, plane sums
+  #pragma omp parallel num_threads(nthreads)
+  {
+    std::vector<T> xt((size_t)kc * TP), yt((size_t)C * TP);
+    #pragma omp for schedule(static)
+    for (int64_t b = 0; b < d.B; ++b) {
+      for (int o = 0; o < C; ++o) ps[b * C + o] = 0.0;
+      for (int64_t t0 = 0; t0 < d.P; t0 += TP) {
+        const int n = d.tile(t0);
+        const Rows<T> y = rows_out(y1, b, C, t0, n, d, yt.data());
+        tile_matmul<T>(wf.data(), rows_in(x, b, kc, t0, n, d, xt.data()), y, C, kc);
+        put_rows(y, y1, b, C, t0, n, d);
+        for (int o = 0; o < C; ++o) ps[b * C + o] += (double)row_sum(y[o], n);
+      }
+    }
+  }
+  batch_stats(y1, d, ps, mean, var, nthreads);
+  std::vector<T> s1(C), t1(C);
+  for (int o = 0; o < C; ++o) {
+    const double inv = 1.0 / std::sqrt(var[o] + eps1);
+    stats[o] = (T)mean[o]; stats[C + o] = (T)var[o]; stats[4 * C + o] = (T)inv;
+    s1[o] = (T)(g1[o] * inv); t1[o] = (T)(be1[o] - mean[o] * g1[o] * inv);
+  }
+  // 3. a = relu(BN1(y1)), y2 = W2 a, plane sums
+  #pragma omp parallel num_threads(nthreads)
+  {
+    std::vector<T> at((size_t)C * TP), yt((size_t)C * TP);
+    #pragma omp for schedule(static)
+    for (int64_t b = 0; b < d.B; ++b) {
+      for (int o = 0; o < C; ++o) ps[b * C + o] = 0.0;
+      for (int64_t t0 = 0; t0 < d.P; t0 += TP) {
+        const int n = d.tile(t0);
+        for (int i = 0; i < C; ++i) {
+          T* a = at.data() + i * TP;
+          const T* y = y1 + (b * C + i) * d.P + t0;
+          const T s = s1[i], t = t1[i];
+          #pragma omp simd
+          for (int p = 0; p < n; ++p) { const T v = y[p] * s + t; a[p] = v > 0 ? v : (T)0; }
+          for (int p = n; p < TP; ++p) a[p] = (T)0;
+        }
+        const Rows<T> y = rows_out(y2, b, C, t0, n, d, yt.data());
+        tile_matmul<T>(w2, Rows<const T>{at.data(), TP}, y, C, C);
+        put_rows(y, y2, b, C, t0, n, d);
+        for (int o = 0; o < C; ++o) ps[b * C + o] += (double)row_sum(y[o], n);
+      }
+    }
+  }
+  batch_stats(y2, d, ps, mean, var, nthreads);
+  std::vector<T> s2(C), t2(C);
+  for (int o = 0; o < C; ++o) {
+    const double inv = 1.0 / std::sqrt(var[o] + eps2);
+    stats[2 * C + o] = (T)mean[o]; stats[3 * C + o] = (T)var[o]; stats[5 * C + o] = (T)inv;
+    s2[o] = (T)(g2[o] * inv); t2[o] = (T)(be2[o] - mean[o] * g2[o] * inv);
+  }
+  // channel attention (Eq. 4) on z = BN2(y2): gate = sigmoid(fc2 relu(fc1 mean_P z))
+  for (int64_t b = 0; b < d.B; ++b) {
+    for (int o = 0; o < C; ++o) avg[b * C + o] = (T)(ps[b * C + o] / (double)d.P) * s2[o] + t2[o];
+    for (int m = 0; m < d.hid; ++m) {
+      T v = 0;
+      for (int o = 0; o < C; ++o) v += fc1[m * C + o] * avg[b * C + o];
+      h[b * d.hid + m] = v > 0 ? v : (T)0;
+    }
+    for (int o = 0; o < C; ++o) {
+      T v = 0;
+      for (int m = 0; m < d.hid; ++m) v += fc2[o * d.hid + m] * h[b * d.hid + m];
+      gate[b * C + o] = (T)1 / ((T)1 + std::exp(-v));
+    }
+  }
+  // 5. out = z * gate
+  if (!d.cl) {
+    #pragma omp parallel for num_threads(nthreads) schedule(static)
+    for (int64_t it = 0; it < d.B * C; ++it) {
+      const int o = (int)(it % C);
+      const T g = gate[it], s = s2[o] * g, t = t2[o] * g;
+      const T* y = y2 + it * d.P;
+      T* z = out + it * d.P;
+      #pragma omp simd
+      for (int64_t p = 0; p < d.P; ++p) z[p] = y[p] * s + t;
+    }
+    return;
+  }
+  #pragma omp parallel num_threads(nthreads)
+  {
+    std::vector<T> zt((size_t)C * TP);
+    #pragma omp for schedule(static)
+    for (int64_t b = 0; b < d.B; ++b)
+      for (int64_t t0 = 0; t0 < d.P; t0 += TP) {
+        const int n = d.tile(t0);
+        T* dst = out + (b * d.P + t0) * C;
+        for (int o = 0; o < C; ++o) {
+          const T g = gate[b * C + o], s = s2[o] * g, t = t2[o] * g;
+          const T* y = y2 + (b * C + o) * d.P + t0;
+          T* z = zt.data() + o * TP;
+          #pragma omp simd
+          for (int p = 0; p < n; ++p) z[p] = y[p] * s + t;
+        }
+        for (int p = 0; p < n; ++p)
+          for (int o = 0; o < C; ++o) dst[p * C + o] = zt[o * TP + p];
+      }
+  }
+}
+
+template <typename T>
+void backward(const T* dout, const T* x, const T* w1, const T* g1, const T* be1, const T* w2, const T* g2,
+              const T* fc1, const T* fc2, const T* y1, const T* y2, const T* stats, const T* avg, const T* h,
+              const T* gate, T* dr, T* dx, T* dw1, T* dg1, T* dbe1, T* dw2, T* dg2, T* dbe2, T* dfc1, T* dfc2,
+              const Dims& d, int nthreads) {
+  typedef typename Lanes<T>::V V;
+  const int C = d.C, kc = d.kc(), hid = d.hid;
+  const double N = (double)d.N(), P = (double)d.P;
+  const T* mean1 = stats; const T* mean2 = stats + 2 * C; const T* inv1 = stats + 4 * C; const T* inv2 = stats + 5 * C;
+  const std::vector<T> wf = fold(w1, d), wft = transposed(wf.data(), C, kc), w2t = transposed(w2, C, C);
+  // 1. plane sums of dout, dout * y2 and y2
+  std::vector<double> sd(d.B * C), sdy(d.B * C), ps2(d.B * C);
+  #pragma omp parallel num_threads(nthreads)
+  {
+    std::vector<T> gt((size_t)C * TP);
+    #pragma omp for schedule(static)
+    for (int64_t b = 0; b < d.B; ++b) {
+      for (int o = 0; o < C; ++o) sd[b * C + o] = sdy[b * C + o] = ps2[b * C + o] = 0.0;
+      for (int64_t t0 = 0; t0 < d.P; t0 += TP) {
+        const int n = d.tile(t0);
+        const Rows<const T> g = out_rows_in(dout, b, t0, n, d, gt.data());
+        for (int o = 0; o < C; ++o) {
+          const T* gr = g[o]; const T* y = y2 + (b * C + o) * d.P + t0;
+          T s0 = 0, s1 = 0, s2 = 0;
+          #pragma omp simd reduction(+ : s0, s1, s2)
+          for (int p = 0; p < n; ++p) { s0 += gr[p]; s1 += gr[p] * y[p]; s2 += y[p]; }
+          sd[b * C + o] += s0; sdy[b * C + o] += s1; ps2[b * C + o] += s2;
+        }
+      }
+    }
+  }
+  // The gate's, the MLP's and BN2's gradients in closed form. z = s2 (y2 - mean_P y2) + avg.
+  std::vector<double> davg((size_t)d.B * C), gdfc1((size_t)hid * C, 0.0), gdfc2((size_t)C * hid, 0.0);
+  std::vector<double> dz_sum(C, 0.0), dzx_sum(C, 0.0), dzz(C), dh(hid);
+  for (int64_t b = 0; b < d.B; ++b) {
+    for (int m = 0; m < hid; ++m) dh[m] = 0.0;
+    for (int o = 0; o < C; ++o) {
+      const int64_t i = b * C + o;
+      const double s2 = (double)g2[o] * inv2[o];
+      const double dgate = s2 * (sdy[i] - sd[i] * ps2[i] / P) + (double)avg[i] * sd[i];  // sum_P dout z
+      const double gv = gate[i];
+      dzz[o] = dgate * gv * (1.0 - gv);
+      for (int m = 0; m < hid; ++m) {
+        gdfc2[o * hid + m] += dzz[o] * h[b * hid + m];
+        dh[m] += (double)fc2[o * hid + m] * dzz[o];
+      }
+    }
+    for (int m = 0; m < hid; ++m)
+      if (!(h[b * hid + m] > 0)) dh[m] = 0.0;
+    for (int o = 0; o < C; ++o) {
+      const int64_t i = b * C + o;
+      double v = 0;
+      for (int m = 0; m < hid; ++m) {
+        v += (double)fc1[m * C + o] * dh[m];
+        gdfc1[m * C + o] += dh[m] * avg[i];
+      }
+      davg[i] = v;  // dz = dout gate + davg / P;  xhat2 = (y2 - mean2) inv2
+      const double gv = gate[i];
+      dz_sum[o] += gv * sd[i] + v;
+      dzx_sum[o] += inv2[o] * (gv * (sdy[i] - mean2[o] * sd[i]) + v / P * (ps2[i] - P * mean2[o]));
+    }
+  }
+  for (int i = 0; i < hid * C; ++i) { dfc1[i] = (T)gdfc1[i]; dfc2[i] = (T)gdfc2[i]; }
+  for (int o = 0; o < C; ++o) { dbe2[o] = (T)dz_sum[o]; dg2[o] = (T)dzx_sum[o]; }
+  // dy2 = k2 (dz - dz_sum / N - xhat2 dzx_sum / N) = A[b, o] dout + B2[o] y2 + C2[b, o]
+  std::vector<T> A((size_t)d.B * C), C2((size_t)d.B * C), B2(C), s1(C), t1(C);
+  for (int o = 0; o < C; ++o) {
+    const double k = (double)g2[o] * inv2[o];
+    B2[o] = (T)(-k * inv2[o] * dzx_sum[o] / N);
+    for (int64_t b = 0; b < d.B; ++b) {
+      A[b * C + o] = (T)(k * gate[b * C + o]);
+      C2[b * C + o] = (T)(k * (davg[b * C + o] / P - dz_sum[o] / N + mean2[o] * inv2[o] * dzx_sum[o] / N));
+    }
+    s1[o] = g1[o] * inv1[o];
+    t1[o] = be1[o] - mean1[o] * s1[o];
+  }
+  // 2. dy2; dW2 += dy2 a^T; dr = (W2^T dy2) [BN1(y1) > 0]; sum dr and sum dr y1 per plane
+  Partials pw2(nthreads, (int64_t)C * C);
+  std::vector<double> sr((size_t)d.B * C), sry((size_t)d.B * C);
+  #pragma omp parallel num_threads(nthreads)
+  {
+    const int t = omp_get_thread_num();
+    #pragma omp single
+    pw2.used = omp_get_num_threads();
+    std::vector<T> gt((size_t)C * TP), at((size_t)C * TP), rt((size_t)C * TP);
+    std::vector<V> acc((size_t)C * C, V{});
+    int64_t pending = 0;
+    #pragma omp for schedule(static)
+    for (int64_t b = 0; b < d.B; ++b) {
+      for (int o = 0; o < C; ++o) sr[b * C + o] = sry[b * C + o] = 0.0;
+      for (int64_t t0 = 0; t0 < d.P; t0 += TP) {
+        const int n = d.tile(t0);
+        const Rows<const T> g = out_rows_in(dout, b, t0, n, d, gt.data());
+        for (int o = 0; o < C; ++o) {  // gt <- dy2, zeros past n
+          const T* gr = g[o]; const T* y = y2 + (b * C + o) * d.P + t0;
+          T* dy = gt.data() + o * TP;
+          const T a = A[b * C + o], bc = B2[o], cc = C2[b * C + o];
+          #pragma omp simd
+          for (int p = 0; p < n; ++p) dy[p] = a * gr[p] + bc * y[p] + cc;
+          for (int p = n; p < TP; ++p) dy[p] = (T)0;
+        }
+        for (int i = 0; i < C; ++i) {  // at <- a = relu(BN1(y1)), zeros past n
+          T* a = at.data() + i * TP; const T* y = y1 + (b * C + i) * d.P + t0;
+          const T s = s1[i], tt = t1[i];
+          #pragma omp simd
+          for (int p = 0; p < n; ++p) { const T v = y[p] * s + tt; a[p] = v > 0 ? v : (T)0; }
+          for (int p = n; p < TP; ++p) a[p] = (T)0;
+        }
+        const Rows<const T> dy2{gt.data(), TP}, act{at.data(), TP};
+        tile_outer<T>(dy2, act, acc.data(), C, C);
+        tile_matmul<T>(w2t.data(), dy2, Rows<T>{rt.data(), TP}, C, C);
+        for (int i = 0; i < C; ++i) {
+          const T* r = rt.data() + i * TP; const T* a = at.data() + i * TP;
+          const T* y = y1 + (b * C + i) * d.P + t0;
+          T* dst = dr + (b * C + i) * d.P + t0;
+          T u = 0, v = 0;
+          #pragma omp simd reduction(+ : u, v)
+          for (int p = 0; p < n; ++p) { const T q = a[p] > 0 ? r[p] : (T)0; dst[p] = q; u += q; v += q * y[p]; }
+          sr[b * C + i] += u; sry[b * C + i] += v;
+        }
+      }
+      if ((pending += d.P) >= FLUSH) { flush_outer<T>(acc.data(), pw2.of(t), (int64_t)C * C); pending = 0; }
+    }
+    flush_outer<T>(acc.data(), pw2.of(t), (int64_t)C * C);
+  }
+  for (int64_t i = 0; i < (int64_t)C * C; ++i) dw2[i] = (T)pw2.total(i);
+  // BN1: dy1 = k1 dr + B1[o] y1 + C1[o]
+  std::vector<T> k1(C), B1(C), C1(C);
+  for (int o = 0; o < C; ++o) {
+    double u = 0, v = 0;
+    for (int64_t b = 0; b < d.B; ++b) { u += sr[b * C + o]; v += sry[b * C + o]; }
+    const double dgm = inv1[o] * (v - mean1[o] * u), k = (double)g1[o] * inv1[o];
+    dbe1[o] = (T)u; dg1[o] = (T)dgm;
+    k1[o] = (T)k;
+    B1[o] = (T)(-k * inv1[o] * dgm / N);
+    C1[o] = (T)(k * (-u / N + mean1[o] * inv1[o] * dgm / N));
+  }
+  // 3. dy1; dW_f += dy1 x^T; dx = W_f^T dy1
+  Partials pwf(nthreads, (int64_t)C * kc);
+  #pragma omp parallel num_threads(nthreads)
+  {
+    const int t = omp_get_thread_num();
+    #pragma omp single
+    pwf.used = omp_get_num_threads();
+    std::vector<T> rt((size_t)C * TP), xt((size_t)kc * TP), dt((size_t)kc * TP);
+    std::vector<V> acc((size_t)C * kc, V{});
+    int64_t pending = 0;
+    #pragma omp for schedule(static)
+    for (int64_t b = 0; b < d.B; ++b) {
+      for (int64_t t0 = 0; t0 < d.P; t0 += TP) {
+        const int n = d.tile(t0);
+        for (int o = 0; o < C; ++o) {  // rt <- dy1, zeros past n
+          const T* r = dr + (b * C + o) * d.P + t0; const T* y = y1 + (b * C + o) * d.P + t0;
+          T* dy = rt.data() + o * TP;
+          const T k = k1[o], bb = B1[o], cc = C1[o];
+          #pragma omp simd
+          for (int p = 0; p < n; ++p) dy[p] = k * r[p] + bb * y[p] + cc;
+          for (int p = n; p < TP; ++p) dy[p] = (T)0;
+        }
+        const Rows<const T> dy1{rt.data(), TP};
+        tile_outer<T>(dy1, rows_in(x, b, kc, t0, n, d, xt.data()), acc.data(), C, kc);
+        const Rows<T> g = rows_out(dx, b, kc, t0, n, d, dt.data());
+        tile_matmul<T>(wft.data(), dy1, g, kc, C);
+        put_rows(g, dx, b, kc, t0, n, d);
+      }
+      if ((pending += d.P) >= FLUSH) { flush_outer<T>(acc.data(), pwf.of(t), (int64_t)C * kc); pending = 0; }
+    }
+    flush_outer<T>(acc.data(), pwf.of(t), (int64_t)C * kc);
+  }
+  const int cin = kc + d.c;
+  for (int o = 0; o < C; ++o) {
+    for (int m = 0; m < d.c; ++m) dw1[o * cin + kc + m] = (T)0;
+    for (int j = 0; j < kc; ++j) {
+      const T v = (T)pwf.total((int64_t)o * kc + j);
+      dw1[o * cin + j] = v;
+      dw1[o * cin + kc + j % d.c] += v;
+    }
+  }
+}
+
+bool valid(const Dims& d) {
+  return d.B >= 1 && d.P >= 1 && d.B * d.P >= 2 && d.K >= 1 && d.c >= 1 && d.C >= 1 && d.hid >= 1;
+}
+
+}  // namespace
+
+extern "C" {
+
+// dtype 0: float32, 1: float64. x (B, K c, P) NCHW; out (B, C, P) NCHW or channels-last (cl);
+// w1 (C, (K + 1) c); y1, y2 (B, C, P) saved for the backward; stats (6, C); avg, gate (B, C); h (B, hid).
+int attnas_phi_forward(int dtype, const void* x, const void* w1, const void* g1, const void* be1, const void* w2,
+                       const void* g2, const void* be2, const void* fc1, const void* fc2, double eps1, double eps2,
+                       void* out, void* y1, void* y2, void* stats, void* avg, void* h, void* gate, int64_t B,
+                       int64_t P, int K, int c, int C, int hid, int cl, int nthreads) {
+  Dims d{B, P, K, c, C, hid, cl};
+  if (!valid(d)) return 2;
+  if (nthreads < 1) nthreads = 1;
+#define PHI_FWD(T) forward<T>((const T*)x, (const T*)w1, (const T*)g1, (const T*)be1, (const T*)w2, (const T*)g2, \
+    (const T*)be2, (const T*)fc1, (const T*)fc2, eps1, eps2, (T*)out, (T*)y1, (T*)y2, (T*)stats, (T*)avg, (T*)h, \
+    (T*)gate, d, nthreads)
+  if (dtype == 0) PHI_FWD(float);
+  else if (dtype == 1) PHI_FWD(double);
+  else return 1;
+#undef PHI_FWD
+  return 0;
+}
+
+// dout like out; dr (B, C, P) scratch; dx like x; every parameter gradient written.
+int attnas_phi_backward(int dtype, const void* dout, const void* x, const void* w1, const void* g1, const void* be1,
+                        const void* w2, const void* g2, const void* fc1, const void* fc2, const void* y1,
+                        const void* y2, const void* stats, const void* avg, const void* h, const void* gate, void* dr,
+                        void* dx, void* dw1, void* dg1, void* dbe1, void* dw2, void* dg2, void* dbe2, void* dfc1,
+                        void* dfc2, int64_t B, int64_t P, int K, int c, int C, int hid, int cl, int nthreads) {
+  Dims d{B, P, K, c, C, hid, cl};
+  if (!valid(d)) return 2;
+  if (nthreads < 1) nthreads = 1;
+#define PHI_BWD(T) backward<T>((const T*)dout, (const T*)x, (const T*)w1, (const T*)g1, (const T*)be1, (const T*)w2, \
+    (const T*)g2, (const T*)fc1, (const T*)fc2, (const T*)y1, (const T*)y2, (const T*)stats, (const T*)avg, \
+    (const T*)h, (const T*)gate, (T*)dr, (T*)dx, (T*)dw1, (T*)dg1, (T*)dbe1, (T*)dw2, (T*)dg2, (T*)dbe2, (T*)dfc1, \
+    (T*)dfc2, d, nthreads)
+  if (dtype == 0) PHI_BWD(float);
+  else if (dtype == 1) PHI_BWD(double);
+  else return 1;
+#undef PHI_BWD
+  return 0;
+}
+
+}  // extern "C"
+"""
+
+_DIMS = [ctypes.c_int64, ctypes.c_int64] + [ctypes.c_int] * 6
+
+
+def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
+    p, f = ctypes.c_void_p, ctypes.c_double
+    lib.attnas_phi_forward.argtypes = [ctypes.c_int, *[p] * 9, f, f, *[p] * 7, *_DIMS]
+    lib.attnas_phi_forward.restype = ctypes.c_int
+    lib.attnas_phi_backward.argtypes = [ctypes.c_int, *[p] * 25, *_DIMS]
+    lib.attnas_phi_backward.restype = ctypes.c_int
+    return lib
+
+
+#: The library (built and cached by :class:`attnas.ops._compiled.CompiledLibrary`).
+LIBRARY = CompiledLibrary("fused_phi", _SOURCE, _bind)
+
+
+def load() -> Any:
+    """The compiled library, building it on first use; ``None`` when it cannot be built."""
+    return LIBRARY.load()
+

@@ -1,0 +1,121 @@
+r"""The projection :math:`\varphi` of the HOGA cell (AutoLA Eq. 3) as one differentiable operation.
+
+:class:`~attnas.ops.hoga_cell.HOGAProjection` computes, from the nodes ``U_0 ... U_{K-1}``
+(``c`` channels each),
+
+.. math::
+    y_1 = W_1 [U_0; \dots; U_{K-1}; \textstyle\sum_k U_k], \quad
+    z = \mathrm{BN}_2\big(W_2 \, \mathrm{relu}(\mathrm{BN}_1(y_1))\big), \quad
+    \varphi = z \otimes \mathcal{S}\big(f_c(z^c_{avg})\big)
+
+(``1 x 1`` convolutions ``W_1, W_2``, batch norms with batch statistics, channel attention of
+Eq. 4 with the two-layer MLP ``f_c``). :func:`fused_projection` runs all of it, forward and
+backward, in the compiled kernel of :mod:`attnas.ops._fused_phi_kernel`: one autograd node
+instead of some fifteen. It applies in training mode (batch statistics) on CPU float32 /
+float64 tensors; :func:`fused_applies` says when. The batch norms' running statistics are
+updated as ``nn.BatchNorm2d`` updates them (momentum, or the cumulative average when the
+momentum is ``None``; unbiased variance).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from attnas.ops import _fused_phi_kernel
+from attnas.ops._compiled import KERNEL_DTYPES
+
+
+def _dims(x: torch.Tensor, k: int, c: int, channels: int, hidden: int, channels_last: bool) -> list[int]:
+    return [x.shape[0], x.shape[2] * x.shape[3], k, c, channels, hidden, int(channels_last)]
+
+
+def _call(name: str, *args) -> None:
+    _fused_phi_kernel.LIBRARY.call(f"attnas_phi_{name}", *args, torch.get_num_threads())
+
+
+class _FusedProjection(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w1, g1, be1, w2, g2, be2, fc1, fc2, stats, k, eps1, eps2, channels_last):  # noqa: D102
+        params = [t.contiguous() for t in (w1, g1, be1, w2, g2, be2, fc1, fc2)]
+        B, _, H, W = x.shape
+        C, hid = w2.shape[0], fc1.shape[0]
+        fmt = torch.channels_last if channels_last else torch.contiguous_format
+        out = torch.empty(B, C, H, W, dtype=x.dtype, memory_format=fmt)
+        y1, y2 = x.new_empty(B, C, H, W), x.new_empty(B, C, H, W)
+        avg, h, gate = x.new_empty(B, C), x.new_empty(B, hid), x.new_empty(B, C)
+        dims = _dims(x, k, x.shape[1] // k, C, hid, channels_last)
+        _call("forward", KERNEL_DTYPES[x.dtype], x, *params, eps1, eps2, out, y1, y2, stats, avg, h, gate, *dims)
+        ctx.save_for_backward(x, *params, y1, y2, stats, avg, h, gate)
+        ctx.dims = dims
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):  # noqa: D102 (autograd protocol)
+        x, w1, g1, be1, w2, g2, be2, fc1, fc2, y1, y2, stats, avg, h, gate = ctx.saved_tensors
+        channels_last = bool(ctx.dims[-1])
+        dout = dout.contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+        dr, dx = torch.empty_like(y1), torch.empty_like(x)
+        grads = [torch.empty_like(t) for t in (w1, g1, be1, w2, g2, be2, fc1, fc2)]
+        _call("backward", KERNEL_DTYPES[x.dtype], dout, x, w1, g1, be1, w2, g2, fc1, fc2, y1, y2, stats, avg, h,
+              gate, dr, dx, *grads, *ctx.dims)
+        return (dx, *grads, None, None, None, None, None)
+
+
+def _batch_norm_applies(bn: nn.Module) -> bool:
+    return isinstance(bn, nn.BatchNorm2d) and bn.training and bn.affine
+
+
+def fused_applies(phi: nn.Module, nodes: Sequence[torch.Tensor]) -> bool:
+    """Whether :func:`fused_projection` can run ``phi`` on ``nodes``.
+
+    ``phi`` must be a :class:`~attnas.ops.hoga_cell.HOGAProjection` in training mode (batch
+    norms with affine parameters, channel attention without biases), every tensor on the CPU
+    in one float32 / float64 dtype, with more than one value per channel, and the kernel built.
+    """
+    x = nodes[0]
+    attn = getattr(phi, "attn", None)
+    tensors = [*nodes, *phi.parameters()]
+    return (x.device.type == "cpu" and x.dtype in KERNEL_DTYPES and x.dim() == 4
+            and all(t.device == x.device and t.dtype == x.dtype for t in tensors)
+            and all(n.shape == x.shape for n in nodes) and x.shape[0] * x.shape[2] * x.shape[3] > 1
+            and _batch_norm_applies(phi.bn1) and _batch_norm_applies(phi.bn2)
+            and getattr(attn, "fc1", None) is not None and attn.fc1.bias is None and attn.fc2.bias is None
+            and _fused_phi_kernel.load() is not None)
+
+
+def _update_running_stats(bn: nn.BatchNorm2d, mean: torch.Tensor, var: torch.Tensor, n: int) -> None:
+    """The running-statistics update of ``nn.BatchNorm2d`` in training mode."""
+    if not bn.track_running_stats:
+        return
+    with torch.no_grad():
+        bn.num_batches_tracked.add_(1)
+        factor = 1.0 / float(bn.num_batches_tracked) if bn.momentum is None else bn.momentum
+        bn.running_mean.mul_(1 - factor).add_(mean, alpha=factor)
+        bn.running_var.mul_(1 - factor).add_(var * (n / (n - 1)), alpha=factor)
+
+
+def fused_projection(phi: nn.Module, nodes: Sequence[torch.Tensor], channels_last: bool = False) -> torch.Tensor:
+    r"""``phi.project(nodes)`` in the compiled kernel (check :func:`fused_applies` first).
+
+    Args:
+        phi: A :class:`~attnas.ops.hoga_cell.HOGAProjection` in training mode.
+        nodes: ``U_0 ... U_{K-1}``, each ``(B, c, H, W)``.
+        channels_last: Return the result in channels-last memory format (else NCHW).
+
+    Returns:
+        :math:`\varphi([U_0; \dots; U_{K-1}; \bar U])`, ``(B, C, H, W)``.
+    """
+    x = torch.cat([n.contiguous() for n in nodes], 1) if len(nodes) > 1 else nodes[0].contiguous()
+    C = phi.conv2.weight.shape[0]
+    stats = x.new_empty(6, C)
+    w1, w2 = phi.conv1.weight.flatten(1), phi.conv2.weight.flatten(1)
+    out = _FusedProjection.apply(x, w1, phi.bn1.weight, phi.bn1.bias, w2, phi.bn2.weight, phi.bn2.bias,
+                                 phi.attn.fc1.weight, phi.attn.fc2.weight, stats, len(nodes), phi.bn1.eps,
+                                 phi.bn2.eps, channels_last)
+    n = x.shape[0] * x.shape[2] * x.shape[3]
+    _update_running_stats(phi.bn1, stats[0], stats[1], n)
+    _update_running_stats(phi.bn2, stats[2], stats[3], n)
+    return out

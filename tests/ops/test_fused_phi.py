@@ -1,0 +1,176 @@
+"""The compiled projection phi of the HOGA cell against the PyTorch modules, and its fallback."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+import attnas.ops._fused_phi_kernel as kernel_module
+from compiled_kernels import fresh_library, loaded_kernel
+from attnas.ops.fused_phi import fused_applies, fused_projection
+from attnas.ops.hoga_cell import HOGA, HOGAProjection, aggregate
+
+# (batch, c, K, H, W, reduction): the cell's sizes, a K = 2 cell, odd channel counts (the
+# remainder blocks of the matrix products), positions that are not a multiple of the tile.
+SHAPES = [
+    (4, 4, 4, 8, 8, 16),
+    (3, 2, 2, 9, 9, 4),
+    (2, 3, 2, 5, 7, 2),
+    (2, 5, 3, 11, 13, 4),
+    (2, 16, 4, 8, 8, 16),
+    (1, 1, 4, 3, 3, 16),
+]
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    """The compiled kernel (skipped without a compiler)."""
+    return loaded_kernel(kernel_module)
+
+
+def _phi(c: int, k: int, reduction: int, dtype: torch.dtype, seed: int = 0) -> HOGAProjection:
+    torch.manual_seed(seed)
+    phi = HOGAProjection((k + 1) * c, k * c, reduction).to(dtype)
+    with torch.no_grad():  # batch norms away from their initial identity, so every term counts
+        for bn in (phi.bn1, phi.bn2):
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.uniform_(-0.5, 0.5)
+            bn.running_mean.uniform_(-1, 1)
+            bn.running_var.uniform_(0.5, 2)
+    return phi
+
+
+def _nodes(B, c, k, H, W, dtype, seed=1):
+    gen = torch.Generator().manual_seed(seed)
+    return [torch.randn(B, c, H, W, generator=gen, dtype=dtype).requires_grad_() for _ in range(k)]
+
+
+def _compare(phi, nodes, tol, channels_last=False):
+    """Fused phi against ``phi(aggregate(nodes))`` (the modules, unfolded): outputs, the
+    gradients of the nodes and of every parameter, and the running statistics."""
+    ref_phi = copy.deepcopy(phi)
+    ref_nodes = [n.detach().clone().requires_grad_() for n in nodes]
+    assert fused_applies(phi, nodes)
+    y = fused_projection(phi, nodes, channels_last)
+    ref = ref_phi(aggregate(ref_nodes))
+    torch.testing.assert_close(y, ref, rtol=tol, atol=tol)
+    assert y.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+    gout = torch.randn_like(ref)
+    got = torch.autograd.grad(y, [*nodes, *phi.parameters()], gout)
+    want = torch.autograd.grad(ref, [*ref_nodes, *ref_phi.parameters()], gout)
+    names = [f"node {i}" for i in range(len(nodes))] + [n for n, _ in phi.named_parameters()]
+    for name, g, w in zip(names, got, want):
+        torch.testing.assert_close(g, w, rtol=tol, atol=tol, msg=lambda m, name=name: f"{name}: {m}")
+    for (name, b), (_, rb) in zip(phi.named_buffers(), ref_phi.named_buffers()):
+        torch.testing.assert_close(b, rb, rtol=tol, atol=tol, msg=lambda m, name=name: f"{name}: {m}")
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_fused_phi_equals_the_modules_in_float64(kernel, shape, channels_last):
+    B, c, k, H, W, r = shape
+    _compare(_phi(c, k, r, torch.float64), _nodes(B, c, k, H, W, torch.float64), 1e-10, channels_last)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("channels", [16, 64])
+def test_fused_phi_in_float32_at_the_cells_sizes(kernel, threads, channels):
+    size = {16: 32, 64: 8}[channels]
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        c = channels // 4
+        _compare(_phi(c, 4, 16, torch.float32), _nodes(8, c, 4, size, size, torch.float32), 2e-4)
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_running_statistics_with_cumulative_average_and_repeated_steps(kernel):
+    phi = _phi(3, 2, 2, torch.float64)
+    for bn in (phi.bn1, phi.bn2):
+        bn.momentum = None  # running stats: the average over all batches so far
+    ref_phi = copy.deepcopy(phi)
+    for seed in range(3):
+        nodes = _nodes(2, 3, 2, 5, 6, torch.float64, seed)
+        fused_projection(phi, nodes)
+        ref_phi(aggregate(nodes))
+    for (name, b), (_, rb) in zip(phi.named_buffers(), ref_phi.named_buffers()):
+        torch.testing.assert_close(b, rb, rtol=1e-12, atol=1e-12, msg=lambda m, name=name: f"{name}: {m}")
+    assert int(phi.bn1.num_batches_tracked) == 3
+
+
+def test_gradcheck(kernel):
+    phi = _phi(2, 2, 2, torch.float64)
+    nodes = _nodes(2, 2, 2, 3, 4, torch.float64)
+    names = [n for n, _ in phi.named_parameters()]
+
+    def f(*tensors):  # phi as a function of the nodes and the parameters
+        params = dict(zip(names, tensors[2:]))
+        return torch.func.functional_call(phi, params, (list(tensors[:2]),))
+
+    phi.forward = lambda nodes: fused_projection(phi, nodes)
+    inputs = [*nodes, *[q.detach().clone().requires_grad_() for q in phi.parameters()]]
+    assert torch.autograd.gradcheck(f, inputs, eps=1e-6, atol=1e-6)
+
+
+def test_the_cell_uses_it_and_keeps_the_input_memory_format(kernel):
+    edges = {"0-0": "identity", "0-1": "se", "1-1": "norm_d1"}
+    cell = HOGA(8, edges, groups=2).double()
+    ref = copy.deepcopy(cell)
+    x = torch.randn(3, 8, 6, 6, dtype=torch.float64).contiguous(memory_format=torch.channels_last)
+    y = cell(x)
+    assert y.is_contiguous(memory_format=torch.channels_last)
+    assert type(y.grad_fn).__name__ == "_FusedProjectionBackward"
+    torch.testing.assert_close(y, ref.phi(aggregate(_eager_nodes(ref, x))), rtol=1e-10, atol=1e-10)
+    assert cell(x.contiguous()).is_contiguous()
+
+
+def _eager_nodes(cell, x):
+    inputs = torch.split(x, cell.group_channels, 1)
+    nodes = []
+    for k in range(cell.groups):
+        nodes.append(sum(cell.ops[f"{j}-{k}"](inputs[k] if j == k else nodes[j]) for j in range(k + 1)))
+    return nodes
+
+
+def test_not_applied_in_evaluation_mode_or_other_dtypes(kernel):
+    phi = _phi(2, 2, 2, torch.float64)
+    nodes = _nodes(2, 2, 2, 3, 3, torch.float64)
+    assert fused_applies(phi, nodes)
+    assert not fused_applies(phi, [n.float() for n in nodes])  # nodes and parameters disagree
+    assert not fused_applies(copy.deepcopy(phi).bfloat16(), [n.bfloat16() for n in nodes])
+    phi.eval()
+    assert not fused_applies(phi, nodes)
+    y = phi.project(nodes)  # evaluation: running statistics, in PyTorch operations
+    torch.testing.assert_close(y, phi(aggregate(nodes)), rtol=1e-10, atol=1e-10)
+    assert type(y.grad_fn).__name__ != "_FusedProjectionBackward"
+
+
+def test_one_value_per_channel_is_left_to_batch_norm(kernel):
+    phi = _phi(2, 2, 2, torch.float64)
+    nodes = _nodes(1, 2, 2, 1, 1, torch.float64)
+    assert not fused_applies(phi, nodes)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        phi.project(nodes)
+
+
+def test_fallback_without_compiler_gives_the_modules(monkeypatch):
+    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library(kernel_module))
+    monkeypatch.setenv("CXX", "attnas-no-such-compiler")
+    monkeypatch.delenv("ATTNAS_NO_KERNELS", raising=False)
+    phi = _phi(2, 2, 2, torch.float64)
+    nodes = _nodes(2, 2, 2, 4, 4, torch.float64)
+    assert not fused_applies(phi, nodes)
+    ref = copy.deepcopy(phi)(aggregate(nodes))
+    torch.testing.assert_close(phi.project(nodes), ref, rtol=1e-10, atol=1e-10)
+    assert "compiler" in kernel_module.LIBRARY.unavailable_reason()
+
+
+def test_fallback_can_be_forced_by_environment(monkeypatch):
+    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library(kernel_module))
+    monkeypatch.setenv("ATTNAS_NO_KERNELS", "1")
+    phi = _phi(2, 2, 2, torch.float64)
+    assert not fused_applies(phi, _nodes(2, 2, 2, 4, 4, torch.float64))
+    assert "ATTNAS_NO_KERNELS" in kernel_module.LIBRARY.unavailable_reason()
