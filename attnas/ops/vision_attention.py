@@ -33,6 +33,7 @@ from torch import nn
 
 from attnas._registry import register_op
 from attnas.errors import ConfigError
+from attnas.ops import attention_gates
 from attnas.ops.gate_pooling import mean
 from attnas.ops.small_conv import small_conv2d
 
@@ -77,6 +78,13 @@ class ChannelAttention(nn.Module):
         return torch.sigmoid(z)[:, :, None, None]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        w1, w2 = self.fc1.weight, self.fc2.weight
+        if attention_gates.kernels_apply(x, w1, w2):
+            return attention_gates.channel_attention(x, w1, w2, with_max=False)
+        return self.forward_eager(x)
+
+    def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
+        """The PyTorch expression ``x * gate(x)`` (what :meth:`forward` computes off the kernels)."""
         return x * self.gate(x)
 
 
@@ -108,6 +116,13 @@ class ChannelAttentionV2(nn.Module):
         return torch.sigmoid(z)[:, :, None, None]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        w1, w2 = self.fc1.weight, self.fc2.weight
+        if attention_gates.kernels_apply(x, w1, w2):
+            return attention_gates.channel_attention(x, w1, w2, with_max=True)
+        return self.forward_eager(x)
+
+    def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
+        """The PyTorch expression ``x * gate(x)`` (what :meth:`forward` computes off the kernels)."""
         return x * self.gate(x)
 
 
@@ -156,6 +171,12 @@ class SpatialAttention(nn.Module):
         return torch.sigmoid(self.bn(small_conv2d(channel_pool(x), self.conv.weight, None, self.dilation)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if attention_gates.spatial_attention_applies(x, self.conv.weight, self.bn):
+            return attention_gates.spatial_attention(x, self.conv.weight, self.bn, self.dilation)
+        return self.forward_eager(x)
+
+    def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
+        """The PyTorch expression ``x * gate(x)`` (what :meth:`forward` computes off the kernels)."""
         return x * self.gate(x)
 
 
@@ -195,6 +216,13 @@ class NormalizationAttention(nn.Module):
         return torch.sigmoid(small_conv2d(x, conv.weight, conv.bias, self.dilation, conv.groups))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        conv = self.conv
+        if attention_gates.kernels_apply(x, conv.weight, conv.bias):
+            return attention_gates.normalization_attention(x, conv.weight, conv.bias, self.dilation)
+        return self.forward_eager(x)
+
+    def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
+        """The PyTorch expression ``x * gate(x)`` (what :meth:`forward` computes off the kernels)."""
         return x * self.gate(x)
 
 
@@ -224,6 +252,10 @@ class CBAM(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.spatial(self.channel(x))
+
+    def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
+        """The PyTorch expression of both gates (what :meth:`forward` computes off the kernels)."""
+        return self.spatial.forward_eager(self.channel.forward_eager(x))
 
 
 class IdentityAttention(nn.Module):

@@ -1,0 +1,571 @@
+"""Optional compiled CPU kernels for the discrete AutoLA attention modules (Sec. 3.2).
+
+Each module of :mod:`attnas.ops.vision_attention` gates its input, ``y = x * g(x)``. Written
+in PyTorch, one module is 10-25 operations and autograd nodes, half of them over the full
+``(B, c, H, W)`` tensor; these kernels compute one module's forward in one call and its
+backward in one call:
+
+* ``norm``: the normalization attention (Eq. 7), ``y = x * sigmoid(dwconv(x) + beta)``,
+  one (image, channel) plane at a time: the depth-wise convolution on a zero-padded copy
+  of the plane, the sigmoid and the product in L1 cache. The backward recomputes the gate
+  (cheaper than storing it) and gives ``dx = dy s + conv^T(dy x s (1 - s))``, the filter
+  and bias gradients.
+* ``spatial``: the spatial attention (Eq. 6), ``y = x * sigmoid(BN(conv([mean_c x;
+  max_c x])))`` with a one-channel batch normalisation. One OpenMP region in three phases
+  (per image: the channel pooling and the ``2 -> 1`` convolution; the batch statistics of
+  the map; per image: the gate and the product), the backward likewise (per image: the
+  gate gradient ``sum_c dy x``; the batch normalisation's sums; per image: the
+  convolution's input and filter gradients and ``dx``).
+* ``channel``: the channel attentions (Eqs. 4, 5), ``y = x * sigmoid(f(mean_P x) [+
+  f(max_P x)])`` with the bias-free MLP ``f = W2 relu(W1 .)``, one image at a time
+  (pooling, MLP, product; backward: the gate gradient, the MLP's backward, ``dx``).
+
+``x`` is read as ``B`` blocks of ``c`` contiguous ``H x W`` planes with an arbitrary batch
+stride (a channel slice of an NCHW tensor needs no copy); every other tensor is contiguous.
+The gradient of a maximum goes to its first maximal element (as in max pooling;
+``torch.amax`` splits it among ties). Filter and batch-normalisation gradients are summed
+per thread and reduced in a fixed order (deterministic for a given thread count).
+float32 sigmoids use a vectorised polynomial ``exp`` (relative error ~1e-7), float64 ones
+``std::exp``.
+
+The convolution helpers (``Shape``, ``pad_planes``, ``correlate_plane``, ``weight_grad``)
+are those of :mod:`attnas.ops._small_conv_kernel`, whose source this library includes.
+Built and cached by :class:`attnas.ops._compiled.CompiledLibrary`;
+:mod:`attnas.ops.attention_gates` wraps it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from attnas.ops import _small_conv_kernel
+from attnas.ops._compiled import CompiledLibrary
+
+_GATES = r"""
+#include <cmath>
+
+namespace {
+
+typedef float vf8 __attribute__((vector_size(32)));
+typedef int32_t vi8 __attribute__((vector_size(32)));
+
+// exp(v) for v <= 0: Cody-Waite reduction and a degree-6 polynomial (relative error ~1e-7),
+// exactly 0 below -87.
+inline vf8 exp_nonpos8(vf8 v) {
+  const vi8 tiny = v < -87.0f;
+  v = tiny ? vf8{} - 87.0f : v;
+  const vf8 n = (v * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
+  vf8 r = v - n * 0.693145751953125f;
+  r = r - n * 1.428606765330187045e-06f;
+  vf8 p = vf8{} + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const vi8 bits = (__builtin_convertvector(n, vi8) + 127) << 23;
+  vf8 scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return tiny ? vf8{} : p * scale;
+}
+
+template <typename T>
+inline T sigmoid1(T z) { return (T)1 / ((T)1 + std::exp(-z)); }
+
+// z[i] = sigmoid(z[i]), i < n.
+inline void sigmoid_inplace(double* z, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) z[i] = sigmoid1(z[i]);
+}
+inline void sigmoid_inplace(float* z, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    vf8 v;
+    std::memcpy(&v, z + i, sizeof(v));
+    const vf8 e = exp_nonpos8(v < 0 ? v : -v);  // exp(-|z|) in (0, 1]
+    const vf8 r = 1.0f / (1.0f + e);
+    v = v >= 0 ? r : e * r;
+    std::memcpy(z + i, &v, sizeof(v));
+  }
+  for (; i < n; ++i) z[i] = sigmoid1(z[i]);
+}
+
+// Per-thread partial sums, reduced over threads in a fixed order.
+struct Partials {
+  std::vector<double> v;
+  int64_t n;
+  Partials(int nthreads, int64_t n_) : v((size_t)(nthreads * n_), 0.0), n(n_) {}
+  double* of(int t) { return v.data() + (int64_t)t * n; }
+  double sum(int64_t i, int used) const {
+    double s = 0.0;
+    for (int t = 0; t < used; ++t) s += v[(size_t)(t * n + i)];
+    return s;
+  }
+};
+
+// ---------------------------------------------------------------- normalization attention (Eq. 7)
+
+// s = sigmoid(bias + dwconv(plane)) of one plane, from its padded copy.
+template <typename T>
+inline void norm_gate_plane(const T* pad, const T* w, T bias, T* s, const Shape& sh) {
+  const int64_t P = (int64_t)sh.H * sh.W;
+  for (int64_t p = 0; p < P; ++p) s[p] = bias;
+  correlate_plane(pad, w, s, sh, false);
+  sigmoid_inplace(s, P);
+}
+
+template <typename T>
+void norm_forward(const T* x, int64_t sb, const T* w, const T* bias, T* y, const Shape& sh, int nthreads) {
+  const int c = sh.Cin, KK = sh.K * sh.K;
+  const int64_t P = (int64_t)sh.H * sh.W;
+  #pragma omp parallel num_threads(nthreads)
+  {
+    std::vector<T> pad((size_t)(sh.Hp() * sh.Wp()), (T)0), s((size_t)P);
+    #pragma omp for schedule(static)
+    for (int64_t it = 0; it < sh.B * c; ++it) {
+      const int64_t b = it / c; const int ch = (int)(it % c);
+      const T* xp = x + b * sb + ch * P;
+      T* yp = y + it * P;
+      pad_planes(xp, pad.data(), 1, sh);
+      norm_gate_plane(pad.data(), w + ch * KK, bias ? bias[ch] : (T)0, s.data(), sh);
+      const T* sp = s.data();
+      #pragma omp simd
+      for (int64_t p = 0; p < P; ++p) yp[p] = xp[p] * sp[p];
+    }
+  }
+}
+
+// dx (may be null) = dy s + conv^T(dz), dz = dy x s (1 - s); dw = sum dz (x) x, db = sum dz.
+template <typename T>
+void norm_backward(const T* x, int64_t sb, const T* w, const T* bias, const T* dy, T* dx, T* dw, T* db,
+                   const Shape& sh, int nthreads) {
+  const int c = sh.Cin, KK = sh.K * sh.K;
+  const int64_t P = (int64_t)sh.H * sh.W, pplane = (int64_t)sh.Hp() * sh.Wp();
+  Partials part(nthreads, (int64_t)c * (KK + 1));
+  int used = 1;
+  #pragma omp parallel num_threads(nthreads)
+  {
+    #pragma omp single
+    used = omp_get_num_threads();
+    double* acc = part.of(omp_get_thread_num());
+    std::vector<T> xpad((size_t)pplane, (T)0), gpad((size_t)pplane, (T)0), s((size_t)P), dz((size_t)P);
+    #pragma omp for schedule(static)
+    for (int64_t it = 0; it < sh.B * c; ++it) {
+      const int64_t b = it / c; const int ch = (int)(it % c);
+      const T* xp = x + b * sb + ch * P;
+      const T* go = dy + it * P;
+      pad_planes(xp, xpad.data(), 1, sh);
+      norm_gate_plane(xpad.data(), w + ch * KK, bias ? bias[ch] : (T)0, s.data(), sh);
+      const T* sp = s.data();
+      T* dzp = dz.data();
+      T sum = 0;
+      #pragma omp simd reduction(+ : sum)
+      for (int64_t p = 0; p < P; ++p) {
+        const T v = go[p] * xp[p] * sp[p] * ((T)1 - sp[p]);
+        dzp[p] = v;
+        sum += v;
+      }
+      acc[(int64_t)c * KK + ch] += (double)sum;
+      weight_grad(dzp, xpad.data(), acc + ch * KK, sh);
+      if (dx) {
+        T* dxp = dx + it * P;
+        #pragma omp simd
+        for (int64_t p = 0; p < P; ++p) dxp[p] = go[p] * sp[p];
+        pad_planes(dzp, gpad.data(), 1, sh);
+        correlate_plane(gpad.data(), w + ch * KK, dxp, sh, true);
+      }
+    }
+  }
+  for (int64_t i = 0; i < (int64_t)c * KK; ++i) dw[i] = (T)part.sum(i, used);
+  if (db)
+    for (int ch = 0; ch < c; ++ch) db[ch] = (T)part.sum((int64_t)c * KK + ch, used);
+}
+
+// ---------------------------------------------------------------- spatial attention (Eq. 6)
+
+// x: B blocks of c planes (batch stride sb); w: (1, 2, K, K); bn: gamma, beta, eps. stats
+// (2 values): with batch_stats the batch mean and (biased) variance of the map z are written
+// there, else the running statistics are read from there. Saved for the backward: pooled
+// (B, 2, P) = [mean_c x; max_c x], amax (B, P) the first maximal channel, z (B, P) the
+// convolution's output, g (B, P) the gate.
+template <typename T>
+void spatial_forward(const T* x, int64_t sb, const T* w, T gamma, T beta, T eps, int batch_stats, T* stats, T* y,
+                     T* pooled, int32_t* amax, T* z, T* g, const Shape& sh, int nthreads) {
+  const int c = sh.Cin, KK = sh.K * sh.K;
+  const int64_t P = (int64_t)sh.H * sh.W, pplane = (int64_t)sh.Hp() * sh.Wp(), N = sh.B * P;
+  const T inv_c = (T)1 / (T)c;
+  Partials part(nthreads, 1);
+  int used = 1;
+  double mean = batch_stats ? 0.0 : (double)stats[0], var = batch_stats ? 0.0 : (double)stats[1];
+  #pragma omp parallel num_threads(nthreads)
+  {
+    #pragma omp single
+    used = omp_get_num_threads();
+    const int t = omp_get_thread_num();
+    std::vector<T> pad((size_t)(2 * pplane), (T)0);
+    #pragma omp for schedule(static)
+    for (int64_t b = 0; b < sh.B; ++b) {
+      const T* xb = x + b * sb;
+      T* cm = pooled + 2 * b * P; T* cx = cm + P; int32_t* a = amax + b * P;
+      #pragma omp simd
+      for (int64_t p = 0; p < P; ++p) { cm[p] = xb[p]; cx[p] = xb[p]; a[p] = 0; }
+      for (int ch = 1; ch < c; ++ch) {
+        const T* row = xb + ch * P;
+        #pragma omp simd
+        for (int64_t p = 0; p < P; ++p) {
+          cm[p] += row[p];
+          const bool up = row[p] > cx[p];
+          cx[p] = up ? row[p] : cx[p];
+          a[p] = up ? ch : a[p];
+        }
+      }
+      #pragma omp simd
+      for (int64_t p = 0; p < P; ++p) cm[p] *= inv_c;
+      pad_planes(cm, pad.data(), 2, sh);
+      T* zb = z + b * P;
+      for (int64_t p = 0; p < P; ++p) zb[p] = 0;
+      correlate_plane(pad.data(), w, zb, sh, false);
+      correlate_plane(pad.data() + pplane, w + KK, zb, sh, false);
+      if (batch_stats) {
+        T sum = 0;
+        #pragma omp simd reduction(+ : sum)
+        for (int64_t p = 0; p < P; ++p) sum += zb[p];
+        part.of(t)[0] += (double)sum;
+      }
+    }
+    if (batch_stats) {  // the implicit barrier of the loop above: every z is known
+      #pragma omp single
+      {
+        mean = part.sum(0, used) / (double)N;
+        for (int u = 0; u < used; ++u) part.of(u)[0] = 0.0;
+      }
+      const T m = (T)mean;
+      #pragma omp for schedule(static)
+      for (int64_t b = 0; b < sh.B; ++b) {
+        const T* zb = z + b * P;
+        T sum = 0;
+        #pragma omp simd reduction(+ : sum)
+        for (int64_t p = 0; p < P; ++p) sum += (zb[p] - m) * (zb[p] - m);
+        part.of(t)[0] += (double)sum;
+      }
+      #pragma omp single
+      var = part.sum(0, used) / (double)N;
+    }
+    const T m = (T)mean, scale = gamma / std::sqrt((T)var + eps);
+    #pragma omp for schedule(static)
+    for (int64_t b = 0; b < sh.B; ++b) {
+      const T* xb = x + b * sb;
+      const T* zb = z + b * P;
+      T* gb = g + b * P;
+      #pragma omp simd
+      for (int64_t p = 0; p < P; ++p) gb[p] = (zb[p] - m) * scale + beta;
+      sigmoid_inplace(gb, P);
+      for (int ch = 0; ch < c; ++ch) {
+        const T* row = xb + ch * P;
+        T* yr = y + (b * c + ch) * P;
+        #pragma omp simd
+        for (int64_t p = 0; p < P; ++p) yr[p] = row[p] * gb[p];
+      }
+    }
+  }
+  if (batch_stats) { stats[0] = (T)mean; stats[1] = (T)var; }
+}
+
+// dx (may be null), dw (2 K K), dbn = (d gamma, d beta) from dy and the saved tensors;
+// stats: the mean and variance the forward normalised with (batch ones when batch_stats).
+template <typename T>
+void spatial_backward(const T* x, int64_t sb, const T* w, T gamma, T eps, int batch_stats, const T* stats,
+                      const T* pooled, const int32_t* amax, const T* z, const T* g, const T* dy, T* dx, T* dw,
+                      T* dbn, const Shape& sh, int nthreads) {
+  const int c = sh.Cin, KK = sh.K * sh.K;
+  const int64_t P = (int64_t)sh.H * sh.W, pplane = (int64_t)sh.Hp() * sh.Wp(), N = sh.B * P;
+  const T inv_c = (T)1 / (T)c, m = stats[0], rstd = (T)1 / std::sqrt(stats[1] + eps);
+  Partials part(nthreads, 2 + 2 * KK);
+  std::vector<T> dzn((size_t)N);
+  int used = 1;
+  double s1 = 0.0, s2 = 0.0;
+  #pragma omp parallel num_threads(nthreads)
+  {
+    #pragma omp single
+    used = omp_get_num_threads();
+    double* acc = part.of(omp_get_thread_num());
+    #pragma omp for schedule(static)
+    for (int64_t b = 0; b < sh.B; ++b) {  // dzn = d loss / d BN(z): the gate's gradient through the sigmoid
+      const T* xb = x + b * sb;
+      const T* gb = g + b * P; const T* zb = z + b * P;
+      T* q = dzn.data() + b * P;
+      for (int64_t p = 0; p < P; ++p) q[p] = 0;
+      for (int ch = 0; ch < c; ++ch) {
+        const T* row = xb + ch * P; const T* go = dy + (b * c + ch) * P;
+        #pragma omp simd
+        for (int64_t p = 0; p < P; ++p) q[p] += go[p] * row[p];
+      }
+      T a1 = 0, a2 = 0;
+      #pragma omp simd reduction(+ : a1, a2)
+      for (int64_t p = 0; p < P; ++p) {
+        q[p] *= gb[p] * ((T)1 - gb[p]);
+        a1 += q[p];
+        a2 += q[p] * (zb[p] - m) * rstd;
+      }
+      acc[0] += (double)a1; acc[1] += (double)a2;
+    }
+    #pragma omp single
+    { s1 = part.sum(0, used); s2 = part.sum(1, used); }
+    // dz = gamma rstd (dzn - [batch statistics] (s1 + zhat s2) / N)
+    const T k1 = batch_stats ? (T)(s1 / (double)N) : (T)0, k2 = batch_stats ? (T)(s2 / (double)N) : (T)0;
+    const T gr = gamma * rstd;
+    std::vector<T> gpad((size_t)pplane, (T)0), ppad((size_t)(2 * pplane), (T)0), dp((size_t)(2 * P));
+    #pragma omp for schedule(static)
+    for (int64_t b = 0; b < sh.B; ++b) {
+      const T* zb = z + b * P; const T* gb = g + b * P;
+      T* q = dzn.data() + b * P;
+      #pragma omp simd
+      for (int64_t p = 0; p < P; ++p) q[p] = gr * (q[p] - k1 - (zb[p] - m) * rstd * k2);
+      pad_planes(pooled + 2 * b * P, ppad.data(), 2, sh);
+      weight_grad(q, ppad.data(), acc + 2, sh);
+      weight_grad(q, ppad.data() + pplane, acc + 2 + KK, sh);
+      if (!dx) continue;
+      pad_planes(q, gpad.data(), 1, sh);
+      T* dm = dp.data(); T* dmx = dm + P;
+      for (int64_t p = 0; p < 2 * P; ++p) dm[p] = 0;
+      correlate_plane(gpad.data(), w, dm, sh, true);
+      correlate_plane(gpad.data(), w + KK, dmx, sh, true);
+      const int32_t* a = amax + b * P;
+      for (int ch = 0; ch < c; ++ch) {
+        const T* go = dy + (b * c + ch) * P;
+        T* out = dx + (b * c + ch) * P;
+        #pragma omp simd
+        for (int64_t p = 0; p < P; ++p) out[p] = go[p] * gb[p] + dm[p] * inv_c + (a[p] == ch ? dmx[p] : (T)0);
+      }
+    }
+  }
+  for (int i = 0; i < 2 * KK; ++i) dw[i] = (T)part.sum(2 + i, used);
+  dbn[0] = (T)s2; dbn[1] = (T)s1;
+}
+
+// ---------------------------------------------------------------- channel attentions (Eqs. 4, 5)
+
+// hpre (h,) = W1 v for pooled values v (C,).
+template <typename T>
+inline void mlp_hidden(const T* v, const T* w1, T* hpre, int C, int h) {
+  for (int k = 0; k < h; ++k) {
+    T a = 0;
+    for (int ch = 0; ch < C; ++ch) a += w1[k * C + ch] * v[ch];
+    hpre[k] = a;
+  }
+}
+
+// hpre = W1 v; adds W2 relu(hpre) to zc (C,).
+template <typename T>
+inline void mlp_forward(const T* v, const T* w1, const T* w2, T* hpre, T* zc, int C, int h) {
+  mlp_hidden(v, w1, hpre, C, h);
+  for (int ch = 0; ch < C; ++ch) {
+    T a = 0;
+    for (int k = 0; k < h; ++k) a += w2[ch * h + k] * (hpre[k] > 0 ? hpre[k] : (T)0);
+    zc[ch] += a;
+  }
+}
+
+// x: B blocks of C planes; w1 (h, C), w2 (C, h). Saved: pooled (B, 2, C) = [mean_P; max_P]
+// (the max only with_max), amax (B, C) the first maximal position, gate (B, C).
+template <typename T>
+void channel_forward(const T* x, int64_t sb, const T* w1, const T* w2, int with_max, T* y, T* pooled, int32_t* amax,
+                     T* gate, int64_t B, int C, int h, int64_t P, int nthreads) {
+  const T inv_p = (T)1 / (T)P;
+  #pragma omp parallel num_threads(nthreads)
+  {
+    std::vector<T> hpre((size_t)h);
+    #pragma omp for schedule(static)
+    for (int64_t b = 0; b < B; ++b) {
+      const T* xb = x + b * sb;
+      T* avg = pooled + 2 * b * C; T* mx = avg + C;
+      for (int ch = 0; ch < C; ++ch) {
+        const T* row = xb + ch * P;
+        T s = 0;
+        #pragma omp simd reduction(+ : s)
+        for (int64_t p = 0; p < P; ++p) s += row[p];
+        avg[ch] = s * inv_p;
+        if (with_max) {
+          T m = row[0];
+          #pragma omp simd reduction(max : m)
+          for (int64_t p = 0; p < P; ++p) m = row[p] > m ? row[p] : m;
+          int64_t am = 0;
+          while (am < P - 1 && !(row[am] == m)) ++am;  // the first maximum (NaN rows: position 0)
+          mx[ch] = m;
+          amax[b * C + ch] = (int32_t)am;
+        }
+      }
+      T* gb = gate + b * C;
+      for (int ch = 0; ch < C; ++ch) gb[ch] = 0;
+      mlp_forward(avg, w1, w2, hpre.data(), gb, C, h);
+      if (with_max) mlp_forward(mx, w1, w2, hpre.data(), gb, C, h);
+      for (int ch = 0; ch < C; ++ch) gb[ch] = sigmoid1(gb[ch]);
+      for (int ch = 0; ch < C; ++ch) {
+        const T* row = xb + ch * P;
+        T* yr = y + (b * C + ch) * P;
+        const T gv = gb[ch];
+        #pragma omp simd
+        for (int64_t p = 0; p < P; ++p) yr[p] = row[p] * gv;
+      }
+    }
+  }
+}
+
+// dx (may be null), dw1 (h, C), dw2 (C, h) from dy and the saved tensors.
+template <typename T>
+void channel_backward(const T* x, int64_t sb, const T* w1, const T* w2, int with_max, const T* pooled,
+                      const int32_t* amax, const T* gate, const T* dy, T* dx, T* dw1, T* dw2, int64_t B, int C, int h,
+                      int64_t P, int nthreads) {
+  const T inv_p = (T)1 / (T)P;
+  const int64_t nw = (int64_t)h * C;
+  Partials part(nthreads, 2 * nw);
+  int used = 1;
+  #pragma omp parallel num_threads(nthreads)
+  {
+    #pragma omp single
+    used = omp_get_num_threads();
+    double* a1 = part.of(omp_get_thread_num());
+    double* a2 = a1 + nw;
+    std::vector<T> dz((size_t)C), hpre((size_t)h), dh((size_t)h), dv((size_t)(2 * C));
+    #pragma omp for schedule(static)
+    for (int64_t b = 0; b < B; ++b) {
+      const T* xb = x + b * sb;
+      const T* gb = gate + b * C;
+      for (int ch = 0; ch < C; ++ch) {  // dz = d loss / d(pre-sigmoid gate)
+        const T* row = xb + ch * P; const T* go = dy + (b * C + ch) * P;
+        T s = 0;
+        #pragma omp simd reduction(+ : s)
+        for (int64_t p = 0; p < P; ++p) s += go[p] * row[p];
+        dz[ch] = s * gb[ch] * ((T)1 - gb[ch]);
+      }
+      for (int br = 0; br < (with_max ? 2 : 1); ++br) {  // the shared MLP, branch by branch
+        const T* v = pooled + (2 * b + br) * C;
+        T* dvb = dv.data() + br * C;
+        mlp_hidden(v, w1, hpre.data(), C, h);
+        for (int k = 0; k < h; ++k) {
+          T a = 0;
+          if (hpre[k] > 0)
+            for (int ch = 0; ch < C; ++ch) a += w2[ch * h + k] * dz[ch];
+          dh[k] = a;
+          const double hk = hpre[k] > 0 ? (double)hpre[k] : 0.0;
+          for (int ch = 0; ch < C; ++ch) a2[ch * h + k] += (double)dz[ch] * hk;
+          for (int ch = 0; ch < C; ++ch) a1[k * C + ch] += (double)a * (double)v[ch];
+        }
+        for (int ch = 0; ch < C; ++ch) {
+          T a = 0;
+          for (int k = 0; k < h; ++k) a += w1[k * C + ch] * dh[k];
+          dvb[ch] = a;
+        }
+      }
+      if (!dx) continue;
+      for (int ch = 0; ch < C; ++ch) {
+        const T* go = dy + (b * C + ch) * P;
+        T* out = dx + (b * C + ch) * P;
+        const T gv = gb[ch], base = dv[ch] * inv_p;
+        #pragma omp simd
+        for (int64_t p = 0; p < P; ++p) out[p] = go[p] * gv + base;
+        if (with_max) out[amax[b * C + ch]] += dv[C + ch];
+      }
+    }
+  }
+  for (int64_t i = 0; i < nw; ++i) { dw1[i] = (T)part.sum(i, used); dw2[i] = (T)part.sum(nw + i, used); }
+}
+
+Shape plane_shape(int64_t B, int c, int H, int W, int K, int d) { return Shape{B, c, c, c, H, W, K, d}; }
+
+}  // namespace
+
+#define GATES_DISPATCH(dtype, CALL)                           \
+  if (nthreads < 1) nthreads = 1;                             \
+  if (dtype == 0) { typedef float T; CALL; }                  \
+  else if (dtype == 1) { typedef double T; CALL; }            \
+  else return 1;                                              \
+  return 0;
+
+extern "C" {
+
+int attnas_norm_forward(int dtype, const void* x, int64_t sb, const void* w, const void* bias, void* y, int64_t B,
+                        int c, int H, int W, int K, int d, int nthreads) {
+  const Shape sh = plane_shape(B, c, H, W, K, d);
+  if (!valid(sh)) return 2;
+  GATES_DISPATCH(dtype, norm_forward((const T*)x, sb, (const T*)w, (const T*)bias, (T*)y, sh, nthreads))
+}
+
+int attnas_norm_backward(int dtype, const void* x, int64_t sb, const void* w, const void* bias, const void* dy,
+                         void* dx, void* dw, void* db, int64_t B, int c, int H, int W, int K, int d, int nthreads) {
+  const Shape sh = plane_shape(B, c, H, W, K, d);
+  if (!valid(sh)) return 2;
+  GATES_DISPATCH(dtype, norm_backward((const T*)x, sb, (const T*)w, (const T*)bias, (const T*)dy, (T*)dx, (T*)dw,
+                                      (T*)db, sh, nthreads))
+}
+
+// bn: (gamma, beta, eps) as doubles.
+int attnas_spatial_forward(int dtype, const void* x, int64_t sb, const void* w, double gamma, double beta, double eps,
+                           int batch_stats, void* stats, void* y, void* pooled, int32_t* amax, void* z, void* g,
+                           int64_t B, int c, int H, int W, int K, int d, int nthreads) {
+  const Shape sh = plane_shape(B, c, H, W, K, d);
+  if (!valid(sh) || (batch_stats && B * H * W < 1)) return 2;
+  GATES_DISPATCH(dtype, spatial_forward((const T*)x, sb, (const T*)w, (T)gamma, (T)beta, (T)eps, batch_stats,
+                                        (T*)stats, (T*)y, (T*)pooled, amax, (T*)z, (T*)g, sh, nthreads))
+}
+
+int attnas_spatial_backward(int dtype, const void* x, int64_t sb, const void* w, double gamma, double eps,
+                            int batch_stats, const void* stats, const void* pooled, const int32_t* amax,
+                            const void* z, const void* g, const void* dy, void* dx, void* dw, void* dbn, int64_t B,
+                            int c, int H, int W, int K, int d, int nthreads) {
+  const Shape sh = plane_shape(B, c, H, W, K, d);
+  if (!valid(sh)) return 2;
+  GATES_DISPATCH(dtype, spatial_backward((const T*)x, sb, (const T*)w, (T)gamma, (T)eps, batch_stats,
+                                         (const T*)stats, (const T*)pooled, amax, (const T*)z, (const T*)g,
+                                         (const T*)dy, (T*)dx, (T*)dw, (T*)dbn, sh, nthreads))
+}
+
+int attnas_channel_forward(int dtype, const void* x, int64_t sb, const void* w1, const void* w2, int with_max,
+                           void* y, void* pooled, int32_t* amax, void* gate, int64_t B, int C, int h, int64_t P,
+                           int nthreads) {
+  if (B < 0 || C < 1 || h < 1 || P < 1 || P > 2147483647LL) return 2;
+  GATES_DISPATCH(dtype, channel_forward((const T*)x, sb, (const T*)w1, (const T*)w2, with_max, (T*)y, (T*)pooled,
+                                        amax, (T*)gate, B, C, h, P, nthreads))
+}
+
+int attnas_channel_backward(int dtype, const void* x, int64_t sb, const void* w1, const void* w2, int with_max,
+                            const void* pooled, const int32_t* amax, const void* gate, const void* dy, void* dx,
+                            void* dw1, void* dw2, int64_t B, int C, int h, int64_t P, int nthreads) {
+  if (B < 0 || C < 1 || h < 1 || P < 1 || P > 2147483647LL) return 2;
+  GATES_DISPATCH(dtype, channel_backward((const T*)x, sb, (const T*)w1, (const T*)w2, with_max, (const T*)pooled,
+                                         amax, (const T*)gate, (const T*)dy, (T*)dx, (T*)dw1, (T*)dw2, B, C, h, P,
+                                         nthreads))
+}
+
+}  // extern "C"
+"""
+
+#: The small-convolution kernel's source (its helpers and its own entry points) and the gates'.
+_SOURCE = _small_conv_kernel._SOURCE + _GATES
+
+
+def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
+    p, i, i64, f = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_double
+    plane = [i64, i, i, i, i, i, i]  # B, c, H, W, K, d, nthreads
+    signatures = {
+        "attnas_norm_forward": [i, p, i64, p, p, p, *plane],
+        "attnas_norm_backward": [i, p, i64, p, p, p, p, p, p, *plane],
+        "attnas_spatial_forward": [i, p, i64, p, f, f, f, i, p, p, p, p, p, p, *plane],
+        "attnas_spatial_backward": [i, p, i64, p, f, f, i, p, p, p, p, p, p, p, p, p, *plane],
+        "attnas_channel_forward": [i, p, i64, p, p, i, p, p, p, p, i64, i, i, i64, i],
+        "attnas_channel_backward": [i, p, i64, p, p, i, p, p, p, p, p, p, p, i64, i, i, i64, i],
+    }
+    for name, args in signatures.items():
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = args, ctypes.c_int
+    return lib
+
+
+#: The library (built and cached by :class:`attnas.ops._compiled.CompiledLibrary`).
+LIBRARY = CompiledLibrary("attention_gates", _SOURCE, _bind)
+
+
+def load() -> Any:
+    """The compiled library, building it on first use; ``None`` when it cannot be built."""
+    return LIBRARY.load()

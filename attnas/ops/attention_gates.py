@@ -1,0 +1,208 @@
+"""AutoLA's discrete attention modules as single compiled autograd operations on the CPU.
+
+Each module of :mod:`attnas.ops.vision_attention` computes ``y = x * g(x)`` (AutoLA, Ma et
+al., NeurIPS 2020, Sec. 3.2). Its PyTorch expression is 10-25 operations and autograd nodes;
+here each module is one :class:`torch.autograd.Function` whose forward and backward are one
+call each of the kernels in :mod:`attnas.ops._attention_gates_kernel`:
+
+* :func:`normalization_attention` -- Eq. 7, ``x * sigmoid(dwconv_k(x) + beta)``.
+* :func:`spatial_attention` -- Eq. 6, ``x * sigmoid(BN(conv([mean_c x; max_c x])))`` with
+  a one-channel ``nn.BatchNorm2d`` (batch statistics and the running-statistics update in
+  training, as ``nn.BatchNorm2d`` does).
+* :func:`channel_attention` -- Eq. 4 (``x * sigmoid(f(mean_P x))``, squeeze-and-excitation)
+  and Eq. 5 (``x * sigmoid(f(mean_P x) + f(max_P x))``) with ``f = W2 relu(W1 .)``.
+
+They give the values and the gradients (input and every parameter) of the PyTorch
+expressions up to float rounding, except that the gradient of a maximum goes to the first
+maximal element, as in max pooling (``torch.amax`` splits it among ties; the two agree
+wherever the maximum is unique).
+
+Layout: an input whose channel planes are contiguous (``(B, c, H, W)`` with strides
+``(any, H W, W, 1)``, e.g. a channel slice of an NCHW tensor, as in the HOGA cell) is read in
+place and gives an NCHW-contiguous output; any other input is made contiguous first and the
+output has the input's memory format (``channels_last`` stays ``channels_last``).
+:func:`kernels_apply` says when the kernels run (CPU float32 / float64, library built);
+elsewhere the modules run their PyTorch expression.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from attnas.ops import _attention_gates_kernel
+from attnas.ops._compiled import KERNEL_DTYPES
+
+
+def kernels_apply(x: torch.Tensor, *params: torch.Tensor | None) -> bool:
+    """Whether the compiled kernels run for input ``x`` and the module's ``params``
+    (4-D CPU float32 / float64 tensors of one dtype, library built)."""
+    return (x.dim() == 4 and x.device.type == "cpu" and x.dtype in KERNEL_DTYPES
+            and all(p is None or (p.dtype == x.dtype and p.device.type == "cpu") for p in params)
+            and _attention_gates_kernel.load() is not None)
+
+
+def _call(name: str, *args) -> None:
+    """Kernel ``attnas_<name>`` on ``args`` and torch's thread count."""
+    _attention_gates_kernel.LIBRARY.call(f"attnas_{name}", *args, torch.get_num_threads())
+
+
+def _planes(x: torch.Tensor) -> tuple[torch.Tensor, torch.memory_format]:
+    """``x`` itself when its channel planes are contiguous (any batch stride), else a
+    contiguous copy; and the memory format of the result to return."""
+    B, C, H, W = x.shape
+    if all(n == 1 or s == want for n, s, want in zip((C, H, W), x.stride()[1:], (H * W, W, 1))):
+        return x, torch.contiguous_format
+    fmt = torch.channels_last if x.is_contiguous(memory_format=torch.channels_last) else torch.contiguous_format
+    return x.contiguous(), fmt
+
+
+def _batch_stride(x: torch.Tensor) -> int:
+    return x.stride(0) if x.shape[0] > 1 else x[0].numel()
+
+
+def _in_format(y: torch.Tensor, fmt: torch.memory_format) -> torch.Tensor:
+    return y if fmt == torch.contiguous_format else y.contiguous(memory_format=fmt)
+
+
+class _NormAttention(torch.autograd.Function):
+    """Eq. 7 in one kernel call each way; the backward recomputes the gate."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, dilation):  # noqa: D102 (autograd protocol)
+        B, c, H, W = x.shape
+        weight = weight.contiguous()
+        bias = None if bias is None else bias.contiguous()
+        y = x.new_empty(B, c, H, W)
+        shape = (B, c, H, W, weight.shape[-1], dilation)
+        _call("norm_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), weight, bias, y, *shape)
+        ctx.save_for_backward(x, weight, bias)
+        ctx.shape = shape
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):  # noqa: D102 (autograd protocol)
+        x, weight, bias = ctx.saved_tensors
+        dx = torch.empty(x.shape, dtype=x.dtype) if ctx.needs_input_grad[0] else None
+        dw = torch.empty_like(weight)
+        db = None if bias is None else torch.empty_like(bias)
+        _call("norm_backward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), weight, bias, dy.contiguous(), dx, dw, db,
+              *ctx.shape)
+        return dx, dw, db, None
+
+
+class _SpatialAttention(torch.autograd.Function):
+    """Eq. 6 in one kernel call each way; also returns the statistics it normalised with."""
+
+    @staticmethod
+    def forward(ctx, x, weight, gamma, beta, stats, eps, batch_stats, dilation):  # noqa: D102 (autograd protocol)
+        B, c, H, W = x.shape
+        weight = weight.contiguous()
+        y = x.new_empty(B, c, H, W)
+        pooled, z, g = x.new_empty(B, 2, H, W), x.new_empty(B, H, W), x.new_empty(B, H, W)
+        amax = torch.empty(B, H, W, dtype=torch.int32)
+        stats = stats.clone()
+        shape = (B, c, H, W, weight.shape[-1], dilation)
+        _call("spatial_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), weight, float(gamma), float(beta), eps,
+              int(batch_stats), stats, y, pooled, amax, z, g, *shape)
+        ctx.save_for_backward(x, weight, gamma, stats, pooled, amax, z, g)
+        ctx.shape, ctx.eps, ctx.batch_stats = shape, eps, batch_stats
+        ctx.mark_non_differentiable(stats)
+        return y, stats
+
+    @staticmethod
+    def backward(ctx, dy, _):  # noqa: D102 (autograd protocol)
+        x, weight, gamma, stats, pooled, amax, z, g = ctx.saved_tensors
+        dx = torch.empty(x.shape, dtype=x.dtype) if ctx.needs_input_grad[0] else None
+        dw, dbn = torch.empty_like(weight), x.new_empty(2)
+        _call("spatial_backward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), weight, float(gamma), ctx.eps,
+              int(ctx.batch_stats), stats, pooled, amax, z, g, dy.contiguous(), dx, dw, dbn, *ctx.shape)
+        return dx, dw, dbn[:1], dbn[1:], None, None, None, None
+
+
+class _ChannelAttention(torch.autograd.Function):
+    """Eqs. 4, 5 in one kernel call each way."""
+
+    @staticmethod
+    def forward(ctx, x, w1, w2, with_max):  # noqa: D102 (autograd protocol)
+        B, C, H, W = x.shape
+        w1, w2 = w1.contiguous(), w2.contiguous()
+        y = x.new_empty(B, C, H, W)
+        pooled, gate = x.new_empty(B, 2, C), x.new_empty(B, C)
+        amax = torch.empty(B, C, dtype=torch.int32)
+        shape = (B, C, w1.shape[0], H * W)
+        _call("channel_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), w1, w2, int(with_max), y, pooled, amax,
+              gate, *shape)
+        ctx.save_for_backward(x, w1, w2, pooled, amax, gate)
+        ctx.shape, ctx.with_max = shape, with_max
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):  # noqa: D102 (autograd protocol)
+        x, w1, w2, pooled, amax, gate = ctx.saved_tensors
+        dx = torch.empty(x.shape, dtype=x.dtype) if ctx.needs_input_grad[0] else None
+        dw1, dw2 = torch.empty_like(w1), torch.empty_like(w2)
+        _call("channel_backward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), w1, w2, int(ctx.with_max), pooled, amax,
+              gate, dy.contiguous(), dx, dw1, dw2, *ctx.shape)
+        return dx, dw1, dw2, None
+
+
+def normalization_attention(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                            dilation: int) -> torch.Tensor:
+    """``x * sigmoid(dwconv(x))`` (AutoLA Eq. 7): depth-wise ``k x k`` filters ``weight``
+    ``(c, 1, k, k)`` (``k`` odd), optional ``bias`` ``(c,)``, dilation ``d``, zero padding
+    ``d (k - 1) / 2``; ``x`` is ``(B, c, H, W)``."""
+    x, fmt = _planes(x)
+    return _in_format(_NormAttention.apply(x, weight, bias, dilation), fmt)
+
+
+def spatial_attention(x: torch.Tensor, weight: torch.Tensor, bn: nn.BatchNorm2d, dilation: int) -> torch.Tensor:
+    """``x * sigmoid(bn(conv([mean_c x; max_c x])))`` (AutoLA Eq. 6) for ``x`` ``(B, c, H, W)``.
+
+    Args:
+        x: Input.
+        weight: The ``2 -> 1`` filter ``(1, 2, k, k)``, ``k`` odd (no bias).
+        bn: An affine ``nn.BatchNorm2d(1)``: in training (or without running statistics) it
+            normalises with the batch's and updates its running statistics as
+            ``nn.BatchNorm2d`` does; in evaluation it uses them.
+        dilation: Dilation ``d`` of the filter (zero padding ``d (k - 1) / 2``).
+
+    Returns:
+        ``(B, c, H, W)``.
+    """
+    x, fmt = _planes(x)
+    batch_stats = bn.training or bn.running_mean is None
+    if batch_stats:
+        stats = x.new_empty(2)
+    else:
+        stats = torch.stack((bn.running_mean[0], bn.running_var[0])).to(x.dtype)
+    y, stats = _SpatialAttention.apply(x, weight, bn.weight, bn.bias, stats, bn.eps, batch_stats, dilation)
+    if bn.training and bn.track_running_stats:
+        _update_running_stats(bn, stats, x.shape[0] * x.shape[2] * x.shape[3])
+    return _in_format(y, fmt)
+
+
+def _update_running_stats(bn: nn.BatchNorm2d, stats: torch.Tensor, n: int) -> None:
+    """``nn.BatchNorm2d``'s update from the batch mean and biased variance of ``n`` values."""
+    with torch.no_grad():
+        bn.num_batches_tracked.add_(1)
+        factor = 1.0 / float(bn.num_batches_tracked) if bn.momentum is None else bn.momentum
+        bn.running_mean.mul_(1.0 - factor).add_(stats[0], alpha=factor)
+        bn.running_var.mul_(1.0 - factor).add_(stats[1], alpha=factor * n / (n - 1))
+
+
+def spatial_attention_applies(x: torch.Tensor, weight: torch.Tensor, bn: nn.BatchNorm2d) -> bool:
+    """Whether :func:`spatial_attention` runs for ``x``: the kernels apply, ``bn`` is affine
+    and one-channel, and a training batch has more than one value (else ``nn.BatchNorm2d``
+    raises its own error on the eager path)."""
+    batch_stats = bn.training or bn.running_mean is None
+    return (bn.affine and bn.num_features == 1 and kernels_apply(x, weight, bn.weight, bn.bias)
+            and (not batch_stats or x.shape[0] * x.shape[2] * x.shape[3] > 1)
+            and (bn.running_mean is None or bn.running_mean.dtype == x.dtype))
+
+
+def channel_attention(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, with_max: bool) -> torch.Tensor:
+    """``x * sigmoid(f(mean_P x) [+ f(max_P x)])`` (AutoLA Eq. 4; Eq. 5 ``with_max``) with
+    ``f(v) = W2 relu(W1 v)``, ``w1`` ``(h, C)``, ``w2`` ``(C, h)``, for ``x`` ``(B, C, H, W)``."""
+    x, fmt = _planes(x)
+    return _in_format(_ChannelAttention.apply(x, w1, w2, with_max), fmt)
