@@ -7,9 +7,9 @@ backward in one call:
 
 * ``norm``: the normalization attention (Eq. 7), ``y = x * sigmoid(dwconv(x) + beta)``,
   one (image, channel) plane at a time: the depth-wise convolution on a zero-padded copy
-  of the plane, the sigmoid and the product in L1 cache. The backward recomputes the gate
-  (cheaper than storing it) and gives ``dx = dy s + conv^T(dy x s (1 - s))``, the filter
-  and bias gradients.
+  of the plane, the sigmoid and the product in L1 cache; the gate ``s`` is kept (recomputing
+  it in the backward costs more than storing and reading it). The backward gives
+  ``dx = dy s + conv^T(dy x s (1 - s))``, the filter and bias gradients.
 * ``spatial``: the spatial attention (Eq. 6), ``y = x * sigmoid(BN(conv([mean_c x;
   max_c x])))`` with a one-channel batch normalisation. One OpenMP region in three phases
   (per image: the channel pooling and the ``2 -> 1`` convolution; the batch statistics of
@@ -115,30 +115,30 @@ inline void norm_gate_plane(const T* pad, const T* w, T bias, T* s, const Shape&
   sigmoid_inplace(s, P);
 }
 
+// y = x s, s = sigmoid(bias + dwconv(x)); s is kept for the backward.
 template <typename T>
-void norm_forward(const T* x, int64_t sb, const T* w, const T* bias, T* y, const Shape& sh, int nthreads) {
+void norm_forward(const T* x, int64_t sb, const T* w, const T* bias, T* y, T* s, const Shape& sh, int nthreads) {
   const int c = sh.Cin, KK = sh.K * sh.K;
   const int64_t P = (int64_t)sh.H * sh.W;
   #pragma omp parallel num_threads(nthreads)
   {
-    std::vector<T> pad((size_t)(sh.Hp() * sh.Wp()), (T)0), s((size_t)P);
+    std::vector<T> pad((size_t)(sh.Hp() * sh.Wp()), (T)0);
     #pragma omp for schedule(static)
     for (int64_t it = 0; it < sh.B * c; ++it) {
       const int64_t b = it / c; const int ch = (int)(it % c);
       const T* xp = x + b * sb + ch * P;
-      T* yp = y + it * P;
+      T* yp = y + it * P; T* sp = s + it * P;
       pad_planes(xp, pad.data(), 1, sh);
-      norm_gate_plane(pad.data(), w + ch * KK, bias ? bias[ch] : (T)0, s.data(), sh);
-      const T* sp = s.data();
+      norm_gate_plane(pad.data(), w + ch * KK, bias ? bias[ch] : (T)0, sp, sh);
       #pragma omp simd
       for (int64_t p = 0; p < P; ++p) yp[p] = xp[p] * sp[p];
     }
   }
 }
 
-// dx (may be null) = dy s + conv^T(dz), dz = dy x s (1 - s); dw = sum dz (x) x, db = sum dz.
+// dx (may be null) = dy s + conv^T(dz), dz = dy x s (1 - s); dw = sum dz (x) x, db (may be null) = sum dz.
 template <typename T>
-void norm_backward(const T* x, int64_t sb, const T* w, const T* bias, const T* dy, T* dx, T* dw, T* db,
+void norm_backward(const T* x, int64_t sb, const T* w, const T* s, const T* dy, T* dx, T* dw, T* db,
                    const Shape& sh, int nthreads) {
   const int c = sh.Cin, KK = sh.K * sh.K;
   const int64_t P = (int64_t)sh.H * sh.W, pplane = (int64_t)sh.Hp() * sh.Wp();
@@ -149,15 +149,12 @@ void norm_backward(const T* x, int64_t sb, const T* w, const T* bias, const T* d
     #pragma omp single
     used = omp_get_num_threads();
     double* acc = part.of(omp_get_thread_num());
-    std::vector<T> xpad((size_t)pplane, (T)0), gpad((size_t)pplane, (T)0), s((size_t)P), dz((size_t)P);
+    std::vector<T> xpad((size_t)pplane, (T)0), gpad((size_t)pplane, (T)0), dz((size_t)P);
     #pragma omp for schedule(static)
     for (int64_t it = 0; it < sh.B * c; ++it) {
       const int64_t b = it / c; const int ch = (int)(it % c);
       const T* xp = x + b * sb + ch * P;
-      const T* go = dy + it * P;
-      pad_planes(xp, xpad.data(), 1, sh);
-      norm_gate_plane(xpad.data(), w + ch * KK, bias ? bias[ch] : (T)0, s.data(), sh);
-      const T* sp = s.data();
+      const T* go = dy + it * P; const T* sp = s + it * P;
       T* dzp = dz.data();
       T sum = 0;
       #pragma omp simd reduction(+ : sum)
@@ -167,6 +164,7 @@ void norm_backward(const T* x, int64_t sb, const T* w, const T* bias, const T* d
         sum += v;
       }
       acc[(int64_t)c * KK + ch] += (double)sum;
+      pad_planes(xp, xpad.data(), 1, sh);
       weight_grad(dzp, xpad.data(), acc + ch * KK, sh);
       if (dx) {
         T* dxp = dx + it * P;
@@ -485,18 +483,18 @@ Shape plane_shape(int64_t B, int c, int H, int W, int K, int d) { return Shape{B
 
 extern "C" {
 
-int attnas_norm_forward(int dtype, const void* x, int64_t sb, const void* w, const void* bias, void* y, int64_t B,
-                        int c, int H, int W, int K, int d, int nthreads) {
+int attnas_norm_forward(int dtype, const void* x, int64_t sb, const void* w, const void* bias, void* y, void* s,
+                        int64_t B, int c, int H, int W, int K, int d, int nthreads) {
   const Shape sh = plane_shape(B, c, H, W, K, d);
   if (!valid(sh)) return 2;
-  GATES_DISPATCH(dtype, norm_forward((const T*)x, sb, (const T*)w, (const T*)bias, (T*)y, sh, nthreads))
+  GATES_DISPATCH(dtype, norm_forward((const T*)x, sb, (const T*)w, (const T*)bias, (T*)y, (T*)s, sh, nthreads))
 }
 
-int attnas_norm_backward(int dtype, const void* x, int64_t sb, const void* w, const void* bias, const void* dy,
+int attnas_norm_backward(int dtype, const void* x, int64_t sb, const void* w, const void* s, const void* dy,
                          void* dx, void* dw, void* db, int64_t B, int c, int H, int W, int K, int d, int nthreads) {
   const Shape sh = plane_shape(B, c, H, W, K, d);
   if (!valid(sh)) return 2;
-  GATES_DISPATCH(dtype, norm_backward((const T*)x, sb, (const T*)w, (const T*)bias, (const T*)dy, (T*)dx, (T*)dw,
+  GATES_DISPATCH(dtype, norm_backward((const T*)x, sb, (const T*)w, (const T*)s, (const T*)dy, (T*)dx, (T*)dw,
                                       (T*)db, sh, nthreads))
 }
 
@@ -549,7 +547,7 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     p, i, i64, f = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_double
     plane = [i64, i, i, i, i, i, i]  # B, c, H, W, K, d, nthreads
     signatures = {
-        "attnas_norm_forward": [i, p, i64, p, p, p, *plane],
+        "attnas_norm_forward": [i, p, i64, p, p, p, p, *plane],
         "attnas_norm_backward": [i, p, i64, p, p, p, p, p, p, *plane],
         "attnas_spatial_forward": [i, p, i64, p, f, f, f, i, p, p, p, p, p, p, *plane],
         "attnas_spatial_backward": [i, p, i64, p, f, f, i, p, p, p, p, p, p, p, p, p, *plane],
