@@ -65,39 +65,43 @@ inline typename Lanes<T>::V loadu(const T* p) {
 template <typename T>
 inline void storeu(T* p, typename Lanes<T>::V v) { std::memcpy(p, &v, sizeof(v)); }
 
+// Rows y .. y + R - 1 of correlate_plane over the full vectors of a row (x < full): one
+// accumulator per row, so that R independent chains of additions are in flight.
+template <typename T, int R>
+inline void correlate_rows(const T* pad, const T* wk, T* out, int y, int full, const Shape& s) {
+  typedef typename Lanes<T>::V V;
+  const int L = Lanes<T>::L;
+  const int Wp = s.Wp(), K = s.K, d = s.d, W = s.W;
+  for (int x0 = 0; x0 < full; x0 += L) {
+    V a[R];
+    for (int r = 0; r < R; ++r) a[r] = loadu(out + (int64_t)(y + r) * W + x0);
+    for (int ky = 0; ky < K; ++ky) {
+      const T* row = pad + (int64_t)(y + ky * d) * Wp + x0;
+      for (int kx = 0; kx < K; ++kx) {
+        const T wv = wk[ky * K + kx];
+        const T* in = row + kx * d;
+        for (int r = 0; r < R; ++r) a[r] += wv * loadu(in + (int64_t)r * Wp);
+      }
+    }
+    for (int r = 0; r < R; ++r) storeu(out + (int64_t)(y + r) * W + x0, a[r]);
+  }
+}
+
 // out[y, x] += sum_{ky, kx} w[ky * K + kx] * pad[y + ky d, x + kx d], one plane; w flipped if asked.
-// Full vectors of a row are done four at a time (independent accumulators), the rest scalar.
+// Full vectors of four rows at a time (four independent accumulators, whatever the width),
+// the remaining rows one at a time, the columns past the last full vector scalar.
 template <typename T>
 inline void correlate_plane(const T* pad, const T* w, T* out, const Shape& s, bool flip) {
-  typedef typename Lanes<T>::V V;
   const int L = Lanes<T>::L;
   const int Wp = s.Wp(), K = s.K, d = s.d, W = s.W, KK = K * K;
   T wk[64 * 64];
   for (int t = 0; t < KK; ++t) wk[t] = flip ? w[KK - 1 - t] : w[t];
   const int full = W / L * L;
-  for (int y = 0; y < s.H; ++y) {
+  int y = 0;
+  for (; y + 4 <= s.H; y += 4) correlate_rows<T, 4>(pad, wk, out, y, full, s);
+  for (; y < s.H; ++y) correlate_rows<T, 1>(pad, wk, out, y, full, s);
+  for (y = 0; y < s.H; ++y) {
     T* o = out + (int64_t)y * W;
-    int x0 = 0;
-    for (; x0 + 4 * L <= full; x0 += 4 * L) {
-      V a0 = loadu(o + x0), a1 = loadu(o + x0 + L), a2 = loadu(o + x0 + 2 * L), a3 = loadu(o + x0 + 3 * L);
-      for (int ky = 0; ky < K; ++ky) {
-        const T* row = pad + (int64_t)(y + ky * d) * Wp + x0;
-        for (int kx = 0; kx < K; ++kx) {
-          const T wv = wk[ky * K + kx];
-          const T* in = row + kx * d;
-          a0 += wv * loadu(in); a1 += wv * loadu(in + L); a2 += wv * loadu(in + 2 * L); a3 += wv * loadu(in + 3 * L);
-        }
-      }
-      storeu(o + x0, a0); storeu(o + x0 + L, a1); storeu(o + x0 + 2 * L, a2); storeu(o + x0 + 3 * L, a3);
-    }
-    for (; x0 < full; x0 += L) {
-      V a0 = loadu(o + x0);
-      for (int ky = 0; ky < K; ++ky) {
-        const T* row = pad + (int64_t)(y + ky * d) * Wp + x0;
-        for (int kx = 0; kx < K; ++kx) a0 += wk[ky * K + kx] * loadu(row + kx * d);
-      }
-      storeu(o + x0, a0);
-    }
     for (int x = full; x < W; ++x) {
       T a = o[x];
       for (int ky = 0; ky < K; ++ky)
