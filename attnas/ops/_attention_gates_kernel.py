@@ -182,20 +182,34 @@ void norm_backward(const T* x, int64_t sb, const T* w, const T* s, const T* dy, 
 
 // ---------------------------------------------------------------- spatial attention (Eq. 6)
 
-// x: B blocks of c planes (batch stride sb); w: (1, 2, K, K); bn: gamma, beta, eps. stats
-// (2 values): with batch_stats the batch mean and (biased) variance of the map z are written
-// there, else the running statistics are read from there. Saved for the backward: pooled
-// (B, 2, P) = [mean_c x; max_c x], amax (B, P) the first maximal channel, z (B, P) the
-// convolution's output, g (B, P) the gate.
+// What the spatial attention keeps for its backward, in one buffer of 5 B P + 2 values T:
+// pooled (B, 2, P) = [mean_c x; max_c x], z (B, P) the convolution's output, g (B, P) the
+// gate, amax (B, P) the first maximal channel (int32 in T-sized slots), stats (2): the mean
+// and biased variance the map was normalised with.
 template <typename T>
-void spatial_forward(const T* x, int64_t sb, const T* w, T gamma, T beta, T eps, int batch_stats, T* stats, T* y,
-                     T* pooled, int32_t* amax, T* z, T* g, const Shape& sh, int nthreads) {
+struct SpatialWork {
+  T *pooled, *z, *g, *stats; int32_t* amax;
+  SpatialWork(T* work, int64_t N)
+      : pooled(work), z(work + 2 * N), g(work + 3 * N), stats(work + 5 * N), amax((int32_t*)(work + 4 * N)) {}
+};
+
+// x: B blocks of c planes (batch stride sb); w: (1, 2, K, K); bn: gamma, beta (1 value each),
+// eps, running mean and variance rm, rv (1 value each). mode 0: batch statistics; 1: batch
+// statistics, and rm, rv <- (1 - factor) (rm, rv) + factor (mean, unbiased variance); 2: the
+// running statistics rm, rv.
+template <typename T>
+void spatial_forward(const T* x, int64_t sb, const T* w, const T* bn_w, const T* bn_b, T* rm, T* rv, T eps,
+                     double factor, int mode, T* y, T* work, const Shape& sh, int nthreads) {
   const int c = sh.Cin, KK = sh.K * sh.K;
   const int64_t P = (int64_t)sh.H * sh.W, pplane = (int64_t)sh.Hp() * sh.Wp(), N = sh.B * P;
-  const T inv_c = (T)1 / (T)c;
+  const T inv_c = (T)1 / (T)c, gamma = bn_w[0], beta = bn_b[0];
+  const SpatialWork<T> wk(work, N);
+  T *pooled = wk.pooled, *z = wk.z, *g = wk.g;
+  int32_t* amax = wk.amax;
+  const bool batch_stats = mode != 2;
   Partials part(nthreads, 1);
   int used = 1;
-  double mean = batch_stats ? 0.0 : (double)stats[0], var = batch_stats ? 0.0 : (double)stats[1];
+  double mean = batch_stats ? 0.0 : (double)rm[0], var = batch_stats ? 0.0 : (double)rv[0];
   #pragma omp parallel num_threads(nthreads)
   {
     #pragma omp single
@@ -267,18 +281,24 @@ void spatial_forward(const T* x, int64_t sb, const T* w, T gamma, T beta, T eps,
       }
     }
   }
-  if (batch_stats) { stats[0] = (T)mean; stats[1] = (T)var; }
+  wk.stats[0] = (T)mean; wk.stats[1] = (T)var;
+  if (mode == 1) {
+    rm[0] = (T)((1.0 - factor) * (double)rm[0] + factor * mean);
+    rv[0] = (T)((1.0 - factor) * (double)rv[0] + factor * var * (double)N / (double)(N - 1));
+  }
 }
 
-// dx (may be null), dw (2 K K), dbn = (d gamma, d beta) from dy and the saved tensors;
-// stats: the mean and variance the forward normalised with (batch ones when batch_stats).
+// dx (may be null), dw (2 K K), dbn = (d gamma, d beta) from dy and the forward's work
+// buffer (batch_stats: the forward normalised with batch statistics).
 template <typename T>
-void spatial_backward(const T* x, int64_t sb, const T* w, T gamma, T eps, int batch_stats, const T* stats,
-                      const T* pooled, const int32_t* amax, const T* z, const T* g, const T* dy, T* dx, T* dw,
-                      T* dbn, const Shape& sh, int nthreads) {
+void spatial_backward(const T* x, int64_t sb, const T* w, const T* bn_w, T eps, int batch_stats, T* work,
+                      const T* dy, T* dx, T* dw, T* dbn, const Shape& sh, int nthreads) {
   const int c = sh.Cin, KK = sh.K * sh.K;
   const int64_t P = (int64_t)sh.H * sh.W, pplane = (int64_t)sh.Hp() * sh.Wp(), N = sh.B * P;
-  const T inv_c = (T)1 / (T)c, m = stats[0], rstd = (T)1 / std::sqrt(stats[1] + eps);
+  const SpatialWork<T> wk(work, N);
+  const T* pooled = wk.pooled; const T* z = wk.z; const T* g = wk.g;
+  const int32_t* amax = wk.amax;
+  const T inv_c = (T)1 / (T)c, m = wk.stats[0], rstd = (T)1 / std::sqrt(wk.stats[1] + eps), gamma = bn_w[0];
   Partials part(nthreads, 2 + 2 * KK);
   std::vector<T> dzn((size_t)N);
   int used = 1;
@@ -498,24 +518,22 @@ int attnas_norm_backward(int dtype, const void* x, int64_t sb, const void* w, co
                                       (T*)db, sh, nthreads))
 }
 
-// bn: (gamma, beta, eps) as doubles.
-int attnas_spatial_forward(int dtype, const void* x, int64_t sb, const void* w, double gamma, double beta, double eps,
-                           int batch_stats, void* stats, void* y, void* pooled, int32_t* amax, void* z, void* g,
-                           int64_t B, int c, int H, int W, int K, int d, int nthreads) {
+// work: 5 B H W + 2 values (see SpatialWork); rm, rv may be null in mode 0.
+int attnas_spatial_forward(int dtype, const void* x, int64_t sb, const void* w, const void* bn_w, const void* bn_b,
+                           void* rm, void* rv, double eps, double factor, int mode, void* y, void* work, int64_t B,
+                           int c, int H, int W, int K, int d, int nthreads) {
   const Shape sh = plane_shape(B, c, H, W, K, d);
-  if (!valid(sh) || (batch_stats && B * H * W < 1)) return 2;
-  GATES_DISPATCH(dtype, spatial_forward((const T*)x, sb, (const T*)w, (T)gamma, (T)beta, (T)eps, batch_stats,
-                                        (T*)stats, (T*)y, (T*)pooled, amax, (T*)z, (T*)g, sh, nthreads))
+  if (!valid(sh) || mode < 0 || mode > 2 || (mode == 1 && B * H * W < 2) || (mode != 0 && (!rm || !rv))) return 2;
+  GATES_DISPATCH(dtype, spatial_forward((const T*)x, sb, (const T*)w, (const T*)bn_w, (const T*)bn_b, (T*)rm, (T*)rv,
+                                        (T)eps, factor, mode, (T*)y, (T*)work, sh, nthreads))
 }
 
-int attnas_spatial_backward(int dtype, const void* x, int64_t sb, const void* w, double gamma, double eps,
-                            int batch_stats, const void* stats, const void* pooled, const int32_t* amax,
-                            const void* z, const void* g, const void* dy, void* dx, void* dw, void* dbn, int64_t B,
+int attnas_spatial_backward(int dtype, const void* x, int64_t sb, const void* w, const void* bn_w, double eps,
+                            int batch_stats, void* work, const void* dy, void* dx, void* dw, void* dbn, int64_t B,
                             int c, int H, int W, int K, int d, int nthreads) {
   const Shape sh = plane_shape(B, c, H, W, K, d);
   if (!valid(sh)) return 2;
-  GATES_DISPATCH(dtype, spatial_backward((const T*)x, sb, (const T*)w, (T)gamma, (T)eps, batch_stats,
-                                         (const T*)stats, (const T*)pooled, amax, (const T*)z, (const T*)g,
+  GATES_DISPATCH(dtype, spatial_backward((const T*)x, sb, (const T*)w, (const T*)bn_w, (T)eps, batch_stats, (T*)work,
                                          (const T*)dy, (T*)dx, (T*)dw, (T*)dbn, sh, nthreads))
 }
 
@@ -549,8 +567,8 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     signatures = {
         "attnas_norm_forward": [i, p, i64, p, p, p, p, *plane],
         "attnas_norm_backward": [i, p, i64, p, p, p, p, p, p, *plane],
-        "attnas_spatial_forward": [i, p, i64, p, f, f, f, i, p, p, p, p, p, p, *plane],
-        "attnas_spatial_backward": [i, p, i64, p, f, f, i, p, p, p, p, p, p, p, p, p, *plane],
+        "attnas_spatial_forward": [i, p, i64, p, p, p, p, p, f, f, i, p, p, *plane],
+        "attnas_spatial_backward": [i, p, i64, p, p, f, i, p, p, p, p, p, *plane],
         "attnas_channel_forward": [i, p, i64, p, p, i, p, p, p, p, i64, i, i, i64, i],
         "attnas_channel_backward": [i, p, i64, p, p, i, p, p, p, p, p, p, p, i64, i, i, i64, i],
     }

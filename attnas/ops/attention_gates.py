@@ -92,32 +92,29 @@ class _NormAttention(torch.autograd.Function):
 
 
 class _SpatialAttention(torch.autograd.Function):
-    """Eq. 6 in one kernel call each way; also returns the statistics it normalised with."""
+    """Eq. 6 in one kernel call each way (the running statistics are updated by the forward's
+    kernel call: ``mode`` 1)."""
 
     @staticmethod
-    def forward(ctx, x, weight, gamma, beta, stats, eps, batch_stats, dilation):  # noqa: D102 (autograd protocol)
+    def forward(ctx, x, weight, gamma, beta, running_mean, running_var, eps, factor, mode, dilation):  # noqa: D102
         B, c, H, W = x.shape
         weight = weight.contiguous()
-        y = x.new_empty(B, c, H, W)
-        pooled, z, g = x.new_empty(B, 2, H, W), x.new_empty(B, H, W), x.new_empty(B, H, W)
-        amax = torch.empty(B, H, W, dtype=torch.int32)
-        stats = stats.clone()
+        y, work = x.new_empty(B, c, H, W), x.new_empty(5 * B * H * W + 2)
         shape = (B, c, H, W, weight.shape[-1], dilation)
-        _call("spatial_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), weight, float(gamma), float(beta), eps,
-              int(batch_stats), stats, y, pooled, amax, z, g, *shape)
-        ctx.save_for_backward(x, weight, gamma, stats, pooled, amax, z, g)
-        ctx.shape, ctx.eps, ctx.batch_stats = shape, eps, batch_stats
-        ctx.mark_non_differentiable(stats)
-        return y, stats
+        _call("spatial_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), weight, gamma, beta, running_mean,
+              running_var, eps, factor, mode, y, work, *shape)
+        ctx.save_for_backward(x, weight, gamma, work)
+        ctx.shape, ctx.eps, ctx.batch_stats = shape, eps, mode != 2
+        return y
 
     @staticmethod
-    def backward(ctx, dy, _):  # noqa: D102 (autograd protocol)
-        x, weight, gamma, stats, pooled, amax, z, g = ctx.saved_tensors
+    def backward(ctx, dy):  # noqa: D102 (autograd protocol)
+        x, weight, gamma, work = ctx.saved_tensors
         dx = torch.empty(x.shape, dtype=x.dtype) if ctx.needs_input_grad[0] else None
         dw, dbn = torch.empty_like(weight), x.new_empty(2)
-        _call("spatial_backward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), weight, float(gamma), ctx.eps,
-              int(ctx.batch_stats), stats, pooled, amax, z, g, dy.contiguous(), dx, dw, dbn, *ctx.shape)
-        return dx, dw, dbn[:1], dbn[1:], None, None, None, None
+        _call("spatial_backward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), weight, gamma, ctx.eps,
+              int(ctx.batch_stats), work, dy.contiguous(), dx, dw, dbn, *ctx.shape)
+        return dx, dw, dbn[:1], dbn[1:], None, None, None, None, None, None
 
 
 class _ChannelAttention(torch.autograd.Function):
@@ -171,24 +168,18 @@ def spatial_attention(x: torch.Tensor, weight: torch.Tensor, bn: nn.BatchNorm2d,
         ``(B, c, H, W)``.
     """
     x, fmt = _planes(x)
-    batch_stats = bn.training or bn.running_mean is None
-    if batch_stats:
-        stats = x.new_empty(2)
-    else:
-        stats = torch.stack((bn.running_mean[0], bn.running_var[0])).to(x.dtype)
-    y, stats = _SpatialAttention.apply(x, weight, bn.weight, bn.bias, stats, bn.eps, batch_stats, dilation)
+    mode, factor = 2, 0.0  # the running statistics
+    if bn.training or bn.running_mean is None:
+        mode = 0  # batch statistics
     if bn.training and bn.track_running_stats:
-        _update_running_stats(bn, stats, x.shape[0] * x.shape[2] * x.shape[3])
-    return _in_format(y, fmt)
-
-
-def _update_running_stats(bn: nn.BatchNorm2d, stats: torch.Tensor, n: int) -> None:
-    """``nn.BatchNorm2d``'s update from the batch mean and biased variance of ``n`` values."""
-    with torch.no_grad():
-        bn.num_batches_tracked.add_(1)
+        mode = 1  # and their update
+        with torch.no_grad():
+            bn.num_batches_tracked.add_(1)
         factor = 1.0 / float(bn.num_batches_tracked) if bn.momentum is None else bn.momentum
-        bn.running_mean.mul_(1.0 - factor).add_(stats[0], alpha=factor)
-        bn.running_var.mul_(1.0 - factor).add_(stats[1], alpha=factor * n / (n - 1))
+        # (the kernel writes the running statistics in place; no autograd graph holds them)
+    y = _SpatialAttention.apply(x, weight, bn.weight, bn.bias, bn.running_mean, bn.running_var, bn.eps, factor, mode,
+                                dilation)
+    return _in_format(y, fmt)
 
 
 def spatial_attention_applies(x: torch.Tensor, weight: torch.Tensor, bn: nn.BatchNorm2d) -> bool:
