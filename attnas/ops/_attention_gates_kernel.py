@@ -386,7 +386,8 @@ inline void mlp_forward(const T* v, const T* w1, const T* w2, T* hpre, T* zc, in
 }
 
 // x: B blocks of C planes; w1 (h, C), w2 (C, h). Saved: pooled (B, 2, C) = [mean_P; max_P]
-// (the max only with_max), amax (B, C) the first maximal position, gate (B, C).
+// (the max only with_max), amax (B, C) the first maximal position, gate (B, C) (in one
+// work buffer, see attnas_channel_forward).
 template <typename T>
 void channel_forward(const T* x, int64_t sb, const T* w1, const T* w2, int with_max, T* y, T* pooled, int32_t* amax,
                      T* gate, int64_t B, int C, int h, int64_t P, int nthreads) {
@@ -537,21 +538,23 @@ int attnas_spatial_backward(int dtype, const void* x, int64_t sb, const void* w,
                                          (const T*)dy, (T*)dx, (T*)dw, (T*)dbn, sh, nthreads))
 }
 
+// work: 4 B C values, [pooled (B, 2, C); gate (B, C); amax (B, C) as int32 in T-sized slots].
 int attnas_channel_forward(int dtype, const void* x, int64_t sb, const void* w1, const void* w2, int with_max,
-                           void* y, void* pooled, int32_t* amax, void* gate, int64_t B, int C, int h, int64_t P,
-                           int nthreads) {
+                           void* y, void* work, int64_t B, int C, int h, int64_t P, int nthreads) {
   if (B < 0 || C < 1 || h < 1 || P < 1 || P > 2147483647LL) return 2;
-  GATES_DISPATCH(dtype, channel_forward((const T*)x, sb, (const T*)w1, (const T*)w2, with_max, (T*)y, (T*)pooled,
-                                        amax, (T*)gate, B, C, h, P, nthreads))
+  GATES_DISPATCH(dtype, T* wk = (T*)work;
+                 channel_forward((const T*)x, sb, (const T*)w1, (const T*)w2, with_max, (T*)y, wk,
+                                 (int32_t*)(wk + 3 * B * C), wk + 2 * B * C, B, C, h, P, nthreads))
 }
 
 int attnas_channel_backward(int dtype, const void* x, int64_t sb, const void* w1, const void* w2, int with_max,
-                            const void* pooled, const int32_t* amax, const void* gate, const void* dy, void* dx,
-                            void* dw1, void* dw2, int64_t B, int C, int h, int64_t P, int nthreads) {
+                            const void* work, const void* dy, void* dx, void* dw1, void* dw2, int64_t B, int C, int h,
+                            int64_t P, int nthreads) {
   if (B < 0 || C < 1 || h < 1 || P < 1 || P > 2147483647LL) return 2;
-  GATES_DISPATCH(dtype, channel_backward((const T*)x, sb, (const T*)w1, (const T*)w2, with_max, (const T*)pooled,
-                                         amax, (const T*)gate, (const T*)dy, (T*)dx, (T*)dw1, (T*)dw2, B, C, h, P,
-                                         nthreads))
+  GATES_DISPATCH(dtype, const T* wk = (const T*)work;
+                 channel_backward((const T*)x, sb, (const T*)w1, (const T*)w2, with_max, wk,
+                                  (const int32_t*)(wk + 3 * B * C), wk + 2 * B * C, (const T*)dy, (T*)dx, (T*)dw1,
+                                  (T*)dw2, B, C, h, P, nthreads))
 }
 
 }  // extern "C"
@@ -569,8 +572,8 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
         "attnas_norm_backward": [i, p, i64, p, p, p, p, p, p, *plane],
         "attnas_spatial_forward": [i, p, i64, p, p, p, p, p, f, f, i, p, p, *plane],
         "attnas_spatial_backward": [i, p, i64, p, p, f, i, p, p, p, p, p, *plane],
-        "attnas_channel_forward": [i, p, i64, p, p, i, p, p, p, p, i64, i, i, i64, i],
-        "attnas_channel_backward": [i, p, i64, p, p, i, p, p, p, p, p, p, p, i64, i, i, i64, i],
+        "attnas_channel_forward": [i, p, i64, p, p, i, p, p, i64, i, i, i64, i],
+        "attnas_channel_backward": [i, p, i64, p, p, i, p, p, p, p, p, i64, i, i, i64, i],
     }
     for name, args in signatures.items():
         fn = getattr(lib, name)

@@ -39,7 +39,7 @@ def kernels_apply(x: torch.Tensor, *params: torch.Tensor | None) -> bool:
     (4-D CPU float32 / float64 tensors of one dtype, library built)."""
     return (x.dim() == 4 and x.device.type == "cpu" and x.dtype in KERNEL_DTYPES
             and all(p is None or (p.dtype == x.dtype and p.device.type == "cpu") for p in params)
-            and _attention_gates_kernel.load() is not None)
+            and (_attention_gates_kernel.LIBRARY.library is not None or _attention_gates_kernel.load() is not None))
 
 
 def _call(name: str, *args) -> None:
@@ -124,23 +124,20 @@ class _ChannelAttention(torch.autograd.Function):
     def forward(ctx, x, w1, w2, with_max):  # noqa: D102 (autograd protocol)
         B, C, H, W = x.shape
         w1, w2 = w1.contiguous(), w2.contiguous()
-        y = x.new_empty(B, C, H, W)
-        pooled, gate = x.new_empty(B, 2, C), x.new_empty(B, C)
-        amax = torch.empty(B, C, dtype=torch.int32)
+        y, work = x.new_empty(B, C, H, W), x.new_empty(4 * B * C)  # work: pooled, gate, argmax
         shape = (B, C, w1.shape[0], H * W)
-        _call("channel_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), w1, w2, int(with_max), y, pooled, amax,
-              gate, *shape)
-        ctx.save_for_backward(x, w1, w2, pooled, amax, gate)
+        _call("channel_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), w1, w2, int(with_max), y, work, *shape)
+        ctx.save_for_backward(x, w1, w2, work)
         ctx.shape, ctx.with_max = shape, with_max
         return y
 
     @staticmethod
     def backward(ctx, dy):  # noqa: D102 (autograd protocol)
-        x, w1, w2, pooled, amax, gate = ctx.saved_tensors
+        x, w1, w2, work = ctx.saved_tensors
         dx = torch.empty(x.shape, dtype=x.dtype) if ctx.needs_input_grad[0] else None
         dw1, dw2 = torch.empty_like(w1), torch.empty_like(w2)
-        _call("channel_backward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), w1, w2, int(ctx.with_max), pooled, amax,
-              gate, dy.contiguous(), dx, dw1, dw2, *ctx.shape)
+        _call("channel_backward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), w1, w2, int(ctx.with_max), work,
+              dy.contiguous(), dx, dw1, dw2, *ctx.shape)
         return dx, dw1, dw2, None
 
 
