@@ -47,28 +47,28 @@ _GATES = r"""
 
 namespace {
 
-typedef float vf8 __attribute__((vector_size(32)));
-typedef int32_t vi8 __attribute__((vector_size(32)));
+typedef float vf16 __attribute__((vector_size(64)));  // one AVX-512 register
+typedef int32_t vi16 __attribute__((vector_size(64)));
 
 // exp(v) for v <= 0: Cody-Waite reduction and a degree-6 polynomial (relative error ~1e-7),
 // exactly 0 below -87.
-inline vf8 exp_nonpos8(vf8 v) {
-  const vi8 tiny = v < -87.0f;
-  v = tiny ? vf8{} - 87.0f : v;
-  const vf8 n = (v * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
-  vf8 r = v - n * 0.693145751953125f;
+inline vf16 exp_nonpos16(vf16 v) {
+  const vi16 tiny = v < -87.0f;
+  v = tiny ? vf16{} - 87.0f : v;
+  const vf16 n = (v * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
+  vf16 r = v - n * 0.693145751953125f;
   r = r - n * 1.428606765330187045e-06f;
-  vf8 p = vf8{} + 1.0f / 720.0f;
+  vf16 p = vf16{} + 1.0f / 720.0f;
   p = p * r + 1.0f / 120.0f;
   p = p * r + 1.0f / 24.0f;
   p = p * r + 1.0f / 6.0f;
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const vi8 bits = (__builtin_convertvector(n, vi8) + 127) << 23;
-  vf8 scale;
+  const vi16 bits = (__builtin_convertvector(n, vi16) + 127) << 23;
+  vf16 scale;
   std::memcpy(&scale, &bits, sizeof(scale));
-  return tiny ? vf8{} : p * scale;
+  return tiny ? vf16{} : p * scale;
 }
 
 template <typename T>
@@ -80,11 +80,11 @@ inline void sigmoid_inplace(double* z, int64_t n) {
 }
 inline void sigmoid_inplace(float* z, int64_t n) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    vf8 v;
+  for (; i + 16 <= n; i += 16) {
+    vf16 v;
     std::memcpy(&v, z + i, sizeof(v));
-    const vf8 e = exp_nonpos8(v < 0 ? v : -v);  // exp(-|z|) in (0, 1]
-    const vf8 r = 1.0f / (1.0f + e);
+    const vf16 e = exp_nonpos16(v < 0 ? v : -v);  // exp(-|z|) in (0, 1]
+    const vf16 r = 1.0f / (1.0f + e);
     v = v >= 0 ? r : e * r;
     std::memcpy(z + i, &v, sizeof(v));
   }
