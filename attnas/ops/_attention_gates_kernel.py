@@ -25,8 +25,8 @@ stride (a channel slice of an NCHW tensor needs no copy); every other tensor is 
 The gradient of a maximum goes to its first maximal element (as in max pooling;
 ``torch.amax`` splits it among ties). Filter and batch-normalisation gradients are summed
 per thread and reduced in a fixed order (deterministic for a given thread count).
-float32 sigmoids use a vectorised polynomial ``exp`` (relative error ~1e-7), float64 ones
-``std::exp``.
+float32 sigmoids use the vectorised polynomial ``exp`` of :mod:`attnas.ops._vector_exp`
+(relative error ~1e-7), float64 ones ``std::exp``.
 
 The convolution helpers (``Shape``, ``pad_planes``, ``correlate_plane``, ``weight_grad``)
 are those of :mod:`attnas.ops._small_conv_kernel`, whose source this library includes.
@@ -41,6 +41,7 @@ from typing import Any
 
 from attnas.ops import _small_conv_kernel
 from attnas.ops._compiled import CompiledLibrary
+from attnas.ops._vector_exp import EXP_NONPOS
 
 _GATES = r"""
 #include <cmath>
@@ -49,27 +50,6 @@ namespace {
 
 typedef float vf16 __attribute__((vector_size(64)));  // one AVX-512 register
 typedef int32_t vi16 __attribute__((vector_size(64)));
-
-// exp(v) for v <= 0: Cody-Waite reduction and a degree-6 polynomial (relative error ~1e-7),
-// exactly 0 below -87.
-inline vf16 exp_nonpos16(vf16 v) {
-  const vi16 tiny = v < -87.0f;
-  v = tiny ? vf16{} - 87.0f : v;
-  const vf16 n = (v * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
-  vf16 r = v - n * 0.693145751953125f;
-  r = r - n * 1.428606765330187045e-06f;
-  vf16 p = vf16{} + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const vi16 bits = (__builtin_convertvector(n, vi16) + 127) << 23;
-  vf16 scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return tiny ? vf16{} : p * scale;
-}
 
 template <typename T>
 inline T sigmoid1(T z) { return (T)1 / ((T)1 + std::exp(-z)); }
@@ -83,7 +63,7 @@ inline void sigmoid_inplace(float* z, int64_t n) {
   for (; i + 16 <= n; i += 16) {
     vf16 v;
     std::memcpy(&v, z + i, sizeof(v));
-    const vf16 e = exp_nonpos16(v < 0 ? v : -v);  // exp(-|z|) in (0, 1]
+    const vf16 e = exp_nonpos_f32<vf16, vi16>(v < 0 ? v : -v);  // exp(-|z|) in (0, 1]
     const vf16 r = 1.0f / (1.0f + e);
     v = v >= 0 ? r : e * r;
     std::memcpy(z + i, &v, sizeof(v));
@@ -560,8 +540,9 @@ int attnas_channel_backward(int dtype, const void* x, int64_t sb, const void* w1
 }  // extern "C"
 """
 
-#: The small-convolution kernel's source (its helpers and its own entry points) and the gates'.
-_SOURCE = _small_conv_kernel._SOURCE + _GATES
+#: The small-convolution kernel's source (its helpers and its own entry points), the vector
+#: ``exp`` and the gates'.
+_SOURCE = _small_conv_kernel._SOURCE + EXP_NONPOS + _GATES
 
 
 def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:

@@ -18,8 +18,8 @@ It is a plain C++ file without PyTorch headers, built and cached by
 :func:`unavailable_reason` says why when there is no compiler or the build fails, so the
 caller falls back to the eager path.
 
-float32 uses a polynomial ``exp`` (relative error ~1e-7, vectorised); float64 uses
-``std::exp``.
+float32 uses the polynomial ``exp`` of :mod:`attnas.ops._vector_exp` (relative error ~1e-7,
+vectorised); float64 uses ``std::exp``.
 """
 
 from __future__ import annotations
@@ -28,11 +28,12 @@ import ctypes
 from typing import Any
 
 from attnas.ops._compiled import CompiledLibrary
+from attnas.ops._vector_exp import EXP_NONPOS
 
 #: Query positions per tile; the flat query count is padded to a multiple of it.
 TILE = 16
 
-_SOURCE = r"""
+_SOURCE = EXP_NONPOS + r"""
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -67,26 +68,8 @@ inline V load_strided(const T* p, int64_t s) {
   return v;
 }
 
-// exp(x) for x <= 0 (logits minus their maximum): Cody-Waite reduction and a degree-6
-// polynomial, relative error ~1e-7; exactly 0 below -87 (and for -inf).
-inline vfloat exp_nonpos(vfloat x) {
-  const vint tiny = x < -87.0f;
-  x = tiny ? vfloat{} - 87.0f : x;
-  const vfloat n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
-  vfloat r = x - n * 0.693145751953125f;
-  r = r - n * 1.428606765330187045e-06f;
-  vfloat p = vfloat{} + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const vint bits = (__builtin_convertvector(n, vint) + 127) << 23;
-  vfloat scale;
-  __builtin_memcpy(&scale, &bits, sizeof(scale));
-  return tiny ? vfloat{} : p * scale;
-}
+// exp(x) for x <= 0 (logits minus their maximum): attnas.ops._vector_exp's polynomial.
+inline vfloat exp_nonpos(vfloat x) { return exp_nonpos_f32<vfloat, vint>(x); }
 inline vdouble exp_nonpos(vdouble x) {
   for (int t = 0; t < TILE; ++t) x[t] = std::exp(x[t]);
   return x;
