@@ -8,7 +8,8 @@ call each of the kernels in :mod:`attnas.ops._attention_gates_kernel`:
 * :func:`normalization_attention` -- Eq. 7, ``x * sigmoid(dwconv_k(x) + beta)``.
 * :func:`spatial_attention` -- Eq. 6, ``x * sigmoid(BN(conv([mean_c x; max_c x])))`` with
   a one-channel ``nn.BatchNorm2d`` (batch statistics and the running-statistics update in
-  training, as ``nn.BatchNorm2d`` does).
+  training, as ``nn.BatchNorm2d`` does); with a channel MLP, CBAM (Eq. 8): the same gate on
+  the output of the channel attention v2, both in one operation.
 * :func:`channel_attention` -- Eq. 4 (``x * sigmoid(f(mean_P x))``, squeeze-and-excitation)
   and Eq. 5 (``x * sigmoid(f(mean_P x) + f(max_P x))``) with ``f = W2 relu(W1 .)``.
 
@@ -92,29 +93,35 @@ class _NormAttention(torch.autograd.Function):
 
 
 class _SpatialAttention(torch.autograd.Function):
-    """Eq. 6 in one kernel call each way (the running statistics are updated by the forward's
-    kernel call: ``mode`` 1)."""
+    """Eq. 6, or CBAM (Eq. 8) when the channel MLP ``w1``, ``w2`` is given, in one kernel call
+    each way (the running statistics are updated by the forward's kernel call: ``mode`` 1)."""
 
     @staticmethod
-    def forward(ctx, x, weight, gamma, beta, running_mean, running_var, eps, factor, mode, dilation):  # noqa: D102
+    def forward(ctx, x, w1, w2, weight, gamma, beta, running_mean, running_var, eps, factor, mode,  # noqa: D102
+                dilation):
         B, c, H, W = x.shape
         weight = weight.contiguous()
-        y, work = x.new_empty(B, c, H, W), x.new_empty(5 * B * H * W + 2)
+        w1, w2 = (None, None) if w1 is None else (w1.contiguous(), w2.contiguous())
+        h = 0 if w1 is None else w1.shape[0]
+        y = x.new_empty(B, c, H, W)
+        work = x.new_empty(5 * B * H * W + 2 + (0 if w1 is None else 4 * B * c))  # see SpatialWork, ChannelWork
         shape = (B, c, H, W, weight.shape[-1], dilation)
-        _call("spatial_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), weight, gamma, beta, running_mean,
-              running_var, eps, factor, mode, y, work, *shape)
-        ctx.save_for_backward(x, weight, gamma, work)
+        _call("spatial_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), w1, w2, h, weight, gamma, beta,
+              running_mean, running_var, eps, factor, mode, y, work, *shape)
+        ctx.save_for_backward(x, w1, w2, weight, gamma, work)
         ctx.shape, ctx.eps, ctx.batch_stats = shape, eps, mode != 2
         return y
 
     @staticmethod
     def backward(ctx, dy):  # noqa: D102 (autograd protocol)
-        x, weight, gamma, work = ctx.saved_tensors
+        x, w1, w2, weight, gamma, work = ctx.saved_tensors
         dx = torch.empty(x.shape, dtype=x.dtype) if ctx.needs_input_grad[0] else None
         dw, dbn = torch.empty_like(weight), x.new_empty(2)
-        _call("spatial_backward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), weight, gamma, ctx.eps,
-              int(ctx.batch_stats), work, dy.contiguous(), dx, dw, dbn, *ctx.shape)
-        return dx, dw, dbn[:1], dbn[1:], None, None, None, None, None, None
+        dw1, dw2 = (None, None) if w1 is None else (torch.empty_like(w1), torch.empty_like(w2))
+        h = 0 if w1 is None else w1.shape[0]
+        _call("spatial_backward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), w1, w2, h, weight, gamma, ctx.eps,
+              int(ctx.batch_stats), work, dy.contiguous(), dx, dw, dbn, dw1, dw2, *ctx.shape)
+        return dx, dw1, dw2, dw, dbn[:1], dbn[1:], None, None, None, None, None, None
 
 
 class _ChannelAttention(torch.autograd.Function):
@@ -150,8 +157,11 @@ def normalization_attention(x: torch.Tensor, weight: torch.Tensor, bias: torch.T
     return _in_format(_NormAttention.apply(x, weight, bias, dilation), fmt)
 
 
-def spatial_attention(x: torch.Tensor, weight: torch.Tensor, bn: nn.BatchNorm2d, dilation: int) -> torch.Tensor:
-    """``x * sigmoid(bn(conv([mean_c x; max_c x])))`` (AutoLA Eq. 6) for ``x`` ``(B, c, H, W)``.
+def spatial_attention(x: torch.Tensor, weight: torch.Tensor, bn: nn.BatchNorm2d, dilation: int,
+                      channel_mlp: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+    """``x * sigmoid(bn(conv([mean_c x; max_c x])))`` (AutoLA Eq. 6) for ``x`` ``(B, c, H, W)``;
+    with ``channel_mlp``, CBAM (Eq. 8): the same on ``u = channel_attention(x, *channel_mlp,
+    with_max=True)`` (Eq. 5), in one operation (``u`` is never stored).
 
     Args:
         x: Input.
@@ -160,6 +170,7 @@ def spatial_attention(x: torch.Tensor, weight: torch.Tensor, bn: nn.BatchNorm2d,
             normalises with the batch's and updates its running statistics as
             ``nn.BatchNorm2d`` does; in evaluation it uses them.
         dilation: Dilation ``d`` of the filter (zero padding ``d (k - 1) / 2``).
+        channel_mlp: CBAM's channel MLP ``(W1 (h, c), W2 (c, h))``, or ``None``.
 
     Returns:
         ``(B, c, H, W)``.
@@ -174,17 +185,19 @@ def spatial_attention(x: torch.Tensor, weight: torch.Tensor, bn: nn.BatchNorm2d,
             bn.num_batches_tracked.add_(1)
         factor = 1.0 / float(bn.num_batches_tracked) if bn.momentum is None else bn.momentum
         # (the kernel writes the running statistics in place; no autograd graph holds them)
-    y = _SpatialAttention.apply(x, weight, bn.weight, bn.bias, bn.running_mean, bn.running_var, bn.eps, factor, mode,
-                                dilation)
+    w1, w2 = (None, None) if channel_mlp is None else channel_mlp
+    y = _SpatialAttention.apply(x, w1, w2, weight, bn.weight, bn.bias, bn.running_mean, bn.running_var, bn.eps,
+                                factor, mode, dilation)
     return _in_format(y, fmt)
 
 
-def spatial_attention_applies(x: torch.Tensor, weight: torch.Tensor, bn: nn.BatchNorm2d) -> bool:
-    """Whether :func:`spatial_attention` runs for ``x``: the kernels apply, ``bn`` is affine
-    and one-channel, and a training batch has more than one value (else ``nn.BatchNorm2d``
-    raises its own error on the eager path)."""
+def spatial_attention_applies(x: torch.Tensor, weight: torch.Tensor, bn: nn.BatchNorm2d,
+                              *channel_mlp: torch.Tensor) -> bool:
+    """Whether :func:`spatial_attention` runs for ``x`` (and CBAM's ``channel_mlp``): the
+    kernels apply, ``bn`` is affine and one-channel, and a training batch has more than one
+    value (else ``nn.BatchNorm2d`` raises its own error on the eager path)."""
     batch_stats = bn.training or bn.running_mean is None
-    return (bn.affine and bn.num_features == 1 and kernels_apply(x, weight, bn.weight, bn.bias)
+    return (bn.affine and bn.num_features == 1 and kernels_apply(x, weight, bn.weight, bn.bias, *channel_mlp)
             and (not batch_stats or x.shape[0] * x.shape[2] * x.shape[3] > 1)
             and (bn.running_mean is None or bn.running_mean.dtype == x.dtype))
 

@@ -251,6 +251,10 @@ class CBAM(nn.Module):
         self.spatial = SpatialAttention(channels, reduction, kernel_size=kernel_size)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        ch, sp = self.channel, self.spatial
+        mlp = (ch.fc1.weight, ch.fc2.weight)
+        if attention_gates.spatial_attention_applies(x, sp.conv.weight, sp.bn, *mlp):
+            return attention_gates.spatial_attention(x, sp.conv.weight, sp.bn, sp.dilation, channel_mlp=mlp)
         return self.spatial(self.channel(x))
 
     def forward_eager(self, x: torch.Tensor) -> torch.Tensor:

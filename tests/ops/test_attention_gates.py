@@ -169,9 +169,14 @@ def test_gradcheck(kernel):
     assert torch.autograd.gradcheck(lambda x, w, b: attention_gates.normalization_attention(x, w, b, 1),
                                     (x, conv.weight, conv.bias))
     bn = spatial.bn
-    assert torch.autograd.gradcheck(
-        lambda x, w, g, b: attention_gates._SpatialAttention.apply(x, w, g, b, None, None, bn.eps, 0.0, 0, 1),
+    assert torch.autograd.gradcheck(  # batch statistics, no running statistics (mode 0)
+        lambda x, w, g, b: attention_gates._SpatialAttention.apply(x, None, None, w, g, b, None, None, bn.eps, 0.0, 0,
+                                                                   1),
         (x, spatial.conv.weight, bn.weight, bn.bias))
+    assert torch.autograd.gradcheck(  # CBAM: the channel MLP first
+        lambda x, w1, w2, w, g, b: attention_gates._SpatialAttention.apply(x, w1, w2, w, g, b, None, None, bn.eps,
+                                                                           0.0, 0, 2),
+        (x, channel.fc1.weight, channel.fc2.weight, spatial.conv.weight, bn.weight, bn.bias))
     for with_max in (False, True):
         assert torch.autograd.gradcheck(lambda x, a, b: attention_gates.channel_attention(x, a, b, with_max),
                                         (x, channel.fc1.weight, channel.fc2.weight))
@@ -209,3 +214,16 @@ def test_other_dtypes_run_the_expression(kernel):
     assert not attention_gates.kernels_apply(x.double(), torch.zeros(1))  # parameters of another dtype
     m = ChannelAttention(4).to(torch.bfloat16)
     torch.testing.assert_close(m(x), m.forward_eager(x))
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_each_module_is_one_kernel_call_each_way(kernel, monkeypatch, train):
+    calls = []
+    real = attention_gates._call
+    monkeypatch.setattr(attention_gates, "_call", lambda name, *a: (calls.append(name), real(name, *a)))
+    x = _sliced_input(2, 4, 5, 6, torch.float64)
+    for name in GATED:
+        calls.clear()
+        m = _module(name, 4, torch.float64).train(train)
+        m(x).sum().backward()
+        assert len(calls) == 2 and calls[0].endswith("_forward") and calls[1].endswith("_backward"), (name, calls)
