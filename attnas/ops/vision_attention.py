@@ -24,6 +24,13 @@ spatial gate's convolution is followed by a batch normalisation, as in CBAM; CBA
 branch is the original CBAM's ``7 x 7`` convolution (Figure 3 lists it as kernel 7). The
 normalization attention's ``f_n`` is the depth-wise convolution the paper describes (the
 authors' release adds a point-wise convolution and a batch normalisation to it).
+
+On CPU float32 / float64 tensors each gated module (SE, channel v2, spatial, normalization,
+CBAM) runs as one compiled autograd operation of :mod:`attnas.ops.attention_gates` (one
+kernel call forward, one backward; same values, gradients and batch-norm running statistics
+up to rounding, except that a maximum's gradient goes to its first maximal element). Its
+PyTorch expression stays as ``forward_eager`` and runs elsewhere (other devices and dtypes,
+no compiler, ``ATTNAS_NO_KERNELS=1``).
 """
 
 from __future__ import annotations
