@@ -59,7 +59,8 @@ def _planes(x: torch.Tensor) -> tuple[torch.Tensor, torch.memory_format]:
 
 
 def _batch_stride(x: torch.Tensor) -> int:
-    return x.stride(0) if x.shape[0] > 1 else x[0].numel()
+    """The distance between images (any value will do for fewer than two images)."""
+    return x.stride(0) if x.shape[0] > 1 else x.shape[1] * x.shape[2] * x.shape[3]
 
 
 def _in_format(y: torch.Tensor, fmt: torch.memory_format) -> torch.Tensor:
