@@ -16,7 +16,7 @@ call each of the kernels in :mod:`attnas.ops._attention_gates_kernel`:
 They give the values and the gradients (input and every parameter) of the PyTorch
 expressions up to float rounding, except that the gradient of a maximum goes to the first
 maximal element, as in max pooling (``torch.amax`` splits it among ties; the two agree
-wherever the maximum is unique).
+wherever the maximum is unique). First derivatives only: a double backward raises.
 
 Layout: an input whose channel planes are contiguous (``(B, c, H, W)`` with strides
 ``(any, H W, W, 1)``, e.g. a channel slice of an NCHW tensor, as in the HOGA cell) is read in
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.autograd.function import once_differentiable
 
 from attnas.ops import _attention_gates_kernel
 from attnas.ops._compiled import KERNEL_DTYPES
@@ -83,6 +84,7 @@ class _NormAttention(torch.autograd.Function):
         return y
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, dy):  # noqa: D102 (autograd protocol)
         x, weight, s = ctx.saved_tensors
         dx = torch.empty(x.shape, dtype=x.dtype) if ctx.needs_input_grad[0] else None
@@ -114,6 +116,7 @@ class _SpatialAttention(torch.autograd.Function):
         return y
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, dy):  # noqa: D102 (autograd protocol)
         x, w1, w2, weight, gamma, work = ctx.saved_tensors
         dx = torch.empty(x.shape, dtype=x.dtype) if ctx.needs_input_grad[0] else None
@@ -140,6 +143,7 @@ class _ChannelAttention(torch.autograd.Function):
         return y
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, dy):  # noqa: D102 (autograd protocol)
         x, w1, w2, work = ctx.saved_tensors
         dx = torch.empty(x.shape, dtype=x.dtype) if ctx.needs_input_grad[0] else None

@@ -228,3 +228,12 @@ def test_each_module_is_one_kernel_call_each_way(kernel, monkeypatch, train):
         m = _module(name, 4, torch.float64).train(train)
         m(x).sum().backward()
         assert len(calls) == 2 and calls[0].endswith("_forward") and calls[1].endswith("_backward"), (name, calls)
+
+
+def test_double_backward_raises_instead_of_being_wrong(kernel):
+    x = _sliced_input(2, 4, 5, 5, torch.float64)
+    for name in GATED:
+        m = _module(name, 4, torch.float64)
+        (gx,) = torch.autograd.grad(m(x).square().sum(), x, create_graph=True)
+        with pytest.raises(RuntimeError):
+            gx.sum().backward()
