@@ -28,6 +28,7 @@ from torch import nn
 
 from attnas.errors import ArchError, ConfigError
 from attnas.ops.fused_phi import fused_applies, fused_projection
+from attnas.ops.memory_format import as_nchw, is_channels_last
 from attnas.ops.vision_attention import ChannelAttention, create_attention
 
 
@@ -141,10 +142,6 @@ def project(phi: nn.Module, nodes: list[torch.Tensor], like: torch.Tensor | None
     return phi(aggregate(nodes))
 
 
-def is_channels_last(x: torch.Tensor) -> bool:
-    """Whether ``x`` is in channels-last memory format (and not also NCHW-contiguous)."""
-    return x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
-
 
 class HOGA(nn.Module):
     """A discrete HOGA cell: one attention operation on every edge (AutoLA Eqs. 2-3).
@@ -184,7 +181,8 @@ class HOGA(nn.Module):
         self.phi = HOGAProjection((groups + 1) * c, channels, phi_reduction)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        inputs = torch.split(x, self.group_channels, 1)
+        # the compiled CPU kernels read NCHW planes (the gradient goes back in x's layout)
+        inputs = torch.split(as_nchw(x) if x.device.type == "cpu" else x, self.group_channels, 1)
         nodes: list[torch.Tensor] = []
         for k in range(self.groups):
             u = None

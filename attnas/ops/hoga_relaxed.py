@@ -31,6 +31,7 @@ from torch import nn
 
 from attnas.errors import ConfigError, unknown_name
 from attnas.ops.hoga_cell import HOGA, HOGAProjection, check_divisible, edge_key, hoga_edges, project
+from attnas.ops.memory_format import as_nchw
 from attnas.ops.gate_pooling import mean
 from attnas.ops.hoga_gates import cbam_pool, combine, gate_stats, kernels_apply
 from attnas.ops.small_conv import kernel_applies, small_conv2d
@@ -376,6 +377,9 @@ class RelaxedHOGA(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w = self.arch_weights()
         c, K = self.group_channels, self.groups
+        like = x
+        if x.device.type == "cpu":  # the compiled kernels read NCHW planes (the gradient goes back in x's layout)
+            x = as_nchw(x)
         diag = self.diag(x, w[self._diag_rows])
         acc: list[torch.Tensor] = list(diag.unflatten(1, (K, c)).unbind(1))  # unbind: one backward pass
         nodes: list[torch.Tensor] = []
@@ -387,7 +391,7 @@ class RelaxedHOGA(nn.Module):
             out = self.fanout[j](u, w[getattr(self, f"_fan_rows{j}")]).unflatten(1, (K - 1 - j, c)).unbind(1)
             for i, k in enumerate(range(j + 1, K)):
                 acc[k] = acc[k] + out[i]
-        return project(self.phi, nodes, x)
+        return project(self.phi, nodes, like)
 
     def locate(self, j: int, k: int) -> tuple[GroupedMixedOp, int]:
         """The grouped mixed operation and group that hold edge ``(j, k)``."""
