@@ -76,8 +76,33 @@ inline void storeu(T* p, typename Lanes<T>::V v) { std::memcpy(p, &v, sizeof(v))
 template <typename T>
 struct Rows {
   T* p; int64_t s;
-  T* operator[](int r) const { return p + r * s; }
+  T* const* tab = nullptr;  // or one pointer per row (the nodes)
+  T* operator[](int r) const { return tab ? tab[r] : p + r * s; }
 };
+
+// The K nodes U_k (B, c, P), planes contiguous, image k's batch stride sb[k]: row j of a tile
+// is channel j mod c of node j / c.
+template <typename T>
+struct Nodes {
+  T* const* ptr; const int64_t* sb;
+  T* row(int64_t b, int j, int64_t t0, const Dims& d) const {
+    return ptr[j / d.c] + b * sb[j / d.c] + (int64_t)(j % d.c) * d.P + t0;
+  }
+};
+
+// The K c node rows of image b at t0..: in place when the tile is full (pointers in tab), else
+// copied into tile with zeros past n.
+template <typename T>
+inline Rows<const T> node_rows_in(const Nodes<const T>& x, int64_t b, int64_t t0, int n, const Dims& d, T* tile,
+                                  const T** tab) {
+  for (int j = 0; j < d.kc(); ++j) {
+    if (n == TP) { tab[j] = x.row(b, j, t0, d); continue; }
+    std::memcpy(tile + j * TP, x.row(b, j, t0, d), sizeof(T) * n);
+    for (int p = n; p < TP; ++p) tile[j * TP + p] = (T)0;
+    tab[j] = tile + j * TP;
+  }
+  return {nullptr, 0, tab};
+}
 
 // W_f[o, j] = W1[o, j] + W1[o, K c + j mod c]: conv1 of [U_0; ...; U_{K-1}; sum_k U_k].
 template <typename T>
@@ -257,7 +282,7 @@ struct Partials {
 
 // stats (6, C): mean1, var1, mean2, var2 (biased), inv1, inv2. avg (B, C), h (B, hid), gate (B, C).
 template <typename T>
-void forward(const T* x, const T* w1, const T* g1, const T* be1, const T* w2, const T* g2, const T* be2,
+void forward(const Nodes<const T>& x, const T* w1, const T* g1, const T* be1, const T* w2, const T* g2, const T* be2,
              const T* fc1, const T* fc2, double eps1, double eps2, T* out, T* y1, T* y2, T* stats, T* avg, T* h,
              T* gate, const Dims& d, int nthreads) {
   const int C = d.C, kc = d.kc();
@@ -267,13 +292,14 @@ void forward(const T* x, const T* w1, const T* g1, const T* be1, const T* w2, co
   #pragma omp parallel num_threads(nthreads)
   {
     std::vector<T> xt((size_t)kc * TP), yt((size_t)C * TP);
+    std::vector<const T*> tab(kc);
     #pragma omp for schedule(static)
     for (int64_t b = 0; b < d.B; ++b) {
       for (int o = 0; o < C; ++o) ps[b * C + o] = 0.0;
       for (int64_t t0 = 0; t0 < d.P; t0 += TP) {
         const int n = d.tile(t0);
         const Rows<T> y = rows_out(y1, b, C, t0, n, d, yt.data());
-        tile_matmul<T>(wf.data(), rows_in(x, b, kc, t0, n, d, xt.data()), y, C, kc);
+        tile_matmul<T>(wf.data(), node_rows_in(x, b, t0, n, d, xt.data(), tab.data()), y, C, kc);
         put_rows(y, y1, b, C, t0, n, d);
         for (int o = 0; o < C; ++o) ps[b * C + o] += (double)row_sum(y[o], n);
       }
@@ -366,9 +392,9 @@ void forward(const T* x, const T* w1, const T* g1, const T* be1, const T* w2, co
 }
 
 template <typename T>
-void backward(const T* dout, const T* x, const T* w1, const T* g1, const T* be1, const T* w2, const T* g2,
+void backward(const T* dout, const Nodes<const T>& x, const T* w1, const T* g1, const T* be1, const T* w2, const T* g2,
               const T* fc1, const T* fc2, const T* y1, const T* y2, const T* stats, const T* avg, const T* h,
-              const T* gate, T* dr, T* dx, T* dw1, T* dg1, T* dbe1, T* dw2, T* dg2, T* dbe2, T* dfc1, T* dfc2,
+              const T* gate, T* dr, const Nodes<T>& dx, T* dw1, T* dg1, T* dbe1, T* dw2, T* dg2, T* dbe2, T* dfc1, T* dfc2,
               const Dims& d, int nthreads) {
   typedef typename Lanes<T>::V V;
   const int C = d.C, kc = d.kc(), hid = d.hid;
@@ -510,6 +536,8 @@ void backward(const T* dout, const T* x, const T* w1, const T* g1, const T* be1,
     #pragma omp single
     pwf.used = omp_get_num_threads();
     std::vector<T> rt((size_t)C * TP), xt((size_t)kc * TP), dt((size_t)kc * TP);
+    std::vector<const T*> tab(kc);
+    std::vector<T*> gtab(kc);
     std::vector<V> acc((size_t)C * kc, V{});
     int64_t pending = 0;
     #pragma omp for schedule(static)
@@ -525,10 +553,14 @@ void backward(const T* dout, const T* x, const T* w1, const T* g1, const T* be1,
           for (int p = n; p < TP; ++p) dy[p] = (T)0;
         }
         const Rows<const T> dy1{rt.data(), TP};
-        tile_outer<T>(dy1, rows_in(x, b, kc, t0, n, d, xt.data()), acc.data(), C, kc);
-        const Rows<T> g = rows_out(dx, b, kc, t0, n, d, dt.data());
-        tile_matmul<T>(wft.data(), dy1, g, kc, C);
-        put_rows(g, dx, b, kc, t0, n, d);
+        tile_outer<T>(dy1, node_rows_in(x, b, t0, n, d, xt.data(), tab.data()), acc.data(), C, kc);
+        if (n == TP) {  // straight into the nodes' gradients
+          for (int j = 0; j < kc; ++j) gtab[j] = dx.row(b, j, t0, d);
+          tile_matmul<T>(wft.data(), dy1, Rows<T>{nullptr, 0, gtab.data()}, kc, C);
+        } else {
+          tile_matmul<T>(wft.data(), dy1, Rows<T>{dt.data(), TP}, kc, C);
+          for (int j = 0; j < kc; ++j) std::memcpy(dx.row(b, j, t0, d), dt.data() + j * TP, sizeof(T) * n);
+        }
       }
       if ((pending += d.P) >= FLUSH) { flush_outer<T>(acc.data(), pwf.of(t), (int64_t)C * kc); pending = 0; }
     }
@@ -553,16 +585,17 @@ bool valid(const Dims& d) {
 
 extern "C" {
 
-// dtype 0: float32, 1: float64. x (B, K c, P) NCHW; out (B, C, P) NCHW or channels-last (cl);
-// w1 (C, (K + 1) c); y1, y2 (B, C, P) saved for the backward; stats (6, C); avg, gate (B, C); h (B, hid).
-int attnas_phi_forward(int dtype, const void* x, const void* w1, const void* g1, const void* be1, const void* w2,
+// dtype 0: float32, 1: float64. xs: K pointers to the nodes (B, c, P) with planes contiguous and
+// batch strides xsb; out (B, C, P) NCHW or channels-last (cl); w1 (C, (K + 1) c); y1, y2 (B, C, P)
+// saved for the backward; stats (6, C); avg, gate (B, C); h (B, hid).
+int attnas_phi_forward(int dtype, const void* const* xs, const int64_t* xsb, const void* w1, const void* g1, const void* be1, const void* w2,
                        const void* g2, const void* be2, const void* fc1, const void* fc2, double eps1, double eps2,
                        void* out, void* y1, void* y2, void* stats, void* avg, void* h, void* gate, int64_t B,
                        int64_t P, int K, int c, int C, int hid, int cl, int nthreads) {
   Dims d{B, P, K, c, C, hid, cl};
   if (!valid(d)) return 2;
   if (nthreads < 1) nthreads = 1;
-#define PHI_FWD(T) forward<T>((const T*)x, (const T*)w1, (const T*)g1, (const T*)be1, (const T*)w2, (const T*)g2, \
+#define PHI_FWD(T) forward<T>(Nodes<const T>{(const T* const*)xs, xsb}, (const T*)w1, (const T*)g1, (const T*)be1, (const T*)w2, (const T*)g2, \
     (const T*)be2, (const T*)fc1, (const T*)fc2, eps1, eps2, (T*)out, (T*)y1, (T*)y2, (T*)stats, (T*)avg, (T*)h, \
     (T*)gate, d, nthreads)
   if (dtype == 0) PHI_FWD(float);
@@ -572,18 +605,20 @@ int attnas_phi_forward(int dtype, const void* x, const void* w1, const void* g1,
   return 0;
 }
 
-// dout like out; dr (B, C, P) scratch; dx like x; every parameter gradient written.
-int attnas_phi_backward(int dtype, const void* dout, const void* x, const void* w1, const void* g1, const void* be1,
+// dout like out; dr (B, C, P) scratch; dxs: K pointers to the nodes' gradients (B, c, P),
+// contiguous; every parameter gradient written.
+int attnas_phi_backward(int dtype, const void* dout, const void* const* xs, const int64_t* xsb, const void* w1, const void* g1, const void* be1,
                         const void* w2, const void* g2, const void* fc1, const void* fc2, const void* y1,
                         const void* y2, const void* stats, const void* avg, const void* h, const void* gate, void* dr,
-                        void* dx, void* dw1, void* dg1, void* dbe1, void* dw2, void* dg2, void* dbe2, void* dfc1,
+                        void* const* dxs, void* dw1, void* dg1, void* dbe1, void* dw2, void* dg2, void* dbe2, void* dfc1,
                         void* dfc2, int64_t B, int64_t P, int K, int c, int C, int hid, int cl, int nthreads) {
   Dims d{B, P, K, c, C, hid, cl};
   if (!valid(d)) return 2;
   if (nthreads < 1) nthreads = 1;
-#define PHI_BWD(T) backward<T>((const T*)dout, (const T*)x, (const T*)w1, (const T*)g1, (const T*)be1, (const T*)w2, \
+  const std::vector<int64_t> dsb((size_t)K, (int64_t)c * P);
+#define PHI_BWD(T) backward<T>((const T*)dout, Nodes<const T>{(const T* const*)xs, xsb}, (const T*)w1, (const T*)g1, (const T*)be1, (const T*)w2, \
     (const T*)g2, (const T*)fc1, (const T*)fc2, (const T*)y1, (const T*)y2, (const T*)stats, (const T*)avg, \
-    (const T*)h, (const T*)gate, (T*)dr, (T*)dx, (T*)dw1, (T*)dg1, (T*)dbe1, (T*)dw2, (T*)dg2, (T*)dbe2, (T*)dfc1, \
+    (const T*)h, (const T*)gate, (T*)dr, Nodes<T>{(T* const*)dxs, dsb.data()}, (T*)dw1, (T*)dg1, (T*)dbe1, (T*)dw2, (T*)dg2, (T*)dbe2, (T*)dfc1, \
     (T*)dfc2, d, nthreads)
   if (dtype == 0) PHI_BWD(float);
   else if (dtype == 1) PHI_BWD(double);
@@ -600,9 +635,9 @@ _DIMS = [ctypes.c_int64, ctypes.c_int64] + [ctypes.c_int] * 6
 
 def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     p, f = ctypes.c_void_p, ctypes.c_double
-    lib.attnas_phi_forward.argtypes = [ctypes.c_int, *[p] * 9, f, f, *[p] * 7, *_DIMS]
+    lib.attnas_phi_forward.argtypes = [ctypes.c_int, *[p] * 10, f, f, *[p] * 7, *_DIMS]
     lib.attnas_phi_forward.restype = ctypes.c_int
-    lib.attnas_phi_backward.argtypes = [ctypes.c_int, *[p] * 25, *_DIMS]
+    lib.attnas_phi_backward.argtypes = [ctypes.c_int, *[p] * 26, *_DIMS]
     lib.attnas_phi_backward.restype = ctypes.c_int
     return lib
 

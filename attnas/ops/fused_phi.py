@@ -28,40 +28,58 @@ from attnas.ops import _fused_phi_kernel
 from attnas.ops._compiled import KERNEL_DTYPES
 
 
-def _dims(x: torch.Tensor, k: int, c: int, channels: int, hidden: int, channels_last: bool) -> list[int]:
-    return [x.shape[0], x.shape[2] * x.shape[3], k, c, channels, hidden, int(channels_last)]
+def _dims(node: torch.Tensor, k: int, channels: int, hidden: int, channels_last: bool) -> list[int]:
+    B, c, H, W = node.shape
+    return [B, H * W, k, c, channels, hidden, int(channels_last)]
 
 
 def _call(name: str, *args) -> None:
     _fused_phi_kernel.LIBRARY.call(f"attnas_phi_{name}", *args, torch.get_num_threads())
 
 
+def _planes_contiguous(x: torch.Tensor) -> bool:
+    """Whether every ``(H, W)`` plane of ``x`` ``(B, c, H, W)`` is contiguous and the planes of an
+    image follow each other (any batch stride): a channel slice of an NCHW tensor is."""
+    _, c, H, W = x.shape
+    return (W == 1 or x.stride(3) == 1) and (H == 1 or x.stride(2) == W) and (c == 1 or x.stride(1) == H * W)
+
+
+def _pointers(tensors) -> torch.Tensor:
+    return torch.tensor([t.data_ptr() for t in tensors], dtype=torch.int64)
+
+
 class _FusedProjection(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, w1, g1, be1, w2, g2, be2, fc1, fc2, stats, k, eps1, eps2, channels_last):  # noqa: D102
+    def forward(ctx, stats, eps1, eps2, channels_last, w1, g1, be1, w2, g2, be2, fc1, fc2, *nodes):  # noqa: D102
         params = [t.contiguous() for t in (w1, g1, be1, w2, g2, be2, fc1, fc2)]
-        B, _, H, W = x.shape
+        nodes = [n if _planes_contiguous(n) else n.contiguous() for n in nodes]
+        B, _, H, W = nodes[0].shape
         C, hid = w2.shape[0], fc1.shape[0]
         fmt = torch.channels_last if channels_last else torch.contiguous_format
+        x = nodes[0]
         out = torch.empty(B, C, H, W, dtype=x.dtype, memory_format=fmt)
         y1, y2 = x.new_empty(B, C, H, W), x.new_empty(B, C, H, W)
         avg, h, gate = x.new_empty(B, C), x.new_empty(B, hid), x.new_empty(B, C)
-        dims = _dims(x, k, x.shape[1] // k, C, hid, channels_last)
-        _call("forward", KERNEL_DTYPES[x.dtype], x, *params, eps1, eps2, out, y1, y2, stats, avg, h, gate, *dims)
-        ctx.save_for_backward(x, *params, y1, y2, stats, avg, h, gate)
+        dims = _dims(x, len(nodes), C, hid, channels_last)
+        strides = torch.tensor([n.stride(0) for n in nodes], dtype=torch.int64)
+        _call("forward", KERNEL_DTYPES[x.dtype], _pointers(nodes), strides, *params, eps1, eps2, out, y1, y2, stats,
+              avg, h, gate, *dims)
+        ctx.save_for_backward(*params, y1, y2, stats, avg, h, gate, *nodes)
         ctx.dims = dims
         return out
 
     @staticmethod
     def backward(ctx, dout):  # noqa: D102 (autograd protocol)
-        x, w1, g1, be1, w2, g2, be2, fc1, fc2, y1, y2, stats, avg, h, gate = ctx.saved_tensors
+        w1, g1, be1, w2, g2, be2, fc1, fc2, y1, y2, stats, avg, h, gate, *nodes = ctx.saved_tensors
         channels_last = bool(ctx.dims[-1])
         dout = dout.contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
-        dr, dx = torch.empty_like(y1), torch.empty_like(x)
+        dr = torch.empty_like(y1)
+        dxs = [torch.empty(n.shape, dtype=n.dtype) for n in nodes]
         grads = [torch.empty_like(t) for t in (w1, g1, be1, w2, g2, be2, fc1, fc2)]
-        _call("backward", KERNEL_DTYPES[x.dtype], dout, x, w1, g1, be1, w2, g2, fc1, fc2, y1, y2, stats, avg, h,
-              gate, dr, dx, *grads, *ctx.dims)
-        return (dx, *grads, None, None, None, None, None)
+        strides = torch.tensor([n.stride(0) for n in nodes], dtype=torch.int64)
+        _call("backward", KERNEL_DTYPES[dout.dtype], dout, _pointers(nodes), strides, w1, g1, be1, w2, g2, fc1, fc2,
+              y1, y2, stats, avg, h, gate, dr, _pointers(dxs), *grads, *ctx.dims)
+        return (None, None, None, None, *grads, *dxs)
 
 
 def _batch_norm_applies(bn: nn.Module) -> bool:
@@ -108,14 +126,12 @@ def fused_projection(phi: nn.Module, nodes: Sequence[torch.Tensor], channels_las
     Returns:
         :math:`\varphi([U_0; \dots; U_{K-1}; \bar U])`, ``(B, C, H, W)``.
     """
-    x = torch.cat([n.contiguous() for n in nodes], 1) if len(nodes) > 1 else nodes[0].contiguous()
     C = phi.conv2.weight.shape[0]
-    stats = x.new_empty(6, C)
+    stats = nodes[0].new_empty(6, C)
     w1, w2 = phi.conv1.weight.flatten(1), phi.conv2.weight.flatten(1)
-    out = _FusedProjection.apply(x, w1, phi.bn1.weight, phi.bn1.bias, w2, phi.bn2.weight, phi.bn2.bias,
-                                 phi.attn.fc1.weight, phi.attn.fc2.weight, stats, len(nodes), phi.bn1.eps,
-                                 phi.bn2.eps, channels_last)
-    n = x.shape[0] * x.shape[2] * x.shape[3]
+    out = _FusedProjection.apply(stats, phi.bn1.eps, phi.bn2.eps, channels_last, w1, phi.bn1.weight, phi.bn1.bias,
+                                 w2, phi.bn2.weight, phi.bn2.bias, phi.attn.fc1.weight, phi.attn.fc2.weight, *nodes)
+    n = nodes[0].shape[0] * nodes[0].shape[2] * nodes[0].shape[3]
     _update_running_stats(phi.bn1, stats[0], stats[1], n)
     _update_running_stats(phi.bn2, stats[2], stats[3], n)
     return out
