@@ -8,6 +8,7 @@ built here once, with the search's optimiser settings (AutoLA Sec. 4.2: SGD with
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import time
@@ -85,3 +86,17 @@ def time_interleaved(fns: dict[str, Callable[[], None]], repeats: int,
 def medians(times: dict[str, list[float]]) -> dict[str, float]:
     """The median of each list."""
     return {k: statistics.median(v) for k, v in times.items()}
+
+
+def kernel_bench_args(doc: str) -> argparse.Namespace:
+    """The options of the kernel benchmarks (``--threads``, ``--repeats``, ``--batch``), parsed;
+    sets torch's thread count and prints the settings."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=21)
+    ap.add_argument("--batch", type=int, default=64)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"threads={torch.get_num_threads()} batch={args.batch} repeats={args.repeats} "
+          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} torch={torch.__version__}")
+    return args

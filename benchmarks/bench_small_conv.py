@@ -11,8 +11,6 @@ median times, the kernel's speed-up over the better oneDNN layout, and the load 
 
 from __future__ import annotations
 
-import argparse
-import os
 import statistics
 
 # (name, C_in, C_out, groups, k, dilation): the normalization attention's depth-wise filters
@@ -26,22 +24,14 @@ CASES = [
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeats", type=int, default=21)
-    ap.add_argument("--batch", type=int, default=64)
-    args = ap.parse_args()
-
     import torch
     import torch.nn.functional as F
 
     from attnas.ops.small_conv import kernel_applies, small_conv2d
-    from autola_steps import medians, time_interleaved
+    from autola_steps import kernel_bench_args, medians, time_interleaved
 
-    torch.set_num_threads(args.threads)
+    args = kernel_bench_args(__doc__)
     torch.manual_seed(0)
-    print(f"threads={torch.get_num_threads()} batch={args.batch} repeats={args.repeats} "
-          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} torch={torch.__version__}")
     for name, cin, cout, groups, k, d in CASES:
         x = torch.randn(args.batch, cin, 32, 32, requires_grad=True)
         x_cl = x.detach().contiguous(memory_format=torch.channels_last).requires_grad_()

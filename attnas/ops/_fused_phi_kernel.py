@@ -36,8 +36,9 @@ import ctypes
 from typing import Any
 
 from attnas.ops._compiled import CompiledLibrary
+from attnas.ops._vector_lanes import LANES
 
-_SOURCE = r"""
+_SOURCE = LANES + r"""
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -57,20 +58,6 @@ struct Dims {
   int64_t N() const { return B * P; }
   int tile(int64_t t0) const { return (int)(P - t0 < TP ? P - t0 : TP); }
 };
-
-template <typename T> struct Lanes;  // 32-byte vectors (GCC vector extension)
-template <> struct Lanes<float> { typedef float V __attribute__((vector_size(32))); enum { L = 8 }; };
-template <> struct Lanes<double> { typedef double V __attribute__((vector_size(32))); enum { L = 4 }; };
-
-template <typename T>
-inline typename Lanes<T>::V loadu(const T* p) {
-  typename Lanes<T>::V v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-template <typename T>
-inline void storeu(T* p, typename Lanes<T>::V v) { std::memcpy(p, &v, sizeof(v)); }
 
 // Rows of a tile: row r at p + r s (s = P in place in a plane, TP in a tile buffer).
 template <typename T>

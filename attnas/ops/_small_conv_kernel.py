@@ -23,8 +23,9 @@ import ctypes
 from typing import Any
 
 from attnas.ops._compiled import CompiledLibrary
+from attnas.ops._vector_lanes import LANES
 
-_SOURCE = r"""
+_SOURCE = LANES + r"""
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -50,20 +51,6 @@ void pad_planes(const T* src, T* dst, int n, const Shape& s) {
       std::memcpy(dst + (int64_t)p * Hp * Wp + (int64_t)(y + r) * Wp + r,
                   src + (int64_t)p * s.H * s.W + (int64_t)y * s.W, sizeof(T) * s.W);
 }
-
-template <typename T> struct Lanes;  // 32-byte vectors (GCC vector extension)
-template <> struct Lanes<float> { typedef float V __attribute__((vector_size(32))); enum { L = 8 }; };
-template <> struct Lanes<double> { typedef double V __attribute__((vector_size(32))); enum { L = 4 }; };
-
-template <typename T>
-inline typename Lanes<T>::V loadu(const T* p) {
-  typename Lanes<T>::V v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-template <typename T>
-inline void storeu(T* p, typename Lanes<T>::V v) { std::memcpy(p, &v, sizeof(v)); }
 
 // Rows y .. y + R - 1 of correlate_plane over the full vectors of a row (x < full): one
 // accumulator per row, so that R independent chains of additions are in flight.

@@ -115,6 +115,11 @@ class HOGAProjection(nn.Module):
             raise ConfigError(f"phi expects {w.shape[1]} input channels, got {k} nodes of {c} channels (+ their sum)")
         if fused_applies(self, nodes):
             return fused_projection(self, nodes, channels_last)
+        return self.project_eager(nodes)
+
+    def project_eager(self, nodes: Sequence[torch.Tensor]) -> torch.Tensor:
+        """:meth:`project` in PyTorch operations (the fallback of the compiled kernel)."""
+        c, k, w = nodes[0].shape[1], len(nodes), self.conv1.weight
         folded = w[:, : k * c] + w[:, k * c:].repeat(1, k, 1, 1)
         return self._after_conv1(F.conv2d(torch.cat(list(nodes), 1), folded))
 
