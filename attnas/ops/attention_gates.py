@@ -34,6 +34,7 @@ from torch.autograd.function import once_differentiable
 
 from attnas.ops import _attention_gates_kernel
 from attnas.ops._compiled import KERNEL_DTYPES
+from attnas.ops.memory_format import as_nchw, is_channels_last
 
 
 def kernels_apply(x: torch.Tensor, *params: torch.Tensor | None) -> bool:
@@ -50,13 +51,14 @@ def _call(name: str, *args) -> None:
 
 
 def _planes(x: torch.Tensor) -> tuple[torch.Tensor, torch.memory_format]:
-    """``x`` itself when its channel planes are contiguous (any batch stride), else a
-    contiguous copy; and the memory format of the result to return."""
+    """``x`` itself when its channel planes are contiguous (any batch stride), else an NCHW
+    copy; and the memory format of the result to return."""
     B, C, H, W = x.shape
     if all(n == 1 or s == want for n, s, want in zip((C, H, W), x.stride()[1:], (H * W, W, 1))):
         return x, torch.contiguous_format
-    fmt = torch.channels_last if x.is_contiguous(memory_format=torch.channels_last) else torch.contiguous_format
-    return x.contiguous(), fmt
+    if is_channels_last(x):  # the copy's backward gives the gradient back channels-last too
+        return as_nchw(x), torch.channels_last
+    return x.contiguous(), torch.contiguous_format
 
 
 def _batch_stride(x: torch.Tensor) -> int:
