@@ -151,7 +151,10 @@ def breakdown(args, dev, fmt, edges, sync) -> None:
         return torch.randn(args.batch, ch, S, S, device=dev).contiguous(memory_format=fmt)
 
     x, g = tensor(C).requires_grad_(), tensor(C)
-    xc, gc = tensor(c).requires_grad_(), tensor(c)
+    # inside the cell (CPU): the edges get a channel group of the NCHW input, phi NCHW nodes
+    nchw = fmt if dev.type != "cpu" else torch.contiguous_format
+    xc = torch.randn(args.batch, C, S, S, device=dev).contiguous(memory_format=nchw)[:, :c].requires_grad_()
+    gc = torch.randn(args.batch, c, S, S, device=dev).contiguous(memory_format=nchw)
     xphi = tensor((K + 1) * c).requires_grad_()
     block = BasicBlock(C, C).to(dev, memory_format=fmt)
     discrete = HOGA(C, edges, K).to(dev, memory_format=fmt)
@@ -160,7 +163,8 @@ def breakdown(args, dev, fmt, edges, sync) -> None:
     parts = {"block": lambda: block(x).backward(g), "discrete cell": lambda: discrete(x).backward(g),
              "relaxed cell": lambda: relaxed(x).backward(g), "phi": lambda: phi(xphi).backward(g)}
     if hasattr(phi, "project"):  # the folded phi the cells use (U_bar folded into conv1)
-        nodes = [tensor(c).requires_grad_() for _ in range(K)]
+        nodes = [torch.randn(args.batch, c, S, S, device=dev).contiguous(memory_format=nchw).requires_grad_()
+                 for _ in range(K)]
         parts["phi folded (from the K nodes)"] = lambda: phi.project(nodes).backward(g)
     for key, op in discrete.ops.items():
         if discrete.choices[key] not in ("identity", "zero"):
