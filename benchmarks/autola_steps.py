@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import time
 from collections.abc import Callable, Iterable
@@ -61,8 +62,11 @@ def darts_step(net: torch.nn.Module, weights: list, alpha: list, batch_a: Batch,
 
 
 def time_interleaved(fns: dict[str, Callable[[], None]], repeats: int,
-                     sync: Callable[[], None] = lambda: None) -> tuple[dict, dict, dict]:
+                     sync: Callable[[], None] = lambda: None, shuffle: bool = False) -> tuple[dict, dict, dict]:
     """Run every function once per round, ``repeats`` rounds, so that load hits all alike.
+
+    ``shuffle``: a new order every round (fixed seed), so that no function always runs just
+    after the same one (e.g. right after a large one that left the caches cold).
 
     Returns:
         Per name: the wall times, the process CPU times and the 1-minute load averages,
@@ -71,8 +75,12 @@ def time_interleaved(fns: dict[str, Callable[[], None]], repeats: int,
     wall: dict[str, list[float]] = {k: [] for k in fns}
     cpu: dict[str, list[float]] = {k: [] for k in fns}
     loads: dict[str, list[float]] = {k: [] for k in fns}
+    order, rng = list(fns), random.Random(0)
     for _ in range(repeats):
-        for name, f in fns.items():
+        if shuffle:
+            rng.shuffle(order)
+        for name in order:
+            f = fns[name]
             sync()
             t, c = time.perf_counter(), time.process_time()
             f()

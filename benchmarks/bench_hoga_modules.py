@@ -6,8 +6,9 @@ slice of an NCHW tensor, as the cell gives them -- and of the projection phi (Eq
 four nodes, at the three stages of a CIFAR ResNet-20 (batch 64: 16 channels at 32 x 32, 32 at
 16 x 16, 64 at 8 x 8). "compiled": the modules' ``forward`` (one compiled autograd operation
 each, :mod:`attnas.ops.attention_gates`, :mod:`attnas.ops.fused_phi`); "eager": their
-PyTorch expressions (``forward_eager``, ``HOGAProjection.project_eager``). The two are
-interleaved round by round; prints the medians, the speed-up and the load average.
+PyTorch expressions (``forward_eager``, ``HOGAProjection.project_eager``). All are
+interleaved round by round, in a new order every round; prints the medians, the speed-up
+and the load average.
 
     PYTHONPATH=. python benchmarks/bench_hoga_modules.py --threads 2 --repeats 21
 """
@@ -53,7 +54,7 @@ def main() -> None:
         fns = {f"{n} {kind}": f for n, pair in cases.items() for kind, f in zip(("compiled", "eager"), pair)}
         for f in fns.values():
             f(), f()
-        times, _, loads = time_interleaved(fns, args.repeats)
+        times, _, loads = time_interleaved(fns, args.repeats, shuffle=True)
         med = medians(times)
         load = statistics.median(v for vs in loads.values() for v in vs)
         print(f"stage ({B}, {c} of {C}, {S}, {S}), load {load:.2f}:")
