@@ -5,24 +5,23 @@ the weights of ``U_bar = sum_k U_k`` folded into those of every node), a trainin
 normalisation, ReLU, a second ``1 x 1`` convolution and batch normalisation, then channel
 attention (Eq. 4). In PyTorch that is some fifteen operations and as many autograd nodes,
 with full-size passes for each batch normalisation's statistics, normalisation and backward.
-This kernel does the forward in five passes over the images and the backward in four, one
+This kernel does the forward in three passes over the images and the backward in three, one
 image per thread at a time, the ``1 x 1`` convolutions as small matrix products on tiles of
-``TP`` positions (vectorised over positions, NCHW planes):
+``TP`` positions (vectorised over positions, NCHW planes; the nodes are read in place):
 
 forward
-  1. ``y1 = W_f x`` (``W_f`` the folded weights) and the sums of every (image, channel) plane;
-  2. the centred squares of ``y1`` (two-pass variance, as exact as PyTorch's);
-  3. ``a = relu(BN1(y1))``, ``y2 = W_2 a`` and the plane sums of ``y2``;
-  4. the centred squares of ``y2``;
+  1. ``y1 = W_f x`` (``W_f`` the folded weights) and the moments (mean, centred sum of squares)
+     of every (image, channel) plane, merged tile by tile (as exact as a two-pass variance);
+  2. ``a = relu(BN1(y1))``, ``y2 = W_2 a`` and the moments of ``y2``'s planes;
   then the channel attention's MLP on the plane means of ``z = BN2(y2)``, and
-  5. ``out = z * gate`` (NCHW or channels-last).
+  3. ``out = z * gate`` (NCHW or channels-last).
 
 backward (``dout`` given)
   1. the plane sums of ``dout`` and ``dout * y2``: the gate's and BN2's gradients in
      closed form, the MLP's backward;
   2. ``dy2`` per position, ``dW_2 += dy2 a^T``, ``dr = (W_2^T dy2) [BN1(y1) > 0]`` stored, and
      the sums BN1's backward needs;
-  3. ``dy1`` from ``dr``, ``dW_f += dy1 x^T`` and ``dx = W_f^T dy1``.
+  3. ``dy1`` from ``dr``, ``dW_f += dy1 x^T`` and the nodes' gradients ``W_f^T dy1``.
 
 Weight gradients are summed per thread in ``double`` and reduced in thread order
 (deterministic for a given thread count). Built and cached by
@@ -228,30 +227,34 @@ inline T row_sum(const T* r, int n) {
   return s;
 }
 
-// Batch mean and biased variance per channel of y (B, C, P) from its plane sums (two-pass).
-template <typename T>
-void batch_stats(const T* y, const Dims& d, const std::vector<double>& plane_sum, std::vector<double>& mean,
-                 std::vector<double>& var, int nthreads) {
-  const int64_t planes = d.B * d.C;
-  for (int o = 0; o < d.C; ++o) {
-    double s = 0;
-    for (int64_t b = 0; b < d.B; ++b) s += plane_sum[b * d.C + o];
-    mean[o] = s / (double)d.N();
+// Count, mean and centred sum of squares of a set of values, merged tile by tile (Chan et al.'s
+// pairwise update): as exact as a two-pass variance, without a second pass over memory.
+struct Moments {
+  double n = 0, mean = 0, m2 = 0;
+  void merge(double nb, double mb, double m2b) {
+    if (nb == 0) return;
+    const double tot = n + nb, delta = mb - mean;
+    mean += delta * nb / tot;
+    m2 += m2b + delta * delta * n * nb / tot;
+    n = tot;
   }
-  std::vector<double> sq(planes);
-  #pragma omp parallel for num_threads(nthreads) schedule(static)
-  for (int64_t it = 0; it < planes; ++it) {
-    const T m = (T)mean[it % d.C];
-    const T* row = y + it * d.P;
-    T s = 0;
-    #pragma omp simd reduction(+ : s)
-    for (int64_t p = 0; p < d.P; ++p) s += (row[p] - m) * (row[p] - m);
-    sq[it] = (double)s;
+  template <typename T> void add(const T* r, int cnt) {  // a tile row: two passes over it in L1
+    const T m = row_sum(r, cnt) / (T)cnt;
+    T q = 0;
+    #pragma omp simd reduction(+ : q)
+    for (int p = 0; p < cnt; ++p) q += (r[p] - m) * (r[p] - m);
+    merge(cnt, (double)m, (double)q);
   }
+};
+
+// Batch mean and biased variance per channel from the moments of every (image, channel) plane.
+inline void batch_stats(const std::vector<Moments>& planes, const Dims& d, std::vector<double>& mean,
+                        std::vector<double>& var) {
   for (int o = 0; o < d.C; ++o) {
-    double s = 0;
-    for (int64_t b = 0; b < d.B; ++b) s += sq[b * d.C + o];
-    var[o] = s / (double)d.N();
+    Moments m;
+    for (int64_t b = 0; b < d.B; ++b) m.merge(planes[b * d.C + o].n, planes[b * d.C + o].mean, planes[b * d.C + o].m2);
+    mean[o] = m.mean;
+    var[o] = m.m2 / m.n;
   }
 }
 
@@ -274,38 +277,39 @@ void forward(const Nodes<const T>& x, const T* w1, const T* g1, const T* be1, co
              T* gate, const Dims& d, int nthreads) {
   const int C = d.C, kc = d.kc();
   const std::vector<T> wf = fold(w1, d);
-  std::vector<double> ps(d.B * C), mean(C), var(C);
-  // 1. y1 = W_f x, plane sums
+  std::vector<Moments> pm((size_t)(d.B * C));
+  std::vector<double> mean(C), var(C);
+  // 1. y1 = W_f x, the moments of every plane
   #pragma omp parallel num_threads(nthreads)
   {
     std::vector<T> xt((size_t)kc * TP), yt((size_t)C * TP);
     std::vector<const T*> tab(kc);
     #pragma omp for schedule(static)
     for (int64_t b = 0; b < d.B; ++b) {
-      for (int o = 0; o < C; ++o) ps[b * C + o] = 0.0;
+      for (int o = 0; o < C; ++o) pm[b * C + o] = Moments();
       for (int64_t t0 = 0; t0 < d.P; t0 += TP) {
         const int n = d.tile(t0);
         const Rows<T> y = rows_out(y1, b, C, t0, n, d, yt.data());
         tile_matmul<T>(wf.data(), node_rows_in(x, b, t0, n, d, xt.data(), tab.data()), y, C, kc);
         put_rows(y, y1, b, C, t0, n, d);
-        for (int o = 0; o < C; ++o) ps[b * C + o] += (double)row_sum(y[o], n);
+        for (int o = 0; o < C; ++o) pm[b * C + o].add(y[o], n);
       }
     }
   }
-  batch_stats(y1, d, ps, mean, var, nthreads);
+  batch_stats(pm, d, mean, var);
   std::vector<T> s1(C), t1(C);
   for (int o = 0; o < C; ++o) {
     const double inv = 1.0 / std::sqrt(var[o] + eps1);
     stats[o] = (T)mean[o]; stats[C + o] = (T)var[o]; stats[4 * C + o] = (T)inv;
     s1[o] = (T)(g1[o] * inv); t1[o] = (T)(be1[o] - mean[o] * g1[o] * inv);
   }
-  // 3. a = relu(BN1(y1)), y2 = W2 a, plane sums
+  // 2. a = relu(BN1(y1)), y2 = W2 a, the moments of every plane
   #pragma omp parallel num_threads(nthreads)
   {
     std::vector<T> at((size_t)C * TP), yt((size_t)C * TP);
     #pragma omp for schedule(static)
     for (int64_t b = 0; b < d.B; ++b) {
-      for (int o = 0; o < C; ++o) ps[b * C + o] = 0.0;
+      for (int o = 0; o < C; ++o) pm[b * C + o] = Moments();
       for (int64_t t0 = 0; t0 < d.P; t0 += TP) {
         const int n = d.tile(t0);
         for (int i = 0; i < C; ++i) {
@@ -319,11 +323,11 @@ void forward(const Nodes<const T>& x, const T* w1, const T* g1, const T* be1, co
         const Rows<T> y = rows_out(y2, b, C, t0, n, d, yt.data());
         tile_matmul<T>(w2, Rows<const T>{at.data(), TP}, y, C, C);
         put_rows(y, y2, b, C, t0, n, d);
-        for (int o = 0; o < C; ++o) ps[b * C + o] += (double)row_sum(y[o], n);
+        for (int o = 0; o < C; ++o) pm[b * C + o].add(y[o], n);
       }
     }
   }
-  batch_stats(y2, d, ps, mean, var, nthreads);
+  batch_stats(pm, d, mean, var);
   std::vector<T> s2(C), t2(C);
   for (int o = 0; o < C; ++o) {
     const double inv = 1.0 / std::sqrt(var[o] + eps2);
@@ -332,7 +336,7 @@ void forward(const Nodes<const T>& x, const T* w1, const T* g1, const T* be1, co
   }
   // channel attention (Eq. 4) on z = BN2(y2): gate = sigmoid(fc2 relu(fc1 mean_P z))
   for (int64_t b = 0; b < d.B; ++b) {
-    for (int o = 0; o < C; ++o) avg[b * C + o] = (T)(ps[b * C + o] / (double)d.P) * s2[o] + t2[o];
+    for (int o = 0; o < C; ++o) avg[b * C + o] = (T)pm[b * C + o].mean * s2[o] + t2[o];
     for (int m = 0; m < d.hid; ++m) {
       T v = 0;
       for (int o = 0; o < C; ++o) v += fc1[m * C + o] * avg[b * C + o];
@@ -344,7 +348,7 @@ void forward(const Nodes<const T>& x, const T* w1, const T* g1, const T* be1, co
       gate[b * C + o] = (T)1 / ((T)1 + std::exp(-v));
     }
   }
-  // 5. out = z * gate
+  // 3. out = z * gate
   if (!d.cl) {
     #pragma omp parallel for num_threads(nthreads) schedule(static)
     for (int64_t it = 0; it < d.B * C; ++it) {
