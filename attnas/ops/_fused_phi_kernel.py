@@ -7,7 +7,8 @@ attention (Eq. 4). In PyTorch that is some fifteen operations and as many autogr
 with full-size passes for each batch normalisation's statistics, normalisation and backward.
 This kernel does the forward in three passes over the images and the backward in three, one
 image per thread at a time, the ``1 x 1`` convolutions as small matrix products on tiles of
-``TP`` positions (vectorised over positions, NCHW planes; the nodes are read in place):
+``TP`` positions (fewer on planes smaller than a tile: the plane rounded up to 16), vectorised
+over positions, on NCHW planes (the nodes are read in place):
 
 forward
   1. ``y1 = W_f x`` (``W_f`` the folded weights) and the moments (mean, centred sum of squares)
@@ -56,6 +57,8 @@ struct Dims {
   int kc() const { return K * c; }
   int64_t N() const { return B * P; }
   int tile(int64_t t0) const { return (int)(P - t0 < TP ? P - t0 : TP); }
+  // Positions computed per tile: TP, or P rounded up to 16 when P is smaller (small planes).
+  int tw() const { return P >= TP ? TP : (int)((P + 15) / 16 * 16); }
 };
 
 // Rows of a tile: row r at p + r s (s = P in place in a plane, TP in a tile buffer).
@@ -82,9 +85,9 @@ template <typename T>
 inline Rows<const T> node_rows_in(const Nodes<const T>& x, int64_t b, int64_t t0, int n, const Dims& d, T* tile,
                                   const T** tab) {
   for (int j = 0; j < d.kc(); ++j) {
-    if (n == TP) { tab[j] = x.row(b, j, t0, d); continue; }
+    if (n == d.tw()) { tab[j] = x.row(b, j, t0, d); continue; }
     std::memcpy(tile + j * TP, x.row(b, j, t0, d), sizeof(T) * n);
-    for (int p = n; p < TP; ++p) tile[j * TP + p] = (T)0;
+    for (int p = n; p < d.tw(); ++p) tile[j * TP + p] = (T)0;
     tab[j] = tile + j * TP;
   }
   return {nullptr, 0, tab};
@@ -111,10 +114,10 @@ std::vector<T> transposed(const T* w, int nout, int nin) {
 
 // y[o][0..TP) = sum_i w[o * nin + i] x[i][0..TP) for o0 <= o < o0 + OB: OB x 2 vector accumulators.
 template <typename T, int OB>
-inline void matmul_rows(const T* w, Rows<const T> x, Rows<T> y, int o0, int nin) {
+inline void matmul_rows(const T* w, Rows<const T> x, Rows<T> y, int o0, int nin, int tw) {
   typedef typename Lanes<T>::V V;
   constexpr int L = Lanes<T>::L;
-  for (int p = 0; p < TP; p += 2 * L) {
+  for (int p = 0; p < tw; p += 2 * L) {
     V a[OB][2];
     for (int ob = 0; ob < OB; ++ob) a[ob][0] = a[ob][1] = V{};
     for (int i = 0; i < nin; ++i) {
@@ -130,21 +133,22 @@ inline void matmul_rows(const T* w, Rows<const T> x, Rows<T> y, int o0, int nin)
 
 // y = w x on one tile: y[o] = sum_i w[o * nin + i] x[i].
 template <typename T>
-inline void tile_matmul(const T* w, Rows<const T> x, Rows<T> y, int nout, int nin) {
+inline void tile_matmul(const T* w, Rows<const T> x, Rows<T> y, int nout, int nin, int tw) {
   int o = 0;
-  for (; o + 8 <= nout; o += 8) matmul_rows<T, 8>(w, x, y, o, nin);
-  for (; o < nout; ++o) matmul_rows<T, 1>(w, x, y, o, nin);
+  for (; o + 8 <= nout; o += 8) matmul_rows<T, 8>(w, x, y, o, nin, tw);
+  for (; o < nout; ++o) matmul_rows<T, 1>(w, x, y, o, nin, tw);
 }
 
 // acc[o * nin + i] += u[o] * v[i] (lane-wise) over one tile, for an OB x IB block.
 template <typename T, int OB, int IB>
-inline void outer_block(Rows<const T> u, Rows<const T> v, typename Lanes<T>::V* acc, int o0, int i0, int nin) {
+inline void outer_block(Rows<const T> u, Rows<const T> v, typename Lanes<T>::V* acc, int o0, int i0, int nin,
+                        int tw) {
   typedef typename Lanes<T>::V V;
   constexpr int L = Lanes<T>::L;
   V a[OB][IB];
   for (int ob = 0; ob < OB; ++ob)
     for (int ib = 0; ib < IB; ++ib) a[ob][ib] = acc[(o0 + ob) * nin + i0 + ib];
-  for (int p = 0; p < TP; p += L) {
+  for (int p = 0; p < tw; p += L) {
     V uv[OB], vv[IB];
     for (int ob = 0; ob < OB; ++ob) uv[ob] = loadu(u[o0 + ob] + p);
     for (int ib = 0; ib < IB; ++ib) vv[ib] = loadu(v[i0 + ib] + p);
@@ -156,19 +160,19 @@ inline void outer_block(Rows<const T> u, Rows<const T> v, typename Lanes<T>::V* 
 }
 
 template <typename T, int OB>
-inline void outer_rows(Rows<const T> u, Rows<const T> v, typename Lanes<T>::V* acc, int o0, int nin) {
+inline void outer_rows(Rows<const T> u, Rows<const T> v, typename Lanes<T>::V* acc, int o0, int nin, int tw) {
   int i = 0;
-  for (; i + 4 <= nin; i += 4) outer_block<T, OB, 4>(u, v, acc, o0, i, nin);
-  for (; i < nin; ++i) outer_block<T, OB, 1>(u, v, acc, o0, i, nin);
+  for (; i + 4 <= nin; i += 4) outer_block<T, OB, 4>(u, v, acc, o0, i, nin, tw);
+  for (; i < nin; ++i) outer_block<T, OB, 1>(u, v, acc, o0, i, nin, tw);
 }
 
 // acc[o * nin + i] += u[o] * v[i] over one tile (both zero past the tile's end), lane-wise;
 // flush_outer adds the lanes into g (double) and clears acc.
 template <typename T>
-inline void tile_outer(Rows<const T> u, Rows<const T> v, typename Lanes<T>::V* acc, int nout, int nin) {
+inline void tile_outer(Rows<const T> u, Rows<const T> v, typename Lanes<T>::V* acc, int nout, int nin, int tw) {
   int o = 0;
-  for (; o + 4 <= nout; o += 4) outer_rows<T, 4>(u, v, acc, o, nin);
-  for (; o < nout; ++o) outer_rows<T, 1>(u, v, acc, o, nin);
+  for (; o + 4 <= nout; o += 4) outer_rows<T, 4>(u, v, acc, o, nin, tw);
+  for (; o < nout; ++o) outer_rows<T, 1>(u, v, acc, o, nin, tw);
 }
 
 template <typename T>
@@ -185,10 +189,10 @@ inline void flush_outer(typename Lanes<T>::V* acc, double* g, int64_t n) {
 // else copied into tile with zeros past n.
 template <typename T>
 inline Rows<const T> rows_in(const T* src, int64_t b, int rows, int64_t t0, int n, const Dims& d, T* tile) {
-  if (n == TP) return {src + b * rows * d.P + t0, d.P};
+  if (n == d.tw()) return {src + b * rows * d.P + t0, d.P};
   for (int r = 0; r < rows; ++r) {
     std::memcpy(tile + r * TP, src + (b * rows + r) * d.P + t0, sizeof(T) * n);
-    for (int p = n; p < TP; ++p) tile[r * TP + p] = (T)0;
+    for (int p = n; p < d.tw(); ++p) tile[r * TP + p] = (T)0;
   }
   return {tile, TP};
 }
@@ -197,13 +201,13 @@ inline Rows<const T> rows_in(const T* src, int64_t b, int rows, int64_t t0, int 
 // else tile (then put_rows copies the n positions out).
 template <typename T>
 inline Rows<T> rows_out(T* dst, int64_t b, int rows, int64_t t0, int n, const Dims& d, T* tile) {
-  if (n == TP) return {dst + b * rows * d.P + t0, d.P};
+  if (n == d.tw()) return {dst + b * rows * d.P + t0, d.P};
   return {tile, TP};
 }
 
 template <typename T>
 inline void put_rows(Rows<T> r, T* dst, int64_t b, int rows, int64_t t0, int n, const Dims& d) {
-  if (n == TP) return;
+  if (n == d.tw()) return;
   for (int i = 0; i < rows; ++i) std::memcpy(dst + (b * rows + i) * d.P + t0, r[i], sizeof(T) * n);
 }
 
@@ -212,7 +216,7 @@ template <typename T>
 inline Rows<const T> out_rows_in(const T* src, int64_t b, int64_t t0, int n, const Dims& d, T* tile) {
   if (!d.cl) return rows_in(src, b, d.C, t0, n, d, tile);
   for (int o = 0; o < d.C; ++o)
-    for (int p = n; p < TP; ++p) tile[o * TP + p] = (T)0;
+    for (int p = n; p < d.tw(); ++p) tile[o * TP + p] = (T)0;
   const T* s = src + (b * d.P + t0) * d.C;
   for (int p = 0; p < n; ++p)
     for (int o = 0; o < d.C; ++o) tile[o * TP + p] = s[p * d.C + o];
@@ -275,7 +279,7 @@ template <typename T>
 void forward(const Nodes<const T>& x, const T* w1, const T* g1, const T* be1, const T* w2, const T* g2, const T* be2,
              const T* fc1, const T* fc2, double eps1, double eps2, T* out, T* y1, T* y2, T* stats, T* avg, T* h,
              T* gate, const Dims& d, int nthreads) {
-  const int C = d.C, kc = d.kc();
+  const int C = d.C, kc = d.kc(), tw = d.tw();
   const std::vector<T> wf = fold(w1, d);
   std::vector<Moments> pm((size_t)(d.B * C));
   std::vector<double> mean(C), var(C);
@@ -290,7 +294,7 @@ void forward(const Nodes<const T>& x, const T* w1, const T* g1, const T* be1, co
       for (int64_t t0 = 0; t0 < d.P; t0 += TP) {
         const int n = d.tile(t0);
         const Rows<T> y = rows_out(y1, b, C, t0, n, d, yt.data());
-        tile_matmul<T>(wf.data(), node_rows_in(x, b, t0, n, d, xt.data(), tab.data()), y, C, kc);
+        tile_matmul<T>(wf.data(), node_rows_in(x, b, t0, n, d, xt.data(), tab.data()), y, C, kc, tw);
         put_rows(y, y1, b, C, t0, n, d);
         for (int o = 0; o < C; ++o) pm[b * C + o].add(y[o], n);
       }
@@ -318,10 +322,10 @@ void forward(const Nodes<const T>& x, const T* w1, const T* g1, const T* be1, co
           const T s = s1[i], t = t1[i];
           #pragma omp simd
           for (int p = 0; p < n; ++p) { const T v = y[p] * s + t; a[p] = v > 0 ? v : (T)0; }
-          for (int p = n; p < TP; ++p) a[p] = (T)0;
+          for (int p = n; p < tw; ++p) a[p] = (T)0;
         }
         const Rows<T> y = rows_out(y2, b, C, t0, n, d, yt.data());
-        tile_matmul<T>(w2, Rows<const T>{at.data(), TP}, y, C, C);
+        tile_matmul<T>(w2, Rows<const T>{at.data(), TP}, y, C, C, tw);
         put_rows(y, y2, b, C, t0, n, d);
         for (int o = 0; o < C; ++o) pm[b * C + o].add(y[o], n);
       }
@@ -388,7 +392,7 @@ void backward(const T* dout, const Nodes<const T>& x, const T* w1, const T* g1, 
               const T* gate, T* dr, const Nodes<T>& dx, T* dw1, T* dg1, T* dbe1, T* dw2, T* dg2, T* dbe2, T* dfc1, T* dfc2,
               const Dims& d, int nthreads) {
   typedef typename Lanes<T>::V V;
-  const int C = d.C, kc = d.kc(), hid = d.hid;
+  const int C = d.C, kc = d.kc(), hid = d.hid, tw = d.tw();
   const double N = (double)d.N(), P = (double)d.P;
   const T* mean1 = stats; const T* mean2 = stats + 2 * C; const T* inv1 = stats + 4 * C; const T* inv2 = stats + 5 * C;
   const std::vector<T> wf = fold(w1, d), wft = transposed(wf.data(), C, kc), w2t = transposed(w2, C, C);
@@ -481,18 +485,18 @@ void backward(const T* dout, const Nodes<const T>& x, const T* w1, const T* g1, 
           const T a = A[b * C + o], bc = B2[o], cc = C2[b * C + o];
           #pragma omp simd
           for (int p = 0; p < n; ++p) dy[p] = a * gr[p] + bc * y[p] + cc;
-          for (int p = n; p < TP; ++p) dy[p] = (T)0;
+          for (int p = n; p < tw; ++p) dy[p] = (T)0;
         }
         for (int i = 0; i < C; ++i) {  // at <- a = relu(BN1(y1)), zeros past n
           T* a = at.data() + i * TP; const T* y = y1 + (b * C + i) * d.P + t0;
           const T s = s1[i], tt = t1[i];
           #pragma omp simd
           for (int p = 0; p < n; ++p) { const T v = y[p] * s + tt; a[p] = v > 0 ? v : (T)0; }
-          for (int p = n; p < TP; ++p) a[p] = (T)0;
+          for (int p = n; p < tw; ++p) a[p] = (T)0;
         }
         const Rows<const T> dy2{gt.data(), TP}, act{at.data(), TP};
-        tile_outer<T>(dy2, act, acc.data(), C, C);
-        tile_matmul<T>(w2t.data(), dy2, Rows<T>{rt.data(), TP}, C, C);
+        tile_outer<T>(dy2, act, acc.data(), C, C, tw);
+        tile_matmul<T>(w2t.data(), dy2, Rows<T>{rt.data(), TP}, C, C, tw);
         for (int i = 0; i < C; ++i) {
           const T* r = rt.data() + i * TP; const T* a = at.data() + i * TP;
           const T* y = y1 + (b * C + i) * d.P + t0;
@@ -541,15 +545,15 @@ void backward(const T* dout, const Nodes<const T>& x, const T* w1, const T* g1, 
           const T k = k1[o], bb = B1[o], cc = C1[o];
           #pragma omp simd
           for (int p = 0; p < n; ++p) dy[p] = k * r[p] + bb * y[p] + cc;
-          for (int p = n; p < TP; ++p) dy[p] = (T)0;
+          for (int p = n; p < tw; ++p) dy[p] = (T)0;
         }
         const Rows<const T> dy1{rt.data(), TP};
-        tile_outer<T>(dy1, node_rows_in(x, b, t0, n, d, xt.data(), tab.data()), acc.data(), C, kc);
-        if (n == TP) {  // straight into the nodes' gradients
+        tile_outer<T>(dy1, node_rows_in(x, b, t0, n, d, xt.data(), tab.data()), acc.data(), C, kc, tw);
+        if (n == tw) {  // straight into the nodes' gradients
           for (int j = 0; j < kc; ++j) gtab[j] = dx.row(b, j, t0, d);
-          tile_matmul<T>(wft.data(), dy1, Rows<T>{nullptr, 0, gtab.data()}, kc, C);
+          tile_matmul<T>(wft.data(), dy1, Rows<T>{nullptr, 0, gtab.data()}, kc, C, tw);
         } else {
-          tile_matmul<T>(wft.data(), dy1, Rows<T>{dt.data(), TP}, kc, C);
+          tile_matmul<T>(wft.data(), dy1, Rows<T>{dt.data(), TP}, kc, C, tw);
           for (int j = 0; j < kc; ++j) std::memcpy(dx.row(b, j, t0, d), dt.data() + j * TP, sizeof(T) * n);
         }
       }

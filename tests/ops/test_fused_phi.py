@@ -186,3 +186,15 @@ def test_float32_statistics_as_accurate_as_the_modules_far_from_zero(kernel):
     fused_err = (fused_projection(copy.deepcopy(phi), nodes).double() - ref).abs().max()
     eager_err = (copy.deepcopy(phi).project_eager(nodes).double() - ref).abs().max()
     assert fused_err <= 2 * eager_err + 1e-6
+
+
+def test_small_planes_use_the_modules(kernel):
+    """Below FUSED_MIN_POSITIONS positions phi runs PyTorch's operations (faster there); the
+    kernel itself is still exact on them (the float64 cases above include 3 x 3 planes)."""
+    from attnas.ops.hoga_cell import FUSED_MIN_POSITIONS
+
+    phi = _phi(4, 4, 16, torch.float64)
+    small = _nodes(4, 4, 4, 2, 2, torch.float64)
+    assert 4 < FUSED_MIN_POSITIONS and fused_applies(phi, small)
+    assert type(phi.project(small).grad_fn).__name__ != "_FusedProjectionBackward"
+    assert type(phi.project(_nodes(4, 4, 4, 4, 4, torch.float64)).grad_fn).__name__ == "_FusedProjectionBackward"
