@@ -71,19 +71,6 @@ inline void sigmoid_inplace(float* z, int64_t n) {
   for (; i < n; ++i) z[i] = sigmoid1(z[i]);
 }
 
-// Per-thread partial sums, reduced over threads in a fixed order.
-struct Partials {
-  std::vector<double> v;
-  int64_t n;
-  Partials(int nthreads, int64_t n_) : v((size_t)(nthreads * n_), 0.0), n(n_) {}
-  double* of(int t) { return v.data() + (int64_t)t * n; }
-  double sum(int64_t i, int used) const {
-    double s = 0.0;
-    for (int t = 0; t < used; ++t) s += v[(size_t)(t * n + i)];
-    return s;
-  }
-};
-
 // ---------------------------------------------------------------- normalization attention (Eq. 7)
 
 // s = sigmoid(bias + dwconv(plane)) of one plane, from its padded copy.
@@ -628,7 +615,7 @@ int attnas_channel_backward(int dtype, const void* x, int64_t sb, const void* w1
 """
 
 #: The small-convolution kernel's source (its helpers and its own entry points), the vector
-#: ``exp`` and the gates'.
+#: ``exp`` and the gates' (the per-thread partial sums come with the small-convolution source).
 _SOURCE = _small_conv_kernel._SOURCE + EXP_NONPOS + _GATES
 
 

@@ -36,9 +36,10 @@ import ctypes
 from typing import Any
 
 from attnas.ops._compiled import CompiledLibrary
+from attnas.ops._thread_partials import PARTIALS
 from attnas.ops._vector_lanes import LANES
 
-_SOURCE = LANES + r"""
+_SOURCE = LANES + PARTIALS + r"""
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -262,18 +263,6 @@ inline void batch_stats(const std::vector<Moments>& planes, const Dims& d, std::
   }
 }
 
-// Per-thread double accumulators, reduced in thread order.
-struct Partials {
-  std::vector<double> data; int64_t size; int used = 1;
-  Partials(int nthreads, int64_t size) : data((size_t)(nthreads * size), 0.0), size(size) {}
-  double* of(int t) { return data.data() + (int64_t)t * size; }
-  double total(int64_t i) const {
-    double v = 0;
-    for (int t = 0; t < used; ++t) v += data[(size_t)(t * size + i)];
-    return v;
-  }
-};
-
 // stats (6, C): mean1, var1, mean2, var2 (biased), inv1, inv2. avg (B, C), h (B, hid), gate (B, C).
 template <typename T>
 void forward(const Nodes<const T>& x, const T* w1, const T* g1, const T* be1, const T* w2, const T* g2, const T* be2,
@@ -464,12 +453,13 @@ void backward(const T* dout, const Nodes<const T>& x, const T* w1, const T* g1, 
   }
   // 2. dy2; dW2 += dy2 a^T; dr = (W2^T dy2) [BN1(y1) > 0]; sum dr and sum dr y1 per plane
   Partials pw2(nthreads, (int64_t)C * C);
+  int used = 1;
   std::vector<double> sr((size_t)d.B * C), sry((size_t)d.B * C);
   #pragma omp parallel num_threads(nthreads)
   {
     const int t = omp_get_thread_num();
     #pragma omp single
-    pw2.used = omp_get_num_threads();
+    used = omp_get_num_threads();
     std::vector<T> gt((size_t)C * TP), at((size_t)C * TP), rt((size_t)C * TP);
     std::vector<V> acc((size_t)C * C, V{});
     int64_t pending = 0;
@@ -511,7 +501,7 @@ void backward(const T* dout, const Nodes<const T>& x, const T* w1, const T* g1, 
     }
     flush_outer<T>(acc.data(), pw2.of(t), (int64_t)C * C);
   }
-  for (int64_t i = 0; i < (int64_t)C * C; ++i) dw2[i] = (T)pw2.total(i);
+  for (int64_t i = 0; i < (int64_t)C * C; ++i) dw2[i] = (T)pw2.sum(i, used);
   // BN1: dy1 = k1 dr + B1[o] y1 + C1[o]
   std::vector<T> k1(C), B1(C), C1(C);
   for (int o = 0; o < C; ++o) {
@@ -529,7 +519,7 @@ void backward(const T* dout, const Nodes<const T>& x, const T* w1, const T* g1, 
   {
     const int t = omp_get_thread_num();
     #pragma omp single
-    pwf.used = omp_get_num_threads();
+    used = omp_get_num_threads();
     std::vector<T> rt((size_t)C * TP), xt((size_t)kc * TP), dt((size_t)kc * TP);
     std::vector<const T*> tab(kc);
     std::vector<T*> gtab(kc);
@@ -565,7 +555,7 @@ void backward(const T* dout, const Nodes<const T>& x, const T* w1, const T* g1, 
   for (int o = 0; o < C; ++o) {
     for (int m = 0; m < d.c; ++m) dw1[o * cin + kc + m] = (T)0;
     for (int j = 0; j < kc; ++j) {
-      const T v = (T)pwf.total((int64_t)o * kc + j);
+      const T v = (T)pwf.sum((int64_t)o * kc + j, used);
       dw1[o * cin + j] = v;
       dw1[o * cin + kc + j % d.c] += v;
     }

@@ -28,8 +28,9 @@ import ctypes
 from typing import Any
 
 from attnas.ops._compiled import CompiledLibrary
+from attnas.ops._thread_partials import PARTIALS
 
-_SOURCE = r"""
+_SOURCE = PARTIALS + r"""
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -222,14 +223,14 @@ template <typename T>
 void combine_backward(const T* dout, const T* x, const T* s0, const T* s1, const T* w0, const T* w1, const T* a,
                       const T* gs, const T* chan, const T* spat, T* dx, T* ds0, T* ds1, T* dw, T* da, T* dgs,
                       T* dchan, T* dspat, const Dims& d, int nthreads) {
-  std::vector<double> partial((std::size_t)nthreads * 2 * d.G, 0.0);
+  Partials partial(nthreads, 2 * d.G);
   int used = 1;
   #pragma omp parallel num_threads(nthreads)
   {
     const int t = omp_get_thread_num();
     #pragma omp single
     used = omp_get_num_threads();
-    double* dwt = partial.data() + (std::size_t)t * 2 * d.G;
+    double* dwt = partial.of(t);
     #pragma omp for schedule(static)
     for (int64_t bx = 0; bx < d.B * d.Gx; ++bx) {
       const int64_t b = bx / d.Gx; const int gx = (int)(bx % d.Gx);
@@ -271,11 +272,7 @@ void combine_backward(const T* dout, const T* x, const T* s0, const T* s1, const
       }
     }
   }
-  for (int i = 0; i < 2 * d.G; ++i) {
-    double v = 0.0;
-    for (int t = 0; t < used; ++t) v += partial[(std::size_t)t * 2 * d.G + i];
-    dw[i] = (T)v;
-  }
+  for (int i = 0; i < 2 * d.G; ++i) dw[i] = (T)partial.sum(i, used);
 }
 
 bool valid(const Dims& d) {

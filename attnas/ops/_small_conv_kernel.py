@@ -23,9 +23,10 @@ import ctypes
 from typing import Any
 
 from attnas.ops._compiled import CompiledLibrary
+from attnas.ops._thread_partials import PARTIALS
 from attnas.ops._vector_lanes import LANES
 
-_SOURCE = LANES + r"""
+_SOURCE = LANES + PARTIALS + r"""
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -180,14 +181,14 @@ void backward(const T* x, const T* w, const T* gout, T* gx, T* gw, const Shape& 
   const int64_t plane = (int64_t)s.H * s.W, pplane = (int64_t)s.Hp() * s.Wp();
   const int64_t items = s.B * s.G;
   const int64_t wsize = (int64_t)s.Cout * cin_g * KK;
-  std::vector<double> partial((size_t)(nthreads * wsize), 0.0);
+  Partials partial(nthreads, wsize);
   int used = 1;
   #pragma omp parallel num_threads(nthreads)
   {
     const int t = omp_get_thread_num();
     #pragma omp single
     used = omp_get_num_threads();
-    double* acc = partial.data() + (int64_t)t * wsize;
+    double* acc = partial.of(t);
     std::vector<T> gpad(gx ? (size_t)(cout_g * pplane) : 0, (T)0);
     std::vector<T> xpad(gw ? (size_t)(cin_g * pplane) : 0, (T)0);
     #pragma omp for schedule(static)
@@ -214,11 +215,7 @@ void backward(const T* x, const T* w, const T* gout, T* gx, T* gw, const Shape& 
     }
   }
   if (gw)
-    for (int64_t i = 0; i < wsize; ++i) {
-      double v = 0.0;
-      for (int t = 0; t < used; ++t) v += partial[(size_t)(t * wsize + i)];
-      gw[i] = (T)v;
-    }
+    for (int64_t i = 0; i < wsize; ++i) gw[i] = (T)partial.sum(i, used);
 }
 
 bool valid(const Shape& s) {

@@ -34,7 +34,8 @@ from torch.autograd.function import once_differentiable
 
 from attnas.ops import _attention_gates_kernel
 from attnas.ops._compiled import KERNEL_DTYPES
-from attnas.ops.memory_format import as_nchw, is_channels_last
+from attnas.ops.memory_format import as_nchw, is_channels_last, planes_contiguous
+from attnas.ops.running_stats import count_batch
 
 
 def kernels_apply(x: torch.Tensor, *params: torch.Tensor | None) -> bool:
@@ -53,8 +54,7 @@ def _call(name: str, *args) -> None:
 def _planes(x: torch.Tensor) -> tuple[torch.Tensor, torch.memory_format]:
     """``x`` itself when its channel planes are contiguous (any batch stride), else an NCHW
     copy; and the memory format of the result to return."""
-    B, C, H, W = x.shape
-    if all(n == 1 or s == want for n, s, want in zip((C, H, W), x.stride()[1:], (H * W, W, 1))):
+    if planes_contiguous(x):
         return x, torch.contiguous_format
     if is_channels_last(x):  # the copy's backward gives the gradient back channels-last too
         return as_nchw(x), torch.channels_last
@@ -188,9 +188,7 @@ def spatial_attention(x: torch.Tensor, weight: torch.Tensor, bn: nn.BatchNorm2d,
         mode = 0  # batch statistics
     if bn.training and bn.track_running_stats:
         mode = 1  # and their update
-        with torch.no_grad():
-            bn.num_batches_tracked.add_(1)
-        factor = 1.0 / float(bn.num_batches_tracked) if bn.momentum is None else bn.momentum
+        factor = count_batch(bn)
         # (the kernel writes the running statistics in place; no autograd graph holds them)
     w1, w2 = (None, None) if channel_mlp is None else channel_mlp
     y = _SpatialAttention.apply(x, w1, w2, weight, bn.weight, bn.bias, bn.running_mean, bn.running_var, bn.eps,

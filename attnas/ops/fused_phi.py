@@ -26,6 +26,8 @@ from torch import nn
 
 from attnas.ops import _fused_phi_kernel
 from attnas.ops._compiled import KERNEL_DTYPES
+from attnas.ops.memory_format import planes_contiguous
+from attnas.ops.running_stats import count_batch
 
 
 def _dims(node: torch.Tensor, k: int, channels: int, hidden: int, channels_last: bool) -> list[int]:
@@ -37,13 +39,6 @@ def _call(name: str, *args) -> None:
     _fused_phi_kernel.LIBRARY.call(f"attnas_phi_{name}", *args, torch.get_num_threads())
 
 
-def _planes_contiguous(x: torch.Tensor) -> bool:
-    """Whether every ``(H, W)`` plane of ``x`` ``(B, c, H, W)`` is contiguous and the planes of an
-    image follow each other (any batch stride): a channel slice of an NCHW tensor is."""
-    _, c, H, W = x.shape
-    return (W == 1 or x.stride(3) == 1) and (H == 1 or x.stride(2) == W) and (c == 1 or x.stride(1) == H * W)
-
-
 def _pointers(tensors) -> torch.Tensor:
     return torch.tensor([t.data_ptr() for t in tensors], dtype=torch.int64)
 
@@ -52,7 +47,7 @@ class _FusedProjection(torch.autograd.Function):
     @staticmethod
     def forward(ctx, stats, eps1, eps2, channels_last, w1, g1, be1, w2, g2, be2, fc1, fc2, *nodes):  # noqa: D102
         params = [t.contiguous() for t in (w1, g1, be1, w2, g2, be2, fc1, fc2)]
-        nodes = [n if _planes_contiguous(n) else n.contiguous() for n in nodes]
+        nodes = [n if planes_contiguous(n) else n.contiguous() for n in nodes]
         B, _, H, W = nodes[0].shape
         C, hid = w2.shape[0], fc1.shape[0]
         fmt = torch.channels_last if channels_last else torch.contiguous_format
@@ -64,19 +59,18 @@ class _FusedProjection(torch.autograd.Function):
         strides = torch.tensor([n.stride(0) for n in nodes], dtype=torch.int64)
         _call("forward", KERNEL_DTYPES[x.dtype], _pointers(nodes), strides, *params, eps1, eps2, out, y1, y2, stats,
               avg, h, gate, *dims)
-        ctx.save_for_backward(*params, y1, y2, stats, avg, h, gate, *nodes)
+        ctx.save_for_backward(*params, y1, y2, stats, avg, h, gate, strides, *nodes)
         ctx.dims = dims
         return out
 
     @staticmethod
     def backward(ctx, dout):  # noqa: D102 (autograd protocol)
-        w1, g1, be1, w2, g2, be2, fc1, fc2, y1, y2, stats, avg, h, gate, *nodes = ctx.saved_tensors
+        w1, g1, be1, w2, g2, be2, fc1, fc2, y1, y2, stats, avg, h, gate, strides, *nodes = ctx.saved_tensors
         channels_last = bool(ctx.dims[-1])
         dout = dout.contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
         dr = torch.empty_like(y1)
         dxs = [torch.empty(n.shape, dtype=n.dtype) for n in nodes]
         grads = [torch.empty_like(t) for t in (w1, g1, be1, w2, g2, be2, fc1, fc2)]
-        strides = torch.tensor([n.stride(0) for n in nodes], dtype=torch.int64)
         _call("backward", KERNEL_DTYPES[dout.dtype], dout, _pointers(nodes), strides, w1, g1, be1, w2, g2, fc1, fc2,
               y1, y2, stats, avg, h, gate, dr, _pointers(dxs), *grads, *ctx.dims)
         return (None, None, None, None, *grads, *dxs)
@@ -108,9 +102,8 @@ def _update_running_stats(bn: nn.BatchNorm2d, mean: torch.Tensor, var: torch.Ten
     """The running-statistics update of ``nn.BatchNorm2d`` in training mode."""
     if not bn.track_running_stats:
         return
+    factor = count_batch(bn)
     with torch.no_grad():
-        bn.num_batches_tracked.add_(1)
-        factor = 1.0 / float(bn.num_batches_tracked) if bn.momentum is None else bn.momentum
         bn.running_mean.mul_(1 - factor).add_(mean, alpha=factor)
         bn.running_var.mul_(1 - factor).add_(var * (n / (n - 1)), alpha=factor)
 

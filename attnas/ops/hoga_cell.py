@@ -155,7 +155,6 @@ def project(phi: nn.Module, nodes: list[torch.Tensor], like: torch.Tensor | None
     return phi(aggregate(nodes))
 
 
-
 class HOGA(nn.Module):
     """A discrete HOGA cell: one attention operation on every edge (AutoLA Eqs. 2-3).
 

@@ -1,0 +1,32 @@
+"""C++ source shared by the compiled kernels: per-thread partial sums, reduced in a fixed order.
+
+Weight gradients and batch statistics are summed per OpenMP thread in ``double`` and then over
+the threads in thread order, so the result is the same for a given thread count (no atomics).
+Prepended to the sources of the small-convolution (and so the attention-gate), relaxed-gate
+and fused-phi kernels.
+"""
+
+#: ``Partials(nthreads, n)``: ``n`` doubles per thread (``of(t)``), ``sum(i, used)`` over the
+#: first ``used`` threads; in an anonymous namespace.
+PARTIALS = r"""
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace {
+
+// Per-thread partial sums, reduced over threads in a fixed order.
+struct Partials {
+  std::vector<double> v;
+  int64_t n;
+  Partials(int nthreads, int64_t n_) : v((std::size_t)(nthreads * n_), 0.0), n(n_) {}
+  double* of(int t) { return v.data() + (int64_t)t * n; }
+  double sum(int64_t i, int used) const {
+    double s = 0.0;
+    for (int t = 0; t < used; ++t) s += v[(std::size_t)(t * n + i)];
+    return s;
+  }
+};
+
+}  // namespace
+"""
