@@ -212,15 +212,45 @@ inline void put_rows(Rows<T> r, T* dst, int64_t b, int rows, int64_t t0, int n, 
   for (int i = 0; i < rows; ++i) std::memcpy(dst + (b * rows + i) * d.P + t0, r[i], sizeof(T) * n);
 }
 
+// Between a tile (C rows of TP positions) and n channels-last positions (C values each):
+// L x L blocks transposed in registers, the rest element by element.
+template <typename T>
+inline void tile_from_cl(T* tile, const T* cl, int n, int C) {
+  constexpr int L = Lanes<T>::L;
+  const int np = n / L * L, nc = C / L * L;
+  typename Lanes<T>::V r[L];
+  for (int p = 0; p < np; p += L)
+    for (int o = 0; o < nc; o += L) {
+      for (int i = 0; i < L; ++i) r[i] = loadu(cl + (p + i) * C + o);
+      transpose_lanes(r);
+      for (int j = 0; j < L; ++j) storeu(tile + (o + j) * TP + p, r[j]);
+    }
+  for (int p = 0; p < n; ++p)
+    for (int o = p < np ? nc : 0; o < C; ++o) tile[o * TP + p] = cl[p * C + o];
+}
+
+template <typename T>
+inline void tile_to_cl(T* cl, const T* tile, int n, int C) {
+  constexpr int L = Lanes<T>::L;
+  const int np = n / L * L, nc = C / L * L;
+  typename Lanes<T>::V r[L];
+  for (int p = 0; p < np; p += L)
+    for (int o = 0; o < nc; o += L) {
+      for (int j = 0; j < L; ++j) r[j] = loadu(tile + (o + j) * TP + p);
+      transpose_lanes(r);
+      for (int i = 0; i < L; ++i) storeu(cl + (p + i) * C + o, r[i]);
+    }
+  for (int p = 0; p < n; ++p)
+    for (int o = p < np ? nc : 0; o < C; ++o) cl[p * C + o] = tile[o * TP + p];
+}
+
 // dout (NCHW or channels-last) rows of image b at t0.. (zeros past n).
 template <typename T>
 inline Rows<const T> out_rows_in(const T* src, int64_t b, int64_t t0, int n, const Dims& d, T* tile) {
   if (!d.cl) return rows_in(src, b, d.C, t0, n, d, tile);
   for (int o = 0; o < d.C; ++o)
     for (int p = n; p < d.tw(); ++p) tile[o * TP + p] = (T)0;
-  const T* s = src + (b * d.P + t0) * d.C;
-  for (int p = 0; p < n; ++p)
-    for (int o = 0; o < d.C; ++o) tile[o * TP + p] = s[p * d.C + o];
+  tile_from_cl(tile, src + (b * d.P + t0) * d.C, n, d.C);
   return {tile, TP};
 }
 
@@ -369,8 +399,7 @@ void forward(const Nodes<const T>& x, const T* w1, const T* g1, const T* be1, co
           #pragma omp simd
           for (int p = 0; p < n; ++p) z[p] = y[p] * s + t;
         }
-        for (int p = 0; p < n; ++p)
-          for (int o = 0; o < C; ++o) dst[p * C + o] = zt[o * TP + p];
+        tile_to_cl(dst, zt.data(), n, C);
       }
   }
 }

@@ -28,7 +28,7 @@ from torch import nn
 
 from attnas.errors import ArchError, ConfigError
 from attnas.ops.fused_phi import fused_applies, fused_projection
-from attnas.ops.memory_format import as_nchw, is_channels_last
+from attnas.ops.memory_format import is_channels_last, split_nchw
 from attnas.ops.vision_attention import ChannelAttention, create_attention
 
 
@@ -194,7 +194,7 @@ class HOGA(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # the compiled CPU kernels read NCHW planes (the gradient goes back in x's layout)
-        inputs = torch.split(as_nchw(x) if x.device.type == "cpu" else x, self.group_channels, 1)
+        inputs = split_nchw(x, self.group_channels) if x.device.type == "cpu" else torch.split(x, self.group_channels, 1)
         nodes: list[torch.Tensor] = []
         for k in range(self.groups):
             u = None

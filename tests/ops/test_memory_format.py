@@ -1,12 +1,15 @@
-"""as_nchw: NCHW values for the kernels, the gradient back in the input's layout."""
+"""as_nchw and split_nchw: NCHW values for the kernels, the gradient back in the input's layout."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
+from attnas.ops import _layout_kernel
 from attnas.ops.hoga_cell import HOGA
 from attnas.ops.hoga_relaxed import RelaxedHOGA
-from attnas.ops.memory_format import as_nchw, is_channels_last
+from attnas.ops.memory_format import as_nchw, is_channels_last, split_nchw
+from compiled_kernels import loaded_kernel
 
 
 def test_channels_last_input_gives_nchw_values_and_a_channels_last_gradient():
@@ -36,3 +39,50 @@ def test_cells_give_the_gradient_back_in_the_input_layout():
         (grad,) = torch.autograd.grad(y, x, torch.randn_like(y))
         assert y.is_contiguous(memory_format=torch.channels_last), type(cell).__name__
         assert grad.is_contiguous(memory_format=torch.channels_last), type(cell).__name__
+
+
+@pytest.fixture
+def kernel():
+    """The compiled layout kernel (skipped without a compiler)."""
+    return loaded_kernel(_layout_kernel)
+
+
+# (B, C, H, W, group channels): full 8 x 8 blocks, odd channel and position counts (the
+# element-by-element edges), one group, planes smaller than a block.
+SHAPES = [(3, 16, 4, 4, 4), (2, 12, 5, 3, 3), (2, 10, 3, 3, 2), (4, 24, 7, 9, 24), (2, 8, 1, 2, 8), (64, 16, 2, 2, 4)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_split_nchw_equals_split_of_contiguous_and_merges_gradients_channels_last(kernel, dtype, shape):
+    B, C, H, W, c = shape
+    x = torch.randn(B, C, H, W, dtype=dtype).contiguous(memory_format=torch.channels_last).requires_grad_()
+    groups = split_nchw(x, c)
+    assert type(groups[0].grad_fn).__name__ == "_SplitNCHWBackward"  # the kernel ran, not the fallback
+    want = torch.split(x.detach().contiguous(), c, 1)
+    assert len(groups) == C // c
+    for got, ref in zip(groups, want):
+        assert got.is_contiguous() and torch.equal(got, ref)
+    grads = [torch.randn(B, c, H, W, dtype=dtype) for _ in groups]
+    used = [i != 1 or len(groups) == 1 for i in range(len(groups))]  # group 1 unused: zeros
+    loss = sum((g * w).sum() for g, w, u in zip(groups, grads, used) if u)
+    (grad,) = torch.autograd.grad(loss, x)
+    expected = torch.cat([w if u else torch.zeros_like(w) for w, u in zip(grads, used)], 1)
+    assert grad.is_contiguous(memory_format=torch.channels_last) and torch.equal(grad, expected)
+
+
+def test_as_nchw_runs_the_kernel_on_float_tensors(kernel):
+    x = torch.randn(3, 16, 5, 6).contiguous(memory_format=torch.channels_last).requires_grad_()
+    y = as_nchw(x)
+    assert type(y.grad_fn).__name__ == "_SplitNCHWBackward" and y.is_contiguous() and torch.equal(y, x)
+    g = torch.randn(3, 16, 5, 6)
+    (grad,) = torch.autograd.grad(y, x, g)
+    assert grad.is_contiguous(memory_format=torch.channels_last) and torch.equal(grad, g)
+
+
+def test_split_nchw_falls_back_off_the_kernel():
+    x = torch.randn(2, 6, 3, 3)  # NCHW: views, no copy
+    groups = split_nchw(x, 2)
+    assert all(g.data_ptr() == x[:, 2 * i:].data_ptr() for i, g in enumerate(groups))
+    xi = torch.randint(0, 9, (2, 6, 3, 3)).contiguous(memory_format=torch.channels_last)  # not a kernel dtype
+    assert all(torch.equal(a, b) for a, b in zip(split_nchw(xi, 3), torch.split(xi.contiguous(), 3, 1)))
