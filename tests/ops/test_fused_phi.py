@@ -13,7 +13,9 @@ from attnas.ops.fused_phi import fused_applies, fused_projection
 from attnas.ops.hoga_cell import HOGA, HOGAProjection, aggregate
 
 # (batch, c, K, H, W, reduction): the cell's sizes, a K = 2 cell, odd channel counts (the
-# remainder blocks of the matrix products), positions that are not a multiple of the tile.
+# remainder blocks of the matrix products), positions that are not a multiple of the tile
+# (256 positions up to 16 channels, 128 up to 32, else 64: the last two shapes span a full and
+# a partial tile of the first two widths).
 SHAPES = [
     (4, 4, 4, 8, 8, 16),
     (3, 2, 2, 9, 9, 4),
@@ -21,6 +23,8 @@ SHAPES = [
     (2, 5, 3, 11, 13, 4),
     (2, 16, 4, 8, 8, 16),
     (1, 1, 4, 3, 3, 16),
+    (2, 4, 4, 17, 19, 16),
+    (2, 8, 4, 15, 13, 8),
 ]
 
 
