@@ -19,6 +19,7 @@ momentum is ``None``; unbiased variance).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import torch
@@ -41,6 +42,22 @@ def _call(name: str, *args) -> None:
 
 def _pointers(tensors) -> torch.Tensor:
     return torch.tensor([t.data_ptr() for t in tensors], dtype=torch.int64)
+
+
+_SCRATCH = threading.local()
+
+
+def _scratch(like: torch.Tensor) -> torch.Tensor:
+    """A scratch tensor shaped like ``like``, reused across calls (per thread, grown as needed).
+
+    The backward's ``dr`` lives only between its second and third pass; a fresh full-size
+    tensor each call costs the page faults of first touching it (4 MiB per call at AutoLA's
+    first ResNet stage).
+    """
+    buf = getattr(_SCRATCH, "buffer", None)
+    if buf is None or buf.dtype != like.dtype or buf.numel() < like.numel():
+        buf = _SCRATCH.buffer = torch.empty(like.numel(), dtype=like.dtype)
+    return buf[: like.numel()].view(like.shape)
 
 
 class _FusedProjection(torch.autograd.Function):
@@ -68,7 +85,7 @@ class _FusedProjection(torch.autograd.Function):
         w1, g1, be1, w2, g2, be2, fc1, fc2, y1, y2, stats, avg, h, gate, strides, *nodes = ctx.saved_tensors
         channels_last = bool(ctx.dims[-1])
         dout = dout.contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
-        dr = torch.empty_like(y1)
+        dr = _scratch(y1)
         dxs = [torch.empty(n.shape, dtype=n.dtype) for n in nodes]
         grads = [torch.empty_like(t) for t in (w1, g1, be1, w2, g2, be2, fc1, fc2)]
         _call("backward", KERNEL_DTYPES[dout.dtype], dout, _pointers(nodes), strides, w1, g1, be1, w2, g2, fc1, fc2,
