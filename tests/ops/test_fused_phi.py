@@ -202,3 +202,18 @@ def test_small_planes_use_the_modules(kernel):
     assert 4 < FUSED_MIN_POSITIONS and fused_applies(phi, small)
     assert type(phi.project(small).grad_fn).__name__ != "_FusedProjectionBackward"
     assert type(phi.project(_nodes(4, 4, 4, 4, 4, torch.float64)).grad_fn).__name__ == "_FusedProjectionBackward"
+
+
+def test_backwards_of_two_sizes_interleaved_share_the_scratch_correctly(kernel):
+    """The backward's scratch tensor is reused across calls: a big and a small phi, each
+    differentiated twice (retain_graph) in alternation, give the same gradients each time."""
+    big, small = _phi(4, 4, 16, torch.float64), _phi(2, 2, 2, torch.float64)
+    runs = []
+    for phi, nodes in ((big, _nodes(2, 4, 4, 9, 9, torch.float64)), (small, _nodes(2, 2, 2, 3, 4, torch.float64))):
+        y = fused_projection(phi, nodes)
+        runs.append((y, [*nodes, *phi.parameters()], torch.randn_like(y)))
+    first = [torch.autograd.grad(y, leaves, g, retain_graph=True) for y, leaves, g in runs]
+    again = [torch.autograd.grad(y, leaves, g) for y, leaves, g in reversed(runs)][::-1]
+    for a, b in zip(first, again):
+        for ga, gb in zip(a, b):
+            assert torch.equal(ga, gb)
