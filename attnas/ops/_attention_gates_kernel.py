@@ -82,22 +82,21 @@ inline void norm_gate_plane(const T* pad, const T* w, T bias, T* s, const Shape&
   sigmoid_inplace(s, P);
 }
 
-// y = x s, s = sigmoid(bias + dwconv(x)), plane by plane (s is not kept: the backward
-// recomputes it from x, cheaper than writing and reading it back at the sizes of the cell).
+// y = x s, s = sigmoid(bias + dwconv(x)); s is kept for the backward.
 template <typename T>
-void norm_forward(const T* x, int64_t sb, const T* w, const T* bias, T* y, const Shape& sh, int nthreads) {
+void norm_forward(const T* x, int64_t sb, const T* w, const T* bias, T* y, T* s, const Shape& sh, int nthreads) {
   const int c = sh.Cin, KK = sh.K * sh.K;
   const int64_t P = (int64_t)sh.H * sh.W;
   #pragma omp parallel num_threads(nthreads)
   {
-    std::vector<T> pad((size_t)(sh.Hp() * sh.Wp()), (T)0), s((size_t)P);
+    std::vector<T> pad((size_t)(sh.Hp() * sh.Wp()), (T)0);
     #pragma omp for schedule(static)
     for (int64_t it = 0; it < sh.B * c; ++it) {
       const int64_t b = it / c; const int ch = (int)(it % c);
       const T* xp = x + b * sb + ch * P;
-      T* yp = y + it * P; const T* sp = s.data();
+      T* yp = y + it * P; T* sp = s + it * P;
       pad_planes(xp, pad.data(), 1, sh);
-      norm_gate_plane(pad.data(), w + ch * KK, bias ? bias[ch] : (T)0, s.data(), sh);
+      norm_gate_plane(pad.data(), w + ch * KK, bias ? bias[ch] : (T)0, sp, sh);
       #pragma omp simd
       for (int64_t p = 0; p < P; ++p) yp[p] = xp[p] * sp[p];
     }
@@ -106,7 +105,7 @@ void norm_forward(const T* x, int64_t sb, const T* w, const T* bias, T* y, const
 
 // dx (may be null) = dy s + conv^T(dz), dz = dy x s (1 - s); dw = sum dz (x) x, db (may be null) = sum dz.
 template <typename T>
-void norm_backward(const T* x, int64_t sb, const T* w, const T* bias, const T* dy, T* dx, T* dw, T* db,
+void norm_backward(const T* x, int64_t sb, const T* w, const T* s, const T* dy, T* dx, T* dw, T* db,
                    const Shape& sh, int nthreads) {
   const int c = sh.Cin, KK = sh.K * sh.K;
   const int64_t P = (int64_t)sh.H * sh.W, pplane = (int64_t)sh.Hp() * sh.Wp();
@@ -117,14 +116,12 @@ void norm_backward(const T* x, int64_t sb, const T* w, const T* bias, const T* d
     #pragma omp single
     used = omp_get_num_threads();
     double* acc = part.of(omp_get_thread_num());
-    std::vector<T> xpad((size_t)pplane, (T)0), gpad((size_t)pplane, (T)0), dz((size_t)P), s((size_t)P);
+    std::vector<T> xpad((size_t)pplane, (T)0), gpad((size_t)pplane, (T)0), dz((size_t)P);
     #pragma omp for schedule(static)
     for (int64_t it = 0; it < sh.B * c; ++it) {
       const int64_t b = it / c; const int ch = (int)(it % c);
       const T* xp = x + b * sb + ch * P;
-      const T* go = dy + it * P; const T* sp = s.data();
-      pad_planes(xp, xpad.data(), 1, sh);
-      norm_gate_plane(xpad.data(), w + ch * KK, bias ? bias[ch] : (T)0, s.data(), sh);  // as the forward did
+      const T* go = dy + it * P; const T* sp = s + it * P;
       T* dzp = dz.data();
       T sum = 0;
       #pragma omp simd reduction(+ : sum)
@@ -134,6 +131,7 @@ void norm_backward(const T* x, int64_t sb, const T* w, const T* bias, const T* d
         sum += v;
       }
       acc[(int64_t)c * KK + ch] += (double)sum;
+      pad_planes(xp, xpad.data(), 1, sh);
       weight_grad(dzp, xpad.data(), acc + ch * KK, sh);
       if (dx) {
         T* dxp = dx + it * P;
@@ -555,19 +553,18 @@ Shape plane_shape(int64_t B, int c, int H, int W, int K, int d) { return Shape{B
 
 extern "C" {
 
-int attnas_norm_forward(int dtype, const void* x, int64_t sb, const void* w, const void* bias, void* y,
+int attnas_norm_forward(int dtype, const void* x, int64_t sb, const void* w, const void* bias, void* y, void* s,
                         int64_t B, int c, int H, int W, int K, int d, int nthreads) {
   const Shape sh = plane_shape(B, c, H, W, K, d);
   if (!valid(sh)) return 2;
-  GATES_DISPATCH(dtype, norm_forward((const T*)x, sb, (const T*)w, (const T*)bias, (T*)y, sh, nthreads))
+  GATES_DISPATCH(dtype, norm_forward((const T*)x, sb, (const T*)w, (const T*)bias, (T*)y, (T*)s, sh, nthreads))
 }
 
-// bias as given to the forward (the gate is recomputed from x, w and bias).
-int attnas_norm_backward(int dtype, const void* x, int64_t sb, const void* w, const void* bias, const void* dy,
+int attnas_norm_backward(int dtype, const void* x, int64_t sb, const void* w, const void* s, const void* dy,
                          void* dx, void* dw, void* db, int64_t B, int c, int H, int W, int K, int d, int nthreads) {
   const Shape sh = plane_shape(B, c, H, W, K, d);
   if (!valid(sh)) return 2;
-  GATES_DISPATCH(dtype, norm_backward((const T*)x, sb, (const T*)w, (const T*)bias, (const T*)dy, (T*)dx, (T*)dw,
+  GATES_DISPATCH(dtype, norm_backward((const T*)x, sb, (const T*)w, (const T*)s, (const T*)dy, (T*)dx, (T*)dw,
                                       (T*)db, sh, nthreads))
 }
 
@@ -626,7 +623,7 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     p, i, i64, f = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_double
     plane = [i64, i, i, i, i, i, i]  # B, c, H, W, K, d, nthreads
     signatures = {
-        "attnas_norm_forward": [i, p, i64, p, p, p, *plane],
+        "attnas_norm_forward": [i, p, i64, p, p, p, p, *plane],
         "attnas_norm_backward": [i, p, i64, p, p, p, p, p, p, *plane],
         "attnas_spatial_forward": [i, p, i64, p, p, i, p, p, p, p, p, f, f, i, p, p, *plane],
         "attnas_spatial_backward": [i, p, i64, p, p, i, p, p, f, i, p, p, p, p, p, p, p, *plane],
