@@ -9,7 +9,7 @@ from attnas.ops import _layout_kernel
 from attnas.ops.hoga_cell import HOGA
 from attnas.ops.hoga_relaxed import RelaxedHOGA
 from attnas.ops.memory_format import as_nchw, is_channels_last, split_nchw
-from compiled_kernels import loaded_kernel
+from compiled_kernels import fresh_library, loaded_kernel
 
 
 def test_channels_last_input_gives_nchw_values_and_a_channels_last_gradient():
@@ -86,3 +86,24 @@ def test_split_nchw_falls_back_off_the_kernel():
     assert all(g.data_ptr() == x[:, 2 * i:].data_ptr() for i, g in enumerate(groups))
     xi = torch.randint(0, 9, (2, 6, 3, 3)).contiguous(memory_format=torch.channels_last)  # not a kernel dtype
     assert all(torch.equal(a, b) for a, b in zip(split_nchw(xi, 3), torch.split(xi.contiguous(), 3, 1)))
+
+
+@pytest.mark.parametrize("how", ["no compiler", "ATTNAS_NO_KERNELS"])
+def test_split_nchw_and_as_nchw_fall_back_to_pytorch_copies(monkeypatch, how):
+    monkeypatch.setattr(_layout_kernel, "LIBRARY", fresh_library(_layout_kernel))
+    if how == "no compiler":
+        monkeypatch.setenv("CXX", "attnas-no-such-compiler")
+        monkeypatch.delenv("ATTNAS_NO_KERNELS", raising=False)
+    else:
+        monkeypatch.setenv("ATTNAS_NO_KERNELS", "1")
+    x = torch.randn(2, 8, 3, 5, dtype=torch.float64).contiguous(memory_format=torch.channels_last).requires_grad_()
+    groups = split_nchw(x, 4)
+    assert type(groups[0].grad_fn).__name__ != "_SplitNCHWBackward"
+    assert all(torch.equal(a, b) for a, b in zip(groups, torch.split(x.detach().contiguous(), 4, 1)))
+    (grad,) = torch.autograd.grad(groups[1].sum(), x)
+    assert grad.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(grad, torch.cat([torch.zeros(2, 4, 3, 5, dtype=torch.float64),
+                                        torch.ones(2, 4, 3, 5, dtype=torch.float64)], 1))
+    y = as_nchw(x)
+    assert type(y.grad_fn).__name__ == "_AsNCHWBackward" and torch.equal(y, x)
+    assert _layout_kernel.LIBRARY.unavailable_reason()
