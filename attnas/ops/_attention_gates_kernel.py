@@ -41,35 +41,13 @@ from typing import Any
 
 from attnas.ops import _small_conv_kernel
 from attnas.ops._compiled import CompiledLibrary
-from attnas.ops._vector_exp import EXP_NONPOS
+from attnas.ops._vector_exp import EXP_NONPOS, SIGMOID
 
 _GATES = r"""
 #include <cmath>
 
 namespace {
 
-typedef float vf16 __attribute__((vector_size(64)));  // one AVX-512 register
-typedef int32_t vi16 __attribute__((vector_size(64)));
-
-template <typename T>
-inline T sigmoid1(T z) { return (T)1 / ((T)1 + std::exp(-z)); }
-
-// z[i] = sigmoid(z[i]), i < n.
-inline void sigmoid_inplace(double* z, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) z[i] = sigmoid1(z[i]);
-}
-inline void sigmoid_inplace(float* z, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    vf16 v;
-    std::memcpy(&v, z + i, sizeof(v));
-    const vf16 e = exp_nonpos_f32<vf16, vi16>(v < 0 ? v : -v);  // exp(-|z|) in (0, 1]
-    const vf16 r = 1.0f / (1.0f + e);
-    v = v >= 0 ? r : e * r;
-    std::memcpy(z + i, &v, sizeof(v));
-  }
-  for (; i < n; ++i) z[i] = sigmoid1(z[i]);
-}
 
 // ---------------------------------------------------------------- normalization attention (Eq. 7)
 
@@ -616,7 +594,7 @@ int attnas_channel_backward(int dtype, const void* x, int64_t sb, const void* w1
 
 #: The small-convolution kernel's source (its helpers and its own entry points), the vector
 #: ``exp`` and the gates' (the per-thread partial sums come with the small-convolution source).
-_SOURCE = _small_conv_kernel._SOURCE + EXP_NONPOS + _GATES
+_SOURCE = _small_conv_kernel._SOURCE + EXP_NONPOS + SIGMOID + _GATES
 
 
 def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
