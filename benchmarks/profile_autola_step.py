@@ -1,10 +1,11 @@
-"""Where a training step of ResNet-20 + the Figure-3 HOGA cell (or plain ResNet-20) spends its time.
+"""Where a training step of ResNet-20 + the Figure-3 HOGA cell (or plain ResNet-20, or a DARTS step) spends its time.
 
-``torch.profiler`` over a few SGD steps (batch 64, channels-last, as ``bench_autola_step.py``
-times them); prints the operations by self CPU time (divide by ``--steps`` for per-step
-figures).
+``torch.profiler`` over a few steps (batch 64, channels-last, as ``bench_autola_step.py``
+times them): SGD steps of the retrained network, of plain ResNet-20 (``--plain``), or
+first-order DARTS steps of the ResNet-20 + HOGA supernet (``--darts``); prints the operations
+by self CPU time (divide by ``--steps`` for per-step figures).
 
-    PYTHONPATH=. python benchmarks/profile_autola_step.py --threads 2 --steps 5 [--plain]
+    PYTHONPATH=. python benchmarks/profile_autola_step.py --threads 2 --steps 5 [--plain | --darts]
 """
 
 from __future__ import annotations
@@ -17,24 +18,32 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--rows", type=int, default=30)
-    ap.add_argument("--plain", action="store_true", help="profile plain ResNet-20 instead")
+    kind = ap.add_mutually_exclusive_group()
+    kind.add_argument("--plain", action="store_true", help="profile plain ResNet-20 instead")
+    kind.add_argument("--darts", action="store_true", help="profile first-order DARTS steps of the supernet instead")
     args = ap.parse_args()
 
     import torch
     from torch.profiler import profile
 
-    from attnas.models.hoga_networks import hoga_network
+    from attnas.models.hoga_networks import RelaxedHOGANetwork, hoga_network
     from attnas.models.resnet_cifar import cifar_resnet
     from attnas.spaces.hoga import FIGURE3_EDGES
-    from autola_steps import training_step
+    from autola_steps import darts_step, training_step
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     fmt = torch.channels_last
-    net = cifar_resnet("resnet20") if args.plain else hoga_network("resnet20", FIGURE3_EDGES, groups=4)
-    net = net.to(memory_format=fmt)
-    batch = (torch.randn(64, 3, 32, 32).contiguous(memory_format=fmt), torch.randint(0, 10, (64,)))
-    step = training_step(net, list(net.parameters()), batch)
+    def batch():
+        return torch.randn(64, 3, 32, 32).contiguous(memory_format=fmt), torch.randint(0, 10, (64,))
+
+    if args.darts:
+        net = RelaxedHOGANetwork("resnet20", groups=4).to(memory_format=fmt)
+        step = darts_step(net, net.weight_parameters(), net.arch_parameters(), batch(), batch())
+    else:
+        net = cifar_resnet("resnet20") if args.plain else hoga_network("resnet20", FIGURE3_EDGES, groups=4)
+        net = net.to(memory_format=fmt)
+        step = training_step(net, list(net.parameters()), batch())
     for _ in range(3):
         step()
     with profile() as prof:
