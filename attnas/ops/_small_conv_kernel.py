@@ -218,6 +218,86 @@ void backward(const T* x, const T* w, const T* gout, T* gx, T* gw, const Shape& 
     for (int64_t i = 0; i < wsize; ++i) gw[i] = (T)partial.sum(i, used);
 }
 
+// Depth-wise pair: two banks of k x k filters (w1 dilation s1.d, w2 dilation s2.d, one filter
+// per output channel) on one input, output channel o reading input channel o % Cin (so the
+// G = Cout / Cin edges of a node share their input without copying it). Work per (image,
+// input channel): the input plane is read once for both banks and all its outputs.
+template <typename T>
+void dw_pair_forward(const T* x, const T* w1, const T* b1, const T* w2, const T* b2, T* z1, T* z2, const Shape& s1,
+                     const Shape& s2, int nthreads) {
+  const int KK = s1.K * s1.K, Cin = s1.Cin, Cout = s1.Cout;
+  const int64_t plane = (int64_t)s1.H * s1.W;
+  #pragma omp parallel num_threads(nthreads)
+  {
+    std::vector<T> pad1((size_t)(s1.Hp() * s1.Wp()), (T)0), pad2((size_t)(s2.Hp() * s2.Wp()), (T)0);
+    #pragma omp for schedule(static)
+    for (int64_t it = 0; it < s1.B * Cin; ++it) {
+      const int64_t b = it / Cin; const int ci = (int)(it % Cin);
+      const T* src = x + it * plane;
+      pad_planes(src, pad1.data(), 1, s1);
+      pad_planes(src, pad2.data(), 1, s2);
+      for (int o = ci; o < Cout; o += Cin) {
+        T* d1 = z1 + (b * Cout + o) * plane; T* d2 = z2 + (b * Cout + o) * plane;
+        const T v1 = b1 ? b1[o] : (T)0, v2 = b2 ? b2[o] : (T)0;
+        for (int64_t i = 0; i < plane; ++i) { d1[i] = v1; d2[i] = v2; }
+        correlate_plane(pad1.data(), w1 + (int64_t)o * KK, d1, s1, false);
+        correlate_plane(pad2.data(), w2 + (int64_t)o * KK, d2, s2, false);
+      }
+    }
+  }
+}
+
+// gx (may be null; written) = sum over the outputs of each input channel of both banks'
+// transposed correlations; gw1, gw2 (may be null; written) the filters' gradients.
+template <typename T>
+void dw_pair_backward(const T* x, const T* w1, const T* w2, const T* g1, const T* g2, T* gx, T* gw1, T* gw2,
+                      const Shape& s1, const Shape& s2, int nthreads) {
+  const int KK = s1.K * s1.K, Cin = s1.Cin, Cout = s1.Cout;
+  const int64_t plane = (int64_t)s1.H * s1.W, wsize = (int64_t)Cout * KK;
+  const bool want_w = gw1 && gw2;
+  Partials partial(nthreads, want_w ? 2 * wsize : 1);
+  int used = 1;
+  #pragma omp parallel num_threads(nthreads)
+  {
+    const int t = omp_get_thread_num();
+    #pragma omp single
+    used = omp_get_num_threads();
+    double* acc = partial.of(t);
+    const size_t n1 = (size_t)(s1.Hp() * s1.Wp()), n2 = (size_t)(s2.Hp() * s2.Wp());
+    std::vector<T> gpad1(gx ? n1 : 0, (T)0), gpad2(gx ? n2 : 0, (T)0);
+    std::vector<T> xpad1(want_w ? n1 : 0, (T)0), xpad2(want_w ? n2 : 0, (T)0);
+    #pragma omp for schedule(static)
+    for (int64_t it = 0; it < s1.B * Cin; ++it) {
+      const int64_t b = it / Cin; const int ci = (int)(it % Cin);
+      if (want_w) {
+        pad_planes(x + it * plane, xpad1.data(), 1, s1);
+        pad_planes(x + it * plane, xpad2.data(), 1, s2);
+      }
+      T* dst = gx ? gx + it * plane : nullptr;
+      if (dst)
+        for (int64_t i = 0; i < plane; ++i) dst[i] = (T)0;
+      for (int o = ci; o < Cout; o += Cin) {
+        const T* go1 = g1 + (b * Cout + o) * plane; const T* go2 = g2 + (b * Cout + o) * plane;
+        if (dst) {
+          pad_planes(go1, gpad1.data(), 1, s1);
+          correlate_plane(gpad1.data(), w1 + (int64_t)o * KK, dst, s1, true);
+          pad_planes(go2, gpad2.data(), 1, s2);
+          correlate_plane(gpad2.data(), w2 + (int64_t)o * KK, dst, s2, true);
+        }
+        if (want_w) {
+          weight_grad(go1, xpad1.data(), acc + (int64_t)o * KK, s1);
+          weight_grad(go2, xpad2.data(), acc + wsize + (int64_t)o * KK, s2);
+        }
+      }
+    }
+  }
+  if (want_w)
+    for (int64_t i = 0; i < wsize; ++i) {
+      gw1[i] = (T)partial.sum(i, used);
+      gw2[i] = (T)partial.sum(wsize + i, used);
+    }
+}
+
 bool valid(const Shape& s) {
   return s.B >= 0 && s.G >= 1 && s.Cin % s.G == 0 && s.Cout % s.G == 0 && s.Cin >= s.G && s.Cout >= s.G &&
          s.H >= 1 && s.W >= 1 && s.K >= 1 && s.K % 2 == 1 && s.K <= 63 && s.d >= 1;
@@ -237,6 +317,43 @@ int attnas_small_conv_forward(int dtype, const void* x, const void* w, const voi
     forward<float>((const float*)x, (const float*)w, (const float*)bias, (float*)out, s, nthreads);
   else if (dtype == 1)
     forward<double>((const double*)x, (const double*)w, (const double*)bias, (double*)out, s, nthreads);
+  else
+    return 1;
+  return 0;
+}
+
+// Depth-wise pair (see dw_pair_forward): x (B, Cin, H, W); w1, w2 (Cout, 1, K, K), Cout a
+// multiple of Cin; b1, b2 (Cout,) or null; z1, z2 (B, Cout, H, W).
+int attnas_dw_pair_forward(int dtype, const void* x, const void* w1, const void* b1, const void* w2, const void* b2,
+                           void* z1, void* z2, int64_t B, int Cin, int Cout, int H, int W, int K, int d1, int d2,
+                           int nthreads) {
+  Shape s1{B, Cin, Cout, Cin, H, W, K, d1}, s2{B, Cin, Cout, Cin, H, W, K, d2};  // G unused here
+  if (Cin < 1 || Cout % Cin || !valid(s1) || !valid(s2)) return 2;
+  if (nthreads < 1) nthreads = 1;
+  if (dtype == 0)
+    dw_pair_forward<float>((const float*)x, (const float*)w1, (const float*)b1, (const float*)w2, (const float*)b2,
+                           (float*)z1, (float*)z2, s1, s2, nthreads);
+  else if (dtype == 1)
+    dw_pair_forward<double>((const double*)x, (const double*)w1, (const double*)b1, (const double*)w2,
+                            (const double*)b2, (double*)z1, (double*)z2, s1, s2, nthreads);
+  else
+    return 1;
+  return 0;
+}
+
+// g1, g2 like z1, z2; gx like x (or null); gw1, gw2 like w1, w2 (both, or both null).
+int attnas_dw_pair_backward(int dtype, const void* x, const void* w1, const void* w2, const void* g1, const void* g2,
+                            void* gx, void* gw1, void* gw2, int64_t B, int Cin, int Cout, int H, int W, int K, int d1,
+                            int d2, int nthreads) {
+  Shape s1{B, Cin, Cout, Cin, H, W, K, d1}, s2{B, Cin, Cout, Cin, H, W, K, d2};  // G unused here
+  if (Cin < 1 || Cout % Cin || !valid(s1) || !valid(s2) || (!gw1) != (!gw2)) return 2;
+  if (nthreads < 1) nthreads = 1;
+  if (dtype == 0)
+    dw_pair_backward<float>((const float*)x, (const float*)w1, (const float*)w2, (const float*)g1, (const float*)g2,
+                            (float*)gx, (float*)gw1, (float*)gw2, s1, s2, nthreads);
+  else if (dtype == 1)
+    dw_pair_backward<double>((const double*)x, (const double*)w1, (const double*)w2, (const double*)g1,
+                             (const double*)g2, (double*)gx, (double*)gw1, (double*)gw2, s1, s2, nthreads);
   else
     return 1;
   return 0;
@@ -270,6 +387,11 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.attnas_small_conv_forward.restype = ctypes.c_int
     lib.attnas_small_conv_backward.argtypes = [ctypes.c_int, p, p, p, p, p, *_SHAPE]
     lib.attnas_small_conv_backward.restype = ctypes.c_int
+    pair = [ctypes.c_int64] + [ctypes.c_int] * 7 + [ctypes.c_int]  # B, Cin, Cout, H, W, K, d1, d2, threads
+    lib.attnas_dw_pair_forward.argtypes = [ctypes.c_int, *[p] * 7, *pair]
+    lib.attnas_dw_pair_forward.restype = ctypes.c_int
+    lib.attnas_dw_pair_backward.argtypes = [ctypes.c_int, *[p] * 8, *pair]
+    lib.attnas_dw_pair_backward.restype = ctypes.c_int
     return lib
 
 

@@ -35,7 +35,7 @@ from attnas.ops.memory_format import as_nchw
 from attnas.ops.gate_norm import batch_norm_sigmoid
 from attnas.ops.gate_pooling import mean
 from attnas.ops.hoga_gates import cbam_pool, combine, gate_stats, kernels_apply
-from attnas.ops.small_conv import kernel_applies, small_conv2d
+from attnas.ops.small_conv import depthwise_pair, kernel_applies, small_conv2d
 from attnas.ops.vision_attention import HOGA_OPS, create_attention
 
 ALPHA_INIT_SCALE = 1e-3
@@ -226,7 +226,13 @@ class GroupedMixedOp(nn.Module):
                 spat = g if spat is None else spat + g
             spat = spat.reshape(B, G, P)
         zs, ws = [], []
-        if self.norm:
+        if len(self.norm) == 2:  # both dilations in one kernel call each way, the input read once
+            (n1, d1), (n2, d2) = self.norm
+            pair = depthwise_pair(x, getattr(self, f"{n1}_weight"), getattr(self, f"{n1}_bias"), d1,
+                                  getattr(self, f"{n2}_weight"), getattr(self, f"{n2}_bias"), d2)
+            zs = [z.view(B, G, c, P) for z in pair]
+            ws = [col[n1], col[n2]]
+        elif self.norm:
             src = x.repeat(1, G, 1, 1) if self.shared_input and G > 1 else x  # one filter bank per edge
             for n, d in self.norm:
                 z = small_conv2d(src, getattr(self, f"{n}_weight"), getattr(self, f"{n}_bias"), d, G * c)

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 import attnas.ops._small_conv_kernel as kernel_module
 from compiled_kernels import fresh_library, loaded_kernel
-from attnas.ops.small_conv import kernel_applies, small_conv2d
+from attnas.ops.small_conv import depthwise_pair, kernel_applies, small_conv2d
 
 # (batch, C_in, C_out, groups, H, W, k, dilation, bias): the gates' shapes (depth-wise,
 # 2 -> 1 per group, 2 -> G shared), odd sizes (tails of the vector loops), a 5 x 5 kernel.
@@ -131,3 +131,84 @@ def test_a_refused_call_raises_with_the_kernels_code(kernel):
     with pytest.raises(RuntimeError, match="small_conv.attnas_small_conv_forward failed with code 2"):
         kernel_module.LIBRARY.call("attnas_small_conv_forward", 0, x, w, None, out, 1, 2, 2, 2, 4, 4, 2, 1, 1)
     assert not out.any()
+
+
+# (batch, C_in, C_out, H, W, d1, d2, bias): a node's fan-out (outputs a multiple of the inputs),
+# the cell's diagonal (as many outputs as inputs), odd sizes, planes smaller than the padding.
+PAIR_SHAPES = [
+    (3, 4, 12, 9, 7, 1, 2, True),
+    (2, 5, 5, 6, 11, 1, 2, True),
+    (2, 3, 9, 4, 4, 2, 1, False),
+    (1, 2, 4, 2, 3, 1, 2, True),
+]
+
+
+def _pair_reference(x, w1, b1, d1, w2, b2, d2):
+    src = x.repeat(1, w1.shape[0] // x.shape[1], 1, 1)
+    return (F.conv2d(src, w1, b1, 1, d1, d1, w1.shape[0]), F.conv2d(src, w2, b2, 1, d2, d2, w2.shape[0]))
+
+
+def _pair_inputs(B, cin, cout, H, W, bias, dtype, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(B, cin, H, W, generator=gen, dtype=dtype).requires_grad_()
+    ws = [torch.randn(cout, 1, 3, 3, generator=gen, dtype=dtype).requires_grad_() for _ in range(2)]
+    bs = [torch.randn(cout, generator=gen, dtype=dtype).requires_grad_() if bias else None for _ in range(2)]
+    return x, ws, bs
+
+
+def _compare_pair(shape, dtype, tol):
+    B, cin, cout, H, W, d1, d2, bias = shape
+    x, (w1, w2), (b1, b2) = _pair_inputs(B, cin, cout, H, W, bias, dtype)
+    leaves = [t for t in (x, w1, b1, w2, b2) if t is not None]
+    exact = [t.detach().double().requires_grad_() for t in leaves]
+    ex = dict(zip(["x", "w1", "b1", "w2", "b2"] if bias else ["x", "w1", "w2"], exact))
+    got = depthwise_pair(x, w1, b1, d1, w2, b2, d2)
+    want = _pair_reference(ex["x"], ex["w1"], ex.get("b1"), d1, ex["w2"], ex.get("b2"), d2)
+    assert type(got[0].grad_fn).__name__ == "_DepthwisePairBackward"
+    gen = torch.Generator().manual_seed(1)
+    gouts = [torch.randn(want[0].shape, generator=gen, dtype=torch.float64) for _ in range(2)]
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w.to(dtype), rtol=tol, atol=tol)
+    grads = torch.autograd.grad(got, leaves, [g.to(dtype) for g in gouts])
+    refs = torch.autograd.grad(want, exact, gouts)
+    for g, r in zip(grads, refs):
+        torch.testing.assert_close(g, r.to(dtype), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("shape", PAIR_SHAPES)
+def test_depthwise_pair_equals_two_convolutions_of_the_repeated_input(kernel, shape):
+    _compare_pair(shape, torch.float64, 1e-10)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_depthwise_pair_in_float32_at_the_search_size(kernel, threads):
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        _compare_pair((8, 4, 12, 32, 32, 1, 2, True), torch.float32, 1e-4)
+    finally:
+        torch.set_num_threads(old)
+
+
+def test_depthwise_pair_passes_gradcheck(kernel):
+    x, (w1, w2), (b1, b2) = _pair_inputs(2, 2, 4, 4, 5, True, torch.float64, seed=3)
+    assert torch.autograd.gradcheck(lambda *t: depthwise_pair(t[0], t[1], t[2], 1, t[3], t[4], 2), (x, w1, b1, w2, b2))
+
+
+def test_depthwise_pair_with_one_output_unused_and_only_the_input_gradient(kernel):
+    x, (w1, w2), (b1, b2) = _pair_inputs(2, 3, 6, 5, 5, True, torch.float64)
+    z1, _ = depthwise_pair(x, w1.detach(), b1.detach(), 1, w2.detach(), b2.detach(), 2)
+    (gx,) = torch.autograd.grad(z1.sum(), x)
+    r1, _ = _pair_reference(x, w1.detach(), b1.detach(), 1, w2.detach(), b2.detach(), 2)
+    (rx,) = torch.autograd.grad(r1.sum(), x)
+    torch.testing.assert_close(gx, rx, rtol=1e-10, atol=1e-10)
+
+
+def test_depthwise_pair_falls_back_without_the_kernel(monkeypatch):
+    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library(kernel_module))
+    monkeypatch.setenv("ATTNAS_NO_KERNELS", "1")
+    x, (w1, w2), (b1, b2) = _pair_inputs(2, 3, 6, 5, 5, True, torch.float64)
+    got = depthwise_pair(x, w1, b1, 1, w2, b2, 2)
+    assert type(got[0].grad_fn).__name__ != "_DepthwisePairBackward"
+    for g, w in zip(got, _pair_reference(x, w1, b1, 1, w2, b2, 2)):
+        torch.testing.assert_close(g, w, rtol=1e-10, atol=1e-10)
