@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
 import pytest
+import torch
 
 from attnas.ops._compiled import CompiledLibrary, compiler
 
@@ -26,3 +29,25 @@ def loaded_kernel(kernel_module: ModuleType) -> Any:
 def fresh_library(kernel_module: ModuleType) -> CompiledLibrary:
     """The module's library as a new process would find it (not loaded yet)."""
     return CompiledLibrary(kernel_module.LIBRARY.name, kernel_module._SOURCE, kernel_module._bind)
+
+
+def disable_kernel(monkeypatch: pytest.MonkeyPatch, kernel_module: ModuleType, how: str) -> None:
+    """Make the module's kernel unavailable, as a new process would find it: ``how`` is
+    ``"no compiler"`` (``CXX`` names no program) or ``"ATTNAS_NO_KERNELS"``."""
+    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library(kernel_module))
+    if how == "no compiler":
+        monkeypatch.setenv("CXX", "attnas-no-such-compiler")
+        monkeypatch.delenv("ATTNAS_NO_KERNELS", raising=False)
+    else:
+        monkeypatch.setenv("ATTNAS_NO_KERNELS", "1")
+
+
+@contextlib.contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """``torch.set_num_threads(n)`` for the block, restored after."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)

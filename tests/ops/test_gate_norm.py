@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 import attnas.ops._gate_norm_kernel as kernel_module
 from attnas.ops.gate_norm import batch_norm_sigmoid, kernel_applies
-from compiled_kernels import fresh_library, loaded_kernel
+from compiled_kernels import disable_kernel, loaded_kernel, torch_threads
 
 # (B, G, H, W): the cell's diagonal (four edges) and a node's fan-out, odd sizes, one image,
 # one position per plane.
@@ -53,26 +53,18 @@ def test_kernel_equals_batch_norm_and_sigmoid_in_float64(kernel, shape):
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_kernel_in_float32_at_the_cells_size(kernel, threads):
-    old = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
+    with torch_threads(threads):
         _compare((16, 4, 32, 32), torch.float32, 1e-5)
-    finally:
-        torch.set_num_threads(old)
 
 
 def test_result_does_not_depend_on_the_thread_count(kernel):
     """Per-plane sums are reduced in image order: one and two threads agree bit for bit."""
-    old = torch.get_num_threads()
     results = []
-    try:
-        for threads in (1, 2):
-            torch.set_num_threads(threads)
+    for threads in (1, 2):
+        with torch_threads(threads):
             z, w, b, rm, rv = _case((16, 3, 16, 16), torch.float32, seed=4)
             s = batch_norm_sigmoid(z, rm, rv, w, b, True, 0.1, 1e-5)
             results.append([s, *torch.autograd.grad(s, (z, w, b), torch.ones_like(s)), rm, rv])
-    finally:
-        torch.set_num_threads(old)
     for a, c in zip(*results):
         assert torch.equal(a, c)
 
@@ -99,12 +91,7 @@ def test_one_value_per_channel_is_left_to_batch_norms_error(kernel):
 
 @pytest.mark.parametrize("how", ["no compiler", "ATTNAS_NO_KERNELS"])
 def test_fallback_without_the_kernel(monkeypatch, how):
-    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library(kernel_module))
-    if how == "no compiler":
-        monkeypatch.setenv("CXX", "attnas-no-such-compiler")
-        monkeypatch.delenv("ATTNAS_NO_KERNELS", raising=False)
-    else:
-        monkeypatch.setenv("ATTNAS_NO_KERNELS", "1")
+    disable_kernel(monkeypatch, kernel_module, how)
     z, w, b, rm, rv = _case((3, 2, 4, 4), torch.float64)
     rm2, rv2 = rm.clone(), rv.clone()
     s = batch_norm_sigmoid(z, rm, rv, w, b, True, 0.1, 1e-5)

@@ -9,7 +9,7 @@ from attnas.ops import _layout_kernel
 from attnas.ops.hoga_cell import HOGA
 from attnas.ops.hoga_relaxed import RelaxedHOGA
 from attnas.ops.memory_format import as_nchw, is_channels_last, split_nchw
-from compiled_kernels import fresh_library, loaded_kernel
+from compiled_kernels import disable_kernel, loaded_kernel
 
 
 def test_channels_last_input_gives_nchw_values_and_a_channels_last_gradient():
@@ -90,12 +90,7 @@ def test_split_nchw_falls_back_off_the_kernel():
 
 @pytest.mark.parametrize("how", ["no compiler", "ATTNAS_NO_KERNELS"])
 def test_split_nchw_and_as_nchw_fall_back_to_pytorch_copies(monkeypatch, how):
-    monkeypatch.setattr(_layout_kernel, "LIBRARY", fresh_library(_layout_kernel))
-    if how == "no compiler":
-        monkeypatch.setenv("CXX", "attnas-no-such-compiler")
-        monkeypatch.delenv("ATTNAS_NO_KERNELS", raising=False)
-    else:
-        monkeypatch.setenv("ATTNAS_NO_KERNELS", "1")
+    disable_kernel(monkeypatch, _layout_kernel, how)
     x = torch.randn(2, 8, 3, 5, dtype=torch.float64).contiguous(memory_format=torch.channels_last).requires_grad_()
     groups = split_nchw(x, 4)
     assert type(groups[0].grad_fn).__name__ != "_SplitNCHWBackward"

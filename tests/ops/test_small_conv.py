@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import attnas.ops._small_conv_kernel as kernel_module
-from compiled_kernels import fresh_library, loaded_kernel
+from compiled_kernels import disable_kernel, fresh_library, loaded_kernel, torch_threads
 from attnas.ops.small_conv import depthwise_pair, kernel_applies, small_conv2d
 
 # (batch, C_in, C_out, groups, H, W, k, dilation, bias): the gates' shapes (depth-wise,
@@ -182,12 +182,8 @@ def test_depthwise_pair_equals_two_convolutions_of_the_repeated_input(kernel, sh
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_depthwise_pair_in_float32_at_the_search_size(kernel, threads):
-    old = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
+    with torch_threads(threads):
         _compare_pair((8, 4, 12, 32, 32, 1, 2, True), torch.float32, 1e-4)
-    finally:
-        torch.set_num_threads(old)
 
 
 def test_depthwise_pair_passes_gradcheck(kernel):
@@ -205,8 +201,7 @@ def test_depthwise_pair_with_one_output_unused_and_only_the_input_gradient(kerne
 
 
 def test_depthwise_pair_falls_back_without_the_kernel(monkeypatch):
-    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library(kernel_module))
-    monkeypatch.setenv("ATTNAS_NO_KERNELS", "1")
+    disable_kernel(monkeypatch, kernel_module, "ATTNAS_NO_KERNELS")
     x, (w1, w2), (b1, b2) = _pair_inputs(2, 3, 6, 5, 5, True, torch.float64)
     got = depthwise_pair(x, w1, b1, 1, w2, b2, 2)
     assert type(got[0].grad_fn).__name__ != "_DepthwisePairBackward"
