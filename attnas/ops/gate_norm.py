@@ -53,7 +53,7 @@ def kernel_applies(z: torch.Tensor, *params: torch.Tensor) -> bool:
     """Whether the compiled kernel runs for ``z`` ``(B, G, ...)`` and the affine ``params``:
     CPU tensors of one float32 / float64 dtype, more than one value per channel, kernel built."""
     return (z.device.type == "cpu" and z.dtype in KERNEL_DTYPES and z.dim() >= 3
-            and all(p.device.type == "cpu" and p.dtype == z.dtype for p in params)
+            and all(p is not None and p.device.type == "cpu" and p.dtype == z.dtype for p in params)
             and z.shape[0] * z[0, 0].numel() > 1 and _gate_norm_kernel.load() is not None)
 
 
@@ -66,7 +66,7 @@ def batch_norm_sigmoid(z: torch.Tensor, running_mean: torch.Tensor | None, runni
         z: ``(B, G, H, W)`` (or any ``(B, G, ...)``).
         running_mean, running_var: ``(G,)`` running statistics, updated in place in training;
             or ``None``.
-        weight, bias: ``(G,)`` affine parameters.
+        weight, bias: ``(G,)`` affine parameters (``None``: no affine map, by ``F.batch_norm``).
         training: Normalise with the batch's statistics (and update the running ones).
         momentum: Weight of the batch's statistics in the running averages.
         eps: Added to the variance.

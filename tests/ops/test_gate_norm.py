@@ -99,3 +99,10 @@ def test_fallback_without_the_kernel(monkeypatch, how):
     torch.testing.assert_close(s, torch.sigmoid(F.batch_norm(z, rm2, rv2, w, b, True, 0.1, 1e-5)))
     assert torch.equal(rm, rm2) and torch.equal(rv, rv2)
     assert kernel_module.LIBRARY.unavailable_reason()
+
+
+def test_no_affine_parameters_use_batch_norm(kernel):
+    z, _, _, rm, rv = _case((3, 2, 4, 4), torch.float64)
+    rm2, rv2 = rm.clone(), rv.clone()
+    s = batch_norm_sigmoid(z, rm, rv, None, None, True, 0.1, 1e-5)
+    torch.testing.assert_close(s, torch.sigmoid(F.batch_norm(z, rm2, rv2, None, None, True, 0.1, 1e-5)))
