@@ -112,7 +112,8 @@ class _DepthwisePair(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g1, g2):  # noqa: D102 (autograd protocol)
         x, w1, w2 = ctx.saved_tensors
-        g1 = torch.zeros_like(x[:, :1].expand(-1, w1.shape[0], -1, -1)) if g1 is None else g1.contiguous()
+        B, _, H, W = x.shape
+        g1 = x.new_zeros(B, w1.shape[0], H, W) if g1 is None else g1.contiguous()  # an output not used
         g2 = torch.zeros_like(g1) if g2 is None else g2.contiguous()
         need_x, need_w1, _, need_w2 = ctx.needs_input_grad[:4]
         gx = torch.empty_like(x) if need_x else None
