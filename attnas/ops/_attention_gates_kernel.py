@@ -40,7 +40,7 @@ import ctypes
 from typing import Any
 
 from attnas.ops import _small_conv_kernel
-from attnas.ops._compiled import CompiledLibrary
+from attnas.ops._compiled import CompiledLibrary, bind_signatures
 from attnas.ops._vector_exp import EXP_NONPOS, SIGMOID
 
 _GATES = r"""
@@ -597,21 +597,16 @@ int attnas_channel_backward(int dtype, const void* x, int64_t sb, const void* w1
 _SOURCE = _small_conv_kernel._SOURCE + EXP_NONPOS + SIGMOID + _GATES
 
 
-def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
-    p, i, i64, f = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_double
-    plane = [i64, i, i, i, i, i, i]  # B, c, H, W, K, d, nthreads
-    signatures = {
-        "attnas_norm_forward": [i, p, i64, p, p, p, p, *plane],
-        "attnas_norm_backward": [i, p, i64, p, p, p, p, p, p, *plane],
-        "attnas_spatial_forward": [i, p, i64, p, p, i, p, p, p, p, p, f, f, i, p, p, *plane],
-        "attnas_spatial_backward": [i, p, i64, p, p, i, p, p, f, i, p, p, p, p, p, p, p, *plane],
-        "attnas_channel_forward": [i, p, i64, p, p, i, p, p, i64, i, i, i64, i],
-        "attnas_channel_backward": [i, p, i64, p, p, i, p, p, p, p, p, i64, i, i, i64, i],
-    }
-    for name, args in signatures.items():
-        fn = getattr(lib, name)
-        fn.argtypes, fn.restype = args, ctypes.c_int
-    return lib
+_p, _i, _i64, _f = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_double
+_PLANE = [_i64, _i, _i, _i, _i, _i, _i]  # B, c, H, W, K, d, nthreads
+_bind = bind_signatures({
+    "attnas_norm_forward": [_i, _p, _i64, _p, _p, _p, _p, *_PLANE],
+    "attnas_norm_backward": [_i, _p, _i64, _p, _p, _p, _p, _p, _p, *_PLANE],
+    "attnas_spatial_forward": [_i, _p, _i64, _p, _p, _i, _p, _p, _p, _p, _p, _f, _f, _i, _p, _p, *_PLANE],
+    "attnas_spatial_backward": [_i, _p, _i64, _p, _p, _i, _p, _p, _f, _i, _p, _p, _p, _p, _p, _p, _p, *_PLANE],
+    "attnas_channel_forward": [_i, _p, _i64, _p, _p, _i, _p, _p, _i64, _i, _i, _i64, _i],
+    "attnas_channel_backward": [_i, _p, _i64, _p, _p, _i, _p, _p, _p, _p, _p, _i64, _i, _i, _i64, _i],
+})
 
 
 #: The library (built and cached by :class:`attnas.ops._compiled.CompiledLibrary`).

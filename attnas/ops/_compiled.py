@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,19 @@ def cache_dir() -> Path:
 def compiler() -> str | None:
     """The C++ compiler (``$CXX``, default ``g++``) on ``PATH``, or ``None``."""
     return shutil.which(os.environ.get("CXX", "g++"))
+
+
+def bind_signatures(signatures: Mapping[str, Sequence[Any]]) -> Callable[[ctypes.CDLL], ctypes.CDLL]:
+    """A ``bind`` for :class:`CompiledLibrary`: sets the argument types of each named function
+    (``ctypes`` types, in order) and its ``int`` result (0 on success, else an error code)."""
+
+    def bind(lib: ctypes.CDLL) -> ctypes.CDLL:
+        for name, args in signatures.items():
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = list(args), ctypes.c_int
+        return lib
+
+    return bind
 
 
 class CompiledLibrary:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from attnas.ops._compiled import CompiledLibrary
+from attnas.ops._compiled import CompiledLibrary, bind_signatures
 
 _SOURCE = r"""
 #include <cstdint>
@@ -62,11 +62,10 @@ int attnas_dropout_mask(int dtype, void* out, int64_t n, uint64_t seed, uint32_t
 """
 
 
-def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
-    lib.attnas_dropout_mask.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int64, ctypes.c_uint64,
-                                        ctypes.c_uint32, ctypes.c_double, ctypes.c_int]
-    lib.attnas_dropout_mask.restype = ctypes.c_int
-    return lib
+_bind = bind_signatures({
+    "attnas_dropout_mask": [ctypes.c_int, ctypes.c_void_p, ctypes.c_int64, ctypes.c_uint64, ctypes.c_uint32,
+                            ctypes.c_double, ctypes.c_int],
+})
 
 
 #: The library (built and cached by :class:`attnas.ops._compiled.CompiledLibrary`).

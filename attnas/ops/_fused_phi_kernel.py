@@ -37,7 +37,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from attnas.ops._compiled import CompiledLibrary
+from attnas.ops._compiled import CompiledLibrary, bind_signatures
 from attnas.ops._thread_partials import PARTIALS
 from attnas.ops._vector_lanes import LANES
 
@@ -657,13 +657,11 @@ int attnas_phi_backward(int dtype, const void* dout, const void* const* xs, cons
 _DIMS = [ctypes.c_int64, ctypes.c_int64] + [ctypes.c_int] * 6
 
 
-def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
-    p, f = ctypes.c_void_p, ctypes.c_double
-    lib.attnas_phi_forward.argtypes = [ctypes.c_int, *[p] * 10, f, f, *[p] * 7, *_DIMS]
-    lib.attnas_phi_forward.restype = ctypes.c_int
-    lib.attnas_phi_backward.argtypes = [ctypes.c_int, *[p] * 26, *_DIMS]
-    lib.attnas_phi_backward.restype = ctypes.c_int
-    return lib
+_p, _f = ctypes.c_void_p, ctypes.c_double
+_bind = bind_signatures({
+    "attnas_phi_forward": [ctypes.c_int, *[_p] * 10, _f, _f, *[_p] * 7, *_DIMS],
+    "attnas_phi_backward": [ctypes.c_int, *[_p] * 26, *_DIMS],
+})
 
 
 #: The library (built and cached by :class:`attnas.ops._compiled.CompiledLibrary`).

@@ -27,7 +27,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from attnas.ops._compiled import CompiledLibrary
+from attnas.ops._compiled import CompiledLibrary, bind_signatures
 from attnas.ops._vector_exp import EXP_NONPOS, SIGMOID
 
 _SOURCE = EXP_NONPOS + SIGMOID + r"""
@@ -173,13 +173,11 @@ int attnas_gate_norm_backward(int dtype, const void* ds, const void* z, const vo
 """
 
 
-def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
-    p, i64 = ctypes.c_void_p, ctypes.c_int64
-    lib.attnas_gate_norm_forward.argtypes = [ctypes.c_int, p, p, p, ctypes.c_double, p, p, i64, i64, i64, ctypes.c_int]
-    lib.attnas_gate_norm_forward.restype = ctypes.c_int
-    lib.attnas_gate_norm_backward.argtypes = [ctypes.c_int, *[p] * 8, i64, i64, i64, ctypes.c_int]
-    lib.attnas_gate_norm_backward.restype = ctypes.c_int
-    return lib
+_p, _i64 = ctypes.c_void_p, ctypes.c_int64
+_bind = bind_signatures({
+    "attnas_gate_norm_forward": [ctypes.c_int, _p, _p, _p, ctypes.c_double, _p, _p, _i64, _i64, _i64, ctypes.c_int],
+    "attnas_gate_norm_backward": [ctypes.c_int, *[_p] * 8, _i64, _i64, _i64, ctypes.c_int],
+})
 
 
 #: The library (built and cached by :class:`attnas.ops._compiled.CompiledLibrary`).

@@ -27,7 +27,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from attnas.ops._compiled import CompiledLibrary
+from attnas.ops._compiled import CompiledLibrary, bind_signatures
 from attnas.ops._thread_partials import PARTIALS
 
 _SOURCE = PARTIALS + r"""
@@ -359,20 +359,15 @@ int attnas_hoga_combine_backward(int dtype, const void* dout, const void* x, con
 """
 
 
-def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
-    p, i, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
-    signatures = {
-        "attnas_hoga_gate_stats": [i, p, p, p, p, p, p, p, i64, i, i, i64, i],
-        "attnas_hoga_gate_stats_backward": [i, p, p, p, p, p, p, p, i64, i, i, i64, i],
-        "attnas_hoga_cbam_pool": [i, p, p, p, p, p, i64, i, i, i, i64, i],
-        "attnas_hoga_cbam_pool_backward": [i, p, p, p, p, p, p, p, i64, i, i, i, i64, i],
-        "attnas_hoga_combine": [i, p, p, p, p, p, p, p, p, p, p, i64, i, i, i, i64, i],
-        "attnas_hoga_combine_backward": [i] + [p] * 18 + [i64, i, i, i, i64, i],
-    }
-    for name, args in signatures.items():
-        fn = getattr(lib, name)
-        fn.argtypes, fn.restype = args, ctypes.c_int
-    return lib
+_p, _i, _i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
+_bind = bind_signatures({
+    "attnas_hoga_gate_stats": [_i, _p, _p, _p, _p, _p, _p, _p, _i64, _i, _i, _i64, _i],
+    "attnas_hoga_gate_stats_backward": [_i, _p, _p, _p, _p, _p, _p, _p, _i64, _i, _i, _i64, _i],
+    "attnas_hoga_cbam_pool": [_i, _p, _p, _p, _p, _p, _i64, _i, _i, _i, _i64, _i],
+    "attnas_hoga_cbam_pool_backward": [_i, _p, _p, _p, _p, _p, _p, _p, _i64, _i, _i, _i, _i64, _i],
+    "attnas_hoga_combine": [_i, _p, _p, _p, _p, _p, _p, _p, _p, _p, _p, _i64, _i, _i, _i, _i64, _i],
+    "attnas_hoga_combine_backward": [_i] + [_p] * 18 + [_i64, _i, _i, _i, _i64, _i],
+})
 
 
 #: The library (built and cached by :class:`attnas.ops._compiled.CompiledLibrary`).

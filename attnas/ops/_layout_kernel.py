@@ -24,7 +24,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from attnas.ops._compiled import CompiledLibrary
+from attnas.ops._compiled import CompiledLibrary, bind_signatures
 from attnas.ops._vector_lanes import LANES
 
 _SOURCE = LANES + r"""
@@ -112,13 +112,9 @@ int attnas_groups_to_cl(int dtype, const void* const* groups, void* cl, int64_t 
 """
 
 
-def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
-    p, i64 = ctypes.c_void_p, ctypes.c_int64
-    for name in ("attnas_cl_to_groups", "attnas_groups_to_cl"):
-        fn = getattr(lib, name)
-        fn.argtypes = [ctypes.c_int, p, p, i64, i64, i64, i64, ctypes.c_int]
-        fn.restype = ctypes.c_int
-    return lib
+# dtype, cl, groups, B, P, C, c, nthreads
+_ARGS = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, *[ctypes.c_int64] * 4, ctypes.c_int]
+_bind = bind_signatures({"attnas_cl_to_groups": _ARGS, "attnas_groups_to_cl": _ARGS})
 
 
 #: The library (built and cached by :class:`attnas.ops._compiled.CompiledLibrary`).

@@ -27,7 +27,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from attnas.ops._compiled import CompiledLibrary
+from attnas.ops._compiled import CompiledLibrary, bind_signatures
 from attnas.ops._vector_exp import EXP_NONPOS
 
 #: Query positions per tile; the flat query count is padded to a multiple of it.
@@ -346,13 +346,11 @@ int attnas_local_attention_backward(int dtype, const void* q, const void* k, con
 """
 
 
-def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
-    p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
-    lib.attnas_local_attention_forward.argtypes = [i32] + [p] * 7 + [i64] * 12 + [i32]
-    lib.attnas_local_attention_forward.restype = i32
-    lib.attnas_local_attention_backward.argtypes = [i32] + [p] * 11 + [i64] * 12 + [i32]
-    lib.attnas_local_attention_backward.restype = i32
-    return lib
+_p, _i64, _i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
+_bind = bind_signatures({
+    "attnas_local_attention_forward": [_i32] + [_p] * 7 + [_i64] * 12 + [_i32],
+    "attnas_local_attention_backward": [_i32] + [_p] * 11 + [_i64] * 12 + [_i32],
+})
 
 
 #: The library (built and cached by :class:`attnas.ops._compiled.CompiledLibrary`).

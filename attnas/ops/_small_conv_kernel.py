@@ -22,7 +22,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from attnas.ops._compiled import CompiledLibrary
+from attnas.ops._compiled import CompiledLibrary, bind_signatures
 from attnas.ops._thread_partials import PARTIALS
 from attnas.ops._vector_lanes import LANES
 
@@ -381,18 +381,14 @@ int attnas_small_conv_backward(int dtype, const void* x, const void* w, const vo
 _SHAPE = [ctypes.c_int64] + [ctypes.c_int] * 7 + [ctypes.c_int]
 
 
-def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
-    p = ctypes.c_void_p
-    lib.attnas_small_conv_forward.argtypes = [ctypes.c_int, p, p, p, p, *_SHAPE]
-    lib.attnas_small_conv_forward.restype = ctypes.c_int
-    lib.attnas_small_conv_backward.argtypes = [ctypes.c_int, p, p, p, p, p, *_SHAPE]
-    lib.attnas_small_conv_backward.restype = ctypes.c_int
-    pair = [ctypes.c_int64] + [ctypes.c_int] * 7 + [ctypes.c_int]  # B, Cin, Cout, H, W, K, d1, d2, threads
-    lib.attnas_dw_pair_forward.argtypes = [ctypes.c_int, *[p] * 7, *pair]
-    lib.attnas_dw_pair_forward.restype = ctypes.c_int
-    lib.attnas_dw_pair_backward.argtypes = [ctypes.c_int, *[p] * 8, *pair]
-    lib.attnas_dw_pair_backward.restype = ctypes.c_int
-    return lib
+_p = ctypes.c_void_p
+_PAIR = [ctypes.c_int64] + [ctypes.c_int] * 7 + [ctypes.c_int]  # B, Cin, Cout, H, W, K, d1, d2, nthreads
+_bind = bind_signatures({
+    "attnas_small_conv_forward": [ctypes.c_int, _p, _p, _p, _p, *_SHAPE],
+    "attnas_small_conv_backward": [ctypes.c_int, _p, _p, _p, _p, _p, *_SHAPE],
+    "attnas_dw_pair_forward": [ctypes.c_int, *[_p] * 7, *_PAIR],
+    "attnas_dw_pair_backward": [ctypes.c_int, *[_p] * 8, *_PAIR],
+})
 
 
 #: The library (built and cached by :class:`attnas.ops._compiled.CompiledLibrary`).
