@@ -54,6 +54,12 @@ def compiler() -> str | None:
     return shutil.which(os.environ.get("CXX", "g++"))
 
 
+def pointer_table(tensors: Sequence[torch.Tensor | None]) -> torch.Tensor:
+    """The data pointers of ``tensors`` as an ``int64`` tensor (``None``: a null pointer), for a
+    kernel that takes a variable number of tensors."""
+    return torch.tensor([0 if t is None else t.data_ptr() for t in tensors], dtype=torch.int64)
+
+
 def bind_signatures(signatures: Mapping[str, Sequence[Any]]) -> Callable[[ctypes.CDLL], ctypes.CDLL]:
     """A ``bind`` for :class:`CompiledLibrary`: sets the argument types of each named function
     (``ctypes`` types, in order) and its ``int`` result (0 on success, else an error code)."""

@@ -26,9 +26,9 @@ import torch
 from torch import nn
 
 from attnas.ops import _fused_phi_kernel
-from attnas.ops._compiled import KERNEL_DTYPES
+from attnas.ops._compiled import KERNEL_DTYPES, pointer_table
 from attnas.ops.memory_format import planes_contiguous
-from attnas.ops.running_stats import count_batch
+from attnas.ops.running_stats import count_batch, update_running
 
 
 def _dims(node: torch.Tensor, k: int, channels: int, hidden: int, channels_last: bool) -> list[int]:
@@ -38,10 +38,6 @@ def _dims(node: torch.Tensor, k: int, channels: int, hidden: int, channels_last:
 
 def _call(name: str, *args) -> None:
     _fused_phi_kernel.LIBRARY.call(f"attnas_phi_{name}", *args, torch.get_num_threads())
-
-
-def _pointers(tensors) -> torch.Tensor:
-    return torch.tensor([t.data_ptr() for t in tensors], dtype=torch.int64)
 
 
 _SCRATCH = threading.local()
@@ -74,7 +70,7 @@ class _FusedProjection(torch.autograd.Function):
         avg, h, gate = x.new_empty(B, C), x.new_empty(B, hid), x.new_empty(B, C)
         dims = _dims(x, len(nodes), C, hid, channels_last)
         strides = torch.tensor([n.stride(0) for n in nodes], dtype=torch.int64)
-        _call("forward", KERNEL_DTYPES[x.dtype], _pointers(nodes), strides, *params, eps1, eps2, out, y1, y2, stats,
+        _call("forward", KERNEL_DTYPES[x.dtype], pointer_table(nodes), strides, *params, eps1, eps2, out, y1, y2, stats,
               avg, h, gate, *dims)
         ctx.save_for_backward(*params, y1, y2, stats, avg, h, gate, strides, *nodes)
         ctx.dims = dims
@@ -88,8 +84,8 @@ class _FusedProjection(torch.autograd.Function):
         dr = _scratch(y1)
         dxs = [torch.empty(n.shape, dtype=n.dtype) for n in nodes]
         grads = [torch.empty_like(t) for t in (w1, g1, be1, w2, g2, be2, fc1, fc2)]
-        _call("backward", KERNEL_DTYPES[dout.dtype], dout, _pointers(nodes), strides, w1, g1, be1, w2, g2, fc1, fc2,
-              y1, y2, stats, avg, h, gate, dr, _pointers(dxs), *grads, *ctx.dims)
+        _call("backward", KERNEL_DTYPES[dout.dtype], dout, pointer_table(nodes), strides, w1, g1, be1, w2, g2, fc1, fc2,
+              y1, y2, stats, avg, h, gate, dr, pointer_table(dxs), *grads, *ctx.dims)
         return (None, None, None, None, *grads, *dxs)
 
 
@@ -119,10 +115,7 @@ def _update_running_stats(bn: nn.BatchNorm2d, mean: torch.Tensor, var: torch.Ten
     """The running-statistics update of ``nn.BatchNorm2d`` in training mode."""
     if not bn.track_running_stats:
         return
-    factor = count_batch(bn)
-    with torch.no_grad():
-        bn.running_mean.mul_(1 - factor).add_(mean, alpha=factor)
-        bn.running_var.mul_(1 - factor).add_(var * (n / (n - 1)), alpha=factor)
+    update_running(bn.running_mean, bn.running_var, mean, var, n, count_batch(bn))
 
 
 def fused_projection(phi: nn.Module, nodes: Sequence[torch.Tensor], channels_last: bool = False) -> torch.Tensor:

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 from attnas.ops import _gate_norm_kernel
 from attnas.ops._compiled import KERNEL_DTYPES
+from attnas.ops.running_stats import update_running
 
 
 def _call(name: str, *args) -> None:
@@ -79,8 +80,5 @@ def batch_norm_sigmoid(z: torch.Tensor, running_mean: torch.Tensor | None, runni
     stats = z.new_empty(3, z.shape[1])
     s = _BatchNormSigmoid.apply(z, weight, bias, eps, stats)
     if running_mean is not None and running_var is not None:
-        n = z.numel() // z.shape[1]
-        with torch.no_grad():
-            running_mean.mul_(1 - momentum).add_(stats[0], alpha=momentum)
-            running_var.mul_(1 - momentum).add_(stats[1] * (n / (n - 1)), alpha=momentum)
+        update_running(running_mean, running_var, stats[0], stats[1], z.numel() // z.shape[1], momentum)
     return s

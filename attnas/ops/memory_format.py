@@ -16,12 +16,10 @@ concatenating them first and converting after.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 
 from attnas.ops import _layout_kernel
-from attnas.ops._compiled import KERNEL_DTYPES
+from attnas.ops._compiled import KERNEL_DTYPES, pointer_table
 
 
 def planes_contiguous(x: torch.Tensor) -> bool:
@@ -39,10 +37,6 @@ def is_channels_last(x: torch.Tensor) -> bool:
 
 def _kernel_applies(x: torch.Tensor) -> bool:
     return x.device.type == "cpu" and x.dtype in KERNEL_DTYPES and _layout_kernel.load() is not None
-
-
-def _pointers(tensors: Sequence[torch.Tensor | None]) -> torch.Tensor:
-    return torch.tensor([0 if t is None else t.data_ptr() for t in tensors], dtype=torch.int64)
 
 
 def _call(name: str, *args) -> None:
@@ -66,7 +60,7 @@ class _SplitNCHW(torch.autograd.Function):
     def forward(ctx, x, group_channels):  # noqa: D102 (autograd protocol)
         B, C, H, W = x.shape
         groups = [x.new_empty(B, group_channels, H, W) for _ in range(C // group_channels)]
-        _call("cl_to_groups", KERNEL_DTYPES[x.dtype], x, _pointers(groups), B, H * W, C, group_channels)
+        _call("cl_to_groups", KERNEL_DTYPES[x.dtype], x, pointer_table(groups), B, H * W, C, group_channels)
         ctx.set_materialize_grads(False)  # an unused group's gradient stays None: zeros in the kernel
         ctx.shape, ctx.group_channels = x.shape, group_channels
         return tuple(groups)
@@ -79,7 +73,7 @@ class _SplitNCHW(torch.autograd.Function):
         ref = next(g for g in grads if g is not None)
         grads = [None if g is None else g.contiguous() for g in grads]
         out = torch.empty(ctx.shape, dtype=ref.dtype, memory_format=torch.channels_last)
-        _call("groups_to_cl", KERNEL_DTYPES[ref.dtype], _pointers(grads), out, B, H * W, C, ctx.group_channels)
+        _call("groups_to_cl", KERNEL_DTYPES[ref.dtype], pointer_table(grads), out, B, H * W, C, ctx.group_channels)
         return out, None
 
 
