@@ -194,7 +194,7 @@ class HOGA(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # the compiled CPU kernels read NCHW planes (the gradient goes back in x's layout)
-        inputs = split_nchw(x, self.group_channels) if x.device.type == "cpu" else torch.split(x, self.group_channels, 1)
+        inputs = split_nchw(x, self.group_channels)
         nodes: list[torch.Tensor] = []
         for k in range(self.groups):
             u = None

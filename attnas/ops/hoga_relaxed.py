@@ -384,8 +384,7 @@ class RelaxedHOGA(nn.Module):
         w = self.arch_weights()
         c, K = self.group_channels, self.groups
         like = x
-        if x.device.type == "cpu":  # the compiled kernels read NCHW planes (the gradient goes back in x's layout)
-            x = as_nchw(x)
+        x = as_nchw(x)  # the compiled CPU kernels read NCHW planes (the gradient goes back in x's layout)
         diag = self.diag(x, w[self._diag_rows])
         acc: list[torch.Tensor] = list(diag.unflatten(1, (K, c)).unbind(1))  # unbind: one backward pass
         nodes: list[torch.Tensor] = []

@@ -82,14 +82,16 @@ def split_nchw(x: torch.Tensor, group_channels: int) -> tuple[torch.Tensor, ...]
 
     For a channels-last ``x`` on the CPU, one compiled transpose writes the groups as separate
     NCHW tensors, and the backward writes their gradients into one channels-last tensor (no
-    concatenation); otherwise ``torch.split(as_nchw(x), group_channels, 1)``.
+    concatenation); otherwise ``torch.split(as_nchw(x), group_channels, 1)``: off the CPU,
+    where no kernel reads the planes, views of ``x`` in its own layout.
 
     Args:
         x: A ``(B, C, H, W)`` tensor, ``C`` a multiple of ``group_channels``.
         group_channels: Channels per group.
 
     Returns:
-        ``C / group_channels`` tensors ``(B, group_channels, H, W)`` with contiguous planes.
+        ``C / group_channels`` tensors ``(B, group_channels, H, W)``, with contiguous planes on
+        the CPU.
     """
     if is_channels_last(x) and x.shape[1] % group_channels == 0 and _kernel_applies(x):
         return _SplitNCHW.apply(x, group_channels)
@@ -104,10 +106,11 @@ def as_nchw(x: torch.Tensor) -> torch.Tensor:
 
     Returns:
         ``x`` itself when it is NCHW-contiguous or in another layout (then the kernels copy as
-        they need); else an NCHW copy whose backward gives a channels-last gradient (both
-        conversions in the compiled kernel on CPU float tensors).
+        they need), or off the CPU (no compiled kernel reads it there); else an NCHW copy whose
+        backward gives a channels-last gradient (both conversions in the compiled kernel on CPU
+        float tensors).
     """
-    if not is_channels_last(x):
+    if x.device.type != "cpu" or not is_channels_last(x):
         return x
     if _kernel_applies(x):
         return _SplitNCHW.apply(x, x.shape[1])[0]

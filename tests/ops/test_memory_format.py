@@ -29,6 +29,9 @@ def test_other_inputs_pass_through():
     assert as_nchw(t) is t
     one = torch.randn(2, 1, 4, 3).contiguous(memory_format=torch.channels_last)  # both layouts at once
     assert not is_channels_last(one) and as_nchw(one) is one
+    off_cpu = torch.empty(2, 5, 4, 3, device="meta").contiguous(memory_format=torch.channels_last)
+    assert as_nchw(off_cpu) is off_cpu  # no kernel reads planes there
+    assert all(g._base is off_cpu for g in split_nchw(off_cpu, 1))  # views in x's own layout
 
 
 def test_cells_give_the_gradient_back_in_the_input_layout():
