@@ -34,7 +34,7 @@ from torch.autograd.function import once_differentiable
 
 from attnas.ops import _attention_gates_kernel
 from attnas.ops._compiled import KERNEL_DTYPES
-from attnas.ops.memory_format import as_nchw, is_channels_last, planes_contiguous
+from attnas.ops.memory_format import as_channels_last, as_nchw, is_channels_last, planes_contiguous
 from attnas.ops.running_stats import count_batch
 
 
@@ -67,7 +67,7 @@ def _batch_stride(x: torch.Tensor) -> int:
 
 
 def _in_format(y: torch.Tensor, fmt: torch.memory_format) -> torch.Tensor:
-    return y if fmt == torch.contiguous_format else y.contiguous(memory_format=fmt)
+    return y if fmt == torch.contiguous_format else as_channels_last(y)
 
 
 class _NormAttention(torch.autograd.Function):

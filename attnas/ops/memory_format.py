@@ -77,6 +77,35 @@ class _SplitNCHW(torch.autograd.Function):
         return out, None
 
 
+class _ToChannelsLast(torch.autograd.Function):
+    """NCHW ``y`` -> channels-last, in the compiled kernel (the backward: the gradient to NCHW)."""
+
+    @staticmethod
+    def forward(ctx, y):  # noqa: D102 (autograd protocol)
+        B, C, H, W = y.shape
+        out = torch.empty(y.shape, dtype=y.dtype, memory_format=torch.channels_last)
+        _call("groups_to_cl", KERNEL_DTYPES[y.dtype], pointer_table([y]), out, B, H * W, C, C)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):  # noqa: D102 (autograd protocol)
+        B, C, H, W = grad.shape
+        grad = grad.contiguous(memory_format=torch.channels_last)
+        out = grad.new_empty(B, C, H, W)
+        _call("cl_to_groups", KERNEL_DTYPES[grad.dtype], grad, pointer_table([out]), B, H * W, C, C)
+        return out
+
+
+def as_channels_last(y: torch.Tensor) -> torch.Tensor:
+    """``y.contiguous(memory_format=torch.channels_last)``; for an NCHW-contiguous CPU float ``y``
+    (a kernel's output going back to a channels-last network) by the compiled transpose, both
+    ways, instead of PyTorch's element-by-element strided copy."""
+    if (y.dim() == 4 and y.is_contiguous() and not y.is_contiguous(memory_format=torch.channels_last)
+            and _kernel_applies(y)):
+        return _ToChannelsLast.apply(y)
+    return y.contiguous(memory_format=torch.channels_last)
+
+
 def split_nchw(x: torch.Tensor, group_channels: int) -> tuple[torch.Tensor, ...]:
     """The channel groups of ``x`` (``group_channels`` each), as NCHW tensors.
 

@@ -8,7 +8,7 @@ import torch
 from attnas.ops import _layout_kernel
 from attnas.ops.hoga_cell import HOGA
 from attnas.ops.hoga_relaxed import RelaxedHOGA
-from attnas.ops.memory_format import as_nchw, is_channels_last, split_nchw
+from attnas.ops.memory_format import as_channels_last, as_nchw, is_channels_last, split_nchw
 from compiled_kernels import disable_kernel, loaded_kernel
 
 
@@ -105,3 +105,24 @@ def test_split_nchw_and_as_nchw_fall_back_to_pytorch_copies(monkeypatch, how):
     y = as_nchw(x)
     assert type(y.grad_fn).__name__ == "_AsNCHWBackward" and torch.equal(y, x)
     assert _layout_kernel.LIBRARY.unavailable_reason()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", [(3, 16, 5, 6), (2, 5, 3, 7), (1, 9, 1, 2)])
+def test_as_channels_last_runs_the_kernel_both_ways(kernel, dtype, shape):
+    y = torch.randn(shape, dtype=dtype).requires_grad_()
+    z = as_channels_last(y)
+    assert type(z.grad_fn).__name__ == "_ToChannelsLastBackward"
+    assert is_channels_last(z) and torch.equal(z, y)
+    g = torch.randn(shape, dtype=dtype).contiguous(memory_format=torch.channels_last)
+    (grad,) = torch.autograd.grad(z, y, g)
+    assert grad.is_contiguous() and torch.equal(grad, g)
+
+
+def test_as_channels_last_falls_back_to_pytorch(monkeypatch):
+    disable_kernel(monkeypatch, _layout_kernel, "ATTNAS_NO_KERNELS")
+    y = torch.randn(2, 5, 3, 4, dtype=torch.float64).requires_grad_()
+    z = as_channels_last(y)
+    assert type(z.grad_fn).__name__ != "_ToChannelsLastBackward" and is_channels_last(z) and torch.equal(z, y)
+    one = torch.randn(2, 1, 3, 4)  # already in both layouts: returned as it is
+    assert as_channels_last(one) is one
