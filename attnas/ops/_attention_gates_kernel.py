@@ -20,6 +20,10 @@ backward in one call:
   f(max_P x)])`` with the bias-free MLP ``f = W2 relu(W1 .)``, one image at a time
   (pooling, MLP, product; backward: the gate gradient, the MLP's backward, ``dx``).
 
+Every entry point takes ``accumulate``: 1 adds ``y`` into the output buffer (forward) and ``dx``
+into the input-gradient buffer (backward) instead of writing them, for the fused HOGA cell,
+whose edges sum into their node. Parameter gradients are always written.
+
 ``x`` is read as ``B`` blocks of ``c`` contiguous ``H x W`` planes with an arbitrary batch
 stride (a channel slice of an NCHW tensor needs no copy); every other tensor is contiguous.
 The gradient of a maximum goes to its first maximal element (as in max pooling;
@@ -60,9 +64,10 @@ inline void norm_gate_plane(const T* pad, const T* w, T bias, T* s, const Shape&
   sigmoid_inplace(s, P);
 }
 
-// y = x s, s = sigmoid(bias + dwconv(x)); s is kept for the backward.
+// y = x s (accumulate: y += x s), s = sigmoid(bias + dwconv(x)); s is kept for the backward.
 template <typename T>
-void norm_forward(const T* x, int64_t sb, const T* w, const T* bias, T* y, T* s, const Shape& sh, int nthreads) {
+void norm_forward(const T* x, int64_t sb, const T* w, const T* bias, T* y, T* s, const Shape& sh, int accumulate,
+                  int nthreads) {
   const int c = sh.Cin, KK = sh.K * sh.K;
   const int64_t P = (int64_t)sh.H * sh.W;
   #pragma omp parallel num_threads(nthreads)
@@ -75,16 +80,22 @@ void norm_forward(const T* x, int64_t sb, const T* w, const T* bias, T* y, T* s,
       T* yp = y + it * P; T* sp = s + it * P;
       pad_planes(xp, pad.data(), 1, sh);
       norm_gate_plane(pad.data(), w + ch * KK, bias ? bias[ch] : (T)0, sp, sh);
-      #pragma omp simd
-      for (int64_t p = 0; p < P; ++p) yp[p] = xp[p] * sp[p];
+      if (accumulate) {
+        #pragma omp simd
+        for (int64_t p = 0; p < P; ++p) yp[p] += xp[p] * sp[p];
+      } else {
+        #pragma omp simd
+        for (int64_t p = 0; p < P; ++p) yp[p] = xp[p] * sp[p];
+      }
     }
   }
 }
 
-// dx (may be null) = dy s + conv^T(dz), dz = dy x s (1 - s); dw = sum dz (x) x, db (may be null) = sum dz.
+// dx (may be null) = dy s + conv^T(dz) (accumulate: dx += ...), dz = dy x s (1 - s); dw = sum dz (x) x, db (may be
+// null) = sum dz.
 template <typename T>
 void norm_backward(const T* x, int64_t sb, const T* w, const T* s, const T* dy, T* dx, T* dw, T* db,
-                   const Shape& sh, int nthreads) {
+                   const Shape& sh, int accumulate, int nthreads) {
   const int c = sh.Cin, KK = sh.K * sh.K;
   const int64_t P = (int64_t)sh.H * sh.W, pplane = (int64_t)sh.Hp() * sh.Wp();
   Partials part(nthreads, (int64_t)c * (KK + 1));
@@ -113,8 +124,13 @@ void norm_backward(const T* x, int64_t sb, const T* w, const T* s, const T* dy, 
       weight_grad(dzp, xpad.data(), acc + ch * KK, sh);
       if (dx) {
         T* dxp = dx + it * P;
-        #pragma omp simd
-        for (int64_t p = 0; p < P; ++p) dxp[p] = go[p] * sp[p];
+        if (accumulate) {
+          #pragma omp simd
+          for (int64_t p = 0; p < P; ++p) dxp[p] += go[p] * sp[p];
+        } else {
+          #pragma omp simd
+          for (int64_t p = 0; p < P; ++p) dxp[p] = go[p] * sp[p];
+        }
         pad_planes(dzp, gpad.data(), 1, sh);
         correlate_plane(gpad.data(), w + ch * KK, dxp, sh, true);
       }
@@ -215,17 +231,23 @@ inline void channel_mlp_backward_image(const T* pooled, const T* gate, T* dz, co
   }
 }
 
-// dx of one image = du gate + dv_avg / P (+ dv_max at the spatial maximum); du may be dx.
+// dx of one image = du gate + dv_avg / P (+ dv_max at the spatial maximum); du may be dx (not with
+// acc). acc: dx += the same.
 template <typename T>
 inline void channel_input_grad_image(const T* du, const T* gate, const T* dv, const int32_t* amax, int with_max,
-                                     int C, int64_t P, T* dx) {
+                                     int C, int64_t P, T* dx, int accumulate) {
   const T inv_p = (T)1 / (T)P;
   for (int ch = 0; ch < C; ++ch) {
     const T* go = du + ch * P;
     T* out = dx + ch * P;
     const T gv = gate[ch], base = dv[ch] * inv_p;
-    #pragma omp simd
-    for (int64_t p = 0; p < P; ++p) out[p] = go[p] * gv + base;
+    if (accumulate) {
+      #pragma omp simd
+      for (int64_t p = 0; p < P; ++p) out[p] += go[p] * gv + base;
+    } else {
+      #pragma omp simd
+      for (int64_t p = 0; p < P; ++p) out[p] = go[p] * gv + base;
+    }
     if (with_max) out[amax[ch]] += dv[C + ch];
   }
 }
@@ -233,7 +255,7 @@ inline void channel_input_grad_image(const T* du, const T* gate, const T* dv, co
 // x: B blocks of C planes; w1 (h, C), w2 (C, h); work: see ChannelWork.
 template <typename T>
 void channel_forward(const T* x, int64_t sb, const T* w1, const T* w2, int with_max, T* y, T* work, int64_t B, int C,
-                     int h, int64_t P, int nthreads) {
+                     int h, int64_t P, int accumulate, int nthreads) {
   const ChannelWork<T> cw(work, B, C);
   #pragma omp parallel num_threads(nthreads)
   {
@@ -247,8 +269,13 @@ void channel_forward(const T* x, int64_t sb, const T* w1, const T* w2, int with_
         const T* row = xb + ch * P;
         T* yr = y + (b * C + ch) * P;
         const T gv = gb[ch];
-        #pragma omp simd
-        for (int64_t p = 0; p < P; ++p) yr[p] = row[p] * gv;
+        if (accumulate) {
+          #pragma omp simd
+          for (int64_t p = 0; p < P; ++p) yr[p] += row[p] * gv;
+        } else {
+          #pragma omp simd
+          for (int64_t p = 0; p < P; ++p) yr[p] = row[p] * gv;
+        }
       }
     }
   }
@@ -257,7 +284,7 @@ void channel_forward(const T* x, int64_t sb, const T* w1, const T* w2, int with_
 // dx (may be null), dw1 (h, C), dw2 (C, h) from dy and the forward's work buffer.
 template <typename T>
 void channel_backward(const T* x, int64_t sb, const T* w1, const T* w2, int with_max, T* work, const T* dy, T* dx,
-                      T* dw1, T* dw2, int64_t B, int C, int h, int64_t P, int nthreads) {
+                      T* dw1, T* dw2, int64_t B, int C, int h, int64_t P, int accumulate, int nthreads) {
   const ChannelWork<T> cw(work, B, C);
   const int64_t nw = (int64_t)h * C;
   Partials part(nthreads, 2 * nw);
@@ -282,7 +309,7 @@ void channel_backward(const T* x, int64_t sb, const T* w1, const T* w2, int with
                                  a1 + nw, hpre.data(), dh.data(), dv.data());
       if (dx)
         channel_input_grad_image(dy + b * C * P, cw.gate + b * C, dv.data(), cw.amax + b * C, with_max, C, P,
-                                 dx + b * C * P);
+                                 dx + b * C * P, accumulate);
     }
   }
   for (int64_t i = 0; i < nw; ++i) { dw1[i] = (T)part.sum(i, used); dw2[i] = (T)part.sum(nw + i, used); }
@@ -313,7 +340,7 @@ struct ChannelFirst {
 // running statistics rm, rv. With cf.w1, u = x g_c (CBAM) takes the place of x: y = u g.
 template <typename T>
 void spatial_forward(const T* x, int64_t sb, const T* w, const T* bn_w, const T* bn_b, T* rm, T* rv, T eps,
-                     double factor, int mode, T* y, T* work, const ChannelFirst<T>& cf, const Shape& sh,
+                     double factor, int mode, T* y, T* work, const ChannelFirst<T>& cf, const Shape& sh, int accumulate,
                      int nthreads) {
   const int c = sh.Cin, KK = sh.K * sh.K;
   const int64_t P = (int64_t)sh.H * sh.W, pplane = (int64_t)sh.Hp() * sh.Wp(), N = sh.B * P;
@@ -405,8 +432,13 @@ void spatial_forward(const T* x, int64_t sb, const T* w, const T* bn_w, const T*
         const T* row = xb + ch * P;
         T* yr = y + (b * c + ch) * P;
         const T s = gc[ch];
-        #pragma omp simd
-        for (int64_t p = 0; p < P; ++p) yr[p] = (row[p] * s) * gb[p];
+        if (accumulate) {
+          #pragma omp simd
+          for (int64_t p = 0; p < P; ++p) yr[p] += (row[p] * s) * gb[p];
+        } else {
+          #pragma omp simd
+          for (int64_t p = 0; p < P; ++p) yr[p] = (row[p] * s) * gb[p];
+        }
       }
     }
   }
@@ -423,7 +455,7 @@ void spatial_forward(const T* x, int64_t sb, const T* w, const T* bn_w, const T*
 template <typename T>
 void spatial_backward(const T* x, int64_t sb, const T* w, const T* bn_w, T eps, int batch_stats, T* work,
                       const T* dy, T* dx, T* dw, T* dbn, const ChannelFirst<T>& cf, T* dw1, T* dw2, const Shape& sh,
-                      int nthreads) {
+                      int accumulate, int nthreads) {
   const int c = sh.Cin, KK = sh.K * sh.K, h = cf.w1 ? cf.h : 0;
   const int64_t P = (int64_t)sh.H * sh.W, pplane = (int64_t)sh.Hp() * sh.Wp(), N = sh.B * P, nw = (int64_t)h * c;
   const SpatialWork<T> wk(work, N);
@@ -469,8 +501,10 @@ void spatial_backward(const T* x, int64_t sb, const T* w, const T* bn_w, T eps, 
     const T k1 = batch_stats ? (T)(s1 / (double)N) : (T)0, k2 = batch_stats ? (T)(s2 / (double)N) : (T)0;
     const T gr = gamma * rstd;
     std::vector<T> gpad((size_t)pplane, (T)0), ppad((size_t)(2 * pplane), (T)0), dp((size_t)(2 * P));
-    // CBAM: du = d loss / d u (in dx, or here when dx is not wanted), then the channel gate's backward.
-    std::vector<T> du(cf.w1 && !dx ? (size_t)(c * P) : 0), dzc((size_t)c), hpre((size_t)h), dh((size_t)h),
+    // CBAM: du = d loss / d u (in dx, or here when dx is not wanted or is accumulated into), then the
+    // channel gate's backward.
+    const bool du_apart = cf.w1 && (!dx || accumulate);
+    std::vector<T> du(du_apart ? (size_t)(c * P) : 0), dzc((size_t)c), hpre((size_t)h), dh((size_t)h),
         dv((size_t)(2 * c));
     #pragma omp for schedule(static)
     for (int64_t b = 0; b < sh.B; ++b) {
@@ -488,12 +522,18 @@ void spatial_backward(const T* x, int64_t sb, const T* w, const T* bn_w, T eps, 
       correlate_plane(gpad.data(), w, dm, sh, true);
       correlate_plane(gpad.data(), w + KK, dmx, sh, true);
       const int32_t* a = amax + b * P;
-      T* dub = dx ? dx + b * c * P : du.data();
+      T* dub = du_apart ? du.data() : dx + b * c * P;
+      const bool add = accumulate && !cf.w1;  // the spatial attention's dx is du itself
       for (int ch = 0; ch < c; ++ch) {
         const T* go = dy + (b * c + ch) * P;
         T* out = dub + ch * P;
-        #pragma omp simd
-        for (int64_t p = 0; p < P; ++p) out[p] = go[p] * gb[p] + dm[p] * inv_c + (a[p] == ch ? dmx[p] : (T)0);
+        if (add) {
+          #pragma omp simd
+          for (int64_t p = 0; p < P; ++p) out[p] += go[p] * gb[p] + dm[p] * inv_c + (a[p] == ch ? dmx[p] : (T)0);
+        } else {
+          #pragma omp simd
+          for (int64_t p = 0; p < P; ++p) out[p] = go[p] * gb[p] + dm[p] * inv_c + (a[p] == ch ? dmx[p] : (T)0);
+        }
       }
       if (!cf.w1) continue;
       const T* xb = x + b * sb;
@@ -506,7 +546,8 @@ void spatial_backward(const T* x, int64_t sb, const T* w, const T* bn_w, T eps, 
       }
       channel_mlp_backward_image(cw.pooled + 2 * b * c, cw.gate + b * c, dzc.data(), cf.w1, cf.w2, c, h, 1,
                                  acc + 2 + 2 * KK, acc + 2 + 2 * KK + nw, hpre.data(), dh.data(), dv.data());
-      if (dx) channel_input_grad_image(dub, cw.gate + b * c, dv.data(), cw.amax + b * c, 1, c, P, dub);
+      if (dx)
+        channel_input_grad_image(dub, cw.gate + b * c, dv.data(), cw.amax + b * c, 1, c, P, dx + b * c * P, accumulate);
     }
   }
   for (int i = 0; i < 2 * KK; ++i) dw[i] = (T)part.sum(2 + i, used);
@@ -532,25 +573,26 @@ Shape plane_shape(int64_t B, int c, int H, int W, int K, int d) { return Shape{B
 extern "C" {
 
 int attnas_norm_forward(int dtype, const void* x, int64_t sb, const void* w, const void* bias, void* y, void* s,
-                        int64_t B, int c, int H, int W, int K, int d, int nthreads) {
+                        int64_t B, int c, int H, int W, int K, int d, int acc, int nthreads) {
   const Shape sh = plane_shape(B, c, H, W, K, d);
   if (!valid(sh)) return 2;
-  GATES_DISPATCH(dtype, norm_forward((const T*)x, sb, (const T*)w, (const T*)bias, (T*)y, (T*)s, sh, nthreads))
+  GATES_DISPATCH(dtype, norm_forward((const T*)x, sb, (const T*)w, (const T*)bias, (T*)y, (T*)s, sh, acc, nthreads))
 }
 
 int attnas_norm_backward(int dtype, const void* x, int64_t sb, const void* w, const void* s, const void* dy,
-                         void* dx, void* dw, void* db, int64_t B, int c, int H, int W, int K, int d, int nthreads) {
+                         void* dx, void* dw, void* db, int64_t B, int c, int H, int W, int K, int d, int acc,
+                         int nthreads) {
   const Shape sh = plane_shape(B, c, H, W, K, d);
   if (!valid(sh)) return 2;
   GATES_DISPATCH(dtype, norm_backward((const T*)x, sb, (const T*)w, (const T*)s, (const T*)dy, (T*)dx, (T*)dw,
-                                      (T*)db, sh, nthreads))
+                                      (T*)db, sh, acc, nthreads))
 }
 
 // The spatial attention (w1 null) or CBAM (w1 (h, c), w2 (c, h)): work holds 5 B H W + 2
 // values (SpatialWork), and for CBAM 4 B c more (ChannelWork); rm, rv may be null in mode 0.
 int attnas_spatial_forward(int dtype, const void* x, int64_t sb, const void* w1, const void* w2, int h, const void* w,
                            const void* bn_w, const void* bn_b, void* rm, void* rv, double eps, double factor,
-                           int mode, void* y, void* work, int64_t B, int c, int H, int W, int K, int d,
+                           int mode, void* y, void* work, int64_t B, int c, int H, int W, int K, int d, int acc,
                            int nthreads) {
   const Shape sh = plane_shape(B, c, H, W, K, d);
   if (!valid(sh) || mode < 0 || mode > 2 || (mode == 1 && B * H * W < 2) || (mode != 0 && (!rm || !rv)) ||
@@ -558,35 +600,35 @@ int attnas_spatial_forward(int dtype, const void* x, int64_t sb, const void* w1,
     return 2;
   GATES_DISPATCH(dtype, const ChannelFirst<T> cf{(const T*)w1, (const T*)w2, h, (T*)work + 5 * B * H * W + 2};
                  spatial_forward((const T*)x, sb, (const T*)w, (const T*)bn_w, (const T*)bn_b, (T*)rm, (T*)rv,
-                                 (T)eps, factor, mode, (T*)y, (T*)work, cf, sh, nthreads))
+                                 (T)eps, factor, mode, (T*)y, (T*)work, cf, sh, acc, nthreads))
 }
 
 // dw1, dw2: CBAM's MLP gradients (unused without w1).
 int attnas_spatial_backward(int dtype, const void* x, int64_t sb, const void* w1, const void* w2, int h,
                             const void* w, const void* bn_w, double eps, int batch_stats, void* work, const void* dy,
                             void* dx, void* dw, void* dbn, void* dw1, void* dw2, int64_t B, int c, int H, int W, int K,
-                            int d, int nthreads) {
+                            int d, int acc, int nthreads) {
   const Shape sh = plane_shape(B, c, H, W, K, d);
   if (!valid(sh) || (w1 && (!w2 || h < 1 || !dw1 || !dw2))) return 2;
   GATES_DISPATCH(dtype, const ChannelFirst<T> cf{(const T*)w1, (const T*)w2, h, (T*)work + 5 * B * H * W + 2};
                  spatial_backward((const T*)x, sb, (const T*)w, (const T*)bn_w, (T)eps, batch_stats, (T*)work,
-                                  (const T*)dy, (T*)dx, (T*)dw, (T*)dbn, cf, (T*)dw1, (T*)dw2, sh, nthreads))
+                                  (const T*)dy, (T*)dx, (T*)dw, (T*)dbn, cf, (T*)dw1, (T*)dw2, sh, acc, nthreads))
 }
 
 // work: 4 B C values (ChannelWork).
 int attnas_channel_forward(int dtype, const void* x, int64_t sb, const void* w1, const void* w2, int with_max,
-                           void* y, void* work, int64_t B, int C, int h, int64_t P, int nthreads) {
+                           void* y, void* work, int64_t B, int C, int h, int64_t P, int acc, int nthreads) {
   if (B < 0 || C < 1 || h < 1 || P < 1 || P > 2147483647LL) return 2;
   GATES_DISPATCH(dtype, channel_forward((const T*)x, sb, (const T*)w1, (const T*)w2, with_max, (T*)y, (T*)work, B, C,
-                                        h, P, nthreads))
+                                        h, P, acc, nthreads))
 }
 
 int attnas_channel_backward(int dtype, const void* x, int64_t sb, const void* w1, const void* w2, int with_max,
                             void* work, const void* dy, void* dx, void* dw1, void* dw2, int64_t B, int C, int h,
-                            int64_t P, int nthreads) {
+                            int64_t P, int acc, int nthreads) {
   if (B < 0 || C < 1 || h < 1 || P < 1 || P > 2147483647LL) return 2;
   GATES_DISPATCH(dtype, channel_backward((const T*)x, sb, (const T*)w1, (const T*)w2, with_max, (T*)work,
-                                         (const T*)dy, (T*)dx, (T*)dw1, (T*)dw2, B, C, h, P, nthreads))
+                                         (const T*)dy, (T*)dx, (T*)dw1, (T*)dw2, B, C, h, P, acc, nthreads))
 }
 
 }  // extern "C"
@@ -598,14 +640,14 @@ _SOURCE = _small_conv_kernel._SOURCE + EXP_NONPOS + SIGMOID + _GATES
 
 
 _p, _i, _i64, _f = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_double
-_PLANE = [_i64, _i, _i, _i, _i, _i, _i]  # B, c, H, W, K, d, nthreads
+_PLANE = [_i64, _i, _i, _i, _i, _i, _i, _i]  # B, c, H, W, K, d, acc, nthreads
 _bind = bind_signatures({
     "attnas_norm_forward": [_i, _p, _i64, _p, _p, _p, _p, *_PLANE],
     "attnas_norm_backward": [_i, _p, _i64, _p, _p, _p, _p, _p, _p, *_PLANE],
     "attnas_spatial_forward": [_i, _p, _i64, _p, _p, _i, _p, _p, _p, _p, _p, _f, _f, _i, _p, _p, *_PLANE],
     "attnas_spatial_backward": [_i, _p, _i64, _p, _p, _i, _p, _p, _f, _i, _p, _p, _p, _p, _p, _p, _p, *_PLANE],
-    "attnas_channel_forward": [_i, _p, _i64, _p, _p, _i, _p, _p, _i64, _i, _i, _i64, _i],
-    "attnas_channel_backward": [_i, _p, _i64, _p, _p, _i, _p, _p, _p, _p, _p, _i64, _i, _i, _i64, _i],
+    "attnas_channel_forward": [_i, _p, _i64, _p, _p, _i, _p, _p, _i64, _i, _i, _i64, _i, _i],
+    "attnas_channel_backward": [_i, _p, _i64, _p, _p, _i, _p, _p, _p, _p, _p, _i64, _i, _i, _i64, _i, _i],
 })
 
 

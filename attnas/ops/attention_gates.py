@@ -18,6 +18,12 @@ expressions up to float rounding, except that the gradient of a maximum goes to 
 maximal element, as in max pooling (``torch.amax`` splits it among ties; the two agree
 wherever the maximum is unique). First derivatives only: a double backward raises.
 
+Each module's calls are a :class:`GateKernel` (:class:`NormGate`, :class:`SpatialGate`,
+:class:`ChannelGate`), built by the module's ``gate_kernel()``; :func:`gate_function` makes
+one autograd operation of it. The kernels can also *add* their output into an existing tensor
+and their input gradient into an existing gradient (``accumulate``): the fused HOGA cell
+(:mod:`attnas.ops.hoga_fused_cell`) sums a node's edges that way, without a tensor per edge.
+
 Layout: an input whose channel planes are contiguous (``(B, c, H, W)`` with strides
 ``(any, H W, W, 1)``, e.g. a channel slice of an NCHW tensor, as in the HOGA cell) is read in
 place and gives an NCHW-contiguous output; any other input is made contiguous first and the
@@ -70,89 +76,145 @@ def _in_format(y: torch.Tensor, fmt: torch.memory_format) -> torch.Tensor:
     return y if fmt == torch.contiguous_format else as_channels_last(y)
 
 
-class _NormAttention(torch.autograd.Function):
-    """Eq. 7 in one kernel call each way (the gate is saved for the backward)."""
+class GateKernel:
+    """One gated module's compiled calls, ``y = x g(x)`` and its backward, for a given input.
 
-    @staticmethod
-    def forward(ctx, x, weight, bias, dilation):  # noqa: D102 (autograd protocol)
+    Built per forward call (it fixes the batch-norm mode of that call). :func:`gate_function`
+    wraps it as one autograd operation; the fused HOGA cell
+    (:mod:`attnas.ops.hoga_fused_cell`) calls it directly, with ``accumulate`` to add an
+    edge's output into its node and an input gradient into the node's gradient.
+
+    Attributes:
+        params: The tensors the gate has gradients for (parameters, in a fixed order).
+    """
+
+    params: tuple[torch.Tensor, ...] = ()
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor, accumulate: bool) -> tuple[torch.Tensor, ...]:
+        """Write ``x g(x)`` into ``y`` (``accumulate``: add it); return what the backward needs.
+
+        ``x`` ``(B, c, H, W)`` has contiguous planes (any batch stride); ``y`` is contiguous.
+        """
+        raise NotImplementedError
+
+    def backward(self, saved: tuple[torch.Tensor, ...], dy: torch.Tensor, dx: torch.Tensor | None,
+                 accumulate: bool) -> tuple[torch.Tensor | None, ...]:
+        """Write ``d loss / d x`` into ``dx`` (``None``: not wanted; ``accumulate``: add it) for
+        the contiguous ``dy``; return the gradients of :attr:`params`."""
+        raise NotImplementedError
+
+
+class NormGate(GateKernel):
+    """Eq. 7: ``x sigmoid(dwconv_d(x) + beta)`` (the gate is saved for the backward)."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, dilation: int):
+        self.weight, self.dilation = weight.contiguous(), dilation
+        self.bias = None if bias is None else bias.contiguous()
+        self.params = (weight,) if bias is None else (weight, bias)
+
+    def forward(self, x, y, accumulate):  # noqa: D102 (GateKernel)
         B, c, H, W = x.shape
-        weight = weight.contiguous()
-        bias = None if bias is None else bias.contiguous()
-        y, s = x.new_empty(B, c, H, W), x.new_empty(B, c, H, W)
-        shape = (B, c, H, W, weight.shape[-1], dilation)
-        _call("norm_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), weight, bias, y, s, *shape)
-        ctx.save_for_backward(x, weight, s)
-        ctx.shape, ctx.has_bias = shape, bias is not None
-        return y
+        s = x.new_empty(B, c, H, W)
+        _call("norm_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), self.weight, self.bias, y, s, B, c, H, W,
+              self.weight.shape[-1], self.dilation, int(accumulate))
+        return x, s
 
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, dy):  # noqa: D102 (autograd protocol)
-        x, weight, s = ctx.saved_tensors
-        dx = torch.empty(x.shape, dtype=x.dtype) if ctx.needs_input_grad[0] else None
-        dw = torch.empty_like(weight)
-        db = x.new_empty(x.shape[1]) if ctx.has_bias else None
-        _call("norm_backward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), weight, s, dy.contiguous(), dx, dw, db,
-              *ctx.shape)
-        return dx, dw, db, None
-
-
-class _SpatialAttention(torch.autograd.Function):
-    """Eq. 6, or CBAM (Eq. 8) when the channel MLP ``w1``, ``w2`` is given, in one kernel call
-    each way (the running statistics are updated by the forward's kernel call: ``mode`` 1)."""
-
-    @staticmethod
-    def forward(ctx, x, w1, w2, weight, gamma, beta, running_mean, running_var, eps, factor, mode,  # noqa: D102
-                dilation):
+    def backward(self, saved, dy, dx, accumulate):  # noqa: D102 (GateKernel)
+        x, s = saved
         B, c, H, W = x.shape
-        weight = weight.contiguous()
-        w1, w2 = (None, None) if w1 is None else (w1.contiguous(), w2.contiguous())
-        h = 0 if w1 is None else w1.shape[0]
-        y = x.new_empty(B, c, H, W)
-        work = x.new_empty(5 * B * H * W + 2 + (0 if w1 is None else 4 * B * c))  # see SpatialWork, ChannelWork
-        shape = (B, c, H, W, weight.shape[-1], dilation)
-        _call("spatial_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), w1, w2, h, weight, gamma, beta,
-              running_mean, running_var, eps, factor, mode, y, work, *shape)
-        ctx.save_for_backward(x, w1, w2, weight, gamma, work)
-        ctx.shape, ctx.eps, ctx.batch_stats = shape, eps, mode != 2
-        return y
+        dw = torch.empty_like(self.weight)
+        db = None if self.bias is None else x.new_empty(c)
+        _call("norm_backward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), self.weight, s, dy, dx, dw, db, B, c, H,
+              W, self.weight.shape[-1], self.dilation, int(accumulate))
+        return (dw,) if db is None else (dw, db)
 
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, dy):  # noqa: D102 (autograd protocol)
-        x, w1, w2, weight, gamma, work = ctx.saved_tensors
-        dx = torch.empty(x.shape, dtype=x.dtype) if ctx.needs_input_grad[0] else None
-        dw, dbn = torch.empty_like(weight), x.new_empty(2)
+
+class SpatialGate(GateKernel):
+    """Eq. 6, or CBAM (Eq. 8) with the channel MLP ``w1``, ``w2``; the forward updates the batch
+    norm's running statistics in the kernel (``mode`` 1)."""
+
+    def __init__(self, weight: torch.Tensor, bn: nn.BatchNorm2d, dilation: int,
+                 channel_mlp: tuple[torch.Tensor, torch.Tensor] | None = None):
+        self.mode, self.factor = 2, 0.0  # the running statistics
+        if bn.training or bn.running_mean is None:
+            self.mode = 0  # batch statistics
+        if bn.training and bn.track_running_stats:
+            self.mode = 1  # and their update
+            self.factor = count_batch(bn)
+            # (the kernel writes the running statistics in place; no autograd graph holds them)
+        self.weight, self.bn, self.dilation = weight.contiguous(), bn, dilation
+        self.w1, self.w2 = (None, None) if channel_mlp is None else (channel_mlp[0].contiguous(),
+                                                                     channel_mlp[1].contiguous())
+        self.params = ((weight, bn.weight, bn.bias) if channel_mlp is None
+                       else (*channel_mlp, weight, bn.weight, bn.bias))
+
+    def forward(self, x, y, accumulate):  # noqa: D102 (GateKernel)
+        B, c, H, W = x.shape
+        bn, h = self.bn, 0 if self.w1 is None else self.w1.shape[0]
+        work = x.new_empty(5 * B * H * W + 2 + (0 if self.w1 is None else 4 * B * c))  # see SpatialWork, ChannelWork
+        _call("spatial_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), self.w1, self.w2, h, self.weight,
+              bn.weight, bn.bias, bn.running_mean, bn.running_var, bn.eps, self.factor, self.mode, y, work, B, c, H, W,
+              self.weight.shape[-1], self.dilation, int(accumulate))
+        return x, work
+
+    def backward(self, saved, dy, dx, accumulate):  # noqa: D102 (GateKernel)
+        x, work = saved
+        B, c, H, W = x.shape
+        w1, w2, h = self.w1, self.w2, 0 if self.w1 is None else self.w1.shape[0]
+        dw, dbn = torch.empty_like(self.weight), x.new_empty(2)
         dw1, dw2 = (None, None) if w1 is None else (torch.empty_like(w1), torch.empty_like(w2))
-        h = 0 if w1 is None else w1.shape[0]
-        _call("spatial_backward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), w1, w2, h, weight, gamma, ctx.eps,
-              int(ctx.batch_stats), work, dy.contiguous(), dx, dw, dbn, dw1, dw2, *ctx.shape)
-        return dx, dw1, dw2, dw, dbn[:1], dbn[1:], None, None, None, None, None, None
+        _call("spatial_backward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), w1, w2, h, self.weight, self.bn.weight,
+              self.bn.eps, int(self.mode != 2), work, dy, dx, dw, dbn, dw1, dw2, B, c, H, W, self.weight.shape[-1],
+              self.dilation, int(accumulate))
+        grads = (dw, dbn[:1], dbn[1:])
+        return grads if w1 is None else (dw1, dw2, *grads)
 
 
-class _ChannelAttention(torch.autograd.Function):
-    """Eqs. 4, 5 in one kernel call each way."""
+class ChannelGate(GateKernel):
+    """Eqs. 4, 5: ``x sigmoid(f(mean_P x) [+ f(max_P x)])``."""
+
+    def __init__(self, w1: torch.Tensor, w2: torch.Tensor, with_max: bool):
+        self.w1, self.w2, self.with_max = w1.contiguous(), w2.contiguous(), with_max
+        self.params = (w1, w2)
+
+    def forward(self, x, y, accumulate):  # noqa: D102 (GateKernel)
+        B, C, H, W = x.shape
+        work = x.new_empty(4 * B * C)  # pooled, gate, argmax
+        _call("channel_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), self.w1, self.w2, int(self.with_max), y,
+              work, B, C, self.w1.shape[0], H * W, int(accumulate))
+        return x, work
+
+    def backward(self, saved, dy, dx, accumulate):  # noqa: D102 (GateKernel)
+        x, work = saved
+        B, C, H, W = x.shape
+        dw1, dw2 = torch.empty_like(self.w1), torch.empty_like(self.w2)
+        _call("channel_backward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), self.w1, self.w2, int(self.with_max),
+              work, dy, dx, dw1, dw2, B, C, self.w1.shape[0], H * W, int(accumulate))
+        return dw1, dw2
+
+
+class _Gate(torch.autograd.Function):
+    """One :class:`GateKernel` as one autograd operation (one kernel call each way)."""
 
     @staticmethod
-    def forward(ctx, x, w1, w2, with_max):  # noqa: D102 (autograd protocol)
-        B, C, H, W = x.shape
-        w1, w2 = w1.contiguous(), w2.contiguous()
-        y, work = x.new_empty(B, C, H, W), x.new_empty(4 * B * C)  # work: pooled, gate, argmax
-        shape = (B, C, w1.shape[0], H * W)
-        _call("channel_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), w1, w2, int(with_max), y, work, *shape)
-        ctx.save_for_backward(x, w1, w2, work)
-        ctx.shape, ctx.with_max = shape, with_max
+    def forward(ctx, kernel, x, *params):  # noqa: D102 (autograd protocol)
+        y = x.new_empty(x.shape)
+        ctx.save_for_backward(*kernel.forward(x, y, False))
+        ctx.kernel = kernel
         return y
 
     @staticmethod
     @once_differentiable
     def backward(ctx, dy):  # noqa: D102 (autograd protocol)
-        x, w1, w2, work = ctx.saved_tensors
-        dx = torch.empty(x.shape, dtype=x.dtype) if ctx.needs_input_grad[0] else None
-        dw1, dw2 = torch.empty_like(w1), torch.empty_like(w2)
-        _call("channel_backward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), w1, w2, int(ctx.with_max), work,
-              dy.contiguous(), dx, dw1, dw2, *ctx.shape)
-        return dx, dw1, dw2, None
+        saved = ctx.saved_tensors
+        dx = torch.empty(saved[0].shape, dtype=dy.dtype) if ctx.needs_input_grad[1] else None
+        return None, dx, *ctx.kernel.backward(saved, dy.contiguous(), dx, False)
+
+
+def gate_function(kernel: GateKernel, x: torch.Tensor) -> torch.Tensor:
+    """``x g(x)`` of ``kernel`` as one differentiable operation, in ``x``'s memory format."""
+    x, fmt = _planes(x)
+    return _in_format(_Gate.apply(kernel, x, *kernel.params), fmt)
 
 
 def normalization_attention(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
@@ -160,8 +222,7 @@ def normalization_attention(x: torch.Tensor, weight: torch.Tensor, bias: torch.T
     """``x * sigmoid(dwconv(x))`` (AutoLA Eq. 7): depth-wise ``k x k`` filters ``weight``
     ``(c, 1, k, k)`` (``k`` odd), optional ``bias`` ``(c,)``, dilation ``d``, zero padding
     ``d (k - 1) / 2``; ``x`` is ``(B, c, H, W)``."""
-    x, fmt = _planes(x)
-    return _in_format(_NormAttention.apply(x, weight, bias, dilation), fmt)
+    return gate_function(NormGate(weight, bias, dilation), x)
 
 
 def spatial_attention(x: torch.Tensor, weight: torch.Tensor, bn: nn.BatchNorm2d, dilation: int,
@@ -182,18 +243,7 @@ def spatial_attention(x: torch.Tensor, weight: torch.Tensor, bn: nn.BatchNorm2d,
     Returns:
         ``(B, c, H, W)``.
     """
-    x, fmt = _planes(x)
-    mode, factor = 2, 0.0  # the running statistics
-    if bn.training or bn.running_mean is None:
-        mode = 0  # batch statistics
-    if bn.training and bn.track_running_stats:
-        mode = 1  # and their update
-        factor = count_batch(bn)
-        # (the kernel writes the running statistics in place; no autograd graph holds them)
-    w1, w2 = (None, None) if channel_mlp is None else channel_mlp
-    y = _SpatialAttention.apply(x, w1, w2, weight, bn.weight, bn.bias, bn.running_mean, bn.running_var, bn.eps,
-                                factor, mode, dilation)
-    return _in_format(y, fmt)
+    return gate_function(SpatialGate(weight, bn, dilation, channel_mlp), x)
 
 
 def spatial_attention_applies(x: torch.Tensor, weight: torch.Tensor, bn: nn.BatchNorm2d,
@@ -210,5 +260,4 @@ def spatial_attention_applies(x: torch.Tensor, weight: torch.Tensor, bn: nn.Batc
 def channel_attention(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, with_max: bool) -> torch.Tensor:
     """``x * sigmoid(f(mean_P x) [+ f(max_P x)])`` (AutoLA Eq. 4; Eq. 5 ``with_max``) with
     ``f(v) = W2 relu(W1 v)``, ``w1`` ``(h, C)``, ``w2`` ``(C, h)``, for ``x`` ``(B, C, H, W)``."""
-    x, fmt = _planes(x)
-    return _in_format(_ChannelAttention.apply(x, w1, w2, with_max), fmt)
+    return gate_function(ChannelGate(w1, w2, with_max), x)

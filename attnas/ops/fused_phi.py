@@ -56,37 +56,69 @@ def _scratch(like: torch.Tensor) -> torch.Tensor:
     return buf[: like.numel()].view(like.shape)
 
 
+def phi_parameters(phi: nn.Module) -> tuple[torch.Tensor, ...]:
+    """The eight tensors phi's kernel takes, in its order (``W_1``, ``W_2`` as matrices)."""
+    return (phi.conv1.weight.flatten(1), phi.bn1.weight, phi.bn1.bias, phi.conv2.weight.flatten(1), phi.bn2.weight,
+            phi.bn2.bias, phi.attn.fc1.weight, phi.attn.fc2.weight)
+
+
+def phi_forward(phi: nn.Module, params: Sequence[torch.Tensor], nodes: Sequence[torch.Tensor],
+                channels_last: bool) -> tuple[torch.Tensor, list[torch.Tensor], list[int]]:
+    """The kernel's forward (and the batch norms' running-statistics updates), outside autograd.
+
+    Args:
+        phi: The :class:`~attnas.ops.hoga_cell.HOGAProjection` (its batch norms' settings).
+        params: :func:`phi_parameters` of ``phi``.
+        nodes: ``U_0 ... U_{K-1}``, each ``(B, c, H, W)`` with contiguous planes.
+        channels_last: Write the result channels-last.
+
+    Returns:
+        The projection, what :func:`phi_backward` needs, and the kernel's dimensions.
+    """
+    params = [t.contiguous() for t in params]
+    nodes = [n if planes_contiguous(n) else n.contiguous() for n in nodes]
+    B, _, H, W = nodes[0].shape
+    C, hid = params[3].shape[0], params[6].shape[0]
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    x = nodes[0]
+    out = torch.empty(B, C, H, W, dtype=x.dtype, memory_format=fmt)
+    y1, y2, stats = x.new_empty(B, C, H, W), x.new_empty(B, C, H, W), x.new_empty(6, C)
+    avg, h, gate = x.new_empty(B, C), x.new_empty(B, hid), x.new_empty(B, C)
+    dims = _dims(x, len(nodes), C, hid, channels_last)
+    strides = torch.tensor([n.stride(0) for n in nodes], dtype=torch.int64)
+    _call("forward", KERNEL_DTYPES[x.dtype], pointer_table(nodes), strides, *params, phi.bn1.eps, phi.bn2.eps, out, y1,
+          y2, stats, avg, h, gate, *dims)
+    n = B * H * W
+    _update_running_stats(phi.bn1, stats[0], stats[1], n)
+    _update_running_stats(phi.bn2, stats[2], stats[3], n)
+    return out, [*params, y1, y2, stats, avg, h, gate, strides, *nodes], dims
+
+
+def phi_backward(saved: Sequence[torch.Tensor], dims: Sequence[int],
+                 dout: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """The kernel's backward: the gradients of the eight parameters and of the nodes (fresh tensors)."""
+    w1, g1, be1, w2, g2, be2, fc1, fc2, y1, y2, stats, avg, h, gate, strides, *nodes = saved
+    channels_last = bool(dims[-1])
+    dout = dout.contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+    dr = _scratch(y1)
+    dxs = [torch.empty(n.shape, dtype=n.dtype) for n in nodes]
+    grads = [torch.empty_like(t) for t in (w1, g1, be1, w2, g2, be2, fc1, fc2)]
+    _call("backward", KERNEL_DTYPES[dout.dtype], dout, pointer_table(nodes), strides, w1, g1, be1, w2, g2, fc1, fc2,
+          y1, y2, stats, avg, h, gate, dr, pointer_table(dxs), *grads, *dims)
+    return grads, dxs
+
+
 class _FusedProjection(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, stats, eps1, eps2, channels_last, w1, g1, be1, w2, g2, be2, fc1, fc2, *nodes):  # noqa: D102
-        params = [t.contiguous() for t in (w1, g1, be1, w2, g2, be2, fc1, fc2)]
-        nodes = [n if planes_contiguous(n) else n.contiguous() for n in nodes]
-        B, _, H, W = nodes[0].shape
-        C, hid = w2.shape[0], fc1.shape[0]
-        fmt = torch.channels_last if channels_last else torch.contiguous_format
-        x = nodes[0]
-        out = torch.empty(B, C, H, W, dtype=x.dtype, memory_format=fmt)
-        y1, y2 = x.new_empty(B, C, H, W), x.new_empty(B, C, H, W)
-        avg, h, gate = x.new_empty(B, C), x.new_empty(B, hid), x.new_empty(B, C)
-        dims = _dims(x, len(nodes), C, hid, channels_last)
-        strides = torch.tensor([n.stride(0) for n in nodes], dtype=torch.int64)
-        _call("forward", KERNEL_DTYPES[x.dtype], pointer_table(nodes), strides, *params, eps1, eps2, out, y1, y2, stats,
-              avg, h, gate, *dims)
-        ctx.save_for_backward(*params, y1, y2, stats, avg, h, gate, strides, *nodes)
-        ctx.dims = dims
+    def forward(ctx, phi, channels_last, *tensors):  # noqa: D102 (autograd protocol)
+        out, saved, ctx.dims = phi_forward(phi, tensors[:8], tensors[8:], channels_last)
+        ctx.save_for_backward(*saved)
         return out
 
     @staticmethod
     def backward(ctx, dout):  # noqa: D102 (autograd protocol)
-        w1, g1, be1, w2, g2, be2, fc1, fc2, y1, y2, stats, avg, h, gate, strides, *nodes = ctx.saved_tensors
-        channels_last = bool(ctx.dims[-1])
-        dout = dout.contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
-        dr = _scratch(y1)
-        dxs = [torch.empty(n.shape, dtype=n.dtype) for n in nodes]
-        grads = [torch.empty_like(t) for t in (w1, g1, be1, w2, g2, be2, fc1, fc2)]
-        _call("backward", KERNEL_DTYPES[dout.dtype], dout, pointer_table(nodes), strides, w1, g1, be1, w2, g2, fc1, fc2,
-              y1, y2, stats, avg, h, gate, dr, pointer_table(dxs), *grads, *ctx.dims)
-        return (None, None, None, None, *grads, *dxs)
+        grads, dxs = phi_backward(ctx.saved_tensors, ctx.dims, dout)
+        return (None, None, *grads, *dxs)
 
 
 def _batch_norm_applies(bn: nn.Module) -> bool:
@@ -129,12 +161,4 @@ def fused_projection(phi: nn.Module, nodes: Sequence[torch.Tensor], channels_las
     Returns:
         :math:`\varphi([U_0; \dots; U_{K-1}; \bar U])`, ``(B, C, H, W)``.
     """
-    C = phi.conv2.weight.shape[0]
-    stats = nodes[0].new_empty(6, C)
-    w1, w2 = phi.conv1.weight.flatten(1), phi.conv2.weight.flatten(1)
-    out = _FusedProjection.apply(stats, phi.bn1.eps, phi.bn2.eps, channels_last, w1, phi.bn1.weight, phi.bn1.bias,
-                                 w2, phi.bn2.weight, phi.bn2.bias, phi.attn.fc1.weight, phi.attn.fc2.weight, *nodes)
-    n = nodes[0].shape[0] * nodes[0].shape[2] * nodes[0].shape[3]
-    _update_running_stats(phi.bn1, stats[0], stats[1], n)
-    _update_running_stats(phi.bn2, stats[2], stats[3], n)
-    return out
+    return _FusedProjection.apply(phi, channels_last, *phi_parameters(phi), *nodes)

@@ -43,6 +43,25 @@ def _call(name: str, *args) -> None:
     _layout_kernel.LIBRARY.call(f"attnas_{name}", *args, torch.get_num_threads())
 
 
+def cl_to_groups(x: torch.Tensor, group_channels: int) -> list[torch.Tensor]:
+    """The channel groups of the channels-last CPU float ``x`` as new NCHW tensors (the compiled
+    transpose, outside autograd; :func:`split_nchw` is the differentiable form)."""
+    B, C, H, W = x.shape
+    groups = [x.new_empty(B, group_channels, H, W) for _ in range(C // group_channels)]
+    _call("cl_to_groups", KERNEL_DTYPES[x.dtype], x, pointer_table(groups), B, H * W, C, group_channels)
+    return groups
+
+
+def groups_to_cl(groups: list[torch.Tensor | None], shape: torch.Size) -> torch.Tensor:
+    """The NCHW-contiguous channel groups ``groups`` (``None``: zeros; at least one given) as one
+    channels-last tensor of ``shape`` (the inverse of :func:`cl_to_groups`)."""
+    B, C, H, W = shape
+    ref = next(g for g in groups if g is not None)
+    out = torch.empty(shape, dtype=ref.dtype, memory_format=torch.channels_last)
+    _call("groups_to_cl", KERNEL_DTYPES[ref.dtype], pointer_table(groups), out, B, H * W, C, C // len(groups))
+    return out
+
+
 class _AsNCHW(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):  # noqa: D102 (autograd protocol)
@@ -58,23 +77,16 @@ class _SplitNCHW(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, group_channels):  # noqa: D102 (autograd protocol)
-        B, C, H, W = x.shape
-        groups = [x.new_empty(B, group_channels, H, W) for _ in range(C // group_channels)]
-        _call("cl_to_groups", KERNEL_DTYPES[x.dtype], x, pointer_table(groups), B, H * W, C, group_channels)
+        groups = cl_to_groups(x, group_channels)
         ctx.set_materialize_grads(False)  # an unused group's gradient stays None: zeros in the kernel
         ctx.shape, ctx.group_channels = x.shape, group_channels
         return tuple(groups)
 
     @staticmethod
     def backward(ctx, *grads):  # noqa: D102 (autograd protocol)
-        B, C, H, W = ctx.shape
         if all(g is None for g in grads):
             return None, None
-        ref = next(g for g in grads if g is not None)
-        grads = [None if g is None else g.contiguous() for g in grads]
-        out = torch.empty(ctx.shape, dtype=ref.dtype, memory_format=torch.channels_last)
-        _call("groups_to_cl", KERNEL_DTYPES[ref.dtype], pointer_table(grads), out, B, H * W, C, ctx.group_channels)
-        return out, None
+        return groups_to_cl([None if g is None else g.contiguous() for g in grads], ctx.shape), None
 
 
 class _ToChannelsLast(torch.autograd.Function):

@@ -84,10 +84,17 @@ class ChannelAttention(nn.Module):
         z = self.fc2(torch.relu(self.fc1(mean(x, (2, 3)))))
         return torch.sigmoid(z)[:, :, None, None]
 
+    def kernel_applies(self, x: torch.Tensor) -> bool:
+        """Whether the compiled kernel runs this module on ``x`` (no side effects)."""
+        return attention_gates.kernels_apply(x, self.fc1.weight, self.fc2.weight)
+
+    def gate_kernel(self) -> attention_gates.GateKernel:
+        """The compiled calls of this module (check :meth:`kernel_applies` first)."""
+        return attention_gates.ChannelGate(self.fc1.weight, self.fc2.weight, with_max=False)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        w1, w2 = self.fc1.weight, self.fc2.weight
-        if attention_gates.kernels_apply(x, w1, w2):
-            return attention_gates.channel_attention(x, w1, w2, with_max=False)
+        if self.kernel_applies(x):
+            return attention_gates.gate_function(self.gate_kernel(), x)
         return self.forward_eager(x)
 
     def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
@@ -122,10 +129,17 @@ class ChannelAttentionV2(nn.Module):
         z = self.fc2(torch.relu(self.fc1(pooled))).sum(0)
         return torch.sigmoid(z)[:, :, None, None]
 
+    def kernel_applies(self, x: torch.Tensor) -> bool:
+        """Whether the compiled kernel runs this module on ``x`` (no side effects)."""
+        return attention_gates.kernels_apply(x, self.fc1.weight, self.fc2.weight)
+
+    def gate_kernel(self) -> attention_gates.GateKernel:
+        """The compiled calls of this module (check :meth:`kernel_applies` first)."""
+        return attention_gates.ChannelGate(self.fc1.weight, self.fc2.weight, with_max=True)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        w1, w2 = self.fc1.weight, self.fc2.weight
-        if attention_gates.kernels_apply(x, w1, w2):
-            return attention_gates.channel_attention(x, w1, w2, with_max=True)
+        if self.kernel_applies(x):
+            return attention_gates.gate_function(self.gate_kernel(), x)
         return self.forward_eager(x)
 
     def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
@@ -177,9 +191,18 @@ class SpatialAttention(nn.Module):
         """The gate of shape ``(B, 1, H, W)``."""
         return torch.sigmoid(self.bn(small_conv2d(channel_pool(x), self.conv.weight, None, self.dilation)))
 
+    def kernel_applies(self, x: torch.Tensor) -> bool:
+        """Whether the compiled kernel runs this module on ``x`` (no side effects)."""
+        return attention_gates.spatial_attention_applies(x, self.conv.weight, self.bn)
+
+    def gate_kernel(self) -> attention_gates.GateKernel:
+        """The compiled calls of this module for one forward (in training, building them counts
+        the batch in the batch norm's running statistics; check :meth:`kernel_applies` first)."""
+        return attention_gates.SpatialGate(self.conv.weight, self.bn, self.dilation)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if attention_gates.spatial_attention_applies(x, self.conv.weight, self.bn):
-            return attention_gates.spatial_attention(x, self.conv.weight, self.bn, self.dilation)
+        if self.kernel_applies(x):
+            return attention_gates.gate_function(self.gate_kernel(), x)
         return self.forward_eager(x)
 
     def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
@@ -222,10 +245,17 @@ class NormalizationAttention(nn.Module):
         conv = self.conv
         return torch.sigmoid(small_conv2d(x, conv.weight, conv.bias, self.dilation, conv.groups))
 
+    def kernel_applies(self, x: torch.Tensor) -> bool:
+        """Whether the compiled kernel runs this module on ``x`` (no side effects)."""
+        return attention_gates.kernels_apply(x, self.conv.weight, self.conv.bias)
+
+    def gate_kernel(self) -> attention_gates.GateKernel:
+        """The compiled calls of this module (check :meth:`kernel_applies` first)."""
+        return attention_gates.NormGate(self.conv.weight, self.conv.bias, self.dilation)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        conv = self.conv
-        if attention_gates.kernels_apply(x, conv.weight, conv.bias):
-            return attention_gates.normalization_attention(x, conv.weight, conv.bias, self.dilation)
+        if self.kernel_applies(x):
+            return attention_gates.gate_function(self.gate_kernel(), x)
         return self.forward_eager(x)
 
     def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
@@ -257,11 +287,19 @@ class CBAM(nn.Module):
         self.channel = ChannelAttentionV2(channels, reduction)
         self.spatial = SpatialAttention(channels, reduction, kernel_size=kernel_size)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def kernel_applies(self, x: torch.Tensor) -> bool:
+        """Whether the compiled kernel runs this module on ``x`` (no side effects)."""
         ch, sp = self.channel, self.spatial
-        mlp = (ch.fc1.weight, ch.fc2.weight)
-        if attention_gates.spatial_attention_applies(x, sp.conv.weight, sp.bn, *mlp):
-            return attention_gates.spatial_attention(x, sp.conv.weight, sp.bn, sp.dilation, channel_mlp=mlp)
+        return attention_gates.spatial_attention_applies(x, sp.conv.weight, sp.bn, ch.fc1.weight, ch.fc2.weight)
+
+    def gate_kernel(self) -> attention_gates.GateKernel:
+        """Both gates' compiled calls for one forward (see :meth:`SpatialAttention.gate_kernel`)."""
+        ch, sp = self.channel, self.spatial
+        return attention_gates.SpatialGate(sp.conv.weight, sp.bn, sp.dilation, (ch.fc1.weight, ch.fc2.weight))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.kernel_applies(x):
+            return attention_gates.gate_function(self.gate_kernel(), x)
         return self.spatial(self.channel(x))
 
     def forward_eager(self, x: torch.Tensor) -> torch.Tensor:

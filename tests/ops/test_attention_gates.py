@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -173,15 +174,19 @@ def test_gradcheck(kernel):
     conv = norm.conv
     assert torch.autograd.gradcheck(lambda x, w, b: attention_gates.normalization_attention(x, w, b, 1),
                                     (x, conv.weight, conv.bias))
-    bn = spatial.bn
-    assert torch.autograd.gradcheck(  # batch statistics, no running statistics (mode 0)
-        lambda x, w, g, b: attention_gates._SpatialAttention.apply(x, None, None, w, g, b, None, None, bn.eps, 0.0, 0,
-                                                                   1),
-        (x, spatial.conv.weight, bn.weight, bn.bias))
+    eps = spatial.bn.eps
+
+    def batch_norm(g, b):  # batch statistics, no running statistics (the kernel's mode 0)
+        return SimpleNamespace(weight=g, bias=b, eps=eps, training=True, track_running_stats=False,
+                               running_mean=None, running_var=None)
+
+    assert torch.autograd.gradcheck(
+        lambda x, w, g, b: attention_gates.gate_function(attention_gates.SpatialGate(w, batch_norm(g, b), 1), x),
+        (x, spatial.conv.weight, spatial.bn.weight, spatial.bn.bias))
     assert torch.autograd.gradcheck(  # CBAM: the channel MLP first
-        lambda x, w1, w2, w, g, b: attention_gates._SpatialAttention.apply(x, w1, w2, w, g, b, None, None, bn.eps,
-                                                                           0.0, 0, 2),
-        (x, channel.fc1.weight, channel.fc2.weight, spatial.conv.weight, bn.weight, bn.bias))
+        lambda x, w1, w2, w, g, b: attention_gates.gate_function(
+            attention_gates.SpatialGate(w, batch_norm(g, b), 2, (w1, w2)), x),
+        (x, channel.fc1.weight, channel.fc2.weight, spatial.conv.weight, spatial.bn.weight, spatial.bn.bias))
     for with_max in (False, True):
         assert torch.autograd.gradcheck(lambda x, a, b: attention_gates.channel_attention(x, a, b, with_max),
                                         (x, channel.fc1.weight, channel.fc2.weight))
@@ -203,8 +208,7 @@ def test_without_the_kernels_the_eager_path_runs(monkeypatch):
     x = torch.randn(2, 4, 5, 5, dtype=torch.float64)
     assert not attention_gates.kernels_apply(x)
     called = []
-    for fn in ("_NormAttention", "_SpatialAttention", "_ChannelAttention"):
-        monkeypatch.setattr(getattr(attention_gates, fn), "apply", lambda *a: called.append(a))
+    monkeypatch.setattr(attention_gates._Gate, "apply", lambda *a: called.append(a))
     for name in GATED:
         m = _module(name, 4, torch.float64)
         torch.testing.assert_close(m(x), copy.deepcopy(m).forward_eager(x))
@@ -241,3 +245,22 @@ def test_double_backward_raises_instead_of_being_wrong(kernel):
         (gx,) = torch.autograd.grad(m(x).square().sum(), x, create_graph=True)
         with pytest.raises(RuntimeError):
             gx.sum().backward()
+
+
+@pytest.mark.parametrize("name", GATED)
+def test_accumulate_adds_the_output_and_the_input_gradient(kernel, name):
+    # the fused HOGA cell adds an edge's output into its node and its input gradient into the node's gradient
+    m = _module(name, 3, torch.float64).train()
+    x = _sliced_input(2, 3, 5, 6, torch.float64).detach()
+    gen = torch.Generator().manual_seed(4)
+    base, dy, dbase = (torch.randn(2, 3, 5, 6, generator=gen, dtype=torch.float64) for _ in range(3))
+    plain, added = torch.empty_like(base), base.clone()
+    k_plain, k_added = m.gate_kernel(), m.gate_kernel()
+    saved_plain, saved_added = k_plain.forward(x, plain, False), k_added.forward(x, added, True)
+    torch.testing.assert_close(added, base + plain, rtol=1e-12, atol=1e-12)
+    dx_plain, dx_added = torch.empty_like(base), dbase.clone()
+    grads_plain = k_plain.backward(saved_plain, dy, dx_plain, False)
+    grads_added = k_added.backward(saved_added, dy, dx_added, True)
+    torch.testing.assert_close(dx_added, dbase + dx_plain, rtol=1e-12, atol=1e-12)
+    for a, b in zip(grads_plain, grads_added):  # parameter gradients are written, never accumulated
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)

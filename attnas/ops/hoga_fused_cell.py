@@ -1,0 +1,158 @@
+r"""The discrete HOGA cell (AutoLA Eqs. 2-3) as one autograd operation on the CPU.
+
+:class:`~attnas.ops.hoga_cell.HOGA` computes, from the channel groups ``F_k`` of its input,
+
+.. math::
+    U_k = o_{kk}(F_k) + \sum_{j < k} o_{jk}(U_j), \qquad
+    \hat U = \varphi([U_0; \dots; U_{K-1}; \textstyle\sum_k U_k]).
+
+Run module by module, that is some fifteen autograd operations per cell (the split, one per
+gated edge, one per sum of two edge outputs, phi), each with its own Python call, output
+tensor and, in the backward, its own gradient tensor that autograd then adds to the others
+of the same node. :func:`fused_cell` runs the whole cell as one operation instead:
+
+* forward: the first gated edge into ``U_k`` writes its node, the others add ``x g(x)``
+  into it inside their kernel (no output per edge, no separate sum); identity edges are
+  added after (``U_k += U_j``, or ``U_k`` is ``U_j`` itself when that is its only term);
+* backward: phi's backward gives every node's gradient; the nodes are then visited from the
+  last to the first, and every edge into ``U_k`` adds its input gradient into ``dU_j`` inside
+  its kernel (``dU_j`` is complete before ``U_j``'s own edges are visited, since only nodes
+  after ``j`` use ``U_j``); edges from an input group write ``dF_k`` directly, and the
+  layout kernel merges the ``dF_k`` into a channels-last gradient.
+
+Same values, gradients and batch-norm running statistics as the module-by-module path (up to
+the order of float additions). It applies in training mode on CPU float32 / float64 tensors
+(NCHW or channels-last) when every gated edge's compiled kernel and the compiled phi apply:
+:func:`fused_cell_applies`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+from torch.autograd.function import once_differentiable
+
+from attnas.ops.fused_phi import fused_applies, phi_backward, phi_forward, phi_parameters
+from attnas.ops.memory_format import _kernel_applies as layout_kernel_applies
+from attnas.ops.memory_format import cl_to_groups, groups_to_cl, is_channels_last
+
+if TYPE_CHECKING:
+    from attnas.ops.attention_gates import GateKernel
+    from attnas.ops.hoga_cell import HOGA
+
+#: Operations that are not gates: ``identity`` adds its source into the node, ``zero`` is absent.
+NOT_GATED = ("identity", "zero")
+
+
+def fused_cell_applies(cell: HOGA, x: torch.Tensor, min_positions: int) -> bool:
+    """Whether :func:`fused_cell` can run ``cell`` on ``x``.
+
+    Training mode, ``x`` a CPU float32 / float64 ``(B, C, H, W)`` tensor, NCHW-contiguous or
+    channels-last (then the layout kernel is needed), a plane of at least ``min_positions``
+    positions (below it phi runs in PyTorch operations), phi's compiled kernel applicable and
+    every gated edge's module able to run its compiled kernel on ``x``.
+    """
+    if not cell.training or x.dim() != 4 or x.shape[2] * x.shape[3] < min_positions:
+        return False
+    if not (x.is_contiguous() or (is_channels_last(x) and layout_kernel_applies(x))):
+        return False
+    if not fused_applies(cell.phi, [x]):  # x stands for the nodes: same batch, plane, dtype and device
+        return False
+    return all(hasattr(cell.ops[key], "kernel_applies") and cell.ops[key].kernel_applies(x)
+               for key, choice in cell.choices.items() if choice not in NOT_GATED)
+
+
+def _edges_into(cell: HOGA, k: int) -> list[tuple[int, str, str]]:
+    """``(j, key, choice)`` of the present edges into node ``k``."""
+    from attnas.ops.hoga_cell import edge_key
+
+    edges = [(j, edge_key(j, k)) for j in range(k + 1)]
+    return [(j, key, cell.choices[key]) for j, key in edges if cell.choices[key] != "zero"]
+
+
+class _FusedCell(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, cell, kernels, x, *params):  # noqa: D102 (autograd protocol)
+        K, c = cell.groups, cell.group_channels
+        B, _, H, W = x.shape
+        channels_last = is_channels_last(x)
+        inputs = cl_to_groups(x, c) if channels_last else [x[:, k * c:(k + 1) * c] for k in range(K)]
+        nodes: list[torch.Tensor] = []
+        saved: list[torch.Tensor] = []  # what each gate kernel keeps, in the order of kernels
+        counts: list[int] = []
+        for k in range(K):
+            u, identities = None, []
+            for j, key, choice in _edges_into(cell, k):
+                src = inputs[k] if j == k else nodes[j]
+                if choice == "identity":
+                    identities.append(src)
+                    continue
+                written = u is not None
+                if u is None:
+                    u = x.new_empty(B, c, H, W)
+                kept = kernels[key].forward(src, u, written)
+                counts.append(len(kept))
+                saved.extend(kept)
+            if u is None and identities:  # the node is the sum of its identity edges' sources
+                u = identities.pop(0)
+                if identities:
+                    u = u + identities.pop(0)
+            for src in identities:
+                u.add_(src)
+            nodes.append(x.new_zeros(B, c, H, W) if u is None else u)
+        out, phi_saved, ctx.phi_dims = phi_forward(cell.phi, params[len(params) - 8:], nodes, channels_last)
+        ctx.save_for_backward(*saved, *phi_saved)
+        ctx.cell, ctx.kernels, ctx.counts, ctx.shape, ctx.channels_last = cell, kernels, counts, x.shape, channels_last
+        return out
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, dout):  # noqa: D102 (autograd protocol)
+        cell, kernels = ctx.cell, ctx.kernels
+        saved = ctx.saved_tensors
+        ends = [sum(ctx.counts[:i + 1]) for i in range(len(ctx.counts))]
+        spans = {key: (end - n, end) for key, end, n in zip(kernels, ends, ctx.counts)}
+        phi_saved = saved[ends[-1] if ends else 0:]
+        phi_grads, dnodes = phi_backward(phi_saved, ctx.phi_dims, dout)
+        want_dx = ctx.needs_input_grad[2]
+        dinputs: list[torch.Tensor | None] = [None] * cell.groups
+        grads: dict[str, tuple] = {}
+        for k in reversed(range(cell.groups)):
+            dy = dnodes[k]  # complete: every node after k has added its edges' gradients into it
+            for j, key, choice in _edges_into(cell, k):
+                if choice == "identity":
+                    if j < k:
+                        dnodes[j].add_(dy)
+                    else:
+                        dinputs[k] = dy
+                    continue
+                if j < k:
+                    target, accumulate = dnodes[j], True
+                else:
+                    target, accumulate = (torch.empty_like(dy) if want_dx else None), False
+                    dinputs[k] = target
+                a, b = spans[key]
+                grads[key] = kernels[key].backward(saved[a:b], dy, target, accumulate)
+        dx = None
+        if want_dx:
+            if all(d is None for d in dinputs):
+                fmt = torch.channels_last if ctx.channels_last else torch.contiguous_format
+                dx = torch.zeros(ctx.shape, dtype=dout.dtype).contiguous(memory_format=fmt)
+            elif ctx.channels_last:
+                dx = groups_to_cl(dinputs, ctx.shape)
+            else:
+                dx = torch.cat([dout.new_zeros(dnodes[0].shape) if d is None else d for d in dinputs], 1)
+        param_grads = [g for key in kernels for g in grads[key]]
+        return (None, None, dx, *param_grads, *phi_grads)
+
+
+def fused_cell(cell: HOGA, x: torch.Tensor) -> torch.Tensor:
+    """``cell(x)`` as one autograd operation (check :func:`fused_cell_applies` first).
+
+    The result is channels-last when ``x`` is, else NCHW-contiguous.
+    """
+    kernels: dict[str, GateKernel] = {key: cell.ops[key].gate_kernel() for key, choice in cell.choices.items()
+                                      if choice not in NOT_GATED}
+    params = [p for kernel in kernels.values() for p in kernel.params]
+    return _FusedCell.apply(cell, kernels, x, *params, *phi_parameters(cell.phi))
