@@ -34,8 +34,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from attnas.ops.fused_phi import fused_applies, phi_backward, phi_forward, phi_parameters
-from attnas.ops.memory_format import _kernel_applies as layout_kernel_applies
-from attnas.ops.memory_format import cl_to_groups, groups_to_cl, is_channels_last
+from attnas.ops.memory_format import cl_to_groups, groups_to_cl, is_channels_last, layout_kernel_applies
 
 if TYPE_CHECKING:
     from attnas.ops.attention_gates import GateKernel
@@ -64,10 +63,9 @@ def fused_cell_applies(cell: HOGA, x: torch.Tensor, min_positions: int) -> bool:
 
 
 def _edges_into(cell: HOGA, k: int) -> list[tuple[int, str, str]]:
-    """``(j, key, choice)`` of the present edges into node ``k``."""
-    from attnas.ops.hoga_cell import edge_key
-
-    edges = [(j, edge_key(j, k)) for j in range(k + 1)]
+    """``(j, key, choice)`` of the present edges into node ``k`` (edge ``"j-k"``, see
+    :func:`~attnas.ops.hoga_cell.edge_key`)."""
+    edges = [(j, f"{j}-{k}") for j in range(k + 1)]
     return [(j, key, cell.choices[key]) for j, key in edges if cell.choices[key] != "zero"]
 
 

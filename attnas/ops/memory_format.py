@@ -35,7 +35,8 @@ def is_channels_last(x: torch.Tensor) -> bool:
     return x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
 
 
-def _kernel_applies(x: torch.Tensor) -> bool:
+def layout_kernel_applies(x: torch.Tensor) -> bool:
+    """Whether the compiled layout kernel runs for ``x`` (CPU float32 / float64, library built)."""
     return x.device.type == "cpu" and x.dtype in KERNEL_DTYPES and _layout_kernel.load() is not None
 
 
@@ -113,7 +114,7 @@ def as_channels_last(y: torch.Tensor) -> torch.Tensor:
     (a kernel's output going back to a channels-last network) by the compiled transpose, both
     ways, instead of PyTorch's element-by-element strided copy."""
     if (y.dim() == 4 and y.is_contiguous() and not y.is_contiguous(memory_format=torch.channels_last)
-            and _kernel_applies(y)):
+            and layout_kernel_applies(y)):
         return _ToChannelsLast.apply(y)
     return y.contiguous(memory_format=torch.channels_last)
 
@@ -134,7 +135,7 @@ def split_nchw(x: torch.Tensor, group_channels: int) -> tuple[torch.Tensor, ...]
         ``C / group_channels`` tensors ``(B, group_channels, H, W)``, with contiguous planes on
         the CPU.
     """
-    if is_channels_last(x) and x.shape[1] % group_channels == 0 and _kernel_applies(x):
+    if is_channels_last(x) and x.shape[1] % group_channels == 0 and layout_kernel_applies(x):
         return _SplitNCHW.apply(x, group_channels)
     return torch.split(as_nchw(x), group_channels, 1)
 
@@ -153,6 +154,6 @@ def as_nchw(x: torch.Tensor) -> torch.Tensor:
     """
     if x.device.type != "cpu" or not is_channels_last(x):
         return x
-    if _kernel_applies(x):
+    if layout_kernel_applies(x):
         return _SplitNCHW.apply(x, x.shape[1])[0]
     return _AsNCHW.apply(x)
