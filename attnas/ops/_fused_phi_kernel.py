@@ -331,11 +331,24 @@ inline void batch_stats(const std::vector<Moments>& planes, const Dims& d, std::
   }
 }
 
+// rm, rv <- (1 - f) (rm, rv) + f (mean, unbiased variance), as nn.BatchNorm2d updates its running
+// statistics in training (rm or rv null: the batch norm keeps none).
+template <typename T>
+inline void update_running(T* rm, T* rv, const std::vector<double>& mean, const std::vector<double>& var, int C,
+                           double f, double n) {
+  if (!rm || !rv) return;
+  for (int o = 0; o < C; ++o) {
+    rm[o] = (T)((1.0 - f) * (double)rm[o] + f * mean[o]);
+    rv[o] = (T)((1.0 - f) * (double)rv[o] + f * var[o] * n / (n - 1.0));
+  }
+}
+
 // stats (6, C): mean1, var1, mean2, var2 (biased), inv1, inv2. avg (B, C), h (B, hid), gate (B, C).
+// run: the running statistics rm1, rv1, rm2, rv2 (null where not kept), updated with weights f1, f2.
 template <typename T>
 void forward(const Nodes<const T>& x, const T* w1, const T* g1, const T* be1, const T* w2, const T* g2, const T* be2,
              const T* fc1, const T* fc2, double eps1, double eps2, T* out, T* y1, T* y2, T* stats, T* avg, T* h,
-             T* gate, const Dims& d, int nthreads) {
+             T* gate, T* const* run, double f1, double f2, const Dims& d, int nthreads) {
   const int C = d.C, kc = d.kc(), tw = d.tw();
   const std::vector<T> wf = fold(w1, d);
   std::vector<Moments> pm((size_t)(d.B * C));
@@ -364,6 +377,7 @@ void forward(const Nodes<const T>& x, const T* w1, const T* g1, const T* be1, co
     stats[o] = (T)mean[o]; stats[C + o] = (T)var[o]; stats[4 * C + o] = (T)inv;
     s1[o] = (T)(g1[o] * inv); t1[o] = (T)(be1[o] - mean[o] * g1[o] * inv);
   }
+  update_running(run[0], run[1], mean, var, C, f1, (double)d.N());
   // 2. a = relu(BN1(y1)), y2 = W2 a, the moments of every plane
   #pragma omp parallel num_threads(nthreads)
   {
@@ -395,6 +409,7 @@ void forward(const Nodes<const T>& x, const T* w1, const T* g1, const T* be1, co
     stats[2 * C + o] = (T)mean[o]; stats[3 * C + o] = (T)var[o]; stats[5 * C + o] = (T)inv;
     s2[o] = (T)(g2[o] * inv); t2[o] = (T)(be2[o] - mean[o] * g2[o] * inv);
   }
+  update_running(run[2], run[3], mean, var, C, f2, (double)d.N());
   // channel attention (Eq. 4) on z = BN2(y2): gate = sigmoid(fc2 relu(fc1 mean_P z))
   for (int64_t b = 0; b < d.B; ++b) {
     for (int o = 0; o < C; ++o) avg[b * C + o] = (T)pm[b * C + o].mean * s2[o] + t2[o];
@@ -644,10 +659,12 @@ extern "C" {
 
 // dtype 0: float32, 1: float64. xs: K pointers to the nodes (B, c, P) with planes contiguous and
 // batch strides xsb; out (B, C, P) NCHW or channels-last (cl); w1 (C, (K + 1) c); y1, y2 (B, C, P)
-// saved for the backward; stats (6, C); avg, gate (B, C); h (B, hid).
+// saved for the backward; stats (6, C); avg, gate (B, C); h (B, hid); run: 4 pointers to the running
+// mean and variance of BN1 and BN2 (C each, null where not kept), moved with weights f1, f2.
 int attnas_phi_forward(int dtype, const void* const* xs, const int64_t* xsb, const void* w1, const void* g1, const void* be1, const void* w2,
                        const void* g2, const void* be2, const void* fc1, const void* fc2, double eps1, double eps2,
-                       void* out, void* y1, void* y2, void* stats, void* avg, void* h, void* gate, int64_t B,
+                       void* out, void* y1, void* y2, void* stats, void* avg, void* h, void* gate,
+                       void* const* run, double f1, double f2, int64_t B,
                        int64_t P, int K, int c, int C, int hid, int cl, int nthreads) {
   Dims d{B, P, K, c, C, hid, cl};
   d.tp = tile_positions(C);
@@ -655,7 +672,7 @@ int attnas_phi_forward(int dtype, const void* const* xs, const int64_t* xsb, con
   if (nthreads < 1) nthreads = 1;
 #define PHI_FWD(T) forward<T>(Nodes<const T>{(const T* const*)xs, xsb}, (const T*)w1, (const T*)g1, (const T*)be1, (const T*)w2, (const T*)g2, \
     (const T*)be2, (const T*)fc1, (const T*)fc2, eps1, eps2, (T*)out, (T*)y1, (T*)y2, (T*)stats, (T*)avg, (T*)h, \
-    (T*)gate, d, nthreads)
+    (T*)gate, (T* const*)run, f1, f2, d, nthreads)
   if (dtype == 0) PHI_FWD(float);
   else if (dtype == 1) PHI_FWD(double);
   else return 1;
@@ -694,7 +711,7 @@ _DIMS = [ctypes.c_int64, ctypes.c_int64] + [ctypes.c_int] * 6
 
 _p, _f = ctypes.c_void_p, ctypes.c_double
 _bind = bind_signatures({
-    "attnas_phi_forward": [ctypes.c_int, *[_p] * 10, _f, _f, *[_p] * 7, *_DIMS],
+    "attnas_phi_forward": [ctypes.c_int, *[_p] * 10, _f, _f, *[_p] * 8, _f, _f, *_DIMS],
     "attnas_phi_backward": [ctypes.c_int, *[_p] * 26, *_DIMS],
 })
 

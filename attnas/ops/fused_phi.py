@@ -28,7 +28,7 @@ from torch import nn
 from attnas.ops import _fused_phi_kernel
 from attnas.ops._compiled import KERNEL_DTYPES, pointer_table
 from attnas.ops.memory_format import planes_contiguous
-from attnas.ops.running_stats import count_batch, update_running
+from attnas.ops.running_stats import count_batch
 
 
 def _dims(node: torch.Tensor, k: int, channels: int, hidden: int, channels_last: bool) -> list[int]:
@@ -86,11 +86,9 @@ def phi_forward(phi: nn.Module, params: Sequence[torch.Tensor], nodes: Sequence[
     avg, h, gate = x.new_empty(B, C), x.new_empty(B, hid), x.new_empty(B, C)
     dims = _dims(x, len(nodes), C, hid, channels_last)
     strides = torch.tensor([n.stride(0) for n in nodes], dtype=torch.int64)
+    (rm1, rv1, f1), (rm2, rv2, f2) = _running(phi.bn1), _running(phi.bn2)
     _call("forward", KERNEL_DTYPES[x.dtype], pointer_table(nodes), strides, *params, phi.bn1.eps, phi.bn2.eps, out, y1,
-          y2, stats, avg, h, gate, *dims)
-    n = B * H * W
-    _update_running_stats(phi.bn1, stats[0], stats[1], n)
-    _update_running_stats(phi.bn2, stats[2], stats[3], n)
+          y2, stats, avg, h, gate, pointer_table([rm1, rv1, rm2, rv2]), f1, f2, *dims)
     return out, [*params, y1, y2, stats, avg, h, gate, strides, *nodes], dims
 
 
@@ -130,24 +128,28 @@ def fused_applies(phi: nn.Module, nodes: Sequence[torch.Tensor]) -> bool:
 
     ``phi`` must be a :class:`~attnas.ops.hoga_cell.HOGAProjection` in training mode (batch
     norms with affine parameters, channel attention without biases), every tensor on the CPU
-    in one float32 / float64 dtype, with more than one value per channel, and the kernel built.
+    in one float32 / float64 dtype (the running statistics too, contiguous: the kernel updates
+    them in place), with more than one value per channel, and the kernel built.
     """
     x = nodes[0]
     attn = getattr(phi, "attn", None)
-    tensors = [*nodes, *phi.parameters()]
+    running = [b for b in phi.buffers() if b.is_floating_point()]
+    tensors = [*nodes, *phi.parameters(), *running]
     return (x.device.type == "cpu" and x.dtype in KERNEL_DTYPES and x.dim() == 4
             and all(t.device == x.device and t.dtype == x.dtype for t in tensors)
+            and all(b.is_contiguous() for b in running)
             and all(n.shape == x.shape for n in nodes) and x.shape[0] * x.shape[2] * x.shape[3] > 1
             and _batch_norm_applies(phi.bn1) and _batch_norm_applies(phi.bn2)
             and getattr(attn, "fc1", None) is not None and attn.fc1.bias is None and attn.fc2.bias is None
             and _fused_phi_kernel.load() is not None)
 
 
-def _update_running_stats(bn: nn.BatchNorm2d, mean: torch.Tensor, var: torch.Tensor, n: int) -> None:
-    """The running-statistics update of ``nn.BatchNorm2d`` in training mode."""
-    if not bn.track_running_stats:
-        return
-    update_running(bn.running_mean, bn.running_var, mean, var, n, count_batch(bn))
+def _running(bn: nn.BatchNorm2d) -> tuple[torch.Tensor | None, torch.Tensor | None, float]:
+    """The running mean and variance the kernel moves towards the batch's (``None`` when ``bn``
+    keeps none) and the batch's weight, counting the batch as ``nn.BatchNorm2d`` does in training."""
+    if not bn.track_running_stats or bn.running_mean is None:
+        return None, None, 0.0
+    return bn.running_mean, bn.running_var, count_batch(bn)
 
 
 def fused_projection(phi: nn.Module, nodes: Sequence[torch.Tensor], channels_last: bool = False) -> torch.Tensor:

@@ -6,6 +6,7 @@ import copy
 
 import pytest
 import torch
+from torch import nn
 
 import attnas.ops._fused_phi_kernel as kernel_module
 from compiled_kernels import fresh_library, loaded_kernel
@@ -104,6 +105,25 @@ def test_running_statistics_with_cumulative_average_and_repeated_steps(kernel):
     for (name, b), (_, rb) in zip(phi.named_buffers(), ref_phi.named_buffers()):
         torch.testing.assert_close(b, rb, rtol=1e-12, atol=1e-12, msg=lambda m, name=name: f"{name}: {m}")
     assert int(phi.bn1.num_batches_tracked) == 3
+
+
+def test_batch_norms_without_running_statistics(kernel):
+    phi = _phi(3, 2, 2, torch.float64)
+    phi.bn1 = nn.BatchNorm2d(6, track_running_stats=False).double()  # the kernel gets no running buffers
+    _compare(phi, _nodes(2, 3, 2, 5, 6, torch.float64), 1e-10)
+
+
+def test_running_statistics_of_another_dtype_are_left_to_the_modules(kernel):
+    # the kernel writes the running statistics in place as its own dtype: a float32 buffer in a
+    # float64 phi goes to the modules, never to the kernel
+    phi = _phi(3, 2, 2, torch.float64)
+    phi.bn2.running_var = phi.bn2.running_var.float()
+    nodes = _nodes(2, 3, 2, 5, 6, torch.float64)
+    assert not fused_applies(phi, nodes)
+    before = phi.bn2.running_var.clone()
+    with pytest.raises(RuntimeError, match="expected scalar type"):  # nn.BatchNorm2d's own error
+        phi.project(nodes)
+    assert phi.bn2.running_var.dtype == torch.float32 and torch.equal(phi.bn2.running_var, before)
 
 
 def test_gradcheck(kernel):
