@@ -124,3 +124,27 @@ def test_double_backward_raises_instead_of_being_wrong(kernels):
     (g,) = torch.autograd.grad(cell(x).sum(), x, create_graph=True)
     with pytest.raises(RuntimeError):
         g.sum().backward()
+
+
+def test_a_resnet_with_the_cell_trains_through_it_with_the_same_gradients(kernels, monkeypatch):
+    from attnas.models.hoga_networks import hoga_network
+
+    torch.manual_seed(0)
+    net = hoga_network("resnet20", FIGURE3_EDGES, groups=4).double().to(memory_format=torch.channels_last)
+    ref = copy.deepcopy(net)
+    x = torch.randn(4, 3, 12, 12, dtype=torch.float64).contiguous(memory_format=torch.channels_last)
+    y = torch.tensor([0, 1, 2, 3])
+    loss = torch.nn.functional.cross_entropy(net(x), y)
+    nodes, seen = [loss.grad_fn], set()
+    while nodes:  # fused cells on the 12 x 12 and 6 x 6 planes; the 3 x 3 ones run module by module
+        node = nodes.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        nodes.extend(n for n, _ in node.next_functions)
+    assert sum(type(n).__name__ == "_FusedCellBackward" for n in seen) == 6
+    ref_loss = torch.nn.functional.cross_entropy(_module_by_module(monkeypatch, ref, x), y)
+    torch.testing.assert_close(loss, ref_loss, rtol=1e-10, atol=1e-10)
+    got = torch.autograd.grad(loss, list(net.parameters()))
+    for g, w in zip(got, torch.autograd.grad(ref_loss, list(ref.parameters()))):
+        torch.testing.assert_close(g, w, rtol=1e-9, atol=1e-9)
