@@ -41,16 +41,16 @@ def main() -> None:
     from attnas.ops import hoga_cell
     from attnas.spaces.hoga import FIGURE3_EDGES
 
-    fused_applies = hoga_cell.fused_cell_applies
+    fused_kernels = hoga_cell.fused_cell_kernels
 
     def step(module, x, g, fused=True):
         def run():
             if not fused:
-                hoga_cell.fused_cell_applies = lambda *a: False
+                hoga_cell.fused_cell_kernels = lambda *a: None
             try:
                 torch.autograd.backward(module(x), g, inputs=[x, *module.parameters()])
             finally:
-                hoga_cell.fused_cell_applies = fused_applies
+                hoga_cell.fused_cell_kernels = fused_kernels
         return run
 
     parts, stages = {}, ((16, 32), (32, 16), (64, 8))

@@ -19,10 +19,11 @@ maximal element, as in max pooling (``torch.amax`` splits it among ties; the two
 wherever the maximum is unique). First derivatives only: a double backward raises.
 
 Each module's calls are a :class:`GateKernel` (:class:`NormGate`, :class:`SpatialGate`,
-:class:`ChannelGate`), built by the module's ``gate_kernel()``; :func:`gate_function` makes
-one autograd operation of it. The kernels can also *add* their output into an existing tensor
-and their input gradient into an existing gradient (``accumulate``): the fused HOGA cell
-(:mod:`attnas.ops.hoga_fused_cell`) sums a node's edges that way, without a tensor per edge.
+:class:`ChannelGate`), built by the module's ``gate_kernel(x)`` (``None`` where they do not
+run); :func:`gate_function` makes one autograd operation of it. The kernels can also *add*
+their output into an existing tensor and their input gradient into an existing gradient
+(``accumulate``): the fused HOGA cell (:mod:`attnas.ops.hoga_fused_cell`) sums a node's edges
+that way, without a tensor per edge.
 
 Layout: an input whose channel planes are contiguous (``(B, c, H, W)`` with strides
 ``(any, H W, W, 1)``, e.g. a channel slice of an NCHW tensor, as in the HOGA cell) is read in
@@ -79,7 +80,8 @@ def _in_format(y: torch.Tensor, fmt: torch.memory_format) -> torch.Tensor:
 class GateKernel:
     """One gated module's compiled calls, ``y = x g(x)`` and its backward, for a given input.
 
-    Built per forward call (it fixes the batch-norm mode of that call). :func:`gate_function`
+    Built per forward call (it fixes the batch-norm mode of that call; building has no side
+    effect, the kernel's forward updates the running statistics). :func:`gate_function`
     wraps it as one autograd operation; the fused HOGA cell
     (:mod:`attnas.ops.hoga_fused_cell`) calls it directly, with ``accumulate`` to add an
     edge's output into its node and an input gradient into the node's gradient.
@@ -135,12 +137,11 @@ class SpatialGate(GateKernel):
 
     def __init__(self, weight: torch.Tensor, bn: nn.BatchNorm2d, dilation: int,
                  channel_mlp: tuple[torch.Tensor, torch.Tensor] | None = None):
-        self.mode, self.factor = 2, 0.0  # the running statistics
+        self.mode = 2  # the running statistics
         if bn.training or bn.running_mean is None:
             self.mode = 0  # batch statistics
         if bn.training and bn.track_running_stats:
-            self.mode = 1  # and their update
-            self.factor = count_batch(bn)
+            self.mode = 1  # and their update, in the forward's kernel call
             # (the kernel writes the running statistics in place; no autograd graph holds them)
         self.weight, self.bn, self.dilation = weight.contiguous(), bn, dilation
         self.w1, self.w2 = (None, None) if channel_mlp is None else (channel_mlp[0].contiguous(),
@@ -151,9 +152,10 @@ class SpatialGate(GateKernel):
     def forward(self, x, y, accumulate):  # noqa: D102 (GateKernel)
         B, c, H, W = x.shape
         bn, h = self.bn, 0 if self.w1 is None else self.w1.shape[0]
+        factor = count_batch(bn) if self.mode == 1 else 0.0  # the batch counts once it is computed
         work = x.new_empty(5 * B * H * W + 2 + (0 if self.w1 is None else 4 * B * c))  # see SpatialWork, ChannelWork
         _call("spatial_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), self.w1, self.w2, h, self.weight,
-              bn.weight, bn.bias, bn.running_mean, bn.running_var, bn.eps, self.factor, self.mode, y, work, B, c, H, W,
+              bn.weight, bn.bias, bn.running_mean, bn.running_var, bn.eps, factor, self.mode, y, work, B, c, H, W,
               self.weight.shape[-1], self.dilation, int(accumulate))
         return x, work
 

@@ -28,7 +28,7 @@ from torch import nn
 
 from attnas.errors import ArchError, ConfigError
 from attnas.ops.fused_phi import fused_applies, fused_projection
-from attnas.ops.hoga_fused_cell import fused_cell, fused_cell_applies
+from attnas.ops.hoga_fused_cell import fused_cell, fused_cell_kernels
 from attnas.ops.memory_format import is_channels_last, split_nchw
 from attnas.ops.vision_attention import ChannelAttention, create_attention
 
@@ -194,8 +194,9 @@ class HOGA(nn.Module):
         self.phi = HOGAProjection((groups + 1) * c, channels, phi_reduction)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if fused_cell_applies(self, x, FUSED_MIN_POSITIONS):  # training on the CPU: one autograd operation
-            return fused_cell(self, x)
+        kernels = fused_cell_kernels(self, x, FUSED_MIN_POSITIONS)
+        if kernels is not None:  # training on the CPU: the cell as one autograd operation
+            return fused_cell(self, x, kernels)
         # the compiled CPU kernels read NCHW planes (the gradient goes back in x's layout)
         inputs = split_nchw(x, self.group_channels)
         nodes: list[torch.Tensor] = []

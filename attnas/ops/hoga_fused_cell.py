@@ -23,7 +23,7 @@ of the same node. :func:`fused_cell` runs the whole cell as one operation instea
 Same values, gradients and batch-norm running statistics as the module-by-module path (up to
 the order of float additions). It applies in training mode on CPU float32 / float64 tensors
 (NCHW or channels-last) when every gated edge's compiled kernel and the compiled phi apply:
-:func:`fused_cell_applies`.
+:func:`fused_cell_kernels`.
 """
 
 from __future__ import annotations
@@ -44,22 +44,31 @@ if TYPE_CHECKING:
 NOT_GATED = ("identity", "zero")
 
 
-def fused_cell_applies(cell: HOGA, x: torch.Tensor, min_positions: int) -> bool:
-    """Whether :func:`fused_cell` can run ``cell`` on ``x``.
+def fused_cell_kernels(cell: HOGA, x: torch.Tensor, min_positions: int) -> dict[str, GateKernel] | None:
+    """The gated edges' kernels when :func:`fused_cell` can run ``cell`` on ``x``, else ``None``.
 
     Training mode, ``x`` a CPU float32 / float64 ``(B, C, H, W)`` tensor, NCHW-contiguous or
     channels-last (then the layout kernel is needed), a plane of at least ``min_positions``
     positions (below it phi runs in PyTorch operations), phi's compiled kernel applicable and
-    every gated edge's module able to run its compiled kernel on ``x``.
+    every gated edge's module able to run its compiled kernel on ``x`` (its ``gate_kernel(x)``;
+    building the kernels has no side effect).
     """
     if not cell.training or x.dim() != 4 or x.shape[2] * x.shape[3] < min_positions:
-        return False
+        return None
     if not (x.is_contiguous() or (is_channels_last(x) and layout_kernel_applies(x))):
-        return False
+        return None
     if not fused_applies(cell.phi, [x]):  # x stands for the nodes: same batch, plane, dtype and device
-        return False
-    return all(hasattr(cell.ops[key], "kernel_applies") and cell.ops[key].kernel_applies(x)
-               for key, choice in cell.choices.items() if choice not in NOT_GATED)
+        return None
+    kernels = {}
+    for key, choice in cell.choices.items():
+        if choice in NOT_GATED:
+            continue
+        build = getattr(cell.ops[key], "gate_kernel", None)
+        kernel = None if build is None else build(x)
+        if kernel is None:
+            return None
+        kernels[key] = kernel
+    return kernels
 
 
 def _edges_into(cell: HOGA, k: int) -> list[tuple[int, str, str]]:
@@ -145,12 +154,11 @@ class _FusedCell(torch.autograd.Function):
         return (None, None, dx, *param_grads, *phi_grads)
 
 
-def fused_cell(cell: HOGA, x: torch.Tensor) -> torch.Tensor:
-    """``cell(x)`` as one autograd operation (check :func:`fused_cell_applies` first).
+def fused_cell(cell: HOGA, x: torch.Tensor, kernels: dict[str, GateKernel]) -> torch.Tensor:
+    """``cell(x)`` as one autograd operation, with the gated edges' ``kernels`` from
+    :func:`fused_cell_kernels`.
 
     The result is channels-last when ``x`` is, else NCHW-contiguous.
     """
-    kernels: dict[str, GateKernel] = {key: cell.ops[key].gate_kernel() for key, choice in cell.choices.items()
-                                      if choice not in NOT_GATED}
     params = [p for kernel in kernels.values() for p in kernel.params]
     return _FusedCell.apply(cell, kernels, x, *params, *phi_parameters(cell.phi))

@@ -84,18 +84,14 @@ class ChannelAttention(nn.Module):
         z = self.fc2(torch.relu(self.fc1(mean(x, (2, 3)))))
         return torch.sigmoid(z)[:, :, None, None]
 
-    def kernel_applies(self, x: torch.Tensor) -> bool:
-        """Whether the compiled kernel runs this module on ``x`` (no side effects)."""
-        return attention_gates.kernels_apply(x, self.fc1.weight, self.fc2.weight)
-
-    def gate_kernel(self) -> attention_gates.GateKernel:
-        """The compiled calls of this module (check :meth:`kernel_applies` first)."""
-        return attention_gates.ChannelGate(self.fc1.weight, self.fc2.weight, with_max=False)
+    def gate_kernel(self, x: torch.Tensor) -> attention_gates.GateKernel | None:
+        """The compiled calls of this module for input ``x``, or ``None`` where they do not run."""
+        w1, w2 = self.fc1.weight, self.fc2.weight
+        return attention_gates.ChannelGate(w1, w2, with_max=False) if attention_gates.kernels_apply(x, w1, w2) else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.kernel_applies(x):
-            return attention_gates.gate_function(self.gate_kernel(), x)
-        return self.forward_eager(x)
+        kernel = self.gate_kernel(x)
+        return self.forward_eager(x) if kernel is None else attention_gates.gate_function(kernel, x)
 
     def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
         """The PyTorch expression ``x * gate(x)`` (what :meth:`forward` computes off the kernels)."""
@@ -129,18 +125,14 @@ class ChannelAttentionV2(nn.Module):
         z = self.fc2(torch.relu(self.fc1(pooled))).sum(0)
         return torch.sigmoid(z)[:, :, None, None]
 
-    def kernel_applies(self, x: torch.Tensor) -> bool:
-        """Whether the compiled kernel runs this module on ``x`` (no side effects)."""
-        return attention_gates.kernels_apply(x, self.fc1.weight, self.fc2.weight)
-
-    def gate_kernel(self) -> attention_gates.GateKernel:
-        """The compiled calls of this module (check :meth:`kernel_applies` first)."""
-        return attention_gates.ChannelGate(self.fc1.weight, self.fc2.weight, with_max=True)
+    def gate_kernel(self, x: torch.Tensor) -> attention_gates.GateKernel | None:
+        """The compiled calls of this module for input ``x``, or ``None`` where they do not run."""
+        w1, w2 = self.fc1.weight, self.fc2.weight
+        return attention_gates.ChannelGate(w1, w2, with_max=True) if attention_gates.kernels_apply(x, w1, w2) else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.kernel_applies(x):
-            return attention_gates.gate_function(self.gate_kernel(), x)
-        return self.forward_eager(x)
+        kernel = self.gate_kernel(x)
+        return self.forward_eager(x) if kernel is None else attention_gates.gate_function(kernel, x)
 
     def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
         """The PyTorch expression ``x * gate(x)`` (what :meth:`forward` computes off the kernels)."""
@@ -191,19 +183,18 @@ class SpatialAttention(nn.Module):
         """The gate of shape ``(B, 1, H, W)``."""
         return torch.sigmoid(self.bn(small_conv2d(channel_pool(x), self.conv.weight, None, self.dilation)))
 
-    def kernel_applies(self, x: torch.Tensor) -> bool:
-        """Whether the compiled kernel runs this module on ``x`` (no side effects)."""
-        return attention_gates.spatial_attention_applies(x, self.conv.weight, self.bn)
-
-    def gate_kernel(self) -> attention_gates.GateKernel:
-        """The compiled calls of this module for one forward (in training, building them counts
-        the batch in the batch norm's running statistics; check :meth:`kernel_applies` first)."""
-        return attention_gates.SpatialGate(self.conv.weight, self.bn, self.dilation)
+    def gate_kernel(self, x: torch.Tensor) -> attention_gates.GateKernel | None:
+        """The compiled calls of this module for input ``x``, or ``None`` where they do not run
+        (building them has no side effect: the batch is counted in the batch norm's running
+        statistics when the kernel's forward runs)."""
+        weight, bn = self.conv.weight, self.bn
+        if not attention_gates.spatial_attention_applies(x, weight, bn):
+            return None
+        return attention_gates.SpatialGate(weight, bn, self.dilation)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.kernel_applies(x):
-            return attention_gates.gate_function(self.gate_kernel(), x)
-        return self.forward_eager(x)
+        kernel = self.gate_kernel(x)
+        return self.forward_eager(x) if kernel is None else attention_gates.gate_function(kernel, x)
 
     def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
         """The PyTorch expression ``x * gate(x)`` (what :meth:`forward` computes off the kernels)."""
@@ -245,18 +236,17 @@ class NormalizationAttention(nn.Module):
         conv = self.conv
         return torch.sigmoid(small_conv2d(x, conv.weight, conv.bias, self.dilation, conv.groups))
 
-    def kernel_applies(self, x: torch.Tensor) -> bool:
-        """Whether the compiled kernel runs this module on ``x`` (no side effects)."""
-        return attention_gates.kernels_apply(x, self.conv.weight, self.conv.bias)
-
-    def gate_kernel(self) -> attention_gates.GateKernel:
-        """The compiled calls of this module (check :meth:`kernel_applies` first)."""
-        return attention_gates.NormGate(self.conv.weight, self.conv.bias, self.dilation)
+    def gate_kernel(self, x: torch.Tensor) -> attention_gates.GateKernel | None:
+        """The compiled calls of this module for input ``x``, or ``None`` where they do not run."""
+        conv = self.conv
+        weight, bias = conv.weight, conv.bias
+        if not attention_gates.kernels_apply(x, weight, bias):
+            return None
+        return attention_gates.NormGate(weight, bias, self.dilation)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.kernel_applies(x):
-            return attention_gates.gate_function(self.gate_kernel(), x)
-        return self.forward_eager(x)
+        kernel = self.gate_kernel(x)
+        return self.forward_eager(x) if kernel is None else attention_gates.gate_function(kernel, x)
 
     def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
         """The PyTorch expression ``x * gate(x)`` (what :meth:`forward` computes off the kernels)."""
@@ -287,20 +277,18 @@ class CBAM(nn.Module):
         self.channel = ChannelAttentionV2(channels, reduction)
         self.spatial = SpatialAttention(channels, reduction, kernel_size=kernel_size)
 
-    def kernel_applies(self, x: torch.Tensor) -> bool:
-        """Whether the compiled kernel runs this module on ``x`` (no side effects)."""
+    def gate_kernel(self, x: torch.Tensor) -> attention_gates.GateKernel | None:
+        """Both gates' compiled calls for input ``x``, or ``None`` where they do not run (see
+        :meth:`SpatialAttention.gate_kernel`)."""
         ch, sp = self.channel, self.spatial
-        return attention_gates.spatial_attention_applies(x, sp.conv.weight, sp.bn, ch.fc1.weight, ch.fc2.weight)
-
-    def gate_kernel(self) -> attention_gates.GateKernel:
-        """Both gates' compiled calls for one forward (see :meth:`SpatialAttention.gate_kernel`)."""
-        ch, sp = self.channel, self.spatial
-        return attention_gates.SpatialGate(sp.conv.weight, sp.bn, sp.dilation, (ch.fc1.weight, ch.fc2.weight))
+        mlp, weight, bn = (ch.fc1.weight, ch.fc2.weight), sp.conv.weight, sp.bn
+        if not attention_gates.spatial_attention_applies(x, weight, bn, *mlp):
+            return None
+        return attention_gates.SpatialGate(weight, bn, sp.dilation, mlp)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.kernel_applies(x):
-            return attention_gates.gate_function(self.gate_kernel(), x)
-        return self.spatial(self.channel(x))
+        kernel = self.gate_kernel(x)
+        return self.spatial(self.channel(x)) if kernel is None else attention_gates.gate_function(kernel, x)
 
     def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
         """The PyTorch expression of both gates (what :meth:`forward` computes off the kernels)."""

@@ -255,7 +255,7 @@ def test_accumulate_adds_the_output_and_the_input_gradient(kernel, name):
     gen = torch.Generator().manual_seed(4)
     base, dy, dbase = (torch.randn(2, 3, 5, 6, generator=gen, dtype=torch.float64) for _ in range(3))
     plain, added = torch.empty_like(base), base.clone()
-    k_plain, k_added = m.gate_kernel(), m.gate_kernel()
+    k_plain, k_added = m.gate_kernel(x), m.gate_kernel(x)
     saved_plain, saved_added = k_plain.forward(x, plain, False), k_added.forward(x, added, True)
     torch.testing.assert_close(added, base + plain, rtol=1e-12, atol=1e-12)
     dx_plain, dx_added = torch.empty_like(base), dbase.clone()

@@ -11,7 +11,7 @@ import attnas.ops._attention_gates_kernel as gates_kernel
 import attnas.ops._fused_phi_kernel as phi_kernel
 from attnas.ops import hoga_cell
 from attnas.ops.hoga_cell import HOGA, edge_keys
-from attnas.ops.hoga_fused_cell import fused_cell_applies
+from attnas.ops.hoga_fused_cell import fused_cell_kernels
 from attnas.spaces.hoga import FIGURE3_EDGES
 from compiled_kernels import disable_kernel, loaded_kernel, torch_threads
 
@@ -46,7 +46,7 @@ def _cell(edges, groups, channels, dtype, seed=0):
 def _module_by_module(monkeypatch, cell, x):
     """``cell(x)`` on the path the fused cell replaces."""
     with monkeypatch.context() as m:
-        m.setattr(hoga_cell, "fused_cell_applies", lambda *a: False)
+        m.setattr(hoga_cell, "fused_cell_kernels", lambda *a: None)
         return cell(x)
 
 
@@ -61,7 +61,7 @@ def test_equals_the_module_by_module_cell_in_float64(kernels, monkeypatch, name,
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(3, C, 6, 5, generator=gen, dtype=torch.float64).contiguous(memory_format=fmt).requires_grad_()
     x_ref = x.detach().clone().requires_grad_()
-    assert fused_cell_applies(cell, x, hoga_cell.FUSED_MIN_POSITIONS)
+    assert fused_cell_kernels(cell, x, hoga_cell.FUSED_MIN_POSITIONS) is not None
     for _ in range(2):  # twice: the running statistics move on from the first call's
         y, y_ref = cell(x), _module_by_module(monkeypatch, ref, x_ref)
         assert type(y.grad_fn).__name__ == "_FusedCellBackward"
@@ -104,15 +104,15 @@ def test_parameter_gradients_without_an_input_gradient(kernels, monkeypatch):
 def test_where_it_does_not_apply_the_cell_runs_module_by_module(kernels, monkeypatch):
     cell = _cell(FIGURE3_EDGES, 4, 8, torch.float64)
     x = torch.randn(2, 8, 5, 5, dtype=torch.float64)
-    assert fused_cell_applies(cell, x, 16)
-    assert not fused_cell_applies(cell, x, 26)  # too small a plane for the compiled phi
-    assert not fused_cell_applies(cell, x[:, :, :, :4].transpose(2, 3), 16)  # neither NCHW nor channels-last
-    assert not fused_cell_applies(cell, x.to(torch.bfloat16), 16)
-    assert not fused_cell_applies(cell.eval(), x, 16)  # evaluation: phi's batch norms use running statistics
+    assert fused_cell_kernels(cell, x, 16) is not None
+    assert fused_cell_kernels(cell, x, 26) is None  # too small a plane for the compiled phi
+    assert fused_cell_kernels(cell, x[:, :, :, :4].transpose(2, 3), 16) is None  # neither NCHW nor channels-last
+    assert fused_cell_kernels(cell, x.to(torch.bfloat16), 16) is None
+    assert fused_cell_kernels(cell.eval(), x, 16) is None  # evaluation: phi's batch norms use running statistics
     assert type(cell(x).grad_fn).__name__ != "_FusedCellBackward"
     cell.train()
     disable_kernel(monkeypatch, gates_kernel, "ATTNAS_NO_KERNELS")
-    assert not fused_cell_applies(cell, x, 16)
+    assert fused_cell_kernels(cell, x, 16) is None
     y = cell(x.requires_grad_())
     assert type(y.grad_fn).__name__ != "_FusedCellBackward"
     y.sum().backward()  # the PyTorch expressions still train the cell
@@ -148,3 +148,17 @@ def test_a_resnet_with_the_cell_trains_through_it_with_the_same_gradients(kernel
     got = torch.autograd.grad(loss, list(net.parameters()))
     for g, w in zip(got, torch.autograd.grad(ref_loss, list(ref.parameters()))):
         torch.testing.assert_close(g, w, rtol=1e-9, atol=1e-9)
+
+
+def test_an_edge_without_its_kernel_sends_the_cell_module_by_module_counting_each_batch_once(kernels):
+    cell = _cell(FIGURE3_EDGES, 4, 8, torch.float64)
+    cell.ops["3-3"].conv.float()  # one edge whose kernel cannot run (parameters of another dtype)
+    x = torch.randn(2, 8, 5, 5, dtype=torch.float64)
+    assert fused_cell_kernels(cell, x, 16) is None
+    bns = [cell.ops["1-1"].bn, cell.ops["2-3"].bn, cell.ops["2-2"].spatial.bn]  # spatial attentions' and CBAM's
+    assert [int(bn.num_batches_tracked) for bn in bns] == [0, 0, 0]  # building the other kernels counted nothing
+    cell.ops["3-3"].conv.double()
+    kernels = fused_cell_kernels(cell, x, 16)
+    assert kernels is not None and [int(bn.num_batches_tracked) for bn in bns] == [0, 0, 0]
+    cell(x)  # builds its own kernels again; each batch norm sees the batch once
+    assert [int(bn.num_batches_tracked) for bn in bns] == [1, 1, 1]
