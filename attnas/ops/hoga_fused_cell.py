@@ -31,6 +31,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import torch
+import torch.nn.modules.module as _module
+from torch import nn
 from torch.autograd.function import once_differentiable
 
 from attnas.ops.fused_phi import fused_applies, phi_backward, phi_forward, phi_parameters
@@ -44,6 +46,19 @@ if TYPE_CHECKING:
 NOT_GATED = ("identity", "zero")
 
 
+def _has_hooks(module: nn.Module) -> bool:
+    """Whether ``module`` has forward or backward hooks of its own (the fused cell does not call
+    the edges' modules, so it would skip them)."""
+    return bool(module._forward_hooks or module._forward_pre_hooks or module._backward_hooks
+                or module._backward_pre_hooks)
+
+
+def _global_hooks() -> bool:
+    """Whether forward or backward hooks are registered for every module."""
+    return bool(_module._global_forward_hooks or _module._global_forward_pre_hooks
+                or _module._global_backward_hooks or _module._global_backward_pre_hooks)
+
+
 def fused_cell_kernels(cell: HOGA, x: torch.Tensor, min_positions: int) -> dict[str, GateKernel] | None:
     """The gated edges' kernels when :func:`fused_cell` can run ``cell`` on ``x``, else ``None``.
 
@@ -51,9 +66,12 @@ def fused_cell_kernels(cell: HOGA, x: torch.Tensor, min_positions: int) -> dict[
     channels-last (then the layout kernel is needed), a plane of at least ``min_positions``
     positions (below it phi runs in PyTorch operations), phi's compiled kernel applicable and
     every gated edge's module able to run its compiled kernel on ``x`` (its ``gate_kernel(x)``;
-    building the kernels has no side effect).
+    building the kernels has no side effect). A cell whose edge modules carry hooks (or with
+    global module hooks registered) runs module by module, so that the hooks see every edge.
     """
     if not cell.training or x.dim() != 4 or x.shape[2] * x.shape[3] < min_positions:
+        return None
+    if _global_hooks() or any(_has_hooks(op) for op in cell.ops.values()):
         return None
     if not (x.is_contiguous() or (is_channels_last(x) and layout_kernel_applies(x))):
         return None

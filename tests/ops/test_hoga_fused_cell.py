@@ -162,3 +162,17 @@ def test_an_edge_without_its_kernel_sends_the_cell_module_by_module_counting_eac
     assert kernels is not None and [int(bn.num_batches_tracked) for bn in bns] == [0, 0, 0]
     cell(x)  # builds its own kernels again; each batch norm sees the batch once
     assert [int(bn.num_batches_tracked) for bn in bns] == [1, 1, 1]
+
+
+def test_hooks_on_an_edge_or_on_every_module_see_every_edge(kernels):
+    cell = _cell(FIGURE3_EDGES, 4, 8, torch.float64)
+    x = torch.randn(2, 8, 5, 5, dtype=torch.float64)
+    seen = []
+    handle = cell.ops["1-3"].register_forward_hook(lambda m, args, out: seen.append(out.shape))
+    y = cell(x)
+    assert seen == [(2, 2, 5, 5)] and type(y.grad_fn).__name__ != "_FusedCellBackward"  # module by module
+    handle.remove()
+    assert type(cell(x).grad_fn).__name__ == "_FusedCellBackward"
+    with torch.nn.modules.module.register_module_forward_hook(lambda m, args, out: seen.append(type(m).__name__)):
+        assert type(cell(x).grad_fn).__name__ != "_FusedCellBackward"
+    assert "NormalizationAttention" in seen
