@@ -22,8 +22,8 @@ of the same node. :func:`fused_cell` runs the whole cell as one operation instea
 
 Same values, gradients and batch-norm running statistics as the module-by-module path (up to
 the order of float additions). It applies in training mode on CPU float32 / float64 tensors
-(NCHW or channels-last) when every gated edge's compiled kernel and the compiled phi apply:
-:func:`fused_cell_kernels`.
+(NCHW or channels-last) when every gated edge's compiled kernel and the compiled phi apply
+and no module hooks would be skipped: :func:`fused_cell_kernels`.
 """
 
 from __future__ import annotations
