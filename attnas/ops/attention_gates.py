@@ -22,7 +22,7 @@ Each module's calls are a :class:`GateKernel` (:class:`NormGate`, :class:`Spatia
 :class:`ChannelGate`), built by the module's ``gate_kernel(x)`` (``None`` where they do not
 run); :func:`gate_function` makes one autograd operation of it. The kernels can also *add*
 their output into an existing tensor and their input gradient into an existing gradient
-(``accumulate``): the fused HOGA cell (:mod:`attnas.ops.hoga_fused_cell`) sums a node's edges
+(an ``addend``): the fused HOGA cell (:mod:`attnas.ops.hoga_fused_cell`) sums a node's edges
 that way, without a tensor per edge.
 
 Layout: an input whose channel planes are contiguous (``(B, c, H, W)`` with strides
@@ -83,8 +83,9 @@ class GateKernel:
     Built per forward call (it fixes the batch-norm mode of that call; building has no side
     effect, the kernel's forward updates the running statistics). :func:`gate_function`
     wraps it as one autograd operation; the fused HOGA cell
-    (:mod:`attnas.ops.hoga_fused_cell`) calls it directly, with ``accumulate`` to add an
-    edge's output into its node and an input gradient into the node's gradient.
+    (:mod:`attnas.ops.hoga_fused_cell`) calls it directly, with an ``addend``: the node
+    itself to add an edge's output into it (or an identity edge's source to start the node
+    with), the node's gradient to add an input gradient into it.
 
     Attributes:
         params: The tensors the gate has gradients for (parameters, in a fixed order).
@@ -92,17 +93,20 @@ class GateKernel:
 
     params: tuple[torch.Tensor, ...] = ()
 
-    def forward(self, x: torch.Tensor, y: torch.Tensor, accumulate: bool) -> tuple[torch.Tensor, ...]:
-        """Write ``x g(x)`` into ``y`` (``accumulate``: add it); return what the backward needs.
+    def forward(self, x: torch.Tensor, y: torch.Tensor,
+                addend: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
+        """Write ``[addend +] x g(x)`` into ``y``; return what the backward needs.
 
-        ``x`` ``(B, c, H, W)`` has contiguous planes (any batch stride); ``y`` is contiguous.
+        ``x`` ``(B, c, H, W)`` has contiguous planes (any batch stride); ``y`` and ``addend``
+        are contiguous, and ``addend`` may be ``y`` itself (the output is added into it).
         """
         raise NotImplementedError
 
     def backward(self, saved: tuple[torch.Tensor, ...], dy: torch.Tensor, dx: torch.Tensor | None,
-                 accumulate: bool) -> tuple[torch.Tensor | None, ...]:
-        """Write ``d loss / d x`` into ``dx`` (``None``: not wanted; ``accumulate``: add it) for
-        the contiguous ``dy``; return the gradients of :attr:`params`."""
+                 addend: torch.Tensor | None = None) -> tuple[torch.Tensor | None, ...]:
+        """Write ``[addend +] d loss / d x`` into ``dx`` (``None``: not wanted) for the
+        contiguous ``dy`` (``addend`` contiguous, may be ``dx``); return the gradients of
+        :attr:`params`."""
         raise NotImplementedError
 
 
@@ -114,20 +118,20 @@ class NormGate(GateKernel):
         self.bias = None if bias is None else bias.contiguous()
         self.params = (weight,) if bias is None else (weight, bias)
 
-    def forward(self, x, y, accumulate):  # noqa: D102 (GateKernel)
+    def forward(self, x, y, addend=None):  # noqa: D102 (GateKernel)
         B, c, H, W = x.shape
         s = x.new_empty(B, c, H, W)
         _call("norm_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), self.weight, self.bias, y, s, B, c, H, W,
-              self.weight.shape[-1], self.dilation, int(accumulate))
+              self.weight.shape[-1], self.dilation, addend)
         return x, s
 
-    def backward(self, saved, dy, dx, accumulate):  # noqa: D102 (GateKernel)
+    def backward(self, saved, dy, dx, addend=None):  # noqa: D102 (GateKernel)
         x, s = saved
         B, c, H, W = x.shape
         dw = torch.empty_like(self.weight)
         db = None if self.bias is None else x.new_empty(c)
         _call("norm_backward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), self.weight, s, dy, dx, dw, db, B, c, H,
-              W, self.weight.shape[-1], self.dilation, int(accumulate))
+              W, self.weight.shape[-1], self.dilation, addend)
         return (dw,) if db is None else (dw, db)
 
 
@@ -149,17 +153,17 @@ class SpatialGate(GateKernel):
         self.params = ((weight, bn.weight, bn.bias) if channel_mlp is None
                        else (*channel_mlp, weight, bn.weight, bn.bias))
 
-    def forward(self, x, y, accumulate):  # noqa: D102 (GateKernel)
+    def forward(self, x, y, addend=None):  # noqa: D102 (GateKernel)
         B, c, H, W = x.shape
         bn, h = self.bn, 0 if self.w1 is None else self.w1.shape[0]
         factor = count_batch(bn) if self.mode == 1 else 0.0  # the batch counts once it is computed
         work = x.new_empty(5 * B * H * W + 2 + (0 if self.w1 is None else 4 * B * c))  # see SpatialWork, ChannelWork
         _call("spatial_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), self.w1, self.w2, h, self.weight,
               bn.weight, bn.bias, bn.running_mean, bn.running_var, bn.eps, factor, self.mode, y, work, B, c, H, W,
-              self.weight.shape[-1], self.dilation, int(accumulate))
+              self.weight.shape[-1], self.dilation, addend)
         return x, work
 
-    def backward(self, saved, dy, dx, accumulate):  # noqa: D102 (GateKernel)
+    def backward(self, saved, dy, dx, addend=None):  # noqa: D102 (GateKernel)
         x, work = saved
         B, c, H, W = x.shape
         w1, w2, h = self.w1, self.w2, 0 if self.w1 is None else self.w1.shape[0]
@@ -167,7 +171,7 @@ class SpatialGate(GateKernel):
         dw1, dw2 = (None, None) if w1 is None else (torch.empty_like(w1), torch.empty_like(w2))
         _call("spatial_backward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), w1, w2, h, self.weight, self.bn.weight,
               self.bn.eps, int(self.mode != 2), work, dy, dx, dw, dbn, dw1, dw2, B, c, H, W, self.weight.shape[-1],
-              self.dilation, int(accumulate))
+              self.dilation, addend)
         grads = (dw, dbn[:1], dbn[1:])
         return grads if w1 is None else (dw1, dw2, *grads)
 
@@ -179,19 +183,19 @@ class ChannelGate(GateKernel):
         self.w1, self.w2, self.with_max = w1.contiguous(), w2.contiguous(), with_max
         self.params = (w1, w2)
 
-    def forward(self, x, y, accumulate):  # noqa: D102 (GateKernel)
+    def forward(self, x, y, addend=None):  # noqa: D102 (GateKernel)
         B, C, H, W = x.shape
         work = x.new_empty(4 * B * C)  # pooled, gate, argmax
         _call("channel_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), self.w1, self.w2, int(self.with_max), y,
-              work, B, C, self.w1.shape[0], H * W, int(accumulate))
+              work, B, C, self.w1.shape[0], H * W, addend)
         return x, work
 
-    def backward(self, saved, dy, dx, accumulate):  # noqa: D102 (GateKernel)
+    def backward(self, saved, dy, dx, addend=None):  # noqa: D102 (GateKernel)
         x, work = saved
         B, C, H, W = x.shape
         dw1, dw2 = torch.empty_like(self.w1), torch.empty_like(self.w2)
         _call("channel_backward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), self.w1, self.w2, int(self.with_max),
-              work, dy, dx, dw1, dw2, B, C, self.w1.shape[0], H * W, int(accumulate))
+              work, dy, dx, dw1, dw2, B, C, self.w1.shape[0], H * W, addend)
         return dw1, dw2
 
 
@@ -201,7 +205,7 @@ class _Gate(torch.autograd.Function):
     @staticmethod
     def forward(ctx, kernel, x, *params):  # noqa: D102 (autograd protocol)
         y = x.new_empty(x.shape)
-        ctx.save_for_backward(*kernel.forward(x, y, False))
+        ctx.save_for_backward(*kernel.forward(x, y))
         ctx.kernel = kernel
         return y
 
@@ -210,7 +214,7 @@ class _Gate(torch.autograd.Function):
     def backward(ctx, dy):  # noqa: D102 (autograd protocol)
         saved = ctx.saved_tensors
         dx = torch.empty(saved[0].shape, dtype=dy.dtype) if ctx.needs_input_grad[1] else None
-        return None, dx, *ctx.kernel.backward(saved, dy.contiguous(), dx, False)
+        return None, dx, *ctx.kernel.backward(saved, dy.contiguous(), dx)
 
 
 def gate_function(kernel: GateKernel, x: torch.Tensor) -> torch.Tensor:

@@ -13,7 +13,9 @@ of the same node. :func:`fused_cell` runs the whole cell as one operation instea
 
 * forward: the first gated edge into ``U_k`` writes its node, the others add ``x g(x)``
   into it inside their kernel (no output per edge, no separate sum); identity edges are
-  added after (``U_k += U_j``, or ``U_k`` is ``U_j`` itself when that is its only term);
+  added after (``U_k += U_j``, or ``U_k`` is ``U_j`` itself when that is its only term;
+  starting the node from an identity edge's source inside the first gate's kernel was no
+  faster, within the few-percent noise of ``benchmarks/ab_hoga_modules.py``);
 * backward: phi's backward gives every node's gradient; the nodes are then visited from the
   last to the first, and every edge into ``U_k`` adds its input gradient into ``dU_j`` inside
   its kernel (``dU_j`` is complete before ``U_j``'s own edges are visited, since only nodes
@@ -107,16 +109,17 @@ class _FusedCell(torch.autograd.Function):
         saved: list[torch.Tensor] = []  # what each gate kernel keeps, in the order of kernels
         counts: list[int] = []
         for k in range(K):
-            u, identities = None, []
-            for j, key, choice in _edges_into(cell, k):
-                src = inputs[k] if j == k else nodes[j]
+            edges = [(key, choice, inputs[k] if j == k else nodes[j]) for j, key, choice in _edges_into(cell, k)]
+            identities = [src for _, choice, src in edges if choice == "identity"]
+            u = None
+            for key, choice, src in edges:
                 if choice == "identity":
-                    identities.append(src)
                     continue
-                written = u is not None
-                if u is None:
+                if u is None:  # the first gate writes the node
                     u = x.new_empty(B, c, H, W)
-                kept = kernels[key].forward(src, u, written)
+                    kept = kernels[key].forward(src, u)
+                else:  # the others add into it
+                    kept = kernels[key].forward(src, u, u)
                 counts.append(len(kept))
                 saved.extend(kept)
             if u is None and identities:  # the node is the sum of its identity edges' sources
@@ -152,13 +155,13 @@ class _FusedCell(torch.autograd.Function):
                     else:
                         dinputs[k] = dy
                     continue
-                if j < k:
-                    target, accumulate = dnodes[j], True
+                if j < k:  # added into the source node's gradient
+                    target = addend = dnodes[j]
                 else:
-                    target, accumulate = (torch.empty_like(dy) if want_dx else None), False
+                    target, addend = (torch.empty_like(dy) if want_dx else None), None
                     dinputs[k] = target
                 a, b = spans[key]
-                grads[key] = kernels[key].backward(saved[a:b], dy, target, accumulate)
+                grads[key] = kernels[key].backward(saved[a:b], dy, target, addend)
         dx = None
         if want_dx:
             if all(d is None for d in dinputs):
