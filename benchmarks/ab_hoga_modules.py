@@ -4,13 +4,9 @@ Times forward + backward (input and parameter gradients) of phi (from its ``K`` 
 of the Figure-3 cell (channels-last input) at the three ResNet-20 stages, built from the old
 and from the current code, interleaved in a shuffled order every round so that load hits
 both alike. Prints the medians and new / old. The old tree is imported as the package
-``attnas_old``; make it as ``ab_autola_step.py``'s docstring says, e.g. for ``5977d9e``::
+``attnas_old``, made exactly as ``ab_autola_step.py``'s docstring says (``/tmp/ab`` below)::
 
-    mkdir -p /tmp/ab && git archive 5977d9e attnas | tar -x -C /tmp/ab
-    mv /tmp/ab/attnas /tmp/ab/attnas_old
-    grep -rl attnas /tmp/ab/attnas_old | xargs sed -i -E \\
-        's/\\battnas\\./attnas_old./g; s/from attnas import/from attnas_old import/g; s/"attnas"/"attnas_old"/g'
-    PYTHONPATH=.:/tmp/ab python benchmarks/ab_hoga_modules.py --threads 2 --repeats 31
+    PYTHONPATH=.:/tmp/ab:benchmarks python benchmarks/ab_hoga_modules.py --threads 2 --repeats 31
 """
 
 from __future__ import annotations
