@@ -84,8 +84,8 @@ class GateKernel:
     effect, the kernel's forward updates the running statistics). :func:`gate_function`
     wraps it as one autograd operation; the fused HOGA cell
     (:mod:`attnas.ops.hoga_fused_cell`) calls it directly, with an ``addend``: the node
-    itself to add an edge's output into it (or an identity edge's source to start the node
-    with), the node's gradient to add an input gradient into it.
+    itself to add an edge's output into it, the node's gradient to add an input gradient
+    into it.
 
     Attributes:
         params: The tensors the gate has gradients for (parameters, in a fixed order).

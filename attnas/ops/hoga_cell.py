@@ -193,6 +193,12 @@ class HOGA(nn.Module):
         self.ops = nn.ModuleDict({k: create_attention(edges[k], c, reduction) for k in keys})
         self.phi = HOGAProjection((groups + 1) * c, channels, phi_reduction)
 
+    def edges_into(self, k: int) -> list[tuple[int, str, str]]:
+        """``(j, key, operation)`` of the present edges into node ``U_k``: every ``"j-k"`` whose
+        operation is not ``zero`` (an absent edge), ``j = 0 .. k`` (``j == k``: from ``F_k``)."""
+        keys = [(j, edge_key(j, k)) for j in range(k + 1)]
+        return [(j, key, self.choices[key]) for j, key in keys if self.choices[key] != "zero"]
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         kernels = fused_cell_kernels(self, x, FUSED_MIN_POSITIONS)
         if kernels is not None:  # training on the CPU: the cell as one autograd operation
@@ -202,10 +208,7 @@ class HOGA(nn.Module):
         nodes: list[torch.Tensor] = []
         for k in range(self.groups):
             u = None
-            for j in range(k + 1):
-                key = edge_key(j, k)
-                if self.choices[key] == "zero":  # an absent edge: skip the work
-                    continue
+            for j, key, _ in self.edges_into(k):
                 y = self.ops[key](inputs[k] if j == k else nodes[j])
                 u = y if u is None else u + y
             nodes.append(torch.zeros_like(inputs[k]) if u is None else u)

@@ -30,6 +30,7 @@ and no module hooks would be skipped: :func:`fused_cell_kernels`.
 
 from __future__ import annotations
 
+from itertools import accumulate
 from typing import TYPE_CHECKING
 
 import torch
@@ -91,13 +92,6 @@ def fused_cell_kernels(cell: HOGA, x: torch.Tensor, min_positions: int) -> dict[
     return kernels
 
 
-def _edges_into(cell: HOGA, k: int) -> list[tuple[int, str, str]]:
-    """``(j, key, choice)`` of the present edges into node ``k`` (edge ``"j-k"``, see
-    :func:`~attnas.ops.hoga_cell.edge_key`)."""
-    edges = [(j, f"{j}-{k}") for j in range(k + 1)]
-    return [(j, key, cell.choices[key]) for j, key in edges if cell.choices[key] != "zero"]
-
-
 class _FusedCell(torch.autograd.Function):
     @staticmethod
     def forward(ctx, cell, kernels, x, *params):  # noqa: D102 (autograd protocol)
@@ -109,7 +103,7 @@ class _FusedCell(torch.autograd.Function):
         saved: list[torch.Tensor] = []  # what each gate kernel keeps, in the order of kernels
         counts: list[int] = []
         for k in range(K):
-            edges = [(key, choice, inputs[k] if j == k else nodes[j]) for j, key, choice in _edges_into(cell, k)]
+            edges = [(key, choice, inputs[k] if j == k else nodes[j]) for j, key, choice in cell.edges_into(k)]
             identities = [src for _, choice, src in edges if choice == "identity"]
             u = None
             for key, choice, src in edges:
@@ -139,7 +133,7 @@ class _FusedCell(torch.autograd.Function):
     def backward(ctx, dout):  # noqa: D102 (autograd protocol)
         cell, kernels = ctx.cell, ctx.kernels
         saved = ctx.saved_tensors
-        ends = [sum(ctx.counts[:i + 1]) for i in range(len(ctx.counts))]
+        ends = list(accumulate(ctx.counts))
         spans = {key: (end - n, end) for key, end, n in zip(kernels, ends, ctx.counts)}
         phi_saved = saved[ends[-1] if ends else 0:]
         phi_grads, dnodes = phi_backward(phi_saved, ctx.phi_dims, dout)
@@ -148,7 +142,7 @@ class _FusedCell(torch.autograd.Function):
         grads: dict[str, tuple] = {}
         for k in reversed(range(cell.groups)):
             dy = dnodes[k]  # complete: every node after k has added its edges' gradients into it
-            for j, key, choice in _edges_into(cell, k):
+            for j, key, choice in cell.edges_into(k):
                 if choice == "identity":
                     if j < k:
                         dnodes[j].add_(dy)

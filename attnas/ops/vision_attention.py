@@ -54,7 +54,24 @@ def hidden_size(channels: int, reduction: int) -> int:
     return max(1, channels // reduction)
 
 
-class ChannelAttention(nn.Module):
+class GatedAttention(nn.Module):
+    """An operation ``x * g(x)`` of the pool: its compiled kernel where :meth:`gate_kernel` gives
+    one (one autograd operation each way), else its PyTorch expression :meth:`forward_eager`."""
+
+    def gate_kernel(self, x: torch.Tensor) -> attention_gates.GateKernel | None:
+        """The compiled calls for input ``x``, or ``None`` where they do not run."""
+        return None
+
+    def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
+        """The PyTorch expression ``x * gate(x)``."""
+        raise NotImplementedError
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        kernel = self.gate_kernel(x)
+        return self.forward_eager(x) if kernel is None else attention_gates.gate_function(kernel, x)
+
+
+class ChannelAttention(GatedAttention):
     r"""Channel attention (squeeze-and-excitation), AutoLA Eq. 4 after Hu et al. (2018).
 
     .. math::
@@ -89,16 +106,12 @@ class ChannelAttention(nn.Module):
         w1, w2 = self.fc1.weight, self.fc2.weight
         return attention_gates.ChannelGate(w1, w2, with_max=False) if attention_gates.kernels_apply(x, w1, w2) else None
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        kernel = self.gate_kernel(x)
-        return self.forward_eager(x) if kernel is None else attention_gates.gate_function(kernel, x)
-
     def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
         """The PyTorch expression ``x * gate(x)`` (what :meth:`forward` computes off the kernels)."""
         return x * self.gate(x)
 
 
-class ChannelAttentionV2(nn.Module):
+class ChannelAttentionV2(GatedAttention):
     r"""Channel attention v2, AutoLA Eq. 5: average and max pooling through one shared MLP.
 
     .. math::
@@ -130,10 +143,6 @@ class ChannelAttentionV2(nn.Module):
         w1, w2 = self.fc1.weight, self.fc2.weight
         return attention_gates.ChannelGate(w1, w2, with_max=True) if attention_gates.kernels_apply(x, w1, w2) else None
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        kernel = self.gate_kernel(x)
-        return self.forward_eager(x) if kernel is None else attention_gates.gate_function(kernel, x)
-
     def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
         """The PyTorch expression ``x * gate(x)`` (what :meth:`forward` computes off the kernels)."""
         return x * self.gate(x)
@@ -144,7 +153,7 @@ def channel_pool(x: torch.Tensor) -> torch.Tensor:
     return torch.stack((mean(x, 1), x.amax(1)), 1)
 
 
-class SpatialAttention(nn.Module):
+class SpatialAttention(GatedAttention):
     r"""Spatial attention, AutoLA Eq. 6.
 
     .. math::
@@ -192,16 +201,12 @@ class SpatialAttention(nn.Module):
             return None
         return attention_gates.SpatialGate(weight, bn, self.dilation)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        kernel = self.gate_kernel(x)
-        return self.forward_eager(x) if kernel is None else attention_gates.gate_function(kernel, x)
-
     def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
         """The PyTorch expression ``x * gate(x)`` (what :meth:`forward` computes off the kernels)."""
         return x * self.gate(x)
 
 
-class NormalizationAttention(nn.Module):
+class NormalizationAttention(GatedAttention):
     r"""Normalization attention, AutoLA Eq. 7: a per-position, per-channel gate.
 
     .. math::
@@ -244,16 +249,12 @@ class NormalizationAttention(nn.Module):
             return None
         return attention_gates.NormGate(weight, bias, self.dilation)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        kernel = self.gate_kernel(x)
-        return self.forward_eager(x) if kernel is None else attention_gates.gate_function(kernel, x)
-
     def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
         """The PyTorch expression ``x * gate(x)`` (what :meth:`forward` computes off the kernels)."""
         return x * self.gate(x)
 
 
-class CBAM(nn.Module):
+class CBAM(GatedAttention):
     r"""Convolutional block attention module, AutoLA Eq. 8 after Woo et al. (2018).
 
     .. math::
@@ -288,7 +289,9 @@ class CBAM(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         kernel = self.gate_kernel(x)
-        return self.spatial(self.channel(x)) if kernel is None else attention_gates.gate_function(kernel, x)
+        if kernel is None:  # each gate on its own, with its own kernel where that one runs
+            return self.spatial(self.channel(x))
+        return attention_gates.gate_function(kernel, x)
 
     def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
         """The PyTorch expression of both gates (what :meth:`forward` computes off the kernels)."""
