@@ -148,20 +148,22 @@ inline void tile_matmul(const T* w, Rows<const T> x, Rows<T> y, int nout, int ni
   for (; o < nout; ++o) matmul_rows<T, 1>(w, x, y, o, nin, tw);
 }
 
-// vt[p * nin + i] = v[i][p] for p < tw: L x L blocks transposed in registers, the rest element by element.
+// out[p * ld + i] = v[i][p] for i < rows, p < cols: L x L blocks transposed in registers, the
+// rest element by element. Serves the weight-gradient products (a tile transposed, ld = rows)
+// and the channels-last tiles (tile_from_cl, tile_to_cl).
 template <typename T>
-inline void transpose_rows(Rows<const T> v, T* vt, int nin, int tw) {
+inline void transpose_rows(Rows<const T> v, int rows, int cols, T* out, int64_t ld) {
   constexpr int L = Lanes<T>::L;
-  const int ni = nin / L * L, np = tw / L * L;
+  const int ni = rows / L * L, np = cols / L * L;
   typename Lanes<T>::V r[L];
   for (int i = 0; i < ni; i += L)
     for (int p = 0; p < np; p += L) {
       for (int j = 0; j < L; ++j) r[j] = loadu(v[i + j] + p);
       transpose_lanes(r);
-      for (int j = 0; j < L; ++j) storeu(vt + (int64_t)(p + j) * nin + i, r[j]);
+      for (int j = 0; j < L; ++j) storeu(out + (p + j) * ld + i, r[j]);
     }
-  for (int i = 0; i < nin; ++i)
-    for (int p = i < ni ? np : 0; p < tw; ++p) vt[(int64_t)p * nin + i] = v[i][p];
+  for (int i = 0; i < rows; ++i)
+    for (int p = i < ni ? np : 0; p < cols; ++p) out[p * ld + i] = v[i][p];
 }
 
 // acc[o * nin + i0 ..] += sum_p u[o][p] vt[p * nin + i0 ..] for o0 <= o < o0 + OB and VB vectors
@@ -196,7 +198,7 @@ inline void outer_cols(Rows<const T> u, const T* vt, T* acc, int o0, int i0, int
 template <typename T>
 inline void tile_outer(Rows<const T> u, Rows<const T> v, T* vt, T* acc, int nout, int nin, int tw) {
   constexpr int L = Lanes<T>::L;
-  transpose_rows(v, vt, nin, tw);
+  transpose_rows(v, nin, tw, vt, nin);
   int o = 0;
   for (; o + 8 <= nout; o += 8) {
     int i = 0;
@@ -250,36 +252,15 @@ inline void put_rows(Rows<T> r, T* dst, int64_t b, int rows, int64_t t0, int n, 
   for (int i = 0; i < rows; ++i) std::memcpy(dst + (b * rows + i) * d.P + t0, r[i], sizeof(T) * n);
 }
 
-// Between a tile (C rows of ts positions) and n channels-last positions (C values each):
-// L x L blocks transposed in registers, the rest element by element.
+// Between a tile (C rows of ts positions) and n channels-last positions (C values each).
 template <typename T>
 inline void tile_from_cl(T* tile, int ts, const T* cl, int n, int C) {
-  constexpr int L = Lanes<T>::L;
-  const int np = n / L * L, nc = C / L * L;
-  typename Lanes<T>::V r[L];
-  for (int p = 0; p < np; p += L)
-    for (int o = 0; o < nc; o += L) {
-      for (int i = 0; i < L; ++i) r[i] = loadu(cl + (p + i) * C + o);
-      transpose_lanes(r);
-      for (int j = 0; j < L; ++j) storeu(tile + (o + j) * ts + p, r[j]);
-    }
-  for (int p = 0; p < n; ++p)
-    for (int o = p < np ? nc : 0; o < C; ++o) tile[o * ts + p] = cl[p * C + o];
+  transpose_rows(Rows<const T>{cl, C}, n, C, tile, ts);
 }
 
 template <typename T>
 inline void tile_to_cl(T* cl, const T* tile, int ts, int n, int C) {
-  constexpr int L = Lanes<T>::L;
-  const int np = n / L * L, nc = C / L * L;
-  typename Lanes<T>::V r[L];
-  for (int p = 0; p < np; p += L)
-    for (int o = 0; o < nc; o += L) {
-      for (int j = 0; j < L; ++j) r[j] = loadu(tile + (o + j) * ts + p);
-      transpose_lanes(r);
-      for (int i = 0; i < L; ++i) storeu(cl + (p + i) * C + o, r[i]);
-    }
-  for (int p = 0; p < n; ++p)
-    for (int o = p < np ? nc : 0; o < C; ++o) cl[p * C + o] = tile[o * ts + p];
+  transpose_rows(Rows<const T>{tile, ts}, C, n, cl, C);
 }
 
 // dout (NCHW or channels-last) rows of image b at t0.. (zeros past n).
