@@ -29,53 +29,58 @@ from attnas.ops._vector_lanes import LANES
 
 _SOURCE = LANES + r"""
 #include <cstdint>
+#include <vector>
 #include <omp.h>
 
 namespace {
 
-// Channel ch of image b in the groups g (K tensors (B, c, P)); null when the group is absent.
-template <typename T>
-inline T* plane(T* const* g, int64_t b, int64_t ch, int64_t c, int64_t P) {
-  T* base = g[ch / c];
-  return base ? base + (b * c + ch % c) * P : nullptr;
-}
-
-// to_groups: cl (B, P, C) -> groups; else groups -> cl. Work split over (image, position block).
+// to_groups: cl (B, P, C) -> groups; else groups -> cl. Work split over (image, position block);
+// each thread keeps the C plane pointers of its current image (null: an absent group), so that
+// the inner loops do no index arithmetic beyond an add (a division per channel and block made
+// this kernel several times slower than a copy).
 template <typename T>
 void convert(T* cl, T* const* groups, int64_t B, int64_t P, int64_t C, int64_t c, bool to_groups, int nthreads) {
   typedef typename Lanes<T>::V V;
   constexpr int L = Lanes<T>::L;
   const int64_t blocks = (P + L - 1) / L, full_c = C / L * L;
-  #pragma omp parallel for num_threads(nthreads) schedule(static) if (B * P * C > 32768)
-  for (int64_t it = 0; it < B * blocks; ++it) {
-    const int64_t b = it / blocks, p0 = it % blocks * L;
-    T* rows = cl + (b * P + p0) * C;  // position p0 + i, channel ch at rows[i * C + ch]
-    if (p0 + L <= P) {
-      for (int64_t c0 = 0; c0 < full_c; c0 += L) {
-        V r[L];
-        if (to_groups) {
-          for (int i = 0; i < L; ++i) r[i] = loadu(rows + i * C + c0);
-          transpose_lanes(r);
-          for (int j = 0; j < L; ++j) {
-            T* dst = plane(groups, b, c0 + j, c, P);
-            if (dst) storeu(dst + p0, r[j]);
+  #pragma omp parallel num_threads(nthreads) if (B * P * C > 32768)
+  {
+    std::vector<T*> pl((size_t)C);
+    int64_t current = -1;
+    #pragma omp for schedule(static)
+    for (int64_t it = 0; it < B * blocks; ++it) {
+      const int64_t b = it / blocks, p0 = it % blocks * L;
+      if (b != current) {
+        for (int64_t ch = 0; ch < C; ++ch) {
+          T* base = groups[ch / c];
+          pl[ch] = base ? base + (b * c + ch % c) * P : nullptr;
+        }
+        current = b;
+      }
+      T* rows = cl + (b * P + p0) * C;  // position p0 + i, channel ch at rows[i * C + ch]
+      if (p0 + L <= P) {
+        for (int64_t c0 = 0; c0 < full_c; c0 += L) {
+          V r[L];
+          T* const* dst = pl.data() + c0;
+          if (to_groups) {
+            for (int i = 0; i < L; ++i) r[i] = loadu(rows + i * C + c0);
+            transpose_lanes(r);
+            for (int j = 0; j < L; ++j)
+              if (dst[j]) storeu(dst[j] + p0, r[j]);
+          } else {
+            for (int j = 0; j < L; ++j) r[j] = dst[j] ? loadu(dst[j] + p0) : V{};
+            transpose_lanes(r);
+            for (int i = 0; i < L; ++i) storeu(rows + i * C + c0, r[i]);
           }
-        } else {
-          for (int j = 0; j < L; ++j) {
-            const T* src = plane(groups, b, c0 + j, c, P);
-            r[j] = src ? loadu(src + p0) : V{};
-          }
-          transpose_lanes(r);
-          for (int i = 0; i < L; ++i) storeu(rows + i * C + c0, r[i]);
         }
       }
-    }
-    const int64_t first_c = p0 + L <= P ? full_c : 0, n = P - p0 < L ? P - p0 : L;
-    for (int64_t ch = first_c; ch < C; ++ch) {  // the edges, element by element
-      T* pl = plane(groups, b, ch, c, P);
-      for (int64_t i = 0; i < n; ++i) {
-        if (to_groups) { if (pl) pl[p0 + i] = rows[i * C + ch]; }
-        else rows[i * C + ch] = pl ? pl[p0 + i] : (T)0;
+      const int64_t first_c = p0 + L <= P ? full_c : 0, n = P - p0 < L ? P - p0 : L;
+      for (int64_t ch = first_c; ch < C; ++ch) {  // the edges, element by element
+        T* plane = pl[ch];
+        for (int64_t i = 0; i < n; ++i) {
+          if (to_groups) { if (plane) plane[p0 + i] = rows[i * C + ch]; }
+          else rows[i * C + ch] = plane ? plane[p0 + i] : (T)0;
+        }
       }
     }
   }
