@@ -250,9 +250,13 @@ def choose_omp_wait_policy() -> str | None:
 
 
 def main() -> None:
-    """Console-script entry point (sets the OpenMP wait policy first, see
-    :func:`choose_omp_wait_policy`)."""
+    """Console-script entry point: sets the OpenMP wait policy (:func:`choose_omp_wait_policy`)
+    and glibc's thresholds (:func:`attnas.allocator.keep_freed_memory`; ``ATTNAS_MALLOC=default``
+    keeps glibc's own) before any torch work, then runs the command."""
+    from attnas.allocator import keep_freed_memory
+
     choose_omp_wait_policy()
+    keep_freed_memory()
     app()
 
 

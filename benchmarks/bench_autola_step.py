@@ -13,7 +13,9 @@ Targets (issue 4): darts <= 3x plain, discrete <= 1.5x plain, at the same batch 
 Prints the median of each over the repeats (wall time and CPU time, ``time.process_time``),
 the ratios of the medians, and the load average beside each figure; threads are pinned.
 All three steps use the same optimiser implementation (``--optim-impl``, default
-``foreach``: the same arithmetic as the per-parameter loop, fewer kernel calls).
+``foreach``: the same arithmetic as the per-parameter loop, fewer kernel calls) and the same
+allocator settings (``--malloc``, default ``attnas``: glibc keeps freed memory, as the
+``attnas`` command sets it; ``default``: glibc's own thresholds).
 
     PYTHONPATH=. python benchmarks/bench_autola_step.py --batch 64 --repeats 7 --threads 2
 
@@ -59,11 +61,16 @@ def main() -> None:
     p.add_argument("--no-darts", action="store_true",
                    help="time only the plain and the retrained steps (e.g. with --compile: the relaxed network's "
                         "compilation takes minutes)")
+    p.add_argument("--malloc", choices=("attnas", "default"), default="attnas",
+                   help="attnas: glibc keeps freed memory, as the attnas command sets it "
+                        "(attnas.allocator.keep_freed_memory); default: glibc's own thresholds")
     p.add_argument("--breakdown", action="store_true",
                    help="also time one stage-1 block, the cells and phi (forward + backward) separately")
     args = p.parse_args()
 
     torch.set_num_threads(args.threads)
+    from attnas.allocator import keep_freed_memory
+    malloc = f"kept ({'applied' if keep_freed_memory() else 'not applied'})" if args.malloc == "attnas" else "default"
     torch.manual_seed(0)
     from attnas.models.hoga_networks import RelaxedHOGANetwork, hoga_network
     from attnas.models.resnet_cifar import cifar_resnet
@@ -121,7 +128,7 @@ def main() -> None:
     print(f"device={dev} threads={torch.get_num_threads()} OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} "
           f"batch={args.batch} memory_format={args.memory_format} groups={args.groups} cell={args.cell} "
           f"repeats={args.repeats} compile={args.compile} precision={args.precision} optim={args.optim_impl} "
-          f"torch={torch.__version__}")
+          f"malloc={malloc} torch={torch.__version__}")
     med, cmed = medians(times), medians(cpu)
     for name in steps:
         print(f"  {name:9s} median {med[name] * 1e3:9.1f} ms  (min {min(times[name]) * 1e3:8.1f})  "
