@@ -6,9 +6,9 @@ top of the heap beyond the *trim threshold* (twice the mmap threshold) is given 
 system. A training step frees its activations during the backward, and when that frees more
 than the trim threshold at the top of the heap, the next step's forward touches fresh pages
 again: one page fault per 4 KiB. On the development machine (glibc 2.36, 2 threads, batch
-64), ResNet-20 + the Figure-3 HOGA cell faulted about 4,000 times per training step in
-``benchmarks/bench_autola_step.py``; plain ResNet-20, whose heap stays under the threshold, did
-not fault at all. :func:`keep_freed_memory` fixes both thresholds (``M_MMAP_THRESHOLD`` 32 MiB,
+64, channels-last), a training step of ResNet-20 + the Figure-3 HOGA cell faulted 1 to about
+4,000 times, depending on the run (the heap's layout); plain ResNet-20 did not fault; with
+these settings neither did (1-3 faults per step). :func:`keep_freed_memory` fixes both thresholds (``M_MMAP_THRESHOLD`` 32 MiB,
 glibc's largest, and ``M_TRIM_THRESHOLD`` 1 GiB): the heap keeps up to 1 GiB of freed memory
 for the next step, and blocks over 32 MiB (datasets, large buffers) are still mapped and
 returned on their own.
