@@ -54,10 +54,15 @@ def compiler() -> str | None:
     return shutil.which(os.environ.get("CXX", "g++"))
 
 
-def pointer_table(tensors: Sequence[torch.Tensor | None]) -> torch.Tensor:
-    """The data pointers of ``tensors`` as an ``int64`` tensor (``None``: a null pointer), for a
+def int64_array(values: Sequence[int]) -> ctypes.Array:
+    """``values`` as a C ``int64_t`` array (a kernel argument; a sixth of the cost of a tensor)."""
+    return (ctypes.c_int64 * len(values))(*values)
+
+
+def pointer_table(tensors: Sequence[torch.Tensor | None]) -> ctypes.Array:
+    """The data pointers of ``tensors`` as a C ``int64_t`` array (``None``: a null pointer), for a
     kernel that takes a variable number of tensors."""
-    return torch.tensor([0 if t is None else t.data_ptr() for t in tensors], dtype=torch.int64)
+    return int64_array([0 if t is None else t.data_ptr() for t in tensors])
 
 
 def bind_signatures(signatures: Mapping[str, Sequence[Any]]) -> Callable[[ctypes.CDLL], ctypes.CDLL]:
@@ -138,8 +143,10 @@ class CompiledLibrary:
 
     def call(self, function: str, *args: Any) -> None:
         """Call ``function`` of the loaded library; tensors are passed as their data pointers
-        (``None`` as a null pointer), and a non-zero return code raises ``RuntimeError``."""
-        pointers = [a.data_ptr() if hasattr(a, "data_ptr") else a for a in args]
-        rc = getattr(self.load(), function)(*pointers)
+        (``None`` as a null pointer, C arrays as their address), and a non-zero return code
+        raises ``RuntimeError``."""
+        library = self.library if self.library is not None else self.load()  # no lock once loaded
+        pointers = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
+        rc = getattr(library, function)(*pointers)
         if rc != 0:
             raise RuntimeError(f"compiled kernel {self.name}.{function} failed with code {rc}")

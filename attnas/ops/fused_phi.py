@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from attnas.ops import _fused_phi_kernel
-from attnas.ops._compiled import KERNEL_DTYPES, pointer_table
+from attnas.ops._compiled import KERNEL_DTYPES, int64_array, pointer_table
 from attnas.ops.memory_format import planes_contiguous
 from attnas.ops.running_stats import count_batch
 
@@ -57,8 +57,10 @@ def _scratch(like: torch.Tensor) -> torch.Tensor:
 
 
 def phi_parameters(phi: nn.Module) -> tuple[torch.Tensor, ...]:
-    """The eight tensors phi's kernel takes, in its order (``W_1``, ``W_2`` as matrices)."""
-    return (phi.conv1.weight.flatten(1), phi.bn1.weight, phi.bn1.bias, phi.conv2.weight.flatten(1), phi.bn2.weight,
+    """The eight tensors phi's kernel takes, in its order (the ``1 x 1`` convolutions' weights
+    ``(C_out, C_in, 1, 1)`` as they are: the kernel reads them as ``C_out x C_in`` matrices, the
+    same memory, and their gradients come back in their shape without a view in the graph)."""
+    return (phi.conv1.weight, phi.bn1.weight, phi.bn1.bias, phi.conv2.weight, phi.bn2.weight,
             phi.bn2.bias, phi.attn.fc1.weight, phi.attn.fc2.weight)
 
 
@@ -73,7 +75,8 @@ def phi_forward(phi: nn.Module, params: Sequence[torch.Tensor], nodes: Sequence[
         channels_last: Write the result channels-last.
 
     Returns:
-        The projection, what :func:`phi_backward` needs, and the kernel's dimensions.
+        The projection, the tensors :func:`phi_backward` needs, and the rest it needs (the
+        kernel's dimensions, the nodes' batch strides).
     """
     params = [t.contiguous() for t in params]
     nodes = [n if planes_contiguous(n) else n.contiguous() for n in nodes]
@@ -85,17 +88,19 @@ def phi_forward(phi: nn.Module, params: Sequence[torch.Tensor], nodes: Sequence[
     y1, y2, stats = x.new_empty(B, C, H, W), x.new_empty(B, C, H, W), x.new_empty(6, C)
     avg, h, gate = x.new_empty(B, C), x.new_empty(B, hid), x.new_empty(B, C)
     dims = _dims(x, len(nodes), C, hid, channels_last)
-    strides = torch.tensor([n.stride(0) for n in nodes], dtype=torch.int64)
+    strides = int64_array([n.stride(0) for n in nodes])
     (rm1, rv1, f1), (rm2, rv2, f2) = _running(phi.bn1), _running(phi.bn2)
     _call("forward", KERNEL_DTYPES[x.dtype], pointer_table(nodes), strides, *params, phi.bn1.eps, phi.bn2.eps, out, y1,
           y2, stats, avg, h, gate, pointer_table([rm1, rv1, rm2, rv2]), f1, f2, *dims)
-    return out, [*params, y1, y2, stats, avg, h, gate, strides, *nodes], dims
+    return out, [*params, y1, y2, stats, avg, h, gate, *nodes], (dims, strides)
 
 
-def phi_backward(saved: Sequence[torch.Tensor], dims: Sequence[int],
-                 dout: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """The kernel's backward: the gradients of the eight parameters and of the nodes (fresh tensors)."""
-    w1, g1, be1, w2, g2, be2, fc1, fc2, y1, y2, stats, avg, h, gate, strides, *nodes = saved
+def phi_backward(saved: Sequence[torch.Tensor], dims: tuple, dout: torch.Tensor) -> tuple[list[torch.Tensor],
+                                                                                         list[torch.Tensor]]:
+    """The kernel's backward: the gradients of the eight parameters and of the nodes (fresh
+    tensors), from what :func:`phi_forward` returned (``saved``, ``dims``)."""
+    w1, g1, be1, w2, g2, be2, fc1, fc2, y1, y2, stats, avg, h, gate, *nodes = saved
+    dims, strides = dims
     channels_last = bool(dims[-1])
     dout = dout.contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
     dr = _scratch(y1)
@@ -132,16 +137,19 @@ def fused_applies(phi: nn.Module, nodes: Sequence[torch.Tensor]) -> bool:
     them in place), with more than one value per channel, and the kernel built.
     """
     x = nodes[0]
-    attn = getattr(phi, "attn", None)
-    running = [b for b in phi.buffers() if b.is_floating_point()]
-    tensors = [*nodes, *phi.parameters(), *running]
+    bn1, bn2, attn = getattr(phi, "bn1", None), getattr(phi, "bn2", None), getattr(phi, "attn", None)
+    if not (_batch_norm_applies(bn1) and _batch_norm_applies(bn2) and getattr(attn, "fc1", None) is not None
+            and attn.fc1.bias is None and attn.fc2.bias is None
+            and isinstance(getattr(phi, "conv1", None), nn.Conv2d) and isinstance(getattr(phi, "conv2", None), nn.Conv2d)):
+        return False
+    # the tensors the kernel reads (named one by one: walking the module tree took a third of this check)
+    running = [t for bn in (bn1, bn2) for t in (bn.running_mean, bn.running_var) if t is not None]
+    tensors = [*nodes, *phi_parameters(phi), *running]
     return (x.device.type == "cpu" and x.dtype in KERNEL_DTYPES and x.dim() == 4
             and all(t.device == x.device and t.dtype == x.dtype for t in tensors)
             and all(b.is_contiguous() for b in running)
             and all(n.shape == x.shape for n in nodes) and x.shape[0] * x.shape[2] * x.shape[3] > 1
-            and _batch_norm_applies(phi.bn1) and _batch_norm_applies(phi.bn2)
-            and getattr(attn, "fc1", None) is not None and attn.fc1.bias is None and attn.fc2.bias is None
-            and _fused_phi_kernel.load() is not None)
+            and (_fused_phi_kernel.LIBRARY.library is not None or _fused_phi_kernel.load() is not None))
 
 
 def _running(bn: nn.BatchNorm2d) -> tuple[torch.Tensor | None, torch.Tensor | None, float]:

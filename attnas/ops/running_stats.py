@@ -16,8 +16,7 @@ def count_batch(bn: nn.BatchNorm2d) -> float:
     """Count one training batch in ``bn.num_batches_tracked`` and return the weight of its
     statistics in the running averages: ``bn.momentum``, or ``1 / num_batches_tracked`` (the
     cumulative average) when the momentum is ``None``."""
-    with torch.no_grad():
-        bn.num_batches_tracked.add_(1)
+    bn.num_batches_tracked.add_(1)  # an integer buffer: never part of an autograd graph
     return 1.0 / float(bn.num_batches_tracked) if bn.momentum is None else bn.momentum
 
 
