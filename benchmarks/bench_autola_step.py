@@ -11,7 +11,8 @@ Measures, in one run and interleaved (so that load on the machine hits all of th
 
 Targets (issue 4): darts <= 3x plain, discrete <= 1.5x plain, at the same batch size.
 Prints the median of each over the repeats (wall time and CPU time, ``time.process_time``),
-the ratios of the medians, and the load average beside each figure; threads are pinned.
+the ratios of the medians, the load average and the page faults per step beside each figure;
+threads are pinned.
 All three steps use the same optimiser implementation (``--optim-impl``, default
 ``foreach``: the same arithmetic as the per-parameter loop, fewer kernel calls) and the same
 allocator settings (``--malloc``, default ``attnas``: glibc keeps freed memory, as the
@@ -130,9 +131,11 @@ def main() -> None:
           f"repeats={args.repeats} compile={args.compile} precision={args.precision} optim={args.optim_impl} "
           f"malloc={malloc} torch={torch.__version__}")
     med, cmed = medians(times), medians(cpu)
+    faults = page_faults(steps, sync)
     for name in steps:
         print(f"  {name:9s} median {med[name] * 1e3:9.1f} ms  (min {min(times[name]) * 1e3:8.1f})  "
-              f"CPU {cmed[name] * 1e3:9.1f} ms  load avg during: {statistics.median(loads[name]):.2f}")
+              f"CPU {cmed[name] * 1e3:9.1f} ms  load avg during: {statistics.median(loads[name]):.2f}  "
+              f"page faults/step {faults[name]:.0f}")
     if "darts" in med:
         darts_ratio = med["darts"] / med["plain"]
         print(f"  darts / plain    = {darts_ratio:5.2f}x   (target <= 3x)   {'OK' if darts_ratio <= 3 else 'MISSED'}"
@@ -143,6 +146,22 @@ def main() -> None:
     print(f"  load average now: {os.getloadavg()}")
     if args.breakdown:
         breakdown(args, dev, fmt, edges, sync)
+
+
+def page_faults(steps: dict, sync, rounds: int = 3) -> dict[str, float]:
+    """Minor page faults per step of each step (median of ``rounds`` after the timing): the
+    first touches of memory the allocator took from the system (``--malloc``)."""
+    import resource
+
+    counts: dict[str, list[int]] = {name: [] for name in steps}
+    for _ in range(rounds):
+        for name, f in steps.items():
+            sync()
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            f()
+            sync()
+            counts[name].append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+    return {name: statistics.median(v) for name, v in counts.items()}
 
 
 def breakdown(args, dev, fmt, edges, sync) -> None:
