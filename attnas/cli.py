@@ -226,24 +226,35 @@ def check_arch(arch_json: Path = typer.Argument(..., help="An arch.json file."),
 def choose_omp_wait_policy() -> str | None:
     """The OpenMP wait policy for this process, or ``None`` to keep the runtime's default.
 
-    A policy the user set (``OMP_WAIT_POLICY``) is kept. Otherwise, when the machine is
-    already busy at start (1-minute load average at least the number of CPUs minus one
-    half), idle OpenMP threads should sleep (``PASSIVE``): spinning threads that compete with
-    other processes made small torch operations up to 70x slower on a shared 2-core machine.
-    On an idle machine the runtime's default (spin briefly, then sleep) is kept: there,
-    ``PASSIVE`` made two threads 1.4x slower than the default (D-VAE training step, 2 threads,
-    ``benchmarks/bench_dvae_epoch.py``). OpenMP reads the variable once, when torch starts its
-    thread pool, so it must be decided before any torch work.
+    A policy the user set (``OMP_WAIT_POLICY``) is kept. Otherwise, when other work keeps the
+    CPUs busy at start (at least the number of CPUs minus one half, measured over a quarter
+    of a second by :func:`attnas.cpu_busy.busy_cpus`; the 1-minute load average where
+    ``/proc/stat`` is missing), idle OpenMP threads should sleep (``PASSIVE``): spinning
+    threads that compete with other processes made small torch operations up to 70x slower
+    on a shared 2-core machine. On an idle machine the runtime's default (spin briefly, then
+    sleep) is kept: there, ``PASSIVE`` made two threads 1.4x slower than the default (D-VAE
+    training step, 2 threads, ``benchmarks/bench_dvae_epoch.py``) and ``autola-digits-quick``
+    2.2x slower (its compiled kernels start many short OpenMP regions). OpenMP reads the
+    variable once, when torch starts its thread pool, so it must be decided before any torch
+    work.
     """
     import os
 
+    from attnas.cpu_busy import busy_cpus
+
     if "OMP_WAIT_POLICY" in os.environ:
         return os.environ["OMP_WAIT_POLICY"]
+    busy = busy_cpus()
+    if busy is None:
+        try:
+            busy = os.getloadavg()[0]
+        except OSError:  # no load average on this platform
+            return None
     try:
-        busy = os.getloadavg()[0] >= (os.cpu_count() or 1) - 0.5
-    except OSError:  # no load average on this platform
-        return None
-    if busy:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    if busy >= cpus - 0.5:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
         return "PASSIVE"
     return None

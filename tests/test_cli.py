@@ -8,6 +8,7 @@ import os
 import pytest
 from typer.testing import CliRunner
 
+from attnas import cpu_busy
 from attnas.cli import app, choose_omp_wait_policy
 
 runner = CliRunner()
@@ -107,11 +108,22 @@ def test_version():
 
 
 
-@pytest.mark.parametrize("load, expected", [(0.3, None), (1.6, "PASSIVE")])
-def test_omp_wait_policy_sleeps_only_on_a_busy_machine(monkeypatch, load, expected):
+@pytest.mark.parametrize("busy, expected", [(0.3, None), (1.6, "PASSIVE")])
+def test_omp_wait_policy_sleeps_only_when_other_work_keeps_the_cpus_busy(monkeypatch, busy, expected):
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.setattr(cpu_busy, "busy_cpus", lambda: busy)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 9.0, 9.0))  # not used where /proc/stat is read
+    assert choose_omp_wait_policy() == expected
+    assert os.environ.get("OMP_WAIT_POLICY") == expected
+
+
+@pytest.mark.parametrize("load, expected", [(0.3, None), (1.6, "PASSIVE")])
+def test_omp_wait_policy_falls_back_to_the_load_average(monkeypatch, load, expected):
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.setattr(cpu_busy, "busy_cpus", lambda: None)  # no /proc/stat
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
     assert choose_omp_wait_policy() == expected
     assert os.environ.get("OMP_WAIT_POLICY") == expected
 

@@ -1,0 +1,66 @@
+"""How many of this process's CPUs other work keeps busy right now, from ``/proc/stat``.
+
+The command line uses it to choose the OpenMP wait policy
+(:func:`attnas.cli.choose_omp_wait_policy`). The 1-minute load average it used before is a
+poor measure of that: it trails a finished run by a minute, and on the development machine
+(a small VM) it read 1.2-1.4 while ``/proc/stat`` showed both CPUs idle (tasks waiting on
+I/O count in it). A run started then was treated as running on a busy machine, and its
+OpenMP threads slept between kernels: ``autola-digits-quick`` took 74 s instead of 33 s.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+
+STAT = "/proc/stat"
+
+
+def cpu_times(path: str = STAT) -> dict[int, tuple[int, int]]:
+    """Per CPU (``cpuN`` lines of ``/proc/stat``): (all time, idle time) in clock ticks.
+
+    Idle time is ``idle + iowait``; ``steal`` (time the hypervisor gave to others) counts as
+    busy, with ``user``, ``nice``, ``system``, ``irq`` and ``softirq``.
+    """
+    times = {}
+    with open(path, encoding="ascii") as f:
+        for line in f:
+            name, *fields = line.split()
+            if not name.startswith("cpu") or name == "cpu":
+                continue
+            ticks = [int(v) for v in fields[:8]]  # user nice system idle iowait irq softirq steal
+            times[int(name[3:])] = (sum(ticks), ticks[3] + ticks[4])
+    return times
+
+
+def busy_between(before: dict[int, tuple[int, int]], after: dict[int, tuple[int, int]],
+                 cpus: Iterable[int]) -> float:
+    """CPUs' worth of busy time on ``cpus`` between two :func:`cpu_times` snapshots (0 to ``len(cpus)``)."""
+    busy = 0.0
+    for cpu in cpus:
+        if cpu not in before or cpu not in after:
+            continue
+        total = after[cpu][0] - before[cpu][0]
+        idle = after[cpu][1] - before[cpu][1]
+        if total > 0:
+            busy += min(max(1.0 - idle / total, 0.0), 1.0)
+    return busy
+
+
+def busy_cpus(seconds: float = 0.25, path: str = STAT) -> float | None:
+    """How many of the CPUs this process may run on were busy over the next ``seconds``
+    (this process sleeps meanwhile); ``None`` where ``/proc/stat`` cannot be read."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = list(range(os.cpu_count() or 1))
+    try:
+        before = cpu_times(path)
+        time.sleep(seconds)
+        after = cpu_times(path)
+    except (OSError, ValueError, IndexError):
+        return None
+    if not any(cpu in before for cpu in cpus):
+        return None
+    return busy_between(before, after, cpus)
