@@ -240,21 +240,17 @@ def choose_omp_wait_policy() -> str | None:
     """
     import os
 
-    from attnas.cpu_busy import busy_cpus
+    from attnas import cpu_busy
 
     if "OMP_WAIT_POLICY" in os.environ:
         return os.environ["OMP_WAIT_POLICY"]
-    busy = busy_cpus()
+    busy = cpu_busy.busy_cpus()
     if busy is None:
         try:
             busy = os.getloadavg()[0]
         except OSError:  # no load average on this platform
             return None
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    if busy >= cpus - 0.5:
+    if busy >= len(cpu_busy.process_cpus()) - 0.5:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
         return "PASSIVE"
     return None

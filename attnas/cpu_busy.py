@@ -48,13 +48,18 @@ def busy_between(before: dict[int, tuple[int, int]], after: dict[int, tuple[int,
     return busy
 
 
+def process_cpus() -> list[int]:
+    """The CPUs this process may run on (its affinity; all CPUs where that is unknown)."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return list(range(os.cpu_count() or 1))
+
+
 def busy_cpus(seconds: float = 0.25, path: str = STAT) -> float | None:
     """How many of the CPUs this process may run on were busy over the next ``seconds``
     (this process sleeps meanwhile); ``None`` where ``/proc/stat`` cannot be read."""
-    try:
-        cpus = sorted(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = list(range(os.cpu_count() or 1))
+    cpus = process_cpus()
     try:
         before = cpu_times(path)
         time.sleep(seconds)

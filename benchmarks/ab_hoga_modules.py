@@ -11,7 +11,6 @@ both alike. Prints the medians and new / old. The old tree is imported as the pa
 
 from __future__ import annotations
 
-import argparse
 import os
 
 from attnas.cli import choose_omp_wait_policy  # noqa: E402  (before torch: PASSIVE only on a busy machine)
@@ -19,16 +18,11 @@ from attnas.cli import choose_omp_wait_policy  # noqa: E402  (before torch: PASS
 choose_omp_wait_policy()
 
 import torch  # noqa: E402
-from autola_steps import medians, time_interleaved  # noqa: E402
+from autola_steps import kernel_bench_args, medians, time_interleaved  # noqa: E402
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--repeats", type=int, default=31)
-    p.add_argument("--threads", type=int, default=2)
-    args = p.parse_args()
-    torch.set_num_threads(args.threads)
+    args = kernel_bench_args(__doc__, repeats=31)
     import attnas.ops.hoga_cell as new
     import attnas_old.ops.hoga_cell as old
     from attnas.spaces.hoga import FIGURE3_EDGES
@@ -53,8 +47,6 @@ def main() -> None:
         f()
         f()
     med = medians(time_interleaved(parts, args.repeats, shuffle=True)[0])
-    print(f"threads={args.threads} batch={args.batch} repeats={args.repeats} torch={torch.__version__} "
-          f"load {os.getloadavg()[0]:.2f}")
     for what in ("phi", "cell"):
         for C in (16, 32, 64):
             o, n = med[f"{what} {C} old"], med[f"{what} {C} new"]

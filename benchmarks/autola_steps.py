@@ -96,15 +96,17 @@ def medians(times: dict[str, list[float]]) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-def kernel_bench_args(doc: str) -> argparse.Namespace:
-    """The options of the kernel benchmarks (``--threads``, ``--repeats``, ``--batch``), parsed;
-    sets torch's thread count and prints the settings."""
-    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+def kernel_bench_args(doc: str, repeats: int = 21) -> argparse.Namespace:
+    """The options of the kernel benchmarks (``--threads``, ``--repeats``, ``--batch``), parsed
+    (``doc``: the benchmark's docstring, shown by ``--help``); sets torch's thread count and
+    prints the settings and the load average."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeats", type=int, default=21)
+    ap.add_argument("--repeats", type=int, default=repeats)
     ap.add_argument("--batch", type=int, default=64)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     print(f"threads={torch.get_num_threads()} batch={args.batch} repeats={args.repeats} "
-          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} torch={torch.__version__}")
+          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} torch={torch.__version__} "
+          f"load {os.getloadavg()[0]:.2f}")
     return args

@@ -17,7 +17,6 @@ ratio, with the load average. Gradients are computed for the input and every par
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 
@@ -26,16 +25,11 @@ from attnas.cli import choose_omp_wait_policy  # noqa: E402  (before torch: PASS
 choose_omp_wait_policy()
 
 import torch  # noqa: E402
-from autola_steps import medians, time_interleaved  # noqa: E402
+from autola_steps import kernel_bench_args, medians, time_interleaved  # noqa: E402
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--repeats", type=int, default=21)
-    p.add_argument("--threads", type=int, default=2)
-    args = p.parse_args()
-    torch.set_num_threads(args.threads)
+    args = kernel_bench_args(__doc__, repeats=21)
     torch.manual_seed(0)
     from attnas.models.resnet_cifar import BasicBlock
     from attnas.ops import hoga_cell
@@ -67,8 +61,7 @@ def main() -> None:
         f()
     times, _, loads = time_interleaved(parts, args.repeats, shuffle=True)
     med = medians(times)
-    print(f"threads={args.threads} batch={args.batch} repeats={args.repeats} torch={torch.__version__} "
-          f"load avg during: {statistics.median(v for vs in loads.values() for v in vs):.2f}")
+    print(f"  load avg during: {statistics.median(v for vs in loads.values() for v in vs):.2f}")
     for C, S in stages:
         b, f, m = med[f"block {C}"], med[f"fused {C}"], med[f"modules {C}"]
         print(f"  {C:2d} channels, {S:2d} x {S:2d}: block {b * 1e3:6.2f} ms   fused cell {f * 1e3:6.2f} ms "

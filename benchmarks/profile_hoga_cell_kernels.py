@@ -12,22 +12,17 @@ means per cell; threads pinned, load average printed.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import os
 import statistics
 import time
 
 import torch
+from autola_steps import kernel_bench_args
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--repeats", type=int, default=15)
-    p.add_argument("--threads", type=int, default=2)
-    args = p.parse_args()
-    torch.set_num_threads(args.threads)
+    args = kernel_bench_args(__doc__, repeats=15)
     torch.manual_seed(0)
     from attnas.ops import attention_gates, fused_phi, memory_format
     from attnas.ops.hoga_cell import HOGA
@@ -46,8 +41,6 @@ def main() -> None:
 
     for module, tag in ((fused_phi, "phi"), (attention_gates, "gate"), (memory_format, "layout")):
         timed(module, tag)
-    print(f"threads={args.threads} batch={args.batch} repeats={args.repeats} torch={torch.__version__} "
-          f"load {os.getloadavg()[0]:.2f}")
     for C, S in ((16, 32), (32, 16), (64, 8)):
         x = torch.randn(args.batch, C, S, S).contiguous(memory_format=torch.channels_last).requires_grad_()
         g = torch.randn(args.batch, C, S, S).contiguous(memory_format=torch.channels_last)

@@ -102,7 +102,12 @@ class CompiledLibrary:
         self._lock = threading.Lock()
 
     def load(self) -> Any:
-        """The bound library, building it on first use; ``None`` when it cannot be built."""
+        """The bound library, building it on first use; ``None`` when it cannot be built.
+
+        Once loaded it is returned without taking the lock: the kernels' checks and calls ask
+        for it on every call."""
+        if self.library is not None:
+            return self.library
         with self._lock:
             if self.library is not None or self.error is not None:
                 return self.library
@@ -145,8 +150,7 @@ class CompiledLibrary:
         """Call ``function`` of the loaded library; tensors are passed as their data pointers
         (``None`` as a null pointer, C arrays as their address), and a non-zero return code
         raises ``RuntimeError``."""
-        library = self.library if self.library is not None else self.load()  # no lock once loaded
         pointers = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
-        rc = getattr(library, function)(*pointers)
+        rc = getattr(self.load(), function)(*pointers)
         if rc != 0:
             raise RuntimeError(f"compiled kernel {self.name}.{function} failed with code {rc}")

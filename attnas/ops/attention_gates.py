@@ -51,7 +51,7 @@ def kernels_apply(x: torch.Tensor, *params: torch.Tensor | None) -> bool:
     dtype = x.dtype  # is_cpu and dtype: these checks run on every call (device.type costs 7 times as much)
     return (x.dim() == 4 and x.is_cpu and dtype in KERNEL_DTYPES
             and all(p is None or (p.is_cpu and p.dtype == dtype) for p in params)
-            and (_attention_gates_kernel.LIBRARY.library is not None or _attention_gates_kernel.load() is not None))
+            and _attention_gates_kernel.load() is not None)
 
 
 def _call(name: str, *args) -> None:

@@ -165,7 +165,7 @@ def fused_applies(phi: nn.Module, nodes: Sequence[torch.Tensor]) -> bool:
             and all(t.is_cpu and t.dtype == dtype for t in tensors)
             and all(b.is_contiguous() for b in running)
             and all(n.shape == x.shape for n in nodes) and x.shape[0] * x.shape[2] * x.shape[3] > 1
-            and (_fused_phi_kernel.LIBRARY.library is not None or _fused_phi_kernel.load() is not None))
+            and _fused_phi_kernel.load() is not None)
 
 
 def _running(bn: nn.BatchNorm2d) -> tuple[torch.Tensor | None, torch.Tensor | None, float]:

@@ -37,8 +37,7 @@ def is_channels_last(x: torch.Tensor) -> bool:
 
 def layout_kernel_applies(x: torch.Tensor) -> bool:
     """Whether the compiled layout kernel runs for ``x`` (CPU float32 / float64, library built)."""
-    return x.is_cpu and x.dtype in KERNEL_DTYPES and (_layout_kernel.LIBRARY.library is not None
-                                                      or _layout_kernel.load() is not None)
+    return x.is_cpu and x.dtype in KERNEL_DTYPES and _layout_kernel.load() is not None
 
 
 def _call(name: str, *args) -> None:
