@@ -43,17 +43,18 @@ def activation(name: str) -> nn.Module:
     return ACTIVATIONS[name]()
 
 
-def register_common_ops(pool: str) -> None:
-    """Register ``zero`` and ``identity`` (Table 3's common operations) in ``pool``."""
+def register_common_ops(pool: str, identity: bool = True) -> None:
+    """Register ``zero`` and (unless ``identity`` is False) ``identity`` (Table 3's common operations) in ``pool``."""
     from attnas._registry import register_op
 
     def zero(dim: int, **_: Any) -> nn.Module:
         """Zero operation."""
         return Zero()
 
-    def identity(dim: int, **_: Any) -> nn.Module:
+    def make_identity(dim: int, **_: Any) -> nn.Module:
         """Identity operation."""
         return Identity()
 
     register_op(pool, "zero")(zero)
-    register_op(pool, "identity")(identity)
+    if identity:
+        register_op(pool, "identity")(make_identity)

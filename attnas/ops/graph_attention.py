@@ -31,13 +31,15 @@ class EdgeScaledDotProductAttention(nn.Module):
 
     Query, key and value come from the searched connections; the layer has no
     parameters of its own. Self-loops are added so an isolated node attends to itself.
+    Where the width d is not divisible by h (an attention layer over class scores), the
+    layer uses the largest number of heads below h that divides d.
 
     Args:
         heads: Number of heads h (the paper uses 4 for graphs).
         dropout: Dropout on the attention coefficients (as GAT does).
 
     Shapes:
-        - q, k, v: [N, d] with d divisible by ``heads``
+        - q, k, v: [N, d]
         - output: [N, d]
     """
 
@@ -48,9 +50,7 @@ class EdgeScaledDotProductAttention(nn.Module):
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
         n, d = q.shape
-        h = self.heads
-        if d % h:
-            raise ValueError(f"attention: hidden size {d} is not divisible by {h} heads")
+        h = max(i for i in range(1, min(self.heads, d) + 1) if d % i == 0)
         src, dst = ctx.edge_index_with_self_loops
         qh, kh, vh = q.view(n, h, d // h), k.view(n, h, d // h), v.view(n, h, d // h)
         energy = (qh.index_select(0, dst) * kh.index_select(0, src)).sum(-1) / math.sqrt(d / h)  # [E, h]

@@ -112,3 +112,31 @@ class GraphContext:
             ei, w = gcn_norm(self.edge_index, None, self.num_nodes, add_self_loops=False)
             return to_csr(ei, w, self.num_nodes)
         return self._memo("sym_adj", make)
+
+    @property
+    def mean_adj(self) -> torch.Tensor:
+        """D^-1 A as CSR (no self-loops): the mean over each node's in-neighbours (GraphSAGE)."""
+        def make():
+            ei = self.edge_index
+            deg = torch.zeros(self.num_nodes, device=ei.device).index_add_(
+                0, ei[1], torch.ones(ei.size(1), device=ei.device))
+            return to_csr(ei, 1.0 / deg[ei[1]], self.num_nodes)
+        return self._memo("mean_adj", make)
+
+
+def project(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``x W^T + b`` for dense node features or a sparse CSR feature matrix.
+
+    Layer-1 operations of AutoAttend read the raw node features (Cora: 1,433 bag-of-words
+    columns, 1.3 % non-zero); every graph operation starts with a linear map of its
+    input, so they all go through here and a sparse input costs a sparse-dense product.
+
+    Shapes:
+        - x: [N, F] dense or sparse CSR
+        - weight: [D, F]
+        - output: [N, D]
+    """
+    if x.layout == torch.sparse_csr:
+        out = x @ weight.t()
+        return out if bias is None else out + bias
+    return torch.nn.functional.linear(x, weight, bias)

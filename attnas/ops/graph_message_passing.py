@@ -20,6 +20,9 @@ linear         e = tanh(sum(a_l * W h_u))
 gene_linear    e = w_a . tanh(a_l * W h_u + a_r * W h_v)
 =============  ===============================================================
 
+Every operation of the pool has this form, ``zero`` aside (Sec. 5.2.1): the pool has no
+``identity``.
+
 As in GraphNAS, the learned coefficients (gat, sym_gat, cos, linear, gene_linear) are
 normalised with a softmax over each node's neighbours, and every node is its own
 neighbour (self-loops).
@@ -35,7 +38,7 @@ from torch_geometric.utils import softmax
 from attnas._registry import register_op
 from attnas.ops.common import activation, register_common_ops
 from attnas.ops.dropout import fast_dropout
-from attnas.ops.graph_context import GraphContext
+from attnas.ops.graph_context import GraphContext, project
 
 POOL = "mp"
 COEFFICIENTS = ("const", "gcn", "gat", "sym_gat", "cos", "linear", "gene_linear")
@@ -45,29 +48,31 @@ class CorrelationMessagePassing(nn.Module):
     """One multi-head message-passing operation of Eq. 7 with a given correlation coefficient.
 
     Args:
-        dim: Input and output size.
+        dim: Input size (the input may be a sparse CSR feature matrix).
         coefficient: One of :data:`COEFFICIENTS`.
         heads: Number of heads h_m.
         merge: ``concat`` (each head dim/h_m wide) or ``sum`` (each head dim wide; last layer).
         act: The activation sigma.
         attn_dropout: Dropout on normalised coefficients (GraphNAS samples them stochastically).
+        out_dim: Output size (default ``dim``).
 
     Shapes:
         - x: [N, dim]
-        - output: [N, dim]
+        - output: [N, out_dim]
     """
 
     def __init__(self, dim: int, coefficient: str, heads: int = 4, merge: str = "concat", act: str = "tanh",
-                 attn_dropout: float = 0.0):
+                 attn_dropout: float = 0.0, out_dim: int | None = None):
         super().__init__()
+        out_dim = out_dim or dim
         if coefficient not in COEFFICIENTS:
             raise ValueError(f"unknown correlation coefficient {coefficient!r}")
-        if merge == "concat" and dim % heads:
-            raise ValueError(f"hidden size {dim} is not divisible by {heads} heads")
+        if merge == "concat" and out_dim % heads:
+            raise ValueError(f"output size {out_dim} is not divisible by {heads} heads")
         self.coefficient, self.heads, self.merge = coefficient, heads, merge
-        self.head_dim = dim // heads if merge == "concat" else dim
+        self.head_dim = out_dim // heads if merge == "concat" else out_dim
         self.lin = nn.Linear(dim, heads * self.head_dim, bias=False)
-        self.bias = nn.Parameter(torch.zeros(dim))
+        self.bias = nn.Parameter(torch.zeros(out_dim))
         self.act = activation(act)
         self.attn_dropout = attn_dropout
         if coefficient in ("gat", "sym_gat", "cos", "linear", "gene_linear"):
@@ -101,7 +106,7 @@ class CorrelationMessagePassing(nn.Module):
 
     def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
         n = x.size(0)
-        wh = self.lin(x).view(n, self.heads, self.head_dim)
+        wh = project(x, self.lin.weight).view(n, self.heads, self.head_dim)
         if self.coefficient in ("const", "gcn"):
             # fixed coefficients, the same for every head: one sparse product for all heads
             adj = "sum_adj" if self.coefficient == "const" else "gcn_adj"
@@ -118,14 +123,14 @@ class CorrelationMessagePassing(nn.Module):
         return f"coefficient={self.coefficient}, heads={self.heads}, merge={self.merge}"
 
 
-register_common_ops(POOL)
+register_common_ops(POOL, identity=False)
 
 
 def _make(coefficient: str):
-    def factory(dim: int, *, op_heads: int = 4, act: str = "tanh", attn_dropout: float = 0.0, last: bool = False,
-                **_: object) -> nn.Module:
-        return CorrelationMessagePassing(dim, coefficient, heads=op_heads, merge="sum" if last else "concat",
-                                         act=act, attn_dropout=attn_dropout)
+    def factory(in_dim: int, out_dim: int | None = None, *, op_heads: int = 4, act: str = "tanh",
+                attn_dropout: float = 0.0, last: bool = False, **_: object) -> nn.Module:
+        return CorrelationMessagePassing(in_dim, coefficient, heads=op_heads, merge="sum" if last else "concat",
+                                         act=act, attn_dropout=attn_dropout, out_dim=out_dim)
 
     factory.__doc__ = f"Eq. 7 multi-head message passing with the '{coefficient}' correlation coefficient."
     return factory

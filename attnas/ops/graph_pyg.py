@@ -6,56 +6,34 @@ SageConv (Hamilton et al., 2017), GATConv (Velickovic et al., 2018) with head nu
 2016), SGConv (Wu et al., 2019)". Each parametric operation is the torch_geometric
 layer followed by the space's activation.
 
-Factories take ``(dim, *, act, attn_dropout, last, **_)`` and return a module with
-``forward(x, ctx) -> [N, dim]``.
+Factories take ``(in_dim, out_dim=in_dim, *, act, attn_dropout, **_)`` and return a
+module with ``forward(x, ctx) -> [N, out_dim]``. ``x`` may be a sparse CSR matrix (the
+raw bag-of-words features a layer-1 operation reads): every operation starts with a
+linear map of its input (:func:`~attnas.ops.graph_context.project`), written before the
+propagation where the layer propagates first (SG, Cheb, SAGE; the same function, since
+both are linear).
 
-GCN, SG, Chebyshev and ARMA layers are the torch_geometric modules, but their
-propagation uses the normalised adjacency the :class:`GraphContext` caches per graph
-(one sparse product instead of re-normalising the edges on every call); tests check
-each against the torch_geometric layer's own ``forward``.
+The layers hold their parameters in the torch_geometric modules (same names, shapes and
+initialisation); their propagation uses the normalised adjacencies the
+:class:`GraphContext` caches per graph (one sparse product instead of re-normalising the
+edges on every call). Tests check each against the torch_geometric layer's own ``forward``.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch_geometric import nn as gnn
+from torch_geometric.utils import softmax
 
 from attnas._registry import register_op
 from attnas.ops.common import activation, register_common_ops
-from attnas.ops.graph_context import GraphContext
+from attnas.ops.dropout import fast_dropout
+from attnas.ops.graph_context import GraphContext, project
 
 POOL = "pyg"
 GAT_HEADS = (1, 2, 4, 8, 16)
-
-
-class PyGOp(nn.Module):
-    """A torch_geometric layer ``conv(x, edge_index)`` followed by an activation.
-
-    Args:
-        conv: The layer.
-        act: Activation name (``relu``, ``elu``, ``tanh``, ...).
-        uses_edges: False for layers that ignore the graph (Linear).
-        self_loops: Pass the edges with self-loops already added (for layers built with
-            ``add_self_loops=False``, so the loops are added once per graph).
-
-    Shapes:
-        - x: [N, d_in]
-        - output: [N, d_out]
-    """
-
-    def __init__(self, conv: nn.Module, act: str, uses_edges: bool = True, self_loops: bool = False):
-        super().__init__()
-        self.conv = conv
-        self.act = activation(act)
-        self.uses_edges = uses_edges
-        self.self_loops = self_loops
-
-    def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
-        if not self.uses_edges:
-            return self.act(self.conv(x))
-        edges = ctx.edge_index_with_self_loops if self.self_loops else ctx.edge_index
-        return self.act(self.conv(x, edges))
 
 
 register_common_ops(POOL)
@@ -65,37 +43,107 @@ class GCNOp(nn.Module):
     """GCNConv (Kipf & Welling, ICLR 2017, Eq. 2): act(D^-1/2 (A+I) D^-1/2 X W + b).
 
     Shapes:
-        - x: [N, dim]
-        - output: [N, dim]
+        - x: [N, in_dim]
+        - output: [N, out_dim]
     """
 
-    def __init__(self, dim: int, act: str):
+    def __init__(self, in_dim: int, out_dim: int, act: str):
         super().__init__()
-        self.conv = gnn.GCNConv(dim, dim, normalize=False)
+        self.conv = gnn.GCNConv(in_dim, out_dim, normalize=False)
         self.act = activation(act)
 
     def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
-        # GCNConv's own forward (lin, propagate, bias) with the cached propagation matrix
-        return self.act(ctx.propagate("gcn_adj", self.conv.lin(x)) + self.conv.bias)
+        return self.act(ctx.propagate("gcn_adj", project(x, self.conv.lin.weight)) + self.conv.bias)
+
+
+class SAGEOp(nn.Module):
+    """SAGEConv (Hamilton et al., NeurIPS 2017, Alg. 1, mean aggregator, as torch_geometric):
+    act(W_l mean_{u in N(v)} h_u + b + W_r h_v).
+
+    Shapes:
+        - x: [N, in_dim]
+        - output: [N, out_dim]
+    """
+
+    def __init__(self, in_dim: int, out_dim: int, act: str):
+        super().__init__()
+        self.conv = gnn.SAGEConv(in_dim, out_dim)
+        self.act = activation(act)
+
+    def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
+        c = self.conv
+        neighbours = ctx.propagate("mean_adj", project(x, c.lin_l.weight)) + c.lin_l.bias
+        return self.act(neighbours + project(x, c.lin_r.weight))
+
+
+class GATOp(nn.Module):
+    """GATConv (Velickovic et al., ICLR 2018, Eq. 3-6) with ``heads`` heads, then ``act``:
+
+    ``alpha_vu = softmax_u(leaky_relu(a_src . W h_u + a_dst . W h_v))`` over the neighbours of
+    v and v itself, ``h'_v = ||_k sum_u alpha^k_vu W^k h_u`` (heads averaged instead of
+    concatenated when ``out_dim`` is not divisible by ``heads``) plus a bias; dropout
+    ``attn_dropout`` on the coefficients in training.
+
+    Shapes:
+        - x: [N, in_dim]
+        - output: [N, out_dim]
+    """
+
+    def __init__(self, in_dim: int, out_dim: int, heads: int, act: str, attn_dropout: float):
+        super().__init__()
+        concat = out_dim % heads == 0
+        self.conv = gnn.GATConv(in_dim, out_dim // heads if concat else out_dim, heads=heads, concat=concat,
+                                dropout=attn_dropout, add_self_loops=False)
+        self.act = activation(act)
+
+    def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
+        c = self.conv
+        n = x.size(0)
+        src, dst = ctx.edge_index_with_self_loops
+        wh = project(x, c.lin.weight).view(n, c.heads, c.out_channels)
+        a_src, a_dst = (wh * c.att_src).sum(-1), (wh * c.att_dst).sum(-1)  # [N, heads]
+        alpha = softmax(F.leaky_relu(a_src[src] + a_dst[dst], c.negative_slope), dst, num_nodes=n)
+        alpha = fast_dropout(alpha, c.dropout, self.training)
+        out = torch.zeros_like(wh).index_add_(0, dst, wh.index_select(0, src) * alpha.unsqueeze(-1))
+        out = out.reshape(n, -1) if c.concat else out.mean(1)
+        return self.act(out + c.bias)
+
+
+class LinearOp(nn.Module):
+    """Linear: act(x W + b), ignoring the graph.
+
+    Shapes:
+        - x: [N, in_dim]
+        - output: [N, out_dim]
+    """
+
+    def __init__(self, in_dim: int, out_dim: int, act: str):
+        super().__init__()
+        self.conv = nn.Linear(in_dim, out_dim)
+        self.act = activation(act)
+
+    def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
+        return self.act(project(x, self.conv.weight, self.conv.bias))
 
 
 class SGOp(nn.Module):
     """SGConv (Wu et al., ICML 2019, Eq. 8): act(S^K X W + b) with S = D^-1/2 (A+I) D^-1/2.
 
     Shapes:
-        - x: [N, dim]
-        - output: [N, dim]
+        - x: [N, in_dim]
+        - output: [N, out_dim]
     """
 
-    def __init__(self, dim: int, act: str, K: int = 2):
+    def __init__(self, in_dim: int, out_dim: int, act: str, K: int = 2):
         super().__init__()
-        self.conv = gnn.SGConv(dim, dim, K=K)
+        self.conv = gnn.SGConv(in_dim, out_dim, K=K)
         self.act = activation(act)
 
     def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
+        h = project(x, self.conv.lin.weight)
         for _ in range(self.conv.K):
-            x = ctx.propagate("gcn_adj", x)
-        return self.act(self.conv.lin(x))
+            h = ctx.propagate("gcn_adj", h)
+        return self.act(h + self.conv.lin.bias)
 
 
 class ChebOp(nn.Module):
@@ -106,17 +154,18 @@ class ChebOp(nn.Module):
     ``out = Theta_0 x + Theta_1 L~ x + b``.
 
     Shapes:
-        - x: [N, dim]
-        - output: [N, dim]
+        - x: [N, in_dim]
+        - output: [N, out_dim]
     """
 
-    def __init__(self, dim: int, act: str):
+    def __init__(self, in_dim: int, out_dim: int, act: str):
         super().__init__()
-        self.conv = gnn.ChebConv(dim, dim, K=2)
+        self.conv = gnn.ChebConv(in_dim, out_dim, K=2)
         self.act = activation(act)
 
     def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
-        out = self.conv.lins[0](x) + self.conv.lins[1](ctx.propagate("cheb_laplacian", x))
+        lins = self.conv.lins
+        out = project(x, lins[0].weight) + ctx.propagate("cheb_laplacian", project(x, lins[1].weight))
         return self.act(out + self.conv.bias)
 
 
@@ -125,42 +174,40 @@ class ARMAOp(nn.Module):
     act(sigma(A~ X W + X V + b)), A~ = D^-1/2 A D^-1/2 and sigma = ReLU (ARMA's own).
 
     Shapes:
-        - x: [N, dim]
-        - output: [N, dim]
+        - x: [N, in_dim]
+        - output: [N, out_dim]
     """
 
-    def __init__(self, dim: int, act: str):
+    def __init__(self, in_dim: int, out_dim: int, act: str):
         super().__init__()
-        self.conv = gnn.ARMAConv(dim, dim, num_stacks=1, num_layers=1)
+        self.conv = gnn.ARMAConv(in_dim, out_dim, num_stacks=1, num_layers=1)
         self.act = activation(act)
 
     def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
         c = self.conv
-        out = ctx.propagate("sym_adj", x @ c.init_weight[0]) + x @ c.root_weight[0][0] + c.bias[0][0]
-        return self.act(c.act(out))
+        out = ctx.propagate("sym_adj", project(x, c.init_weight[0].t())) + project(x, c.root_weight[0][0].t())
+        return self.act(c.act(out + c.bias[0][0]))
 
 
 @register_op(POOL, "gcn")
-def gcn(dim: int, *, act: str = "elu", **_: object) -> nn.Module:
+def gcn(in_dim: int, out_dim: int | None = None, *, act: str = "elu", **_: object) -> nn.Module:
     """GCNConv (Kipf & Welling, ICLR 2017): D^-1/2 (A+I) D^-1/2 X W."""
-    return GCNOp(dim, act)
+    return GCNOp(in_dim, out_dim or in_dim, act)
 
 
 @register_op(POOL, "sage")
-def sage(dim: int, *, act: str = "elu", **_: object) -> nn.Module:
+def sage(in_dim: int, out_dim: int | None = None, *, act: str = "elu", **_: object) -> nn.Module:
     """SAGEConv (Hamilton et al., NeurIPS 2017), mean aggregator: W1 x_i + W2 mean_j x_j."""
-    return PyGOp(gnn.SAGEConv(dim, dim), act)
+    return SAGEOp(in_dim, out_dim or in_dim, act)
 
 
 def _gat(heads: int):
-    def factory(dim: int, *, act: str = "elu", attn_dropout: float = 0.0, **_: object) -> nn.Module:
-        concat = dim % heads == 0
-        out = dim // heads if concat else dim
-        conv = gnn.GATConv(dim, out, heads=heads, concat=concat, dropout=attn_dropout, add_self_loops=False)
-        return PyGOp(conv, act, self_loops=True)
+    def factory(in_dim: int, out_dim: int | None = None, *, act: str = "elu", attn_dropout: float = 0.0,
+                **_: object) -> nn.Module:
+        return GATOp(in_dim, out_dim or in_dim, heads, act, attn_dropout)
 
     factory.__doc__ = (f"GATConv (Velickovic et al., ICLR 2018) with {heads} head(s), concatenated "
-                       f"(averaged when the hidden size is not divisible by {heads}).")
+                       f"(averaged when the output size is not divisible by {heads}).")
     return factory
 
 
@@ -169,24 +216,24 @@ for _h in GAT_HEADS:
 
 
 @register_op(POOL, "linear")
-def linear(dim: int, *, act: str = "elu", **_: object) -> nn.Module:
+def linear(in_dim: int, out_dim: int | None = None, *, act: str = "elu", **_: object) -> nn.Module:
     """Linear: x W + b, ignoring the graph."""
-    return PyGOp(nn.Linear(dim, dim), act, uses_edges=False)
+    return LinearOp(in_dim, out_dim or in_dim, act)
 
 
 @register_op(POOL, "arma")
-def arma(dim: int, *, act: str = "elu", **_: object) -> nn.Module:
+def arma(in_dim: int, out_dim: int | None = None, *, act: str = "elu", **_: object) -> nn.Module:
     """ARMAConv (Bianchi et al., 2019), one stack, one layer."""
-    return ARMAOp(dim, act)
+    return ARMAOp(in_dim, out_dim or in_dim, act)
 
 
 @register_op(POOL, "cheb")
-def cheb(dim: int, *, act: str = "elu", **_: object) -> nn.Module:
+def cheb(in_dim: int, out_dim: int | None = None, *, act: str = "elu", **_: object) -> nn.Module:
     """ChebConv (Defferrard et al., NeurIPS 2016) with K = 2 Chebyshev terms."""
-    return ChebOp(dim, act)
+    return ChebOp(in_dim, out_dim or in_dim, act)
 
 
 @register_op(POOL, "sg")
-def sg(dim: int, *, act: str = "elu", **_: object) -> nn.Module:
+def sg(in_dim: int, out_dim: int | None = None, *, act: str = "elu", **_: object) -> nn.Module:
     """SGConv (Wu et al., ICML 2019): (D^-1/2 (A+I) D^-1/2)^K X W with K = 2."""
-    return SGOp(dim, act)
+    return SGOp(in_dim, out_dim or in_dim, act)

@@ -25,6 +25,15 @@ computes the count for any subset of constraints.
                                     {"source": 0, "op": "linear"}]}
     ]}
 
+How a network meets the data (``stem`` and ``head``, graphs only): with ``stem: raw``
+the layer-1 operations read the raw node features (Sec. 5.2.1: the pool's graph
+convolutions are the network's layers) instead of a shared linear projection of them,
+and with ``head: none`` the last layer's operations output the class scores instead of
+feeding a shared linear classifier, so the space holds GCN and GAT exactly as they are
+(``L1=add(0:gcn, 0:zero) L2=add(1:gcn, 0:zero)`` is Kipf & Welling's GCN). ``identity``
+changes no width, so it is not a choice where the widths differ: on connections from
+the raw input, and into a last layer that outputs the classes.
+
 The networks themselves (supernet with context-aware parameter sharing, standalone
 model) are in :mod:`attnas.spaces.autoattend_net`; what they look like in each domain
 (graph, text) is a domain adapter chosen by the task's kind.
@@ -50,6 +59,7 @@ from attnas.spaces.base import Space
 LAYER_TYPES = ("add", "attn")
 ROLES = {"add": ("add", "add"), "attn": ("q", "k", "v")}
 ZERO = "zero"
+IDENTITY = "identity"
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,14 @@ class AutoAttendConfig:
         act: Activation after parametric operations (``tanh`` is Eq. 7's sigma).
         dropout: Dropout on the input features and on every connection's input.
         attn_dropout: Dropout on attention coefficients (attention layer, GAT, Eq. 7).
+        stem: ``project``: layer 0 is a linear projection of the input to ``hidden``, shared
+            by all architectures; ``raw``: layer 0 is the input itself and the operations
+            reading it map its width to ``hidden`` (graphs).
+        head: ``linear``: a linear classifier after the last layer, shared by all
+            architectures; ``none``: the last layer's operations output the class scores
+            (graphs).
+        out_act: Activation of the last layer's operations when ``head`` is ``none``
+            (``linear``: none, as GCN's and GAT's output layers).
         options: Domain-specific extras (e.g. text: ``{max_len: 64}``).
     """
 
@@ -85,6 +103,9 @@ class AutoAttendConfig:
     act: str = "elu"
     dropout: float = 0.6
     attn_dropout: float = 0.6
+    stem: Literal["project", "raw"] = "project"
+    head: Literal["linear", "none"] = "linear"
+    out_act: str = "linear"
     options: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
@@ -103,6 +124,11 @@ class AutoAttendConfig:
             raise ConfigError(f"space.hidden: {self.hidden} is not divisible by space.heads={self.heads}")
         if not 0 <= self.dropout < 1 or not 0 <= self.attn_dropout < 1:
             raise ConfigError("space.dropout and space.attn_dropout must be in [0, 1)")
+        from attnas.ops.common import ACTIVATIONS
+
+        for key in ("act", "out_act"):
+            if getattr(self, key) not in ACTIVATIONS:
+                raise ConfigError(f"space.{key}: {unknown_name('activation', getattr(self, key), ACTIVATIONS)}")
 
 
 @register_space("autoattend")
@@ -132,6 +158,9 @@ class AutoAttendSpace(Space):
         self.nonzero_ops = tuple(o for o in self.ops if o != ZERO)
         if not self.nonzero_ops and 3 in opts.constraints:
             raise ConfigError("space.ops: constraint 3 needs at least one non-zero operation")
+        if (opts.stem == "raw" or opts.head == "none") and not set(self.nonzero_ops) - {IDENTITY}:
+            raise ConfigError(f"space.ops: stem '{opts.stem}' / head '{opts.head}' need an operation that changes "
+                              f"the width (identity cannot), got {list(self.ops)}")
         self.c1, self.c2, self.c3 = (c in opts.constraints for c in (1, 2, 3))
 
     # ---------------------------------------------------------------- the choice structure
@@ -144,9 +173,19 @@ class AutoAttendSpace(Space):
     def _is_skeleton(self, ltype: str, slot: int) -> bool:
         return self.c1 and slot == 0
 
-    def _op_choices(self, ltype: str, slot: int) -> tuple[str, ...]:
+    def identity_allowed(self, t: int, source: int) -> bool:
+        """Whether ``identity`` can connect layer ``source`` to layer ``t``: only where the
+        widths agree (not from the raw input, not into a last layer of class scores)."""
+        if source == 0 and self.options.stem == "raw":
+            return False
+        return not (t == self.n_layers and self.options.head == "none")
+
+    def _op_choices(self, ltype: str, slot: int, t: int, source: int) -> tuple[str, ...]:
         nonzero = self.c3 and (ltype == "attn" or self._is_skeleton(ltype, slot))
-        return self.nonzero_ops if nonzero else self.ops
+        ops = self.nonzero_ops if nonzero else self.ops
+        if IDENTITY in ops and not self.identity_allowed(t, source):
+            ops = tuple(o for o in ops if o != IDENTITY)
+        return ops
 
     def _source_choices(self, t: int, ltype: str, slot: int, k_source: int | None = None) -> tuple[int, ...]:
         if self._is_skeleton(ltype, slot):
@@ -160,8 +199,8 @@ class AutoAttendSpace(Space):
         inputs = []
         for slot in range(len(ROLES[ltype])):
             k_src = inputs[1]["source"] if slot == 2 else None
-            inputs.append({"source": rng.choice(self._source_choices(t, ltype, slot, k_src)),
-                           "op": rng.choice(self._op_choices(ltype, slot))})
+            src = rng.choice(self._source_choices(t, ltype, slot, k_src))
+            inputs.append({"source": src, "op": rng.choice(self._op_choices(ltype, slot, t, src))})
         return {"type": ltype, "inputs": inputs}
 
     def sample(self, rng: random.Random) -> Arch:
@@ -196,7 +235,7 @@ class AutoAttendSpace(Space):
         inputs = [dict(c) for c in layer["inputs"]]
         if kind == "op":
             slot = rng.randrange(len(inputs))
-            options = [o for o in self._op_choices(ltype, slot) if o != inputs[slot]["op"]]
+            options = [o for o in self._op_choices(ltype, slot, t, inputs[slot]["source"]) if o != inputs[slot]["op"]]
             if not options:
                 return None
             inputs[slot]["op"] = rng.choice(options)
@@ -212,6 +251,10 @@ class AutoAttendSpace(Space):
             inputs[slot]["source"] = rng.choice(options)
             if ltype == "attn" and slot == 1 and self.c2:
                 inputs[2]["source"] = inputs[1]["source"]
+            for i, conn in enumerate(inputs):  # an operation the new source does not admit is drawn again
+                allowed = self._op_choices(ltype, i, t, conn["source"])
+                if conn["op"] not in allowed:
+                    conn["op"] = rng.choice(allowed)
         else:  # another layer type: keep what can be kept, draw the rest
             others = [x for x in self.options.layer_types if x != ltype]
             if not others:
@@ -220,13 +263,17 @@ class AutoAttendSpace(Space):
             fresh = self._sample_layer(t, rng, new_type)
             for slot, conn in enumerate(fresh["inputs"][: len(inputs)]):
                 old = inputs[slot]
-                if old["op"] in self._op_choices(new_type, slot):
-                    conn["op"] = old["op"]
                 k_src = fresh["inputs"][1]["source"] if slot == 2 else None
                 if old["source"] in self._source_choices(t, new_type, slot, k_src):
                     conn["source"] = old["source"]
+                if old["op"] in self._op_choices(new_type, slot, t, conn["source"]):
+                    conn["op"] = old["op"]
             if new_type == "attn" and self.c2:
                 fresh["inputs"][2]["source"] = fresh["inputs"][1]["source"]
+            for slot, conn in enumerate(fresh["inputs"]):
+                allowed = self._op_choices(new_type, slot, t, conn["source"])
+                if conn["op"] not in allowed:
+                    conn["op"] = rng.choice(allowed)
             return fresh
         return {"type": ltype, "inputs": inputs}
 
@@ -260,6 +307,10 @@ class AutoAttendSpace(Space):
                     raise ArchError(f"{w}: constraint 1 requires the skeleton source to be layer {t - 1}, got {src}")
                 if self.c3 and op == ZERO and (ltype == "attn" or self._is_skeleton(ltype, slot)):
                     raise ArchError(f"{w}: constraint 3 forbids the zero operation here")
+                if op == IDENTITY and not self.identity_allowed(t, src):
+                    what = "the raw input" if src == 0 and self.options.stem == "raw" else "the class scores"
+                    raise ArchError(f"{w}: identity cannot connect layer {src} to layer {t} "
+                                    f"(the widths differ at {what})")
             if ltype == "attn" and self.c2 and inputs[1]["source"] != inputs[2]["source"]:
                 raise ArchError(f"{where}: constraint 2 requires Key and Value to share their source layer "
                                 f"(got {inputs[1]['source']} and {inputs[2]['source']})")
@@ -268,23 +319,28 @@ class AutoAttendSpace(Space):
 
     def layer_count(self, k: int) -> int:
         """Number of valid choices for layer ``k`` (1-based)."""
-        b, bn = len(self.ops), len(self.nonzero_ops)
+        def ops(ltype: str, slot: int, s: int) -> int:
+            return len(self._op_choices(ltype, slot, k, s))
+
         total = 0
         if "add" in self.options.layer_types:
-            src1 = 1 if self.c1 else k
-            op1 = bn if (self.c1 and self.c3) else b
-            total += src1 * op1 * k * b
+            first = sum(ops("add", 0, s) for s in self._source_choices(k, "add", 0))
+            total += first * sum(ops("add", 1, s) for s in range(k))
         if "attn" in self.options.layer_types:
-            q_src = 1 if self.c1 else k
-            kv_src = k if self.c2 else k * k
-            total += q_src * kv_src * (bn**3 if self.c3 else b**3)
+            q = sum(ops("attn", 0, s) for s in self._source_choices(k, "attn", 0))
+            if self.c2:
+                kv = sum(ops("attn", 1, s) * ops("attn", 2, s) for s in range(k))
+            else:
+                kv = sum(ops("attn", 1, s) for s in range(k)) * sum(ops("attn", 2, s) for s in range(k))
+            total += q * kv
         return total
 
     def size(self) -> int:
         """Exact number of architectures: the product of :meth:`layer_count` over layers.
 
         Equals ``prod_k (b(b-1)k + (b-1)^3 k)`` with constraints 1-3 and
-        ``prod_k (k^2 b^2 + k^3 b^3)`` without (Sec. 4.1.2-4.1.3).
+        ``prod_k (k^2 b^2 + k^3 b^3)`` without (Sec. 4.1.2-4.1.3), where ``identity`` is a
+        choice on every connection.
         """
         out = 1
         for k in range(1, self.n_layers + 1):

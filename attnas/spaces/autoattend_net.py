@@ -21,10 +21,14 @@ only, ``fc`` both. All modules are created up front, so the optimiser and the
 checkpoint see a fixed set of parameters; parameters of operations not in the sampled
 architecture get no gradient and are not updated by the optimiser.
 
+Layer widths: layer 0 is the stem's output (the raw input with ``stem: raw``), the last
+layer is the class scores with ``head: none``, every other layer is ``hidden`` wide; a
+connection's operation maps its source layer's width to its target layer's.
+
 What the stem, head, attention and operations are in a domain is a *domain adapter*,
 registered per task kind with :func:`register_adapter`. An adapter provides ``stem()``,
-``head()``, ``attention()`` and ``op(name, last)``, and may set three class attributes
-(defaults in brackets):
+``head()``, ``attention()`` and ``op(name, in_dim, out_dim, last)``, and may set three
+class attributes (defaults in brackets):
 
 - ``input_dropout`` [the space's ``dropout``]: dropout on each operation's input;
 - ``add_dropout`` [0]: dropout on the sum of an *addition* layer;
@@ -127,7 +131,13 @@ class _AutoAttendBase(nn.Module):
         self.attention = nn.ModuleDict() if self.per_layer_attention else self.adapter.attention()
         self.p = getattr(self.adapter, "input_dropout", space.options.dropout)
         self.add_p = getattr(self.adapter, "add_dropout", 0.0)
-        self._stateless: dict[str, nn.Module] = {}
+        opts = space.options
+        self.widths = [info.in_dim if opts.stem == "raw" else opts.hidden] + [opts.hidden] * (opts.layers - 1) + [
+            info.num_classes if opts.head == "none" else opts.hidden]
+
+    def make_op(self, op: str, s: int, t: int) -> nn.Module:
+        """The module of operation ``op`` on a connection from layer ``s`` to layer ``t``."""
+        return self.adapter.op(op, self.widths[s], self.widths[t], last=(t == self.space_options.layers))
 
     def _attention(self, t: int) -> nn.Module:
         return self.attention[str(t)] if self.per_layer_attention else self.attention
@@ -158,13 +168,17 @@ class _AutoAttendBase(nn.Module):
             if ltype == "add":
                 present = [o for o in outs if o is not None]
                 # reduce, not sum(): no extra 0 + present[0] pass (the same values)
-                h = reduce(operator.add, present) if present else torch.zeros_like(h0)
+                h = reduce(operator.add, present) if present else self._zeros(h0, t)
                 h = fast_dropout(h, self.add_p, self.training)
             else:
-                q, k, v = (o if o is not None else torch.zeros_like(h0) for o in outs)
+                q, k, v = (o if o is not None else self._zeros(h0, t) for o in outs)
                 h = self._attention(t)(q, k, v, ctx)
             hs.append(h)
         return self.head(hs[-1], ctx)
+
+    def _zeros(self, h0: torch.Tensor, t: int) -> torch.Tensor:
+        """Layer ``t``'s zero output (h0 may be sparse, or another width)."""
+        return torch.zeros(*h0.shape[:-1], self.widths[t], dtype=h0.dtype, device=h0.device)
 
 
 class AutoAttendSupernet(_AutoAttendBase):
@@ -196,7 +210,7 @@ class AutoAttendSupernet(_AutoAttendBase):
                         for role in roles:
                             key = context_key(s, t, op, st, role, self.sharing)
                             if key not in self.ops:
-                                self.ops[key] = self.adapter.op(op, last=(t == n))
+                                self.ops[key] = self.make_op(op, s, t)
         if self.per_layer_attention and "attn" in opts.layer_types:
             for t in range(1, n + 1):
                 self.attention[str(t)] = self.adapter.attention()
@@ -247,15 +261,14 @@ class AutoAttendModel(_AutoAttendBase):
         self.arch_doc = arch.to_dict()
         self.steps = plan(arch, space.options.context)
         self.ops = nn.ModuleDict()
-        n = space.options.layers
         for t, ltype, needed, conns in self.steps:
             if not needed:
                 continue
             if ltype == "attn" and self.per_layer_attention:
                 self.attention[str(t)] = self.adapter.attention()
-            for slot, _, op, _ in conns:
+            for slot, s, op, _ in conns:
                 if op not in (ZERO, "identity"):
-                    self.ops[f"L{t}_{slot}"] = self.adapter.op(op, last=(t == n))
+                    self.ops[f"L{t}_{slot}"] = self.make_op(op, s, t)
 
     def _module(self, t: int, slot: int, key: str, op: str) -> nn.Module:
         return self.ops[f"L{t}_{slot}"]

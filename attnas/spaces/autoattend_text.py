@@ -88,6 +88,9 @@ class TextAdapter:
         self.info = info
         if self.opts.pool != "text":
             raise ConfigError(f"space.pool: text tasks need the 'text' operation pool, got {self.opts.pool!r}")
+        if self.opts.stem != "project" or self.opts.head != "linear":
+            raise ConfigError(f"space.stem / space.head: text networks have an embedding stem and a pooling head "
+                              f"(stem: project, head: linear), got stem {self.opts.stem!r}, head {self.opts.head!r}")
         self.text = from_mapping(TextAdapterOptions, self.opts.options or {}, "space.options")
         self.add_dropout = self.opts.dropout
 
@@ -105,8 +108,8 @@ class TextAdapter:
         return SequenceAttention(self.opts.hidden, self.opts.heads, attn_dropout=self.opts.attn_dropout,
                                  dropout=self.opts.dropout, norm=self.text.attention_norm)
 
-    def op(self, name: str, last: bool) -> nn.Module:
-        """The operation ``name`` of the ``text`` pool, hidden -> hidden."""
+    def op(self, name: str, in_dim: int, out_dim: int, last: bool) -> nn.Module:
+        """The operation ``name`` of the ``text`` pool, hidden -> hidden (``in_dim == out_dim == hidden``)."""
         factory = _registry.get("op", name, group="text")
         h, p, pre = self.opts.hidden, self.opts.dropout, self.text.pre_norm
         if name in ("conv1", "conv3"):

@@ -82,3 +82,61 @@ def test_cache_is_computed_once_per_graph():
     o(x, GraphContext(ei, x.size(0), cache))
     assert cache["gcn_adj"] is first
     assert isinstance(o, nn.Module)
+
+
+def sparse(x):
+    return x.to_sparse_csr()
+
+
+def test_sage_equals_pyg_sageconv():
+    x, ei = graph()
+    o = op("sage")
+    assert torch.allclose(o(x, GraphContext(ei, x.size(0))), o.conv(x, ei), atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["gat_1", "gat_2", "gat_8"])
+def test_gat_equals_pyg_gatconv(name):
+    x, ei = graph()
+    o = op(name).eval()
+    ctx = GraphContext(ei, x.size(0))
+    assert torch.allclose(o(x, ctx), o.conv(x, ctx.edge_index_with_self_loops), atol=1e-5)
+
+
+WIDTH_CHANGING = ["gcn", "sage", "gat_1", "gat_4", "gat_16", "linear", "arma", "cheb", "sg"]
+
+
+@pytest.mark.parametrize("name", WIDTH_CHANGING)
+def test_ops_map_a_sparse_input_width_to_another_like_the_dense_input(name):
+    """Layer-1 operations read raw (sparse) features of another width; same values and gradients."""
+    x, ei = graph()
+    x = torch.where(torch.rand(x.shape, generator=torch.Generator().manual_seed(1)) < 0.8, 0.0, x)
+    x = torch.cat([x, x], 1)  # 32 input columns
+    o = _registry.get("op", name, group="pyg")(32, 7, act="elu").eval()
+    ctx = GraphContext(ei, x.size(0))
+    dense = o(x, ctx)
+    assert dense.shape == (25, 7)
+    params = list(o.parameters())
+    grads = torch.autograd.grad(dense.square().sum(), params, allow_unused=True)  # ARMA's layer weight: unused
+    sp = o(sparse(x), ctx)
+    assert torch.allclose(sp, dense, atol=1e-5)
+    for g_sparse, g_dense in zip(torch.autograd.grad(sp.square().sum(), params, allow_unused=True), grads):
+        assert (g_sparse is None) == (g_dense is None)
+        if g_dense is not None:
+            assert torch.allclose(g_sparse, g_dense, atol=1e-4)
+
+
+def test_width_changing_ops_equal_their_pyg_layers():
+    x, ei = graph()
+    ctx = GraphContext(ei, x.size(0))
+    for name in ("gcn", "sage", "cheb", "arma", "sg"):
+        o = _registry.get("op", name, group="pyg")(16, 5, act="linear")
+        ref = o.conv(x, ei)
+        if name == "gcn":
+            ref = o.conv.__class__(16, 5)
+            ref.load_state_dict(o.conv.state_dict())
+            ref = ref(x, ei)
+        assert torch.allclose(o(x, ctx), ref, atol=1e-5), name
+    for heads in (1, 2):  # 5 outputs: 1 head concatenated, 2 heads averaged
+        o = _registry.get("op", f"gat_{heads}", group="pyg")(16, 5, act="linear").eval()
+        assert o.conv.concat == (heads == 1)
+        assert torch.allclose(o(x, ctx), o.conv(x, ctx.edge_index_with_self_loops), atol=1e-5)

@@ -157,3 +157,61 @@ def test_from_dag_rejects_broken_graphs():
     cut[0, 1] = 0  # a connection without a source layer
     with pytest.raises(ArchError, match="is not a connection from an earlier layer"):
         s.from_dag(cut, labels)
+
+
+def raw_space(layers=2, ops=("zero", "identity", "gcn", "sage"), constraints=(1, 2, 3), head="none"):
+    return AutoAttendSpace(AutoAttendConfig(layers=layers, ops=ops, constraints=constraints, hidden=8, heads=4,
+                                            stem="raw", head=head))
+
+
+GCN = {"layers": [{"type": "add", "inputs": [{"source": 0, "op": "gcn"}, {"source": 0, "op": "zero"}]},
+                  {"type": "add", "inputs": [{"source": 1, "op": "gcn"}, {"source": 0, "op": "zero"}]}]}
+
+
+@pytest.mark.parametrize("constraints", SUBSETS)
+@pytest.mark.parametrize("layers,head", [(2, "none"), (3, "none"), (2, "linear")])
+def test_identity_only_where_widths_agree_and_size_counts_it(constraints, layers, head):
+    s = raw_space(layers, ("zero", "identity", "gcn"), constraints, head)
+    archs = list(s.enumerate())
+    assert len(archs) == s.size() == len({a.key() for a in archs})
+    for a in archs:
+        for t, layer in enumerate(a.choices["layers"], start=1):
+            for conn in layer["inputs"]:
+                if conn["op"] == "identity":
+                    assert conn["source"] > 0 and (t < layers or head == "linear")
+    assert any(c["op"] == "identity" for a in archs for layer in a.choices["layers"] for c in layer["inputs"]) == (
+        layers == 3 or head == "linear")
+
+
+@pytest.mark.parametrize("constraints", SUBSETS)
+def test_raw_input_samples_and_mutations_never_use_identity_across_widths(constraints):
+    s = raw_space(3, ("zero", "identity", "gcn", "sage"), constraints)
+    rng = random.Random(0)
+    for _ in range(300):
+        a = s.sample(rng)
+        s.validate(a)
+        m = s.mutate(a, rng)
+        s.validate(m)
+        assert m != a
+
+
+def test_identity_across_widths_is_refused_with_the_reason():
+    s = raw_space()
+    with pytest.raises(ArchError, match="identity cannot connect layer 0 to layer 1.*raw input"):
+        s.validate(Arch("autoattend", {"layers": [
+            {"type": "add", "inputs": [{"source": 0, "op": "gcn"}, {"source": 0, "op": "identity"}]}, GCN["layers"][1]]}))
+    with pytest.raises(ArchError, match="identity cannot connect layer 1 to layer 2.*class scores"):
+        s.validate(Arch("autoattend", {"layers": [
+            GCN["layers"][0], {"type": "add", "inputs": [{"source": 1, "op": "identity"}, {"source": 0, "op": "gcn"}]}]}))
+    s.validate(Arch("autoattend", GCN))  # Kipf & Welling's GCN is in the space
+    with pytest.raises(ConfigError, match="need an operation that changes the width"):
+        raw_space(ops=("zero", "identity"))
+    with pytest.raises(ConfigError, match="unknown activation 'softplus'"):
+        AutoAttendConfig(out_act="softplus")
+
+
+def test_eq7_pool_has_no_identity():
+    """Sec. 5.2.1: every CiteSeer / PubMed operation has the Eq. 7 form, zero aside."""
+    s = AutoAttendSpace(AutoAttendConfig(pool="mp", hidden=16))
+    assert "identity" not in s.ops and "zero" in s.ops
+    assert set(s.ops) - {"zero"} == {"const", "gcn", "gat", "sym_gat", "cos", "linear", "gene_linear"}

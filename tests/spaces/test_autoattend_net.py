@@ -77,3 +77,66 @@ def test_only_the_sampled_path_gets_gradients():
             continue
         assert p.grad is None, name
     assert any(p.grad is not None for p in supernet.parameters_of(arch))
+
+
+class SparseTinyTask(TinyTask):
+    """Bag-of-words-like features (under 20 % non-zero: the stem keeps them sparse), no self-loops."""
+
+    def __init__(self, n=30, f=40, c=3, seed=0):
+        super().__init__(n, f, c, seed)
+        g = torch.Generator().manual_seed(seed + 1)
+        self.x = torch.where(torch.rand(n, f, generator=g) < 0.1, 1.0, 0.0)
+        self.edge_index = self.edge_index[:, self.edge_index[0] != self.edge_index[1]]
+
+
+@pytest.mark.parametrize("pool,stem,head", [("pyg", "raw", "none"), ("mp", "raw", "none"), ("pyg", "raw", "linear"),
+                                            ("pyg", "project", "none")])
+def test_raw_input_and_score_output_supernet_equals_standalone(pool, stem, head):
+    torch.manual_seed(0)
+    task = SparseTinyTask()
+    assert task.batch().sparse_x is not None
+    space = AutoAttendSpace(AutoAttendConfig(layers=3, hidden=16, pool=pool, act="tanh", stem=stem, head=head))
+    supernet = space.supernet(task).eval()
+    rng = random.Random(0)
+    for _ in range(15):
+        arch = space.sample(rng)
+        model = space.build(arch, task).eval()
+        model.load_from_supernet(supernet)
+        with torch.no_grad():
+            out = model(task.batch())
+            assert out.shape == (30, 3)
+            assert torch.allclose(supernet(task.batch(), arch), out, atol=1e-5)
+    if stem == "raw":
+        assert not hasattr(supernet.stem.proj, "weight")
+    if head == "none":
+        assert not list(supernet.head.parameters())
+
+
+def _copy(dst, src):
+    dst.load_state_dict(src.state_dict())
+
+
+def test_the_space_holds_gat_and_gcn_as_they_are():
+    """With raw input and class-score output, the in-space GAT and GCN are the hand-designed networks."""
+    from attnas.arch import Arch
+    from attnas.spaces.gnn_baselines import GAT, GCN
+
+    torch.manual_seed(0)
+    task = SparseTinyTask()
+    chain = lambda a, b: Arch("autoattend", {"layers": [  # noqa: E731
+        {"type": "add", "inputs": [{"source": 0, "op": a}, {"source": 0, "op": "zero"}]},
+        {"type": "add", "inputs": [{"source": 1, "op": b}, {"source": 0, "op": "zero"}]}]})
+    gat_space = AutoAttendSpace(AutoAttendConfig(layers=2, hidden=64, stem="raw", head="none", act="elu"))
+    model = gat_space.build(chain("gat_8", "gat_1"), task).eval()
+    ref = GAT(40, 8, 8, 3, 1, 0.6).eval()
+    _copy(model.ops["L1_0"].conv, ref.conv1)
+    _copy(model.ops["L2_0"].conv, ref.conv2)
+    with torch.no_grad():
+        assert torch.allclose(model(task.batch()), ref(task.batch()), atol=1e-5)
+    gcn_space = AutoAttendSpace(AutoAttendConfig(layers=2, hidden=16, stem="raw", head="none", act="relu"))
+    model = gcn_space.build(chain("gcn", "gcn"), task).eval()
+    ref = GCN(40, 16, 3, 0.5).eval()
+    _copy(model.ops["L1_0"].conv, ref.conv1)
+    _copy(model.ops["L2_0"].conv, ref.conv2)
+    with torch.no_grad():
+        assert torch.allclose(model(task.batch()), ref(task.batch()), atol=1e-5)

@@ -171,4 +171,4 @@ def test_adapter_options_are_validated():
         AutoAttendSpace(AutoAttendConfig(layers=2, hidden=16, pool="pyg")).supernet(task)
     frozen = text_space(options={"freeze_embeddings": True, "pooling": "mean"}).supernet(task)
     assert not frozen.stem.embedding.weight.requires_grad
-    assert isinstance(TextAdapter(text_space(), task.info).op("gru", last=False), nn.Module)
+    assert isinstance(TextAdapter(text_space(), task.info).op("gru", 16, 16, last=False), nn.Module)

@@ -1,0 +1,224 @@
+"""How well a one-shot supernet ranks architectures: its scores against stand-alone training.
+
+A one-shot search (AutoAttend, Sec. 4.2; SPOS) trusts the supernet's validation score of
+an architecture (Eq. 5, inherited weights) to order architectures as training each one
+alone would. This measures that trust for any space with a supernet:
+
+1. the recipe's supernet is trained (a normal run directory, resumable) or taken from a
+   finished search run;
+2. ``archs`` distinct architectures are drawn from the space's prior Γ(A) with a fixed
+   seed, and each is scored with the supernet's weights;
+3. each is trained stand-alone from scratch with the recipe's ``retrain`` settings, with
+   ``seeds`` seeds (results are appended to ``standalone.jsonl`` as they finish, so a
+   killed measurement continues where it stopped and several supernets can be compared on
+   the same stand-alone results);
+4. Kendall's tau and Spearman's rho between the supernet scores and the mean stand-alone
+   validation (and test) scores, and a scatter plot.
+
+Example:
+    >>> from attnas.ranking import supernet_ranking                        # doctest: +SKIP
+    >>> supernet_ranking("autoattend-cora", out="runs/ranking-cora")       # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from attnas.arch import Arch
+from attnas.config import load_config
+from attnas.data.root import resolve_data_root
+from attnas.errors import ConfigError, RunDirError
+from attnas.progress import progress
+from attnas.rng import seed_everything
+from attnas.runs import RunDir, atomic_write_json, atomic_write_text
+
+
+def sample_architectures(space: Any, n: int, seed: int) -> list[Arch]:
+    """``n`` distinct architectures from the space's prior, reproducible from ``seed``."""
+    rng = random.Random(seed)
+    out, seen = [], set()
+    for _ in range(100 * n):
+        a = space.sample(rng)
+        if a.key() not in seen:
+            seen.add(a.key())
+            out.append(a)
+            if len(out) == n:
+                break
+    return out
+
+
+def rank_correlations(x: list[float], y: list[float]) -> dict:
+    """Kendall's tau-b and Spearman's rho of two score lists, with their p-values."""
+    from scipy import stats
+
+    tau = stats.kendalltau(x, y)
+    rho = stats.spearmanr(x, y)
+    return {"kendall_tau": float(tau.statistic), "kendall_p": float(tau.pvalue),
+            "spearman_rho": float(rho.statistic), "spearman_p": float(rho.pvalue)}
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:  # a line cut by a kill: trained again
+            continue
+    return rows
+
+
+def _supernet_strategy(config: Any, space: Any, task: Any, folder: Path, supernet_from: str | None) -> Any:
+    from attnas.pipeline import _run_info, build_strategy
+
+    if supernet_from:
+        run = RunDir.open(supernet_from)
+        strategy = build_strategy(config, space, task, run)
+        if not hasattr(strategy, "load_supernet"):
+            raise ConfigError(f"strategy '{config.strategy.name}' has no supernet to rank with")
+        strategy.load_supernet()
+        return strategy
+    if (folder / RunDir.CONFIG).exists():
+        if (folder / RunDir.CONFIG).read_text() != config.to_yaml():
+            raise RunDirError(f"{folder} holds a supernet of another configuration; use another label")
+        run = RunDir.open(folder)
+        run.lock()
+    else:
+        run = RunDir.create(folder, config.to_yaml(), _run_info(task.data_root, task.device))
+    strategy = build_strategy(config, space, task, run)
+    if not hasattr(strategy, "train_supernet"):
+        raise ConfigError(f"strategy '{config.strategy.name}' trains no supernet; ranking needs a one-shot recipe")
+    strategy.train_supernet()
+    run.close()
+    return strategy
+
+
+def supernet_ranking(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (), out: str | Path = "",
+                     archs: int = 30, seeds: int = 3, sample_seed: int = 1234, label: str = "default",
+                     supernet_from: str | None = None, data_dir: str | Path | None = None) -> dict:
+    """Measure the supernet's ranking quality; writes ``ranking-<label>.json`` and ``.png`` under ``out``.
+
+    Args:
+        recipe: A one-shot recipe (its supernet, space, task and ``retrain`` settings are used).
+        overrides: ``key=value`` overrides of the recipe.
+        out: The measurement folder (``archs.json``, ``standalone.jsonl``, ``supernet-<label>/``).
+        archs: Architectures drawn from the prior.
+        seeds: Stand-alone training seeds per architecture (0, 1, ...).
+        sample_seed: Seed of the architecture draw.
+        label: Names this supernet variant (its run folder and result files).
+        supernet_from: Take the supernet of this finished search run instead of training one.
+        data_dir: The data root.
+
+    Returns:
+        The summary written to ``ranking-<label>.json``.
+    """
+    from attnas.pipeline import build_space, build_task, pick_device
+
+    config = load_config(recipe, overrides)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    space = build_space(config)
+    task = build_task(config, resolve_data_root(data_dir), pick_device("cpu"))
+    space.check_task(task)
+    drawn = sample_architectures(space, archs, sample_seed)
+    keys = [a.key() for a in drawn]
+    arch_file = out / "archs.json"
+    if arch_file.exists():
+        if json.loads(arch_file.read_text())["keys"] != keys:
+            raise RunDirError(f"{out} was measured on other architectures (another space, count or seed); "
+                              f"use another folder")
+    else:
+        atomic_write_json(arch_file, {"keys": keys, "archs": [a.choices for a in drawn], "sample_seed": sample_seed})
+
+    strategy = _supernet_strategy(config, space, task, out / f"supernet-{label}", supernet_from)
+    with progress("supernet scores", len(drawn)) as bar:
+        scores = []
+        for a in drawn:
+            scores.append(strategy.score(a))
+            bar.advance(1)
+
+    train = replace(config.retrain, init="scratch")
+    done_file = out / "standalone.jsonl"
+    done = {(r["key"], r["seed"]): r for r in _read_jsonl(done_file)}
+    todo = [(i, k) for i in range(len(drawn)) for k in range(seeds) if (keys[i], k) not in done]
+    from attnas.train import fit
+
+    with progress("stand-alone training", len(drawn) * seeds, completed=len(drawn) * seeds - len(todo)) as bar:
+        for i, k in todo:
+            seed_everything(k)
+            model = space.build(drawn[i], task).to(task.device)
+            res = fit(model, task, train, seed=k, desc=f"arch {i + 1} seed {k}")
+            row = {"key": keys[i], "index": i, "seed": k, "val": res.val, "test": res.test, "epochs": res.epochs}
+            done[(keys[i], k)] = row
+            with open(done_file, "a") as fh:
+                fh.write(json.dumps(row) + "\n")
+            bar.advance(1)
+
+    rows = []
+    for i, a in enumerate(drawn):
+        runs = [done[(keys[i], k)] for k in range(seeds)]
+        vals, tests = [r["val"] for r in runs], [r["test"] for r in runs]
+        rows.append({"index": i, "arch": space.describe(a), "supernet": scores[i],
+                     "val_mean": statistics.fmean(vals), "val_std": statistics.pstdev(vals),
+                     "test_mean": statistics.fmean(tests), "test_std": statistics.pstdev(tests)})
+    sup = [r["supernet"] for r in rows]
+    top = max(range(len(rows)), key=lambda i: sup[i])
+    best_val = max(range(len(rows)), key=lambda i: rows[i]["val_mean"])
+    summary = {
+        "recipe": config.name, "overrides": list(overrides), "label": label, "archs": len(rows), "seeds": seeds,
+        "sample_seed": sample_seed, "supernet_from": supernet_from,
+        "val": rank_correlations(sup, [r["val_mean"] for r in rows]),
+        "test": rank_correlations(sup, [r["test_mean"] for r in rows]),
+        "supernet_top1": {"arch": rows[top]["arch"], "val_mean": rows[top]["val_mean"],
+                          "test_mean": rows[top]["test_mean"],
+                          "val_rank": 1 + sorted((r["val_mean"] for r in rows), reverse=True).index(rows[top]["val_mean"])},
+        "standalone_best": {"arch": rows[best_val]["arch"], "val_mean": rows[best_val]["val_mean"],
+                            "test_mean": rows[best_val]["test_mean"]},
+        "rows": rows,
+    }
+    atomic_write_json(out / f"ranking-{label}.json", summary)
+    plot_ranking(summary, out / f"ranking-{label}.png")
+    atomic_write_text(out / f"ranking-{label}.md", ranking_markdown(summary))
+    return summary
+
+
+def ranking_markdown(summary: dict) -> str:
+    """A short Markdown summary of a ranking measurement."""
+    v, t = summary["val"], summary["test"]
+    top, best = summary["supernet_top1"], summary["standalone_best"]
+    return (f"# Supernet ranking: {summary['recipe']} ({summary['label']})\n\n"
+            f"{summary['archs']} architectures from the prior, {summary['seeds']} stand-alone seeds each.\n\n"
+            f"| against stand-alone | Kendall's tau | Spearman's rho |\n|---|---|---|\n"
+            f"| validation | {v['kendall_tau']:.3f} (p {v['kendall_p']:.2g}) | {v['spearman_rho']:.3f} |\n"
+            f"| test | {t['kendall_tau']:.3f} (p {t['kendall_p']:.2g}) | {t['spearman_rho']:.3f} |\n\n"
+            f"The supernet's best: `{top['arch']}`, stand-alone val {top['val_mean']:.4f} (rank {top['val_rank']}), "
+            f"test {top['test_mean']:.4f}. Best stand-alone: `{best['arch']}`, val {best['val_mean']:.4f}, "
+            f"test {best['test_mean']:.4f}.\n")
+
+
+def plot_ranking(summary: dict, path: Path) -> None:
+    """Scatter of supernet score against mean stand-alone validation score (error bars: seeds)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = summary["rows"]
+    fig, ax = plt.subplots(figsize=(5, 4))
+    ax.errorbar([r["supernet"] for r in rows], [r["val_mean"] for r in rows], yerr=[r["val_std"] for r in rows],
+                fmt="o", ms=4, alpha=0.8, capsize=2)
+    ax.set_xlabel("supernet validation score (inherited weights)")
+    ax.set_ylabel(f"stand-alone validation score (mean of {summary['seeds']} seeds)")
+    ax.set_title(f"{summary['recipe']} [{summary['label']}]: Kendall tau {summary['val']['kendall_tau']:.2f}, "
+                 f"Spearman rho {summary['val']['spearman_rho']:.2f}", fontsize=9)
+    fig.tight_layout()
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    tmp.replace(path)
