@@ -124,6 +124,42 @@ def plot_arch(adj: np.ndarray, labels: list[str], path: Path, title: str = "") -
     plt.close(fig)
 
 
+def rerank_section(events: list[dict], space: Any, run: RunDir, metric: str) -> list[str]:
+    """Markdown (and ``rerank.png``) comparing the supernet's score of the best candidates with
+    their score after re-ranking (fine-tuning from supernet weights), so that a reader sees
+    whether the supernet's order held; empty when the run has no re-ranking."""
+    rows = [e for e in events if e.get("phase") == "rerank" and "supernet_score" in e]
+    if not rows:
+        return []
+    chosen = max(range(len(rows)), key=lambda i: (rows[i]["val"], -i))
+    lines = ["## Re-ranking", "",
+             f"The top {len(rows)} candidates by supernet score, each fine-tuned from the supernet's weights; "
+             "the best re-ranked validation score is the search's result.", "",
+             f"| supernet rank | architecture | supernet val {metric} | re-ranked val {metric} |", "|---|---|---|---|"]
+    for i, e in enumerate(rows):
+        desc = space.describe(Arch(space.name, e["arch"])) if "arch" in e else ""
+        mark = " **(chosen)**" if i == chosen else ""
+        lines.append(f"| {e['index'] + 1} | `{desc}`{mark} | {e['supernet_score']:.4f} | {e['val']:.4f} |")
+    lines.append("")
+    if len(rows) >= 3:
+        from scipy import stats
+
+        tau = stats.kendalltau([e["supernet_score"] for e in rows], [e["val"] for e in rows]).statistic
+        lines += [f"Kendall's tau between the two orders: {tau:.2f} (1: the re-ranking kept the supernet's order).",
+                  ""]
+    fig, ax = plt.subplots(figsize=(4.2, 3.4))
+    ax.scatter([e["supernet_score"] for e in rows], [e["val"] for e in rows], s=18)
+    ax.scatter([rows[chosen]["supernet_score"]], [rows[chosen]["val"]], s=60, facecolors="none", edgecolors="tab:red",
+               label="chosen")
+    ax.set_xlabel(f"supernet val {metric}")
+    ax.set_ylabel(f"re-ranked val {metric}")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(run.file("rerank.png"), dpi=120)
+    plt.close(fig)
+    return lines + ["![re-ranking](rerank.png)", ""]
+
+
 def _table(rows: dict[str, Any]) -> str:
     out = ["| key | value |", "|---|---|"]
     for k, v in rows.items():
@@ -168,6 +204,7 @@ def write_report(run_dir: str | Path) -> Path:
     events = run.events()
     if plot_progress(events, run.file("search_progress.png"), metric):
         lines += ["## Search progress", "", "![search progress](search_progress.png)", ""]
+    lines += rerank_section(events, space, run, metric)
     retrain_dir = run.path / "retrain"
     if retrain_dir.exists():
         lines += ["## Retraining", ""]

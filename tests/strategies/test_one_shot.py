@@ -26,6 +26,15 @@ def test_evolution_evaluates_the_budget_of_distinct_architectures(tiny_recipe, t
     arch = json.loads(run.file("arch.json").read_text())["choices"]
     best_rerank = max(reranked, key=lambda e: e["val"])
     assert arch == best_rerank["arch"]
+    # the report shows the supernet's scores of the re-ranked candidates beside their re-ranked scores
+    from attnas.report import write_report
+
+    report = write_report(run.path).read_text()
+    assert "## Re-ranking" in report and "Kendall's tau between the two orders" in report
+    table = [line for line in report.splitlines() if line.startswith("| ") and "`L1=" in line]
+    assert len(table) == 3 and sum("**(chosen)**" in line for line in table) == 1
+    assert f"{best_rerank['val']:.4f} |" in next(line for line in table if "**(chosen)**" in line)
+    assert (run.path / "rerank.png").exists()
 
 
 def test_random_search_same_budget(tmp_path, tiny_recipe_data):

@@ -1,0 +1,42 @@
+"""Supernet ranking quality (attnas.ranking): scores, stand-alone training, correlations, resume."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from attnas.errors import RunDirError
+from attnas.ranking import rank_correlations, supernet_ranking
+
+
+def test_rank_correlations_of_known_orders():
+    assert rank_correlations([1, 2, 3, 4], [10, 20, 30, 40])["kendall_tau"] == pytest.approx(1.0)
+    assert rank_correlations([1, 2, 3, 4], [4, 3, 2, 1])["spearman_rho"] == pytest.approx(-1.0)
+    # one swapped pair of 4: 5 concordant, 1 discordant pair
+    assert rank_correlations([1, 2, 3, 4], [1, 3, 2, 4])["kendall_tau"] == pytest.approx(4 / 6)
+
+
+def test_ranking_measures_resumes_and_compares_supernets(tiny_recipe_data, tmp_path):
+    out = tmp_path / "ranking"
+    args = dict(out=out, archs=5, seeds=2)
+    summary = supernet_ranking(tiny_recipe_data, ["retrain.epochs=3", "strategy.supernet.epochs=4"], **args)
+    rows = summary["rows"]
+    assert len(rows) == 5 and len({r["arch"] for r in rows}) == 5
+    assert all(0 <= r["supernet"] <= 1 and 0 <= r["val_mean"] <= 1 for r in rows)
+    assert -1 <= summary["val"]["kendall_tau"] <= 1
+    assert (out / "ranking-default.png").exists() and "Kendall's tau" in (out / "ranking-default.md").read_text()
+    lines = (out / "standalone.jsonl").read_text().splitlines()
+    assert len(lines) == 10
+    # a second supernet variant reuses the stand-alone results: nothing is trained again
+    other = supernet_ranking(tiny_recipe_data, ["retrain.epochs=3", "strategy.supernet.epochs=6"], label="longer",
+                             **args)
+    assert (out / "standalone.jsonl").read_text().splitlines() == lines
+    assert [r["val_mean"] for r in other["rows"]] == [r["val_mean"] for r in rows]
+    assert json.loads((out / "ranking-longer.json").read_text())["label"] == "longer"
+    # a supernet folder of another configuration is refused, not overwritten
+    with pytest.raises(RunDirError, match="another configuration"):
+        supernet_ranking(tiny_recipe_data, ["retrain.epochs=3", "strategy.supernet.epochs=7"], label="longer", **args)
+    # so are other architectures in the same folder
+    with pytest.raises(RunDirError, match="other architectures"):
+        supernet_ranking(tiny_recipe_data, ["retrain.epochs=3"], out=out, archs=6, seeds=2)
