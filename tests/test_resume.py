@@ -53,3 +53,23 @@ def test_resume_of_a_finished_run_is_a_no_op(reference_run):
     before = (ref / "metrics.json").read_text()
     attnas("search", "--resume", str(ref))
     assert (ref / "metrics.json").read_text() == before
+
+
+@pytest.mark.parametrize("fault", ["supernet:15", "supernet:25"])
+def test_killed_search_with_a_context_warmup_resumes_to_the_same_result(tmp_path, tiny_recipe_data, fault):
+    """Killed before and after the warm-up's end (epoch 20; checkpoints every 10 epochs)."""
+    import yaml
+
+    recipe = tmp_path / "warm.yaml"
+    data = dict(tiny_recipe_data)
+    data["strategy"] = dict(data["strategy"], supernet={"epochs": 40, "checkpoint_every": 10, "context_warmup": 20})
+    recipe.write_text(yaml.safe_dump(data))
+    attnas("search", str(recipe), "--out", str(tmp_path / "ref"))
+    out = tmp_path / "run"
+    killed = attnas("search", str(recipe), "--out", str(out), fault=fault, check=False)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    attnas("search", "--resume", str(out))
+    for name in ("arch.json", "metrics.json"):
+        a, b = (json.loads((p / name).read_text()) for p in (out, tmp_path / "ref"))
+        a.pop("search_seconds", None), b.pop("search_seconds", None)
+        assert a == b, name

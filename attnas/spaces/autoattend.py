@@ -137,7 +137,7 @@ class AutoAttendSpace(Space):
 
     name = "autoattend"
     Config = AutoAttendConfig
-    capabilities = frozenset({"one-shot", "dag"})
+    capabilities = frozenset({"one-shot", "dag", "contexts"})
 
     def __init__(self, options: AutoAttendConfig | None = None):
         super().__init__(options)

@@ -201,27 +201,54 @@ class AutoAttendSupernet(_AutoAttendBase):
             roles.append("add")
         if "attn" in opts.layer_types:
             roles += ["q", "k", "v"]
+        #: every module's key -> the first key of its connection and operation (for :meth:`share_contexts`)
+        self._shared_key: dict[str, str] = {}
         for t in range(1, n + 1):
             for s in range(t):
                 for op in space.ops:
                     if op in (ZERO, "identity"):
                         continue
+                    first = None
                     for st in src_types[s]:
                         for role in roles:
                             key = context_key(s, t, op, st, role, self.sharing)
                             if key not in self.ops:
                                 self.ops[key] = self.make_op(op, s, t)
+                            first = first or key
+                            self._shared_key[key] = first
         if self.per_layer_attention and "attn" in opts.layer_types:
             for t in range(1, n + 1):
                 self.attention[str(t)] = self.adapter.attention()
         self._plans: OrderedDict[str, tuple] = OrderedDict()
+        self.contexts_shared = False
+
+    def share_contexts(self, shared: bool) -> None:
+        """While ``shared``, every context of a connection and operation uses one module (the
+        no-context sharing of Sec. 5.4.2): a warm-up that gives each module the updates of all
+        its contexts (``strategy.supernet.context_warmup``)."""
+        if shared != self.contexts_shared:
+            self.contexts_shared = shared
+            self._plans.clear()
+
+    @torch.no_grad()
+    def split_contexts(self) -> None:
+        """End of the warm-up: every context's module starts from its shared module's weights."""
+        self.share_contexts(False)
+        for key, first in self._shared_key.items():
+            if key != first:
+                self.ops[key].load_state_dict(self.ops[first].state_dict())
 
     def plan(self, arch: Arch) -> tuple:
         """The compiled plan of ``arch`` (memoised for the last 4096 architectures)."""
         k = arch.key()
         p = self._plans.get(k)
         if p is None:
-            p = self._plans[k] = plan(arch, self.sharing)
+            p = plan(arch, self.sharing)
+            if self.contexts_shared:
+                p = tuple((t, ltype, needed, tuple((slot, s, op, self._shared_key.get(key, key))
+                                                   for slot, s, op, key in conns))
+                          for t, ltype, needed, conns in p)
+            self._plans[k] = p
             if len(self._plans) > 4096:
                 self._plans.popitem(last=False)
         return p

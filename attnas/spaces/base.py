@@ -11,6 +11,8 @@ Capabilities:
     ``relaxed``: :meth:`relaxed` returns a continuous relaxation (mixed operations with
         architecture parameters kept apart from weights) and :meth:`derive` discretises it.
     ``dag``: :meth:`to_dag` turns an architecture into a DAG for graph encoders.
+    ``contexts``: the supernet keeps modules per context (AutoAttend, Sec. 4.2.2) and can
+        share them for a warm-up (``share_contexts`` / ``split_contexts``).
     ``mechanism-supernet``: :meth:`supernet` takes ``mode`` (``homogeneous`` or
         ``heterogeneous``) and returns DARTFormer's fixed-alpha network of candidate
         attention blocks (``forward(batch)``, plus ``masked``/``drop``/``kept``), driven

@@ -29,6 +29,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import nn
@@ -54,11 +55,21 @@ class SupernetConfig(OptimConfig):
     Attributes:
         epochs: Passes over the training split (one full-batch step for transductive graphs).
         checkpoint_every: Epochs between checkpoints.
+        context_warmup: Epochs at the start in which the contexts of a connection share one
+            module (no context, Sec. 5.4.2); then each context's module starts from it and
+            trains apart (context-aware sharing, Sec. 4.2.2). For supernets with
+            ``share_contexts`` (AutoAttend); 0: contexts apart from the start, as in the paper.
     """
 
     epochs: int = 2000
     checkpoint_every: int = 200
+    context_warmup: int = 0
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.context_warmup < 0 or (self.context_warmup and self.context_warmup >= self.epochs):
+            raise ConfigError(f"strategy.supernet.context_warmup: must be >= 0 and below the supernet's epochs "
+                              f"({self.epochs}), got {self.context_warmup}")
 
 @dataclass(frozen=True)
 class RerankConfig:
@@ -180,6 +191,11 @@ class _OneShot(Strategy):
 
     requires = ("one-shot",)
 
+    @classmethod
+    def check(cls, options: Any, space: Any) -> None:
+        if options.supernet.context_warmup and "contexts" not in space.capabilities:
+            raise ConfigError(f"strategy.supernet.context_warmup: the '{space.name}' supernet has no contexts to share")
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.supernet: nn.Module | None = None
@@ -237,14 +253,19 @@ class _OneShot(Strategy):
         if dist is not None:  # data-parallel: every rank starts from rank 0's weights
             dist.broadcast_module(supernet)
         supernet.train()
+        warmup = cfg.context_warmup
         with progress("supernet training", cfg.epochs, completed=start) as bar:
             for epoch in range(start + 1, cfg.epochs + 1):
+                if warmup:
+                    supernet.share_contexts(epoch <= warmup)
                 # every step trains one architecture drawn from the prior (Eq. 6); in a
                 # distributed run every rank draws the same one from its identically seeded sampler
                 loss_mean = train_epoch(lambda batch: supernet(batch, self.space.sample(self.py_rng)), task, opt,
                                         params, cfg, gen, dist=dist)
                 if sched is not None:
                     sched.step()
+                if epoch == warmup:
+                    supernet.split_contexts()
                 self.run.log({"phase": "supernet", "epoch": epoch, "loss": round(loss_mean, 6)})
                 bar.advance(1, loss=loss_mean)
                 done = epoch == cfg.epochs

@@ -140,3 +140,30 @@ def test_the_space_holds_gat_and_gcn_as_they_are():
     _copy(model.ops["L2_0"].conv, ref.conv2)
     with torch.no_grad():
         assert torch.allclose(model(task.batch()), ref(task.batch()), atol=1e-5)
+
+
+def test_context_warmup_shares_one_module_then_splits_from_it():
+    task = SparseTinyTask()
+    space = AutoAttendSpace(AutoAttendConfig(layers=2, hidden=8, ops=("zero", "gcn", "sage"), stem="raw", head="none"))
+    supernet = space.supernet(task).train()
+    supernet.share_contexts(True)
+    rng = random.Random(0)
+    for _ in range(10):
+        arch = space.sample(rng)
+        supernet(task.batch(), arch).sum().backward()
+    trained = {k for k, m in supernet.ops.items() if any(p.grad is not None for p in m.parameters())}
+    # one module per connection and operation took every context's gradients
+    assert trained and all(supernet._shared_key[k] == k for k in trained)
+    with torch.no_grad():
+        for p in supernet.ops["s1_t2_gcn_add_add"].parameters():
+            p.add_(1.0)
+    supernet.split_contexts()
+    assert not supernet.contexts_shared
+    for key in ("s1_t2_gcn_attn_q", "s1_t2_gcn_add_v"):
+        for a, b in zip(supernet.ops[key].parameters(), supernet.ops["s1_t2_gcn_add_add"].parameters()):
+            assert torch.equal(a, b) and a is not b
+    with torch.no_grad():  # after the split, an architecture runs its own contexts' modules again
+        arch = space.sample(random.Random(3))
+        model = space.build(arch, task).eval()
+        model.load_from_supernet(supernet)
+        assert torch.allclose(supernet.eval()(task.batch(), arch), model(task.batch()), atol=1e-5)

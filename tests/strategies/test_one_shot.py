@@ -85,3 +85,12 @@ def test_bad_score_threads_is_a_config_error(tmp_path, tiny_recipe_data):
     with pytest.raises(ConfigError, match="score_threads"):
         pipeline.search(tiny_recipe_data, ["strategy.score_threads=0"], out=tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+
+def test_context_warmup_must_end_before_the_supernet_does(tiny_recipe_data, tmp_path):
+    from attnas.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="below the supernet's epochs"):
+        pipeline.search(tiny_recipe_data, ["strategy.supernet.context_warmup=40"], out=tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
