@@ -124,19 +124,89 @@ class GraphContext:
         return self._memo("mean_adj", make)
 
 
-def project(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """``x W^T + b`` for dense node features or a sparse CSR feature matrix.
+class SparseFeatures:
+    """Node features as a sparse CSR matrix, with its transpose for the weight gradient.
+
+    ``x @ W^T`` of a sparse ``x`` needs ``x^T @ grad`` in the backward pass; torch builds
+    ``x^T`` in CSR form (a sort of the non-zeros) on every call. The layer-1 operations of a
+    raw-feature AutoAttend network all multiply the same ``x``, whose non-zero pattern never
+    changes, so the transpose's pattern is computed once per graph (:meth:`from_rows`) and
+    only its values are gathered per step.
+
+    Attributes:
+        rows: [N, F] sparse CSR.
+        rows_t: [F, N] sparse CSR, the transpose of ``rows``.
+    """
+
+    def __init__(self, rows: torch.Tensor, rows_t: torch.Tensor):
+        self.rows, self.rows_t = rows, rows_t
+
+    @classmethod
+    def from_rows(cls, cols: torch.Tensor, offsets: torch.Tensor, values: torch.Tensor, num_cols: int,
+                  cache: dict | None = None) -> SparseFeatures:
+        """Features given as CSR parts (``offsets``: start of each row); ``cache`` keeps the transpose's pattern."""
+        cache = {} if cache is None else cache
+        n = offsets.numel()
+        crow = torch.cat([offsets, offsets.new_tensor([cols.numel()])])
+        if "sparse_x_t" not in cache:
+            row_of = torch.repeat_interleave(torch.arange(n, device=cols.device), crow.diff())
+            order = torch.argsort(cols * n + row_of, stable=True)
+            crow_t = torch.zeros(num_cols + 1, dtype=crow.dtype, device=cols.device)
+            crow_t[1:] = torch.bincount(cols, minlength=num_cols).cumsum(0)
+            cache["sparse_x_t"] = (crow_t, row_of[order], order)
+        crow_t, col_t, order = cache["sparse_x_t"]
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+            rows = torch.sparse_csr_tensor(crow, cols, values, (n, num_cols), check_invariants=False)
+            rows_t = torch.sparse_csr_tensor(crow_t, col_t, values[order], (num_cols, n), check_invariants=False)
+        return cls(rows, rows_t)
+
+    @property
+    def shape(self) -> torch.Size:
+        return self.rows.shape
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.rows.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.rows.device
+
+    def size(self, dim: int | None = None):
+        """As :meth:`torch.Tensor.size`."""
+        return self.rows.size() if dim is None else self.rows.size(dim)
+
+
+class _SparseProject(torch.autograd.Function):
+    """``rows @ W^T`` whose weight gradient uses the given transpose ``rows_t`` (no gradient to the features)."""
+
+    @staticmethod
+    def forward(ctx, rows: torch.Tensor, rows_t: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        ctx.rows_t = rows_t
+        return rows @ weight.t()
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        return None, None, (ctx.rows_t @ grad).t()
+
+
+def project(x: torch.Tensor | SparseFeatures, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``x W^T + b`` for dense node features, a sparse CSR matrix or :class:`SparseFeatures`.
 
     Layer-1 operations of AutoAttend read the raw node features (Cora: 1,433 bag-of-words
     columns, 1.3 % non-zero); every graph operation starts with a linear map of its
     input, so they all go through here and a sparse input costs a sparse-dense product.
 
     Shapes:
-        - x: [N, F] dense or sparse CSR
+        - x: [N, F] dense or sparse
         - weight: [D, F]
         - output: [N, D]
     """
-    if x.layout == torch.sparse_csr:
+    if isinstance(x, SparseFeatures):
+        out = _SparseProject.apply(x.rows, x.rows_t, weight)
+    elif x.layout == torch.sparse_csr:
         out = x @ weight.t()
-        return out if bias is None else out + bias
-    return torch.nn.functional.linear(x, weight, bias)
+    else:
+        return torch.nn.functional.linear(x, weight, bias)
+    return out if bias is None else out + bias

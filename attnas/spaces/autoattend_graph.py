@@ -20,7 +20,7 @@ from torch import nn
 from attnas import _registry
 from attnas.ops.graph_attention import EdgeScaledDotProductAttention
 from attnas.ops.dropout import fast_dropout
-from attnas.ops.graph_context import GraphContext
+from attnas.ops.graph_context import GraphContext, SparseFeatures
 from attnas.spaces.autoattend_net import register_adapter
 from attnas.tasks.base import TaskInfo
 
@@ -34,7 +34,7 @@ class GraphStem(nn.Module):
 
     Shapes:
         - batch.x: [N, F]
-        - output: ([N, hidden] or [N, F] (dense or sparse CSR), GraphContext)
+        - output: ([N, hidden] or [N, F] (dense or :class:`SparseFeatures`), GraphContext)
     """
 
     def __init__(self, in_dim: int, hidden: int, dropout: float, project: bool = True):
@@ -51,12 +51,12 @@ class GraphStem(nn.Module):
             return (x if self.proj is None else self.proj(x)), ctx
         cols, offsets, values = sparse
         values = fast_dropout(values, self.p, self.training)
+        if self.proj is None:
+            return SparseFeatures.from_rows(cols, offsets, values, self.in_dim, ctx.cache), ctx
         crow = torch.cat([offsets, offsets.new_tensor([cols.numel()])])
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
             x = torch.sparse_csr_tensor(crow, cols, values, (batch.x.size(0), self.in_dim), check_invariants=False)
-        if self.proj is None:
-            return x, ctx
         # a sparse-dense product: bit-identical to embedding_bag(mode="sum") here, 2-5x faster
         return x @ self.proj.weight.t() + self.proj.bias, ctx
 

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from attnas import _registry
-from attnas.ops.graph_context import GraphContext
+from attnas.ops.graph_context import GraphContext, SparseFeatures
 
 
 def graph(n=25, e=80, seed=0):
@@ -117,12 +117,16 @@ def test_ops_map_a_sparse_input_width_to_another_like_the_dense_input(name):
     assert dense.shape == (25, 7)
     params = list(o.parameters())
     grads = torch.autograd.grad(dense.square().sum(), params, allow_unused=True)  # ARMA's layer weight: unused
-    sp = o(sparse(x), ctx)
-    assert torch.allclose(sp, dense, atol=1e-5)
-    for g_sparse, g_dense in zip(torch.autograd.grad(sp.square().sum(), params, allow_unused=True), grads):
-        assert (g_sparse is None) == (g_dense is None)
-        if g_dense is not None:
-            assert torch.allclose(g_sparse, g_dense, atol=1e-4)
+    csr = sparse(x)
+    features = SparseFeatures.from_rows(csr.col_indices(), csr.crow_indices()[:-1], csr.values(), 32)
+    assert torch.equal(features.rows_t.to_dense(), x.t())
+    for given in (csr, features):
+        sp = o(given, ctx)
+        assert torch.allclose(sp, dense, atol=1e-5)
+        for g_sparse, g_dense in zip(torch.autograd.grad(sp.square().sum(), params, allow_unused=True), grads):
+            assert (g_sparse is None) == (g_dense is None)
+            if g_dense is not None:
+                assert torch.allclose(g_sparse, g_dense, atol=1e-4)
 
 
 def test_width_changing_ops_equal_their_pyg_layers():
