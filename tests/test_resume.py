@@ -62,7 +62,7 @@ def test_killed_search_with_a_context_warmup_resumes_to_the_same_result(tmp_path
 
     recipe = tmp_path / "warm.yaml"
     data = dict(tiny_recipe_data)
-    data["strategy"] = dict(data["strategy"], supernet={"epochs": 40, "checkpoint_every": 10, "context_warmup": 20})
+    data["strategy"] = dict(data["strategy"], supernet={"epochs": 40, "checkpoint_every": 10, "context_warmup": 0.5})
     recipe.write_text(yaml.safe_dump(data))
     attnas("search", str(recipe), "--out", str(tmp_path / "ref"))
     out = tmp_path / "run"

@@ -55,21 +55,26 @@ class SupernetConfig(OptimConfig):
     Attributes:
         epochs: Passes over the training split (one full-batch step for transductive graphs).
         checkpoint_every: Epochs between checkpoints.
-        context_warmup: Epochs at the start in which the contexts of a connection share one
-            module (no context, Sec. 5.4.2); then each context's module starts from it and
-            trains apart (context-aware sharing, Sec. 4.2.2). For supernets with
-            ``share_contexts`` (AutoAttend); 0: contexts apart from the start, as in the paper.
+        context_warmup: Fraction of the epochs, at the start, in which the contexts of a
+            connection share one module (no context, Sec. 5.4.2); then each context's module
+            starts from it and trains apart (context-aware sharing, Sec. 4.2.2). For supernets
+            with contexts (AutoAttend); 0: contexts apart from the start, as in the paper.
     """
 
     epochs: int = 2000
     checkpoint_every: int = 200
-    context_warmup: int = 0
+    context_warmup: float = 0.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.context_warmup < 0 or (self.context_warmup and self.context_warmup >= self.epochs):
-            raise ConfigError(f"strategy.supernet.context_warmup: must be >= 0 and below the supernet's epochs "
-                              f"({self.epochs}), got {self.context_warmup}")
+        if not 0 <= self.context_warmup < 1:
+            raise ConfigError(f"strategy.supernet.context_warmup: a fraction of the epochs in [0, 1), "
+                              f"got {self.context_warmup}")
+
+    @property
+    def warmup_epochs(self) -> int:
+        """Epochs of the context warm-up."""
+        return round(self.context_warmup * self.epochs)
 
 @dataclass(frozen=True)
 class RerankConfig:
@@ -253,7 +258,7 @@ class _OneShot(Strategy):
         if dist is not None:  # data-parallel: every rank starts from rank 0's weights
             dist.broadcast_module(supernet)
         supernet.train()
-        warmup = cfg.context_warmup
+        warmup = cfg.warmup_epochs
         with progress("supernet training", cfg.epochs, completed=start) as bar:
             for epoch in range(start + 1, cfg.epochs + 1):
                 if warmup:

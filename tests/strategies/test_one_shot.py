@@ -88,9 +88,9 @@ def test_bad_score_threads_is_a_config_error(tmp_path, tiny_recipe_data):
 
 
 
-def test_context_warmup_must_end_before_the_supernet_does(tiny_recipe_data, tmp_path):
+def test_context_warmup_is_a_fraction_of_the_epochs(tiny_recipe_data, tmp_path):
     from attnas.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="below the supernet's epochs"):
-        pipeline.search(tiny_recipe_data, ["strategy.supernet.context_warmup=40"], out=tmp_path / "bad")
+    with pytest.raises(ConfigError, match=r"a fraction of the epochs in \[0, 1\), got 1.0"):
+        pipeline.search(tiny_recipe_data, ["strategy.supernet.context_warmup=1.0"], out=tmp_path / "bad")
     assert not (tmp_path / "bad").exists()
