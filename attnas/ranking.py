@@ -74,6 +74,63 @@ def _read_jsonl(path: Path) -> list[dict]:
     return rows
 
 
+def _claim(folder: Path, name: str) -> bool:
+    """Claim one stand-alone training for this process; a claim of a process that is gone is taken over."""
+    import os
+
+    folder.mkdir(exist_ok=True)
+    path = folder / name
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        try:
+            pid = int(path.read_text() or 0)
+            os.kill(pid, 0)
+            return pid == os.getpid()
+        except (ValueError, ProcessLookupError):
+            path.write_text(str(os.getpid()))
+            return True
+        except PermissionError:
+            return False
+    with os.fdopen(fd, "w") as fh:
+        fh.write(str(os.getpid()))
+    return True
+
+
+def _train_standalone(space: Any, task: Any, train: Any, drawn: list[Arch], keys: list[str], seeds: int,
+                      done_file: Path) -> dict:
+    """Train every (architecture, seed) not in ``done_file`` yet and append it there.
+
+    Several processes may measure into one folder at once (e.g. two supernet variants):
+    each claims a training before it starts it, so none is trained twice.
+    """
+    import time
+
+    from attnas.train import fit
+
+    claims = done_file.parent / "claims"
+    jobs = [(i, k) for i in range(len(drawn)) for k in range(seeds)]
+    done = {(r["key"], r["seed"]): r for r in _read_jsonl(done_file)}
+    with progress("stand-alone training", len(jobs), completed=len(done)) as bar:
+        while True:
+            done = {(r["key"], r["seed"]): r for r in _read_jsonl(done_file)}
+            todo = [(i, k) for i, k in jobs if (keys[i], k) not in done]
+            if not todo:
+                return done
+            mine = next(((i, k) for i, k in todo if _claim(claims, f"{i}-{k}")), None)
+            if mine is None:  # the rest is being trained by other processes
+                time.sleep(2)
+                continue
+            i, k = mine
+            seed_everything(k)
+            model = space.build(drawn[i], task).to(task.device)
+            res = fit(model, task, train, seed=k, desc=f"arch {i + 1} seed {k}")
+            row = {"key": keys[i], "index": i, "seed": k, "val": res.val, "test": res.test, "epochs": res.epochs}
+            with open(done_file, "a") as fh:
+                fh.write(json.dumps(row) + "\n")
+            bar.advance(1)
+
+
 def _supernet_strategy(config: Any, space: Any, task: Any, folder: Path, supernet_from: str | None) -> Any:
     from attnas.pipeline import _run_info, build_strategy
 
@@ -145,20 +202,7 @@ def supernet_ranking(recipe: str | Path | dict, overrides: list[str] | tuple[str
 
     train = replace(config.retrain, init="scratch")
     done_file = out / "standalone.jsonl"
-    done = {(r["key"], r["seed"]): r for r in _read_jsonl(done_file)}
-    todo = [(i, k) for i in range(len(drawn)) for k in range(seeds) if (keys[i], k) not in done]
-    from attnas.train import fit
-
-    with progress("stand-alone training", len(drawn) * seeds, completed=len(drawn) * seeds - len(todo)) as bar:
-        for i, k in todo:
-            seed_everything(k)
-            model = space.build(drawn[i], task).to(task.device)
-            res = fit(model, task, train, seed=k, desc=f"arch {i + 1} seed {k}")
-            row = {"key": keys[i], "index": i, "seed": k, "val": res.val, "test": res.test, "epochs": res.epochs}
-            done[(keys[i], k)] = row
-            with open(done_file, "a") as fh:
-                fh.write(json.dumps(row) + "\n")
-            bar.advance(1)
+    done = _train_standalone(space, task, train, drawn, keys, seeds, done_file)
 
     rows = []
     for i, a in enumerate(drawn):

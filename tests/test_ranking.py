@@ -40,3 +40,18 @@ def test_ranking_measures_resumes_and_compares_supernets(tiny_recipe_data, tmp_p
     # so are other architectures in the same folder
     with pytest.raises(RunDirError, match="other architectures"):
         supernet_ranking(tiny_recipe_data, ["retrain.epochs=3"], out=out, archs=6, seeds=2)
+
+
+def test_a_claim_of_a_process_that_is_gone_is_taken_over(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from attnas.ranking import _claim
+
+    assert _claim(tmp_path, "0-0") and _claim(tmp_path, "0-0")  # this process's own claim
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (tmp_path / "1-0").write_text(gone.stdout.strip())
+    assert _claim(tmp_path, "1-0") and (tmp_path / "1-0").read_text() == str(os.getpid())
+    (tmp_path / "2-0").write_text(str(os.getppid()))  # a live process holds it
+    assert not _claim(tmp_path, "2-0")
