@@ -1,0 +1,131 @@
+"""The AutoAttend graph tables of docs/results.md, read from finished run folders.
+
+Table 5 rows come from ``attnas retrain`` summaries (``retrain/<dataset>/<init>/summary.json``)
+of search runs, one run per search seed; Table 7 from ``benchmarks/context_ablation.py``
+folders (one per supernet seed); the ranking table from ``benchmarks/supernet_ranking.py``
+results. Nothing is trained here.
+
+Usage::
+
+    python benchmarks/autoattend_graph_tables.py table5 --row "AutoAttend=runs/t5/aa-cora-s*" \\
+        --row "random search=runs/t5/rnd-cora-s*" --row "GAT=runs/base-gat-cora"
+    python benchmarks/autoattend_graph_tables.py table7 runs/t7/cora-s0 runs/t7/cora-s1
+    python benchmarks/autoattend_graph_tables.py ranking runs/rank-cora-final/ranking-*.json
+    python benchmarks/autoattend_graph_tables.py figure runs/rank-cora-final/ranking-fc.json \
+        runs/rank-cora-final/ranking-fc-warm.json --out docs/figures/autoattend_ranking_cora.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import statistics
+from pathlib import Path
+
+
+def _fmt(values: list[float]) -> str:
+    m = 100 * statistics.fmean(values)
+    s = 100 * statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{m:.1f} ± {s:.1f}"
+
+
+def table5(rows: list[str], metric: str) -> str:
+    """One line per ``label=glob``: per run (search seed) and pooled over runs, per init."""
+    out = ["| model | init | per search seed: test mean ± std (10 seeds) | all seeds pooled | architecture (seed 0 first) |",
+           "|---|---|---|---|---|"]
+    for row in rows:
+        label, _, pattern = row.partition("=")
+        runs = sorted(Path(p) for p in glob.glob(pattern))
+        for init in ("supernet", "scratch"):
+            per_run, pooled, archs = [], [], []
+            for run in runs:
+                for summary in sorted(run.glob(f"retrain/*/{init}/summary.json")):
+                    seeds = [json.loads(p.read_text())[f"test_{metric}"] for p in summary.parent.glob("seed-*.json")]
+                    per_run.append(_fmt(seeds))
+                    pooled += seeds
+                    arch = json.loads((run / "metrics.json").read_text()).get("arch", "")
+                    archs.append(arch if not arch.startswith("{") else json.dumps(json.loads(arch)["choices"]))
+            if pooled:
+                out.append(f"| {label} | {init} | {'; '.join(per_run)} | {_fmt(pooled)} (n={len(pooled)}) | "
+                           f"{'; '.join(f'`{a}`' for a in archs[:1])} |")
+    return "\n".join(out)
+
+
+def table7(folders: list[str]) -> str:
+    """Mean validation accuracy of the 100 prior samples per context, over supernet seeds."""
+    contexts = ("nc", "sc", "tc", "fc")
+    out = ["| context | " + " | ".join(f"supernet seed {Path(f).name}" for f in folders) + " | mean |",
+           "|---|" + "---|" * (len(folders) + 1)]
+    for ctx in contexts:
+        means = []
+        for folder in folders:
+            events = [json.loads(line) for line in (Path(folder) / ctx / "events.jsonl").read_text().splitlines()]
+            scores = [e["accuracy"] for e in events if e.get("phase") == "evolution"]
+            means.append(statistics.fmean(scores))
+        out.append(f"| {ctx.upper()} | " + " | ".join(f"{100 * m:.2f}" for m in means) +
+                   f" | {100 * statistics.fmean(means):.2f} |")
+    return "\n".join(out)
+
+
+def ranking(files: list[str]) -> str:
+    """Kendall's tau and Spearman's rho of each ranking result."""
+    out = ["| supernet | tau (val) | rho (val) | tau (test) | rho (test) | supernet's top-1: stand-alone val rank, test |",
+           "|---|---|---|---|---|---|"]
+    for f in sorted(files):
+        s = json.loads(Path(f).read_text())
+        v, t, top = s["val"], s["test"], s["supernet_top1"]
+        out.append(f"| {s['recipe']} {s['label']} | {v['kendall_tau']:.2f} | {v['spearman_rho']:.2f} | "
+                   f"{t['kendall_tau']:.2f} | {t['spearman_rho']:.2f} | {top['val_rank']} of {s['archs']}, "
+                   f"{100 * top['test_mean']:.1f} |")
+    return "\n".join(out)
+
+
+def figure(files: list[str], out: str) -> None:
+    """One scatter panel per ranking result: supernet score against stand-alone validation accuracy."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    results = [json.loads(Path(f).read_text()) for f in files]
+    fig, axes = plt.subplots(1, len(results), figsize=(3.6 * len(results), 3.3), squeeze=False, sharey=True)
+    for ax, s in zip(axes[0], results):
+        rows = s["rows"]
+        ax.errorbar([100 * r["supernet"] for r in rows], [100 * r["val_mean"] for r in rows],
+                    yerr=[100 * r["val_std"] for r in rows], fmt="o", ms=3, alpha=0.8, capsize=2)
+        ax.set_title(f"{s['recipe']} [{s['label']}]\ntau {s['val']['kendall_tau']:.2f}, "
+                     f"rho {s['val']['spearman_rho']:.2f}", fontsize=8)
+        ax.set_xlabel("supernet val. accuracy [%]", fontsize=8)
+    axes[0][0].set_ylabel(f"stand-alone val. accuracy [%]\n(mean of {results[0]['seeds']} seeds)", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="table", required=True)
+    t5 = sub.add_parser("table5")
+    t5.add_argument("--row", action="append", required=True, help="LABEL=GLOB of run folders")
+    t5.add_argument("--metric", default="accuracy")
+    t7 = sub.add_parser("table7")
+    t7.add_argument("folders", nargs="+")
+    rk = sub.add_parser("ranking")
+    rk.add_argument("files", nargs="+")
+    fg = sub.add_parser("figure")
+    fg.add_argument("files", nargs="+")
+    fg.add_argument("--out", required=True)
+    args = ap.parse_args()
+    if args.table == "table5":
+        print(table5(args.row, args.metric))
+    elif args.table == "table7":
+        print(table7(args.folders))
+    elif args.table == "ranking":
+        print(ranking(args.files))
+    else:
+        figure(args.files, args.out)
+
+
+if __name__ == "__main__":
+    main()
