@@ -52,18 +52,20 @@ def table5(rows: list[str], metric: str) -> str:
     return "\n".join(out)
 
 
-def table7(folders: list[str]) -> str:
-    """Mean validation accuracy of the 100 prior samples per context, over supernet seeds."""
-    contexts = ("nc", "sc", "tc", "fc")
-    out = ["| context | " + " | ".join(f"supernet seed {Path(f).name}" for f in folders) + " | mean |",
+def table7(folders: list[str], label: str = "") -> str:
+    """Mean validation accuracy of the 100 prior samples per context, over supernet seeds
+    (the contexts each folder holds; ``label`` is appended to the context's name)."""
+    out = ["| context | " + " | ".join(f"supernet `{Path(f).name}`" for f in folders) + " | mean |",
            "|---|" + "---|" * (len(folders) + 1)]
-    for ctx in contexts:
+    for ctx in ("nc", "sc", "tc", "fc"):
+        if not all((Path(folder) / ctx / "events.jsonl").exists() for folder in folders):
+            continue
         means = []
         for folder in folders:
             events = [json.loads(line) for line in (Path(folder) / ctx / "events.jsonl").read_text().splitlines()]
             scores = [e["accuracy"] for e in events if e.get("phase") == "evolution"]
             means.append(statistics.fmean(scores))
-        out.append(f"| {ctx.upper()} | " + " | ".join(f"{100 * m:.2f}" for m in means) +
+        out.append(f"| {ctx.upper()}{label} | " + " | ".join(f"{100 * m:.2f}" for m in means) +
                    f" | {100 * statistics.fmean(means):.2f} |")
     return "\n".join(out)
 
@@ -111,6 +113,7 @@ def main() -> None:
     t5.add_argument("--metric", default="accuracy")
     t7 = sub.add_parser("table7")
     t7.add_argument("folders", nargs="+")
+    t7.add_argument("--label", default="", help="appended to each context's name (e.g. ' + warm-up')")
     rk = sub.add_parser("ranking")
     rk.add_argument("files", nargs="+")
     fg = sub.add_parser("figure")
@@ -120,7 +123,7 @@ def main() -> None:
     if args.table == "table5":
         print(table5(args.row, args.metric))
     elif args.table == "table7":
-        print(table7(args.folders))
+        print(table7(args.folders, args.label))
     elif args.table == "ranking":
         print(ranking(args.files))
     else:
