@@ -16,8 +16,9 @@ def test_core_components_are_discovered():
     pyg = set(_registry.names("op", "pyg"))
     assert pyg == {"zero", "identity", "gcn", "sage", "gat_1", "gat_2", "gat_4", "gat_8", "gat_16", "linear",
                    "arma", "cheb", "sg"}
-    assert set(_registry.names("op", "mp")) == {"zero", "identity", "const", "gcn", "gat", "sym_gat", "cos",
-                                                "linear", "gene_linear"}
+    # Sec. 5.2.1: every CiteSeer / PubMed operation has the Eq. 7 form, zero aside (no identity)
+    assert set(_registry.names("op", "mp")) == {"zero", "const", "gcn", "gat", "sym_gat", "cos", "linear",
+                                                "gene_linear"}
 
 
 def test_unknown_name_suggests_and_lists():
