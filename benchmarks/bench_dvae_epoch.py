@@ -3,13 +3,13 @@
 Usage (from the repository root)::
 
     PYTHONPATH=. python benchmarks/bench_dvae_epoch.py [--threads 2 | --threads 1 2] [--steps 10] [--repeats 3]
-        [--models D-VAE DVAE-EMB GCN GCN-EMB] [--precision fp32 bf16] [--round3] [--round4] [--unstacked] [--dense]
-        [--flops] [--equivalence] [--hidden 501] [--reference-steps 1] [--whole-epoch]
+        [--models D-VAE DVAE-EMB GCN GCN-EMB] [--precision fp32 bf16]
+        [--flops] [--hidden 501] [--reference-steps 1] [--whole-epoch]
 
 The speed target of issue 7 (D-VAE at most 60 s per epoch on two cores, GCN faster) is the
 ``D-VAE fp32`` line of::
 
-    PYTHONPATH=. python benchmarks/bench_dvae_epoch.py --threads 1 2 --models D-VAE GCN --round3
+    PYTHONPATH=. python benchmarks/bench_dvae_epoch.py --threads 1 2 --models D-VAE GCN
 
 (the ``TARGET`` lines; ``--threads 1 2`` times both thread counts in the same rounds and
 prints the two-thread speed-up).
@@ -24,14 +24,9 @@ an extrapolation from a fixed fraction of the epoch, stated as such.
 
 Variants: every model of ``--models`` at every precision of ``--precision`` (``bf16``:
 the loss under bf16 autocast, the explicit ``precision: bf16`` training option; fp32 is
-the default and the paper's); with ``--round4``, D-VAE fp32 as round 4 computed it (the edge
-MLP through autograd, the precomputed products sliced per vertex, weight gradients as ``G^T X``); with ``--unstacked``, D-VAE with its encoder's two
-directions in separate products; with ``--round3``, D-VAE as round 3 computed it (the GRU and
-gated-sum modules called at every vertex, every decoder term at its vertex step); with
-``--dense``, round 3 without the decoder's distinct-state deduplication; and, with
-``--reference-steps``, D-VAE's loss computed one graph, vertex and candidate edge at a time
-as D-VAE's public code does (``tests/graphvae/reference_dvae.py``), timed on its own (it
-is 10-100 times slower).
+the default and the paper's); and, with ``--reference-steps``, D-VAE's loss computed one
+graph, vertex and candidate edge at a time as D-VAE's public code does
+(``tests/graphvae/reference_dvae.py``), timed on its own.
 
 Wall time and process CPU time are both printed, with the load average and the ratio
 to ``D-VAE fp32`` of the same rounds. On a shared machine the wall time grows with the
@@ -86,23 +81,10 @@ def _reference_loss(model, b):
 
 
 class Variant:
-    def __init__(self, label, model_name, data, hidden, precision="fp32", round3=False, dedup=True,
-                 stacked=True, round4=False, loss=_batched_loss):
+    def __init__(self, label, model_name, data, hidden, precision="fp32", loss=_batched_loss):
         torch.manual_seed(0)
         self.label = label
         self.model = GraphVAE(paper_model(model_name, hidden=hidden), data.num_types, data.max_nodes)
-        if round3:
-            if hasattr(self.model.encoder, "shared_weight_grads"):
-                self.model.encoder.shared_weight_grads = False
-            self.model.decoder.schedule = "stepwise"
-            self.model.decoder.dedup = dedup
-        if hasattr(self.model.encoder, "stack_directions"):
-            self.model.encoder.stack_directions = stacked
-        if round4:  # round 4's computation: autograd edge MLP, per-vertex indexing, G^T X weight gradients
-            self.model.decoder.fused_edges = False
-            self.model.decoder.layout_tuned = False
-            if hasattr(self.model.encoder, "layout_tuned"):
-                self.model.encoder.layout_tuned = False
         self.model.train()
         self.precision = precision
         self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-4, fused=True)  # as attnas.graphvae.train
@@ -181,23 +163,6 @@ def report_flops(variants, data, hidden, per_epoch, cpu) -> None:
     torch.set_num_threads(before)
 
 
-def report_equivalence(data, hidden) -> None:
-    """Loss and gradients of this round's D-VAE against round 3's code, fp32, one real batch, z = mu."""
-    batch = next(iter(data.batches(BATCH, shuffle=True, generator=torch.Generator().manual_seed(0))))[0]
-    out = {}
-    for round3 in (True, False):
-        v = Variant("x", "D-VAE", data, hidden, round3=round3)
-        v.model.eval()
-        loss = v.model.loss(batch)["loss"]
-        loss.backward()
-        out[round3] = (float(loss.detach()), {k: p.grad for k, p in v.model.named_parameters()})
-    (l3, g3), (l4, g4) = out[True], out[False]
-    worst = max(float((g4[k] - g3[k]).norm() / g3[k].norm()) for k in g3)
-    print(f"# equivalence with round 3 (fp32, hidden {hidden}, one batch): loss {l4:.6f} vs {l3:.6f} "
-          f"(relative difference {abs(l4 - l3) / abs(l3):.1e}); largest relative gradient difference over the "
-          f"parameters {worst:.1e}")
-
-
 def report_whole_epochs(models, data, hidden: int, precision: str, threads: int) -> None:
     """Time one whole epoch per model as training runs it (``train_epoch``: every batch, the
     shuffling, the per-batch loss read-out), from a fresh model."""
@@ -226,16 +191,6 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", default=["D-VAE", "DVAE-EMB", "GCN", "GCN-EMB"])
     ap.add_argument("--precision", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"],
                     help="time every model at these precisions (bf16: the explicit precision option)")
-    ap.add_argument("--round3", action="store_true",
-                    help="also time D-VAE as round 3 computed it (modules called at every vertex)")
-    ap.add_argument("--round4", action="store_true",
-                    help="also time D-VAE fp32 as round 4 computed it (autograd edge MLP, per-vertex indexing)")
-    ap.add_argument("--unstacked", action="store_true",
-                    help="also time D-VAE with the encoder's two directions as separate products (fp32)")
-    ap.add_argument("--dense", action="store_true",
-                    help="also time round 3's D-VAE without the decoder's state deduplication")
-    ap.add_argument("--equivalence", action="store_true",
-                    help="also compare this round's D-VAE loss and gradients with round 3's code on one batch")
     ap.add_argument("--reference-steps", type=int, default=0, help="steps of the per-graph reference (0: skip)")
     ap.add_argument("--whole-epoch", action="store_true",
                     help="also time one whole training epoch of each model (attnas.graphvae.train.train_epoch, "
@@ -253,17 +208,7 @@ def main() -> None:
         f"repeats x {args.steps} round-robin steps)"
     )
     print(f"# start {_load()}")
-    if args.equivalence:
-        report_equivalence(data, args.hidden)
     variants = [Variant(f"{m} {p}", m, data, args.hidden, precision=p) for m in args.models for p in args.precision]
-    if args.unstacked:
-        variants.append(Variant("D-VAE unstacked", "D-VAE", data, args.hidden, stacked=False))
-    if args.round4:
-        variants.append(Variant("D-VAE round 4", "D-VAE", data, args.hidden, round4=True))
-    if args.round3:
-        variants.append(Variant("D-VAE round 3", "D-VAE", data, args.hidden, round3=True))
-    if args.dense:
-        variants.append(Variant("D-VAE r3 dense", "D-VAE", data, args.hidden, round3=True, dedup=False))
     wall, cpu = run_round_robin(variants, data, args.steps, args.repeats, threads=args.threads)
     load = _load()
     for t in args.threads:

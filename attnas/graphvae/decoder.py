@@ -1,6 +1,7 @@
 """The autoregressive DAG decoder of D-VAE, shared by the D-VAE and GCN encoders.
 
-Paper 004, Sec. 3.2.2 (D-VAE, Zhang et al. 2019, Sec. 3.3). From ``z`` the initial state
+D-VAE (Zhang et al., NeurIPS 2019, Sec. 3.3), used unchanged by the operation-embeddings
+paper (Chatzianastasis et al., paper 004, Sec. 3.2.2). From ``z`` the initial state
 is ``h_0 = tanh(W z + b)``; the input vertex gets ``h = GRU(x_start, h_0)``. Then, for
 ``t = 1, 2, ...``:
 
@@ -17,17 +18,14 @@ successor; the last possible index is forced to be the output vertex.
 
 Training uses teacher forcing: the true types and edges are fed, so every state the
 sequential procedure would visit is known in advance. For vertex ``v`` the state used to
-score the edge ``k -> v`` aggregates the true predecessors ``u`` of ``v`` with ``u > k``:
-a reverse cumulative sum of the masked messages. All those states (one per candidate
-``k``, plus the final one) go through one GRU call for the whole batch, so the loss costs
-one batched step per vertex index instead of one per (graph, vertex, candidate edge).
-A state only changes when ``k + 1`` is a true predecessor, so only those distinct states
-are computed (``dedup=True``), then gathered into place.
+score the edge ``k -> v`` aggregates the true predecessors ``u`` of ``v`` with ``u > k``.
+A state only changes when ``k + 1`` is a true predecessor, so each distinct state is
+computed once and gathered into place.
 
-Only the final state of each vertex and its message feed later vertices, so the default
-``schedule="deferred"`` runs just that recurrence vertex by vertex (32-row products whose
-weight gradients :class:`~attnas.graphvae.shared_linear.SharedLinear` computes in one
-product) and everything else, for all vertices at once, after the loop.
+Only the final state of each vertex and its message feed later vertices, so
+:meth:`DagDecoder.log_likelihood` runs just that recurrence vertex by vertex (its
+recurrent products through :class:`~attnas.graphvae.shared_linear.SharedLinear`) and
+computes everything else for all vertices at once after the loop.
 """
 
 from __future__ import annotations
@@ -43,12 +41,15 @@ from torch import Tensor, nn
 from attnas.graphvae.aggregation import GatedSum, aggregate, descriptor_features
 from attnas.graphvae.dag_batch import END_TYPE, START_TYPE, DagBatch
 from attnas.graphvae.edge_logits import edge_logits
-from attnas.graphvae.gru import fused_gru_cell, gru_cell, gru_from_zero, input_products
+from attnas.graphvae.gru import fused_gru_cell, gru_from_zero, input_products
 from attnas.graphvae.shared_linear import SharedLinear
 
 
 class EdgeScorer(nn.Module):
     """D-VAE's edge MLP ``f_add_edge(Cat(h_k, h_t))`` (Linear 2H -> 4H, ReLU, Linear 4H -> 1).
+
+    Step 3 of D-VAE's decoder (Zhang et al. 2019, Sec. 3.3; paper 004, Sec. 3.2.2): the
+    edge ``u_k -> u_t`` is added with probability ``sigmoid(f_add_edge(Cat(h_{u_k}, h_{u_t})))``.
 
     The first layer is linear in the concatenation: ``W [h_k; h_t] + b = W_s h_k + W_d h_t + b``.
     It is stored as its two halves ``W_s`` (source) and ``W_d`` (target, with the bias), so
@@ -97,7 +98,7 @@ class EdgeScorer(nn.Module):
 
 
 class DagDecoder(nn.Module):
-    """D-VAE's autoregressive DAG decoder (paper 004, Sec. 3.2.2).
+    """D-VAE's autoregressive DAG decoder (Zhang et al. 2019; paper 004, Sec. 3.2.2).
 
     Args:
         num_types: Number of vertex types (input and output included).
@@ -106,11 +107,6 @@ class DagDecoder(nn.Module):
         latent: Latent size (D-VAE: 56).
         x_dim: Size of the operation features fed to the GRU.
         message_input: Vertex descriptor in messages, ``"vertex_id"`` or ``"operation"``.
-        dedup: Compute each distinct teacher-forced state once (same result, fewer FLOPs;
-            ``schedule="stepwise"`` only: the deferred schedule always does).
-        schedule: ``"deferred"`` (default): only the recurrence runs vertex by vertex, the
-            rest in large batched calls after the loop; ``"stepwise"``: every term of vertex
-            ``v`` is computed at step ``v`` (the round-3 implementation). Same values.
     """
 
     def __init__(
@@ -121,22 +117,12 @@ class DagDecoder(nn.Module):
         latent: int,
         x_dim: int,
         message_input: Literal["vertex_id", "operation"] = "vertex_id",
-        dedup: bool = True,
-        schedule: Literal["deferred", "stepwise"] = "deferred",
     ):
         super().__init__()
         self.num_types = num_types
         self.max_nodes = max_nodes
         self.hidden = hidden
         self.message_input = message_input
-        self.dedup = dedup
-        self.schedule = schedule
-        # Deferred schedule only. False: round 4's computation (kept for the tests and the benchmark).
-        self.fused_edges = True  # the edge MLP as one fused function (attnas.graphvae.edge_logits)
-        # Per-vertex slices by one unbind (one gradient stack, not N zero-filled tensors), the GRU
-        # step as one autograd function, input products with a (X^T G)^T weight gradient, the
-        # teacher-forced rows in the recurrent weight's SharedLinear bank.
-        self.layout_tuned = True
         feat = max_nodes if message_input == "vertex_id" else x_dim
         self.fc_h0 = nn.Linear(latent, hidden)
         self.gru = nn.GRUCell(x_dim, hidden)
@@ -148,6 +134,22 @@ class DagDecoder(nn.Module):
 
     def log_likelihood(self, z: Tensor, encode_ops: Callable[[Tensor], Tensor], batch: DagBatch) -> tuple[Tensor, Tensor]:
         """Teacher-forced log-likelihood of ``batch`` given ``z`` (D-VAE's ``loss``).
+
+        The reconstruction term ``log p(G | z)`` of the ELBO (paper 004, Eq. 1): the
+        log-probability of every vertex type and of every edge decision ``k -> v``
+        (``k < v``) of D-VAE's generation procedure (module doc), with the true types and
+        edges fed in.
+
+        The vertex loop computes, for ``v = 1..n-1``, only the final state ``h_v =
+        GRU(x_v, sum of the true predecessors' messages)`` and its message, with the GRU's
+        input products of all vertices computed before the loop and the recurrent and
+        gated-sum products through :class:`~attnas.graphvae.shared_linear.SharedLinear`.
+        Everything else depends on those states but feeds nothing back, so it runs after
+        the loop for all vertices at once: the vertex-type MLP on every ``h_{v-1}``, the
+        teacher-forced intermediate states (one GRU row for every (graph, vertex, true
+        predecessor ``j >= 1``) whose state is not already a final state), the edge MLP on
+        every candidate edge ``k -> v`` (:func:`~attnas.graphvae.edge_logits.edge_logits`),
+        and the losses.
 
         Args:
             z: Latent codes.
@@ -163,49 +165,23 @@ class DagDecoder(nn.Module):
             - **z**: ``(B, latent)``
             - **output**: two ``(B,)`` tensors
         """
-        if self.schedule == "deferred":
-            return self._log_likelihood_deferred(z, encode_ops, batch)
-        return self._log_likelihood_stepwise(z, encode_ops, batch)
-
-    def _log_likelihood_deferred(
-        self, z: Tensor, encode_ops: Callable[[Tensor], Tensor], batch: DagBatch
-    ) -> tuple[Tensor, Tensor]:
-        """:meth:`log_likelihood` with only the recurrence in the vertex loop.
-
-        The loop computes, for ``v = 1..n-1``, the final state ``h_v = GRU(x_v, sum of the
-        true predecessors' messages)`` and its message (32-row products, with
-        :class:`~attnas.graphvae.shared_linear.SharedLinear` for the recurrent weights).
-        Everything else depends on those states but feeds nothing back, so it runs after
-        the loop, for all vertices at once: the vertex-type MLP on every ``h_{v-1}``, the
-        teacher-forced intermediate states (one GRU call for every (graph, vertex, true
-        predecessor ``j >= 1``)), the edge MLP on every candidate edge ``k -> v``, and the
-        losses. Same values as :meth:`_log_likelihood_stepwise` (rounding aside).
-        """
         types, n_nodes = batch.types, batch.n_nodes
         b, n = types.shape
         dev = z.device
         x = encode_ops(types)
         feats = descriptor_features(self.message_input, x, self.max_nodes)
         adj = batch.adj.to(x.dtype)
-        tuned = self.layout_tuned
-        if tuned:
-            gi = input_products(x, self.gru.weight_ih, self.gru.bias_ih)  # (B, n, 3H): every vertex's input product
-        else:
-            gi = F.linear(x, self.gru.weight_ih, self.gru.bias_ih)
-        hh = SharedLinear(self.gru.weight_hh, self.gru.bias_hh, per_map_weight_grad=tuned)
-        gated = SharedLinear(*self.gated.fused(), per_map_weight_grad=tuned)
-        if tuned:  # one UnbindBackward (a stack) instead of a zero-filled (B, n, *) per slice
-            gi_at, feats_at = gi.unbind(1), feats.unbind(1)
-        else:
-            gi_at, feats_at = [gi[:, v] for v in range(n)], [feats[:, v] for v in range(n)]
-        cell = fused_gru_cell if tuned else gru_cell
+        gi = input_products(x, self.gru.weight_ih, self.gru.bias_ih)  # (B, n, 3H): every vertex's input product
+        hh = SharedLinear(self.gru.weight_hh, self.gru.bias_hh)
+        gated = SharedLinear(*self.gated.fused())
+        gi_at, feats_at = gi.unbind(1), feats.unbind(1)
         h = torch.tanh(self.fc_h0(z))
-        h = cell(gi_at[0], hh(h), h)
+        h = fused_gru_cell(gi_at[0], hh(h), h)
         states = [h]
         messages = [GatedSum.from_fused(gated(torch.cat([h, feats_at[0]], -1)))]
         for v in range(1, n):
             s = aggregate(adj[:, :v, v], torch.stack(messages, 1))
-            h = cell(gi_at[v], hh(s), s)
+            h = fused_gru_cell(gi_at[v], hh(s), s)
             states.append(h)
             if v < n - 1:  # the last vertex sends no message
                 messages.append(GatedSum.from_fused(gated(torch.cat([h, feats_at[v]], -1))))
@@ -229,8 +205,7 @@ class DagDecoder(nn.Module):
         weights = adj.transpose(1, 2)[:, :, :-1].unsqueeze(2) * cut.to(x.dtype)  # [b, v, j, u]
         gb, gv, gj = fresh.nonzero(as_tuple=True)  # one row per (graph, vertex, fresh predecessor), in order
         s_rows = torch.bmm(weights[gb, gv, gj].unsqueeze(1), ms[gb]).squeeze(1)
-        gh_rows = hh(s_rows) if tuned else F.linear(s_rows, self.gru.weight_hh, self.gru.bias_hh)  # tuned: same bank
-        st = cell(gi[gb, gv], gh_rows, s_rows)
+        st = fused_gru_cell(gi[gb, gv], hh(s_rows), s_rows)
         fb, fv = is_final.any(2).nonzero(as_tuple=True)
         zero_state = gru_from_zero(self.gru, encode_ops(torch.arange(self.num_types, device=dev)))
         nt, nf = zero_state.shape[0], fb.shape[0]
@@ -248,119 +223,13 @@ class DagDecoder(nn.Module):
         # Candidate edges k -> v (k < v), scored with the state at position k + 1.
         kk, vv = torch.tril_indices(n, n, -1, device=dev).flip(0)  # rows: k < v, ordered by v
         src = self.add_edge.src_part(hs[:, :-1])  # (B, n-1, 4H): once per source vertex
-        if self.fused_edges:  # no (B, E, 4H) tensor kept for the backward
-            src_idx = (torch.arange(b, device=dev).unsqueeze(1) * (n - 1) + kk).reshape(-1)
-            logits = edge_logits(src.reshape(b * (n - 1), -1), dst_bank, src_idx, bank_row[:, vv, kk + 1].reshape(-1),
-                                 self.add_edge.fc2.weight, self.add_edge.fc2.bias).view(b, -1).to(z.dtype)
-        else:
-            logits = self.add_edge.combine(src[:, kk], dst_bank[bank_row[:, vv, kk + 1]]).to(z.dtype)
+        src_idx = (torch.arange(b, device=dev).unsqueeze(1) * (n - 1) + kk).reshape(-1)
+        logits = edge_logits(src.reshape(b * (n - 1), -1), dst_bank, src_idx, bank_row[:, vv, kk + 1].reshape(-1),
+                             self.add_edge.fc2.weight, self.add_edge.fc2.bias).view(b, -1).to(z.dtype)
         target = adj[:, kk, vv]
         bce = F.binary_cross_entropy_with_logits(logits, target, reduction="none")
         edge_ll = -(bce * active[:, vv - 1].to(z.dtype)).sum(1)
         return type_ll, edge_ll
-
-    def _log_likelihood_stepwise(
-        self, z: Tensor, encode_ops: Callable[[Tensor], Tensor], batch: DagBatch
-    ) -> tuple[Tensor, Tensor]:
-        """:meth:`log_likelihood` vertex by vertex (the round-3 implementation, kept as a
-        second implementation for the tests and the benchmark)."""
-        types, n_nodes = batch.types, batch.n_nodes
-        b, n = types.shape
-        x = encode_ops(types)
-        feats = descriptor_features(self.message_input, x, self.max_nodes)
-        adj = batch.adj.to(x.dtype)
-        rows = torch.arange(b, device=z.device)
-        # A vertex before any predecessor has h = GRU(x, 0), a function of its type only.
-        zero_state = gru_from_zero(self.gru, encode_ops(torch.arange(self.num_types, device=z.device)))
-        zero_dst = self.add_edge.dst_part(zero_state)
-        h = self.gru(x[:, 0], torch.tanh(self.fc_h0(z)))
-        messages = [self.gated(torch.cat([h, feats[:, 0]], -1))]
-        sources = [self.add_edge.src_part(h)]
-        type_ll = z.new_zeros(b)
-        edge_ll = z.new_zeros(b)
-        for v in range(1, n):
-            active = (v < n_nodes).to(z.dtype)
-            logp = torch.log_softmax(self.add_vertex(h), -1)
-            type_ll = type_ll + logp[rows, types[:, v]] * active
-            w = adj[:, :v, v]  # true predecessors of v among 0..v-1
-            # s_sum[:, j] = sum of the messages of the true predecessors u >= j of v
-            masked = w.unsqueeze(-1) * torch.stack(messages, 1)
-            s_sum = masked.flip(1).cumsum(1).flip(1)
-            if self.dedup:
-                h, dst = self._forced_states(x[:, v], types[:, v], s_sum, w, zero_state, zero_dst)
-            else:
-                h, dst = self._forced_states_dense(x[:, v], s_sum)
-            logits = self.add_edge.combine(torch.stack(sources, 1), dst)  # edge k -> v, state after k+1..v-1
-            bce = F.binary_cross_entropy_with_logits(logits, w, reduction="none").sum(1)
-            edge_ll = edge_ll - bce * active
-            if v < n - 1:  # the last vertex sends no message
-                messages.append(self.gated(torch.cat([h, feats[:, v]], -1)))
-                sources.append(self.add_edge.src_part(h))
-        return type_ll, edge_ll
-
-    def _forced_states_dense(self, x_v: Tensor, s_sum: Tensor) -> tuple[Tensor, Tensor]:
-        """Every teacher-forced state of vertex ``v``, one GRU row per candidate edge.
-
-        Args:
-            x_v: Operation features of vertex ``v``.
-            s_sum: Aggregated messages for positions ``j = 0..v-1``; position ``v`` is the
-                empty sum.
-
-        Returns:
-            ``(final, dst)``: the final state of ``v`` and the edge-MLP target part of the
-            state that scores each edge ``k -> v`` (position ``k + 1``).
-
-        Shapes:
-            - **x_v**: ``(B, x_dim)``
-            - **s_sum**: ``(B, v, H)``
-            - **output**: ``(B, H)`` and ``(B, v, 4H)``
-        """
-        b, v, hdim = s_sum.shape
-        s_all = torch.cat([s_sum, s_sum.new_zeros(b, 1, hdim)], 1)
-        x_all = x_v.unsqueeze(1).expand(b, v + 1, x_v.shape[-1])
-        st = self.gru(x_all.reshape(b * (v + 1), -1), s_all.reshape(b * (v + 1), hdim)).view(b, v + 1, hdim)
-        return st[:, 0], self.add_edge.dst_part(st[:, 1:])
-
-    def _forced_states(
-        self, x_v: Tensor, t_v: Tensor, s_sum: Tensor, w: Tensor, zero_state: Tensor, zero_dst: Tensor
-    ) -> tuple[Tensor, Tensor]:
-        """The same as :meth:`_forced_states_dense`, computing each distinct state once.
-
-        Position ``j`` (the state after the candidates ``j..v-1``) differs from position
-        ``j + 1`` only when ``j`` is a true predecessor; position ``v`` is ``GRU(x_v, 0)``,
-        taken from the per-type table ``zero_state``. The GRU runs on the positions ``j``
-        that are true predecessors; the edge-MLP target part is needed for ``j >= 1`` only.
-
-        Args:
-            x_v: Operation features of vertex ``v`` (``(B, x_dim)``).
-            t_v: Its type (``(B,)``).
-            s_sum: Aggregated messages for positions ``0..v-1`` (``(B, v, H)``).
-            w: True predecessor indicators (``(B, v)``).
-            zero_state: ``GRU(x_t, 0)`` of every type ``t`` (``(T, H)``).
-            zero_dst: Edge-MLP target part of ``zero_state`` (``(T, 4H)``).
-        """
-        b, v, _ = s_sum.shape
-        nt = zero_state.shape[0]
-        pred = w > 0
-        upper = pred[:, 1:].nonzero()  # (graph, j - 1) for true predecessors j >= 1
-        first = pred[:, 0].nonzero().squeeze(1)  # graphs whose vertex 0 is a predecessor
-        g_rows = torch.cat([upper[:, 0], first])
-        s_rows = torch.cat([s_sum[upper[:, 0], upper[:, 1] + 1], s_sum[first, 0]])
-        st = self.gru(x_v[g_rows], s_rows)
-        n_upper = upper.shape[0]
-        dst_bank = torch.cat([zero_dst, self.add_edge.dst_part(st[:n_upper])])
-        state_bank = torch.cat([zero_state, st])
-        # Positions 1..v: nearest true predecessor at or above j, or v (the empty sum).
-        pos = torch.arange(1, v + 1, device=w.device).expand(b, v)
-        cand = torch.where(torch.cat([pred[:, 1:], pred.new_ones(b, 1)], 1), pos, torch.full_like(pos, v))
-        src = cand.flip(1).cummin(1).values.flip(1)  # (B, v) for j = 1..v
-        rank = (pred[:, 1:].reshape(-1).long().cumsum(0) - 1).view(b, v - 1)
-        rank = torch.cat([rank, rank.new_zeros(b, 1)], 1)
-        upper_row = nt + rank.gather(1, (src - 1).clamp(max=v - 1))
-        row = torch.where(src < v, upper_row, t_v.unsqueeze(1).expand(b, v))
-        first_rank = pred[:, 0].long().cumsum(0) - 1
-        final_row = torch.where(pred[:, 0], nt + n_upper + first_rank, row[:, 0])
-        return state_bank[final_row], dst_bank[row]
 
     # ------------------------------------------------------------------ generation
 
@@ -373,6 +242,9 @@ class DagDecoder(nn.Module):
         generator: torch.Generator | None = None,
     ) -> DagBatch:
         """Decode latent codes into DAGs (D-VAE's ``decode``).
+
+        D-VAE's generation procedure (Zhang et al. 2019, Sec. 3.3; paper 004, Sec. 3.2.2;
+        steps 1-3 of the module doc), one vertex at a time for the whole batch.
 
         Args:
             z: Latent codes.
@@ -440,6 +312,8 @@ class DagDecoder(nn.Module):
         return DagBatch(types, adj, n_nodes)
 
     def _feat(self, eye: Tensor, v: int, x_v: Tensor) -> Tensor:
+        """The descriptor features of vertex ``v`` in a message (see
+        :func:`~attnas.graphvae.aggregation.descriptor_features`), ``(B, F)``."""
         if self.message_input == "operation":
             return x_v
         return eye[v].unsqueeze(0).expand(x_v.shape[0], -1)

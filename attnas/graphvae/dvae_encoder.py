@@ -1,6 +1,7 @@
 """The D-VAE encoder: asynchronous message passing in topological order.
 
-D-VAE (Zhang et al., NeurIPS 2019, Sec. 3.1; paper 004, Appendix A, Eqs. 4-11): vertices
+D-VAE (Zhang et al., NeurIPS 2019, Sec. 3.1; the operation-embeddings paper,
+Chatzianastasis et al., paper 004, Appendix A, Eqs. 4-11): vertices
 are processed one at a time in a topological order; vertex ``u`` aggregates the gated
 messages of its (already processed) predecessors and updates its state with a GRU::
 
@@ -46,10 +47,11 @@ class DVAEEncoder(nn.Module):
         message_input: ``"vertex_id"`` (public D-VAE code) or ``"operation"`` (Eq. 6 as
             printed), see :func:`~attnas.graphvae.aggregation.descriptor_features`.
 
-    Attribute ``shared_weight_grads`` (default True): in the vertex-by-vertex sweep, the
-    GRU's input products of all vertices are one call and the recurrent products go
-    through :class:`~attnas.graphvae.shared_linear.SharedLinear` (one weight-gradient
-    product per pass). False: the modules are called at every vertex (round 3). Same values.
+    Three sweeps compute the same states: when every graph of the batch is a chain in index
+    order (each vertex its own level, as in ENAS's DAGs), both directions of the
+    bidirectional encoder run together (:meth:`_sweep_both_by_index`); otherwise each
+    direction runs through :meth:`propagate`, index by index on such chains and level by
+    level on other DAGs.
 
     Shapes:
         - **x**: ``(B, N, x_dim)`` operation features
@@ -72,12 +74,6 @@ class DVAEEncoder(nn.Module):
         self.max_nodes = max_nodes
         self.bidirectional = bidirectional
         self.message_input = message_input
-        self.shared_weight_grads = True
-        self.stack_directions = True
-        # Stacked sweep: per-step slices by one unbind, the GRU step as one autograd function,
-        # input products with a (X^T G)^T weight gradient, stacked weight gradients one product
-        # per map (SharedLinear). False: round 4's computation.
-        self.layout_tuned = True
         feat = max_nodes if message_input == "vertex_id" else x_dim
         self.gru_forward = nn.GRUCell(x_dim, hidden)
         self.gated_forward = GatedSum(hidden + feat, hidden)
@@ -89,13 +85,17 @@ class DVAEEncoder(nn.Module):
         self.fc_logvar = nn.Linear(hidden, latent)
 
     def forward(self, x: Tensor, adj: Tensor, n_nodes: Tensor) -> tuple[Tensor, Tensor]:
-        """Posterior mean and log-variance of every graph."""
+        """Posterior mean and log-variance of every graph (paper 004, Eqs. 2a-2b / 3a-3b).
+
+        The graph state is the output vertex's forward state; with ``bidirectional`` it is
+        ``unify(Cat(h_out^fwd, h_in^bwd))``.
+        """
         feats = descriptor_features(self.message_input, x, self.max_nodes)
         adj_f = adj.to(x.dtype)
         b = x.shape[0]
         rows = torch.arange(b, device=x.device)
-        if (self.bidirectional and self.shared_weight_grads and self.stack_directions
-                and self._index_order(adj_f, n_nodes, False) and self._index_order(adj_f, n_nodes, True)):
+        if (self.bidirectional and self._index_order(adj_f, n_nodes, False)
+                and self._index_order(adj_f, n_nodes, True)):
             states, back = self._sweep_both_by_index(x, feats, adj_f)
             return self._head(torch.cat([states[:, -1], back[:, 0]], -1))
         states = self.propagate(x, feats, adj_f, reverse=False, n_nodes=n_nodes)
@@ -106,12 +106,13 @@ class DVAEEncoder(nn.Module):
         return self._head(hg)
 
     def _head(self, hg: Tensor) -> tuple[Tensor, Tensor]:
+        """``(mu, logvar)`` from the graph state (paper 004, Eqs. 2a-2b / 3a-3b)."""
         if self.bidirectional:
             hg = self.unify(hg)
         return self.fc_mu(hg), self.fc_logvar(hg)
 
     def propagate(self, x: Tensor, feats: Tensor, adj: Tensor, reverse: bool, n_nodes: Tensor | None = None) -> Tensor:
-        """One sweep over the vertices in (reverse) topological order, level by level.
+        """One sweep of the message passing (paper 004, Eqs. 6-7 / 10-11) in (reverse) topological order.
 
         A vertex's level is the length of the longest path reaching it (from a source in the
         forward sweep, from a sink in the reverse one), so every vertex of a level has all
@@ -121,6 +122,11 @@ class DVAEEncoder(nn.Module):
         the batch, which is the same computation without gathering and scattering rows.
 
         Args:
+            x: Operation features, ``(B, N, x_dim)``.
+            feats: Message descriptor features, ``(B, N, F)``
+                (:func:`~attnas.graphvae.aggregation.descriptor_features`).
+            adj: Float adjacency, ``adj[b, u, v]`` = edge ``u -> v``, ``(B, N, N)``.
+            reverse: Sweep from the sinks (messages from successors, the backward modules).
             n_nodes: Real vertex counts; padding vertices get no state (zeros). None: all.
 
         Returns:
@@ -146,32 +152,32 @@ class DVAEEncoder(nn.Module):
     def _sweep_both_by_index(self, x: Tensor, feats: Tensor, adj: Tensor) -> tuple[Tensor, Tensor]:
         """Both sweeps of the bidirectional encoder at once, on graphs in index order.
 
-        Step ``t`` updates vertex ``t`` in the forward sweep and vertex ``N - 1 - t`` in the
-        reverse one; the two directions' products run as one batched product of the
-        stacked weights (:class:`~attnas.graphvae.shared_linear.SharedLinear` with
-        ``D = 2``): twice the work per call, which a second thread can share. Same values
-        as two :meth:`_sweep_by_index` calls.
+        Eqs. 6-7 / 10-11 of paper 004 (D-VAE, Zhang et al. 2019, Sec. 3.1) in both
+        directions of D-VAE's bidirectional encoder: step ``t`` updates vertex ``t`` in the forward sweep and
+        vertex ``N - 1 - t`` in the reverse one. The two directions' products run as one
+        product of the stacked weights (:class:`~attnas.graphvae.shared_linear.SharedLinear`
+        with ``D = 2``); the GRU's input products of every vertex are computed before the
+        loop (:func:`~attnas.graphvae.gru.input_products`) and each step is
+        :func:`~attnas.graphvae.gru.fused_gru_cell`. Same states as two
+        :meth:`_sweep_by_index` calls.
+
+        Args:
+            x: Operation features, ``(B, N, x_dim)``.
+            feats: Message descriptor features, ``(B, N, F)``.
+            adj: Float adjacency, ``(B, N, N)``.
 
         Returns:
             The forward and the backward state of every vertex, ``(B, N, hidden)`` each.
         """
         n = x.shape[1]
         grus = (self.gru_forward, self.gru_backward)
-        tuned = self.layout_tuned
-        product = input_products if tuned else F.linear
-        gi = torch.stack([product(x, g.weight_ih, g.bias_ih) for g in grus])  # (2, B, N, 3H)
-        hh = SharedLinear(torch.stack([g.weight_hh for g in grus]), torch.stack([g.bias_hh for g in grus]),
-                          per_map_weight_grad=tuned)
+        gi = torch.stack([input_products(x, g.weight_ih, g.bias_ih) for g in grus])  # (2, B, N, 3H)
+        hh = SharedLinear(torch.stack([g.weight_hh for g in grus]), torch.stack([g.bias_hh for g in grus]))
         fused = [g.fused() for g in (self.gated_forward, self.gated_backward)]
-        msg = SharedLinear(torch.stack([w for w, _ in fused]), torch.stack([bias for _, bias in fused]),
-                           per_map_weight_grad=tuned)
-        if tuned:  # step t: (forward vertex t, reverse vertex N - 1 - t), one UnbindBackward
-            gi_at = torch.stack([gi[0], gi[1].flip(1)]).unbind(2)  # (2, B, 3H) per step
-            feats_at = torch.stack([feats, feats.flip(1)]).unbind(2)  # (2, B, F) per step
-        else:
-            gi_at = [torch.stack([gi[0, :, t], gi[1, :, n - 1 - t]]) for t in range(n)]
-            feats_at = [torch.stack([feats[:, t], feats[:, n - 1 - t]]) for t in range(n)]
-        cell = fused_gru_cell if tuned else gru_cell
+        msg = SharedLinear(torch.stack([w for w, _ in fused]), torch.stack([bias for _, bias in fused]))
+        # step t: (forward vertex t, reverse vertex N - 1 - t)
+        gi_at = torch.stack([gi[0], gi[1].flip(1)]).unbind(2)  # (2, B, 3H) per step
+        feats_at = torch.stack([feats, feats.flip(1)]).unbind(2)  # (2, B, F) per step
         fwd: list[Tensor] = []
         back: list[Tensor] = []  # back[t] is vertex N - 1 - t
         msg_f: list[Tensor] = []
@@ -185,7 +191,7 @@ class DVAEEncoder(nn.Module):
                     aggregate(adj[:, :vf, vf], torch.stack(msg_f, 1)),  # predecessors 0..t-1
                     aggregate(adj[:, vb, vb + 1 :], torch.stack(msg_b[::-1], 1)),  # successors vb+1..N-1
                 ])
-                h = cell(gi_at[t], hh(s), s)
+                h = fused_gru_cell(gi_at[t], hh(s), s)
             fwd.append(h[0])
             back.append(h[1])
             if t != n - 1:  # the last vertex of a sweep has no one to send to
@@ -196,6 +202,19 @@ class DVAEEncoder(nn.Module):
 
     def _sweep_by_level(self, x: Tensor, feats: Tensor, adj: Tensor, reverse: bool, level: Tensor,
                         real: Tensor) -> Tensor:
+        """One direction's sweep, one GRU call per topological level (paper 004, Eqs. 6-7 / 10-11).
+
+        Args:
+            x: Operation features, ``(B, N, x_dim)``.
+            feats: Message descriptor features, ``(B, N, F)``.
+            adj: Float adjacency, ``(B, N, N)``.
+            reverse: Sweep from the sinks (messages from successors, the backward modules).
+            level: :func:`topological_levels` of ``adj``, ``(B, N)``.
+            real: Which vertices are not padding, ``(B, N)`` bool.
+
+        Returns:
+            The state of every vertex, ``(B, N, hidden)`` (zeros for padding).
+        """
         gru = self.gru_backward if reverse else self.gru_forward
         gated = self.gated_backward if reverse else self.gated_forward
         b, n, _ = x.shape
@@ -218,6 +237,21 @@ class DVAEEncoder(nn.Module):
         return states
 
     def _sweep_by_index(self, x: Tensor, feats: Tensor, adj: Tensor, reverse: bool) -> Tensor:
+        """One direction's sweep, vertex index by vertex index (paper 004, Eqs. 6-7 / 10-11).
+
+        Valid when the vertex numbering is a topological order. The GRU's input products of
+        every vertex are one call before the loop; the recurrent and gated-sum products go
+        through :class:`~attnas.graphvae.shared_linear.SharedLinear`.
+
+        Args:
+            x: Operation features, ``(B, N, x_dim)``.
+            feats: Message descriptor features, ``(B, N, F)``.
+            adj: Float adjacency, ``(B, N, N)``.
+            reverse: Sweep from the last vertex (messages from successors, the backward modules).
+
+        Returns:
+            The state of every vertex, ``(B, N, hidden)``.
+        """
         gru = self.gru_backward if reverse else self.gru_forward
         gated = self.gated_backward if reverse else self.gated_forward
         n = x.shape[1]
@@ -225,34 +259,20 @@ class DVAEEncoder(nn.Module):
         messages: list[Tensor | None] = [None] * n
         order = range(n - 1, -1, -1) if reverse else range(n)
         last = order[-1]
-        if self.shared_weight_grads:
-            gi = F.linear(x, gru.weight_ih, gru.bias_ih)  # (B, N, 3H): every vertex's input product at once
-            hh = SharedLinear(gru.weight_hh, gru.bias_hh)  # recurrent products, one weight-gradient product
-            msg = SharedLinear(*gated.fused())
-
-            def update(v: int, s: Tensor) -> Tensor:
-                return gru_cell(gi[:, v], hh(s), s)
-
-            def message(h: Tensor, v: int) -> Tensor:
-                return GatedSum.from_fused(msg(torch.cat([h, feats[:, v]], -1)))
-        else:  # the round-3 computation: the modules called at every vertex
-
-            def update(v: int, s: Tensor) -> Tensor:
-                return gru(x[:, v], s)
-
-            def message(h: Tensor, v: int) -> Tensor:
-                return gated(torch.cat([h, feats[:, v]], -1))
-
+        gi = F.linear(x, gru.weight_ih, gru.bias_ih)  # (B, N, 3H): every vertex's input product at once
+        hh = SharedLinear(gru.weight_hh, gru.bias_hh)
+        msg = SharedLinear(*gated.fused())
         for v in order:
             done = list(range(v + 1, n)) if reverse else list(range(v))
             if done:
                 weights = adj[:, v, v + 1 :] if reverse else adj[:, :v, v]  # successors / predecessors of v
-                h = update(v, aggregate(weights, torch.stack([messages[u] for u in done], 1)))
+                s = aggregate(weights, torch.stack([messages[u] for u in done], 1))
+                h = gru_cell(gi[:, v], hh(s), s)
             else:  # no vertex can send a message yet: GRU(x, 0)
                 h = gru_from_zero(gru, x[:, v])
             states[v] = h
             if v != last:  # the last vertex of the sweep has no one to send to
-                messages[v] = message(h, v)
+                messages[v] = GatedSum.from_fused(msg(torch.cat([h, feats[:, v]], -1)))
         return torch.stack(states, 1)  # type: ignore[arg-type]
 
 

@@ -3,11 +3,9 @@
 The D-VAE encoder and decoder (paper 004, Appendix A, Eqs. 4-11; D-VAE, Zhang et al.
 2019, Sec. 3) apply the same GRU hidden-state product ``W_hh h`` and the same gated-sum
 product ``[W_g; W_m] Cat(h, x)`` once per vertex, in a sequence: each step needs the
-previous step's output, so every product has only ``B`` (= 32) rows. Autograd then
-computes the weight gradient once per step, ``g_t^T x_t``, a rank-32 product that writes
-the whole ``(out, in)`` gradient, and adds it to the previous ones. That is most of the
-cost of a training step (a 32-row inner dimension runs at about half the rate of a
-large product on this machine's CPU).
+previous step's output, so every product has only ``B`` (the batch size) rows. Autograd
+would compute the weight gradient once per step, ``g_t^T x_t``, a rank-``B`` product that
+writes the whole ``(out, in)`` gradient, and add it to the previous ones.
 
 :class:`SharedLinear` returns the same outputs and the same gradients: the input
 gradient of every step is computed at that step, as usual, but the weight (and bias)
@@ -39,9 +37,8 @@ class _Bank:
 
 class _Collect(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, weight: Tensor, bias: Tensor | None, bank: _Bank, per_map: bool) -> Tensor:  # type: ignore[override]
+    def forward(ctx, weight: Tensor, bias: Tensor | None, bank: _Bank) -> Tensor:  # type: ignore[override]
         ctx.bank = bank
-        ctx.per_map = per_map
         ctx.has_bias = bias is not None
         ctx.dtype = weight.dtype
         return weight.new_zeros(())
@@ -50,21 +47,19 @@ class _Collect(torch.autograd.Function):
     def backward(ctx, _grad: Tensor):  # type: ignore[override]
         bank: _Bank = ctx.bank
         if not bank.grads:
-            return None, None, None, None
+            return None, None, None
         rows = bank.grads[0].dim() - 2  # 0: (R, out); 1: stacked maps (D, R, out)
         g = torch.cat(bank.grads, rows)
         x = torch.cat(bank.inputs, rows)
         bank.inputs, bank.grads = [], []  # a second backward (retain_graph) refills the bank
         if rows == 0:
             grad_w = g.t().mm(x)
-        elif ctx.per_map:  # one product per map, into the stacked gradient: 1.3x a CPU bmm here
+        else:  # one product per map, written into the stacked gradient
             grad_w = g.new_empty(g.shape[0], g.shape[2], x.shape[2])
             for d in range(g.shape[0]):
                 torch.mm(g[d].t(), x[d], out=grad_w[d])
-        else:
-            grad_w = torch.bmm(g.transpose(1, 2), x)
         grad_b = g.sum(rows, dtype=ctx.dtype) if ctx.has_bias else None
-        return grad_w.to(ctx.dtype), grad_b, None, None
+        return grad_w.to(ctx.dtype), grad_b, None
 
 
 class _Step(torch.autograd.Function):
@@ -103,14 +98,13 @@ class SharedLinear:
     Without gradients (``torch.no_grad`` or a frozen weight) it is plain ``F.linear``.
 
     A stack of ``D`` maps (weight ``(D, out, in)``, bias ``(D, out)``) applies map ``d`` to
-    ``x[d]`` in one batched product, e.g. the two directions of the bidirectional encoder.
+    ``x[d]`` in one batched product, e.g. the two directions of the bidirectional encoder;
+    its weight gradient is one product ``G_d^T X_d`` per map, written into the stacked
+    gradient.
 
     Args:
         weight: ``(out, in)`` weight, or ``(D, out, in)`` stacked weights.
         bias: ``(out,)`` or ``(D, out)`` bias, or None.
-        per_map_weight_grad: Stacked maps: the weight gradient as one product per map
-            written into the stacked gradient (default) rather than one batched product
-            (``torch.bmm`` of ``G^T`` and ``X`` ran at about 65 against 87 GFLOP/s here). Same products.
 
     Shapes:
         - **x**: ``(R, in)``, or ``(D, R, in)`` for stacked weights
@@ -127,7 +121,7 @@ class SharedLinear:
         gradient is then exact); a full ``backward()`` is.
     """
 
-    def __init__(self, weight: Tensor, bias: Tensor | None = None, per_map_weight_grad: bool = True):
+    def __init__(self, weight: Tensor, bias: Tensor | None = None):
         self.weight = weight
         self.bias = bias
         self.tracked = torch.is_grad_enabled() and (
@@ -135,7 +129,7 @@ class SharedLinear:
         )
         if self.tracked:
             self.bank = _Bank()
-            self.token = _Collect.apply(weight, bias, self.bank, per_map_weight_grad)
+            self.token = _Collect.apply(weight, bias, self.bank)
             kind = weight.device.type
             if torch.is_autocast_enabled(kind):  # cast once for all steps (autocast would cast per step)
                 dt = torch.get_autocast_dtype(kind)

@@ -18,15 +18,14 @@ def _recurrence(linear, mix, h0, steps=5):
     return torch.stack(outs).pow(2).sum()
 
 
-@pytest.mark.parametrize("per_map", [True, False])
 @pytest.mark.parametrize("bias", [True, False])
-def test_gradients_equal_plain_linear(bias, per_map):
+def test_gradients_equal_plain_linear(bias):
     torch.manual_seed(0)
     w = torch.randn(6, 4, dtype=torch.float64, requires_grad=True)
     b = torch.randn(6, dtype=torch.float64, requires_grad=True) if bias else None
     mix = torch.randn(6, 4, dtype=torch.float64)
     h0 = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
-    loss = _recurrence(SharedLinear(w, b, per_map_weight_grad=per_map), mix, h0)
+    loss = _recurrence(SharedLinear(w, b), mix, h0)
     grads = torch.autograd.grad(loss, [h0, w] + ([b] if bias else []))
     ref_loss = _recurrence(lambda x: F.linear(x, w, b), mix, h0)
     ref = torch.autograd.grad(ref_loss, [h0, w] + ([b] if bias else []))
@@ -90,14 +89,13 @@ def test_bf16_autocast_runs_in_bf16_and_returns_fp32_gradients():
     assert torch.allclose(w.grad, w2.grad, rtol=0.05, atol=0.05 * float(w2.grad.abs().max()))
 
 
-@pytest.mark.parametrize("per_map", [True, False])
-def test_stacked_maps_equal_separate_plain_linears(per_map):
+def test_stacked_maps_equal_separate_plain_linears():
     torch.manual_seed(0)
     w = torch.randn(2, 6, 4, dtype=torch.float64, requires_grad=True)
     b = torch.randn(2, 6, dtype=torch.float64, requires_grad=True)
     mix = torch.randn(6, 4, dtype=torch.float64)
     h0 = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
-    loss = _recurrence(SharedLinear(w, b, per_map_weight_grad=per_map), mix, h0)
+    loss = _recurrence(SharedLinear(w, b), mix, h0)
     grads = torch.autograd.grad(loss, [h0, w, b])
 
     def separate(x):
