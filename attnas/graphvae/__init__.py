@@ -11,7 +11,9 @@ Modules, one purpose each:
 - :mod:`~attnas.graphvae.decoder`: the autoregressive DAG decoder shared by both encoders.
 - :mod:`~attnas.graphvae.vae`: the VAE (config, reparameterisation, ELBO loss).
 - :mod:`~attnas.graphvae.train`: a resumable training loop with explicit state.
-- :mod:`~attnas.graphvae.gru`: a GRU step from a zero state (per-type table).
+- :mod:`~attnas.graphvae.gru`: GRU steps from precomputed products or a zero state.
+- :mod:`~attnas.graphvae.shared_linear`: a linear map used at many sequential steps, one weight-gradient product.
+- :mod:`~attnas.graphvae.edge_logits`: the decoder's edge MLP over every candidate edge, as one function.
 - :mod:`~attnas.graphvae.validity`: validity predicates for decoded DAGs.
 - :mod:`~attnas.graphvae.metrics`: reconstruction accuracy, validity and uniqueness (Table 1).
 - :mod:`~attnas.graphvae.gp`: the sparse GP on latent means (Table 2).

@@ -10,11 +10,10 @@ logit of candidate edge ``e`` is::
     logit_e = w_2 . relu(src[i_e] + dst[j_e]) + b_2
 
 With autograd, the gathers, the sum, the ReLU and the second layer each write (and keep
-for the backward) an ``(E, 4H)`` tensor, and the backward writes four more (E = 896
-candidate edges x 2004 units per ENAS batch). :func:`edge_logits` computes the same values
-block by block (blocks of 128 edges, which fit in a core's L2 cache) and keeps nothing of size
-``(E, 4H)``: its backward recomputes each block's pre-activation and scatters
-``g_e * w_2 * [pre > 0]`` into the source and target rows.
+for the backward) an ``(E, 4H)`` tensor for the ``E`` candidate edges, and the backward
+writes four more. :func:`edge_logits` computes the same values block by block (blocks of
+128 edges) and keeps nothing of size ``(E, 4H)``: its backward recomputes each block's
+pre-activation and scatters ``g_e * w_2 * [pre > 0]`` into the source and target rows.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-_BLOCK = 128  # edges per block: 128 x 2004 floats = 1 MB (a 2 MB L2 here)
+_BLOCK = 128  # edges per block: a (128, 4H) pre-activation at a time
 
 
 def _pre(src: Tensor, dst: Tensor, src_idx: Tensor, dst_idx: Tensor) -> Tensor:

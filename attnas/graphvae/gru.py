@@ -1,6 +1,7 @@
 """A GRU cell step from a zero hidden state, without the hidden-state product.
 
-``nn.GRUCell`` (Cho et al. 2014) computes ``r = sigma(W_ir x + b_ir + W_hr h + b_hr)``,
+The vertex update of D-VAE (Zhang et al. 2019, Sec. 3.1; paper 004, Eqs. 7 / 11) is a
+GRU cell. ``nn.GRUCell`` (Cho et al. 2014) computes ``r = sigma(W_ir x + b_ir + W_hr h + b_hr)``,
 ``z = sigma(W_iz x + b_iz + W_hz h + b_hz)``, ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``
 and ``h' = (1 - z) * n + z * h``. With ``h = 0`` every ``W_h* h`` product vanishes, so
 ``h' = (1 - z) * tanh(W_in x + b_in + r * b_hn)``. In D-VAE a vertex without (or before
@@ -71,10 +72,15 @@ def gru_cell(gi: Tensor, gh: Tensor, h: Tensor) -> Tensor:
 def input_products(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
     """``F.linear(x, weight, bias)`` for the GRU input products of every vertex at once.
 
-    The same product, with a backward that forms the weight gradient as ``(X^T G)^T``. For a
-    one-hot ``x`` (8 operation types) that is an ``(8, R) x (R, 3H)`` product, where
-    autograd's ``G^T X`` (``(3H, R) x (R, 8)``) ran at about 4 GFLOP/s on this machine's MKL
-    (1.3 ms per call). Under autocast it is plain ``F.linear``.
+    The same product, with a backward that forms the weight gradient as ``(X^T G)^T``
+    (an ``(in, R) x (R, 3H)`` product, then transposed) instead of autograd's ``G^T X``
+    (``(3H, R) x (R, in)``); the values agree up to rounding. Under autocast, or when ``x``
+    and ``weight`` have different dtypes, it is plain ``F.linear``.
+
+    Args:
+        x: Inputs of every vertex.
+        weight: The GRU's input weight ``W_ih``.
+        bias: Its bias ``b_ih``, or None.
 
     Shapes:
         - **x**: ``(*, in)``; **weight**: ``(out, in)``; **bias**: ``(out,)``
@@ -133,6 +139,11 @@ def fused_gru_cell(gi: Tensor, gh: Tensor, h: Tensor) -> Tensor:
     Same formula and values; the backward writes the gradients of ``gi`` and ``gh`` directly
     as ``(R, 3H)`` tensors (no per-gate split and concatenation) in a few element-wise
     passes. Under autocast, or with operands of different dtypes, it is :func:`gru_cell`.
+
+    Args:
+        gi: Input product ``W_ih x + b_ih``.
+        gh: Hidden-state product ``W_hh h + b_hh``.
+        h: Hidden state.
 
     Shapes:
         - **gi**, **gh**: ``(*, 3H)``
