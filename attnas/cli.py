@@ -27,7 +27,7 @@ from typing import Optional
 
 import typer
 
-from attnas import __version__
+from attnas._version import __version__
 from attnas.errors import AttnasError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -160,11 +160,11 @@ def retrain(run_dir: Path = typer.Argument(..., help="A finished run directory."
             workers: Optional[int] = typer.Option(None, "--workers", help="Train the seeds on N parallel Ray workers."),
             ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP)) -> None:
     """Retrain the found architecture with several seeds (mean and std go to metrics.json)."""
-    from attnas import pipeline
+    from attnas.retraining import retrain as run_retrain
 
     if init not in (None, "supernet", "scratch"):
         _fail(f"--init must be supernet or scratch, got {init!r}")
-    s = pipeline.retrain(run_dir, dataset=dataset, seeds=seeds, data_dir=data_dir, device=device, init=init,
+    s = run_retrain(run_dir, dataset=dataset, seeds=seeds, data_dir=data_dir, device=device, init=init,
                          overrides=set_, workers=workers, ray_address=ray_address)
     typer.echo(json.dumps({k: v for k, v in s.items() if k != "per_seed"}, indent=1))
 
