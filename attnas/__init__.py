@@ -1,3 +1,57 @@
-"""attnas: neural architecture search for attention."""
+"""attnas: neural architecture search for attention.
 
-__version__ = "0.1.0"
+The public Python API, importable from the package itself::
+
+    import attnas
+
+    run = attnas.search("autoattend-cora-quick", ["seed=1"], out="runs/cora-s1")
+    model = attnas.load_model(run.path)            # a plain nn.Module with the trained weights
+    attnas.retrain(run.path, seeds=3)              # mean and std go to metrics.json
+    attnas.names("space")                          # registered spaces
+    space = attnas.create("space", "autoattend")   # with its default options
+
+Importing the package is cheap: each public name is imported from its module on first use.
+
+Attributes:
+    __version__: The installed distribution's version (``0+unknown`` when not installed).
+"""
+
+import importlib
+
+#: Public name -> the module that defines it.
+_EXPORTS = {
+    "__version__": "attnas._version",
+    # runs: search, continue, retrain, rebuild and score the final model
+    "search": "attnas.pipeline",
+    "resume": "attnas.pipeline",
+    "evaluate": "attnas.pipeline",
+    "load_model": "attnas.pipeline",
+    "check_arch_file": "attnas.pipeline",
+    "retrain": "attnas.retraining",
+    # the registry of spaces, strategies, tasks, datasets and operations
+    "names": "attnas._registry",
+    "entries": "attnas._registry",
+    "get": "attnas._registry",
+    "create": "attnas._registry",
+    "register_space": "attnas._registry",
+    "register_strategy": "attnas._registry",
+    "register_task": "attnas._registry",
+    "register_dataset": "attnas._registry",
+    "register_op": "attnas._registry",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> object:
+    """Import a public name from its module on first access (PEP 562)."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'attnas' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

@@ -13,8 +13,8 @@ glibc's largest, and ``M_TRIM_THRESHOLD`` 1 GiB): the heap keeps up to 1 GiB of 
 for the next step, and blocks over 32 MiB (datasets, large buffers) are still mapped and
 returned on their own.
 
-It is process-wide, so the library never calls it on import. The ``attnas`` command calls it at
-start (before any tensor exists) unless ``ATTNAS_MALLOC=default`` is set, or the user already
+It is process-wide, so the library never calls it on import. The ``attnas`` command calls it
+before the commands that train or run models (before any tensor exists) unless ``ATTNAS_MALLOC=default`` is set, or the user already
 chose glibc settings (``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_MMAP_THRESHOLD_``,
 ``GLIBC_TUNABLES``), or the C library is not glibc. Python-API users can call it themselves.
 The cost: the process's resident memory stays at its peak (up to 1 GiB more than it uses).

@@ -20,14 +20,13 @@ is 2 for bad input (recipe, architecture, data, run directory) and 1 otherwise.
 from __future__ import annotations
 
 import json
-import sys
 import warnings
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from attnas import __version__
+from attnas._version import __version__
 from attnas.errors import AttnasError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -37,6 +36,11 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 WORKERS_HELP = "Score candidates on N parallel Ray workers (needs attnas[ray]); the result is the same."
 RAY_HELP = "Use the Ray cluster at ADDR (e.g. ray://head:10001) instead of a local Ray."
+
+#: The commands that train or run models: the console script tunes the process for these
+#: only (:func:`tune_process`), never for ``--version``, ``list``, ``show``, ``report`` or
+#: ``check-arch``.
+TUNED_COMMANDS = frozenset({"search", "retrain", "sweep", "evaluate"})
 
 
 def _fail(msg: str, code: int = 2) -> None:
@@ -66,12 +70,15 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def main_callback(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+def main_callback(ctx: typer.Context,
+                  version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                                help="Print the version and exit."),
                   threads: Optional[int] = typer.Option(None, "--threads", envvar="ATTNAS_THREADS",
                                                         help="torch CPU threads (default: torch's choice).")) -> None:
     """attnas: neural architecture search for attention."""
     warnings.formatwarning = lambda message, category, *a, **k: f"warning: {message}\n"
+    if ctx.invoked_subcommand in TUNED_COMMANDS and (ctx.obj or {}).get("tune_process"):
+        tune_process()
     if threads is not None:
         if threads < 1:
             _fail(f"--threads must be >= 1, got {threads}")
@@ -160,11 +167,11 @@ def retrain(run_dir: Path = typer.Argument(..., help="A finished run directory."
             workers: Optional[int] = typer.Option(None, "--workers", help="Train the seeds on N parallel Ray workers."),
             ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP)) -> None:
     """Retrain the found architecture with several seeds (mean and std go to metrics.json)."""
-    from attnas import pipeline
+    from attnas.retraining import retrain as run_retrain
 
     if init not in (None, "supernet", "scratch"):
         _fail(f"--init must be supernet or scratch, got {init!r}")
-    s = pipeline.retrain(run_dir, dataset=dataset, seeds=seeds, data_dir=data_dir, device=device, init=init,
+    s = run_retrain(run_dir, dataset=dataset, seeds=seeds, data_dir=data_dir, device=device, init=init,
                          overrides=set_, workers=workers, ray_address=ray_address)
     typer.echo(json.dumps({k: v for k, v in s.items() if k != "per_seed"}, indent=1))
 
@@ -223,48 +230,25 @@ def check_arch(arch_json: Path = typer.Argument(..., help="An arch.json file."),
     typer.echo(f"ok: {space.describe(arch)}")
 
 
-def choose_omp_wait_policy() -> str | None:
-    """The OpenMP wait policy for this process, or ``None`` to keep the runtime's default.
+def tune_process() -> None:
+    """Process-wide settings for training, made before any torch work.
 
-    A policy the user set (``OMP_WAIT_POLICY``) is kept. Otherwise, when other work keeps the
-    CPUs busy at start (at least the number of CPUs minus one half, measured over a quarter
-    of a second by :func:`attnas.cpu_busy.busy_cpus`; the 1-minute load average where
-    ``/proc/stat`` is missing), idle OpenMP threads should sleep (``PASSIVE``): spinning
-    threads that compete with other processes made small torch operations up to 70x slower
-    on a shared 2-core machine. On an idle machine the runtime's default (spin briefly, then
-    sleep) is kept: there, ``PASSIVE`` made two threads 1.4x slower than the default (D-VAE
-    training step, 2 threads, ``benchmarks/bench_dvae_epoch.py``) and ``autola-digits-quick``
-    2.2x slower (its compiled kernels start many short OpenMP regions). OpenMP reads the
-    variable once, when torch starts its thread pool, so it must be decided before any torch
-    work.
+    Sets the OpenMP wait policy (:func:`attnas.cpu_busy.choose_omp_wait_policy`, which
+    measures how busy the CPUs are for a quarter of a second) and glibc's ``malloc``
+    thresholds (:func:`attnas.allocator.keep_freed_memory`; ``ATTNAS_MALLOC=default`` keeps
+    glibc's own).
     """
-    import os
-
-    from attnas import cpu_busy
-
-    if "OMP_WAIT_POLICY" in os.environ:
-        return os.environ["OMP_WAIT_POLICY"]
-    busy = cpu_busy.busy_cpus()
-    if busy is None:
-        try:
-            busy = os.getloadavg()[0]
-        except OSError:  # no load average on this platform
-            return None
-    if busy >= len(cpu_busy.process_cpus()) - 0.5:
-        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-        return "PASSIVE"
-    return None
-
-
-def main() -> None:
-    """Console-script entry point: sets the OpenMP wait policy (:func:`choose_omp_wait_policy`)
-    and glibc's thresholds (:func:`attnas.allocator.keep_freed_memory`; ``ATTNAS_MALLOC=default``
-    keeps glibc's own) before any torch work, then runs the command."""
     from attnas.allocator import keep_freed_memory
+    from attnas.cpu_busy import choose_omp_wait_policy
 
     choose_omp_wait_policy()
     keep_freed_memory()
-    app()
+
+
+def main() -> None:
+    """Console-script entry point: runs the command, with the process tuned
+    (:func:`tune_process`) for the commands in :data:`TUNED_COMMANDS`."""
+    app(obj={"tune_process": True})
 
 
 if __name__ == "__main__":

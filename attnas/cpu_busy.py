@@ -1,11 +1,12 @@
-"""How many of this process's CPUs other work keeps busy right now, from ``/proc/stat``.
+"""How many of this process's CPUs other work keeps busy right now, from ``/proc/stat``,
+and the OpenMP wait policy that follows from it (:func:`choose_omp_wait_policy`).
 
-The command line uses it to choose the OpenMP wait policy
-(:func:`attnas.cli.choose_omp_wait_policy`). The 1-minute load average it used before is a
-poor measure of that: it trails a finished run by a minute, and on the development machine
-(a small VM) it read 1.2-1.4 while ``/proc/stat`` showed both CPUs idle (tasks waiting on
-I/O count in it). A run started then was treated as running on a busy machine, and its
-OpenMP threads slept between kernels: ``autola-digits-quick`` took 74 s instead of 33 s.
+The command line chooses the policy before the commands that train or run models. The
+1-minute load average is a poor measure of how busy the CPUs are: it trails a finished run
+by a minute, and on the development machine (a small VM) it read 1.2-1.4 while
+``/proc/stat`` showed both CPUs idle (tasks waiting on I/O count in it). A run started then
+would be treated as running on a busy machine, and its OpenMP threads would sleep between
+kernels: ``autola-digits-quick`` took 74 s instead of 33 s that way.
 """
 
 from __future__ import annotations
@@ -69,3 +70,35 @@ def busy_cpus(seconds: float = 0.25, path: str = STAT) -> float | None:
     if not any(cpu in before for cpu in cpus):
         return None
     return busy_between(before, after, cpus)
+
+
+def choose_omp_wait_policy() -> str | None:
+    """The OpenMP wait policy for this process, or ``None`` to keep the runtime's default.
+
+    A policy the user set (``OMP_WAIT_POLICY``) is kept. Otherwise, when other work keeps the
+    CPUs busy at start (at least the number of CPUs minus one half, measured over a quarter
+    of a second by :func:`busy_cpus`; the 1-minute load average where ``/proc/stat`` is
+    missing), idle OpenMP threads should sleep (``PASSIVE``): spinning threads that compete
+    with other processes made small torch operations up to 70x slower on a shared 2-core
+    machine. On an idle machine the runtime's default (spin briefly, then sleep) is kept:
+    there, ``PASSIVE`` made two threads 1.4x slower than the default (D-VAE training step,
+    2 threads, ``benchmarks/bench_dvae_epoch.py``) and ``autola-digits-quick`` 2.2x slower
+    (its compiled kernels start many short OpenMP regions). OpenMP reads the variable once,
+    when torch starts its thread pool, so it must be decided before any torch work.
+
+    Returns:
+        The policy now in ``OMP_WAIT_POLICY`` (which this sets to ``PASSIVE`` on a busy
+        machine), or ``None`` when the runtime's default is kept.
+    """
+    if "OMP_WAIT_POLICY" in os.environ:
+        return os.environ["OMP_WAIT_POLICY"]
+    busy = busy_cpus()
+    if busy is None:
+        try:
+            busy = os.getloadavg()[0]
+        except OSError:  # no load average on this platform
+            return None
+    if busy >= len(process_cpus()) - 0.5:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+        return "PASSIVE"
+    return None

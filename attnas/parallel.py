@@ -75,11 +75,11 @@ class RunSpec:
         """``(config, space, task)`` rebuilt from the spec."""
         import torch
 
-        from attnas import pipeline
+        from attnas.build import build_space, build_task
 
         config = self.run_config()
-        space = pipeline.build_space(config)
-        task = pipeline.build_task(config, Path(self.data_root), torch.device(self.device))
+        space = build_space(config)
+        task = build_task(config, Path(self.data_root), torch.device(self.device))
         return config, space, task
 
 

@@ -1,4 +1,4 @@
-"""The Python API behind the command line: search, resume, retrain, evaluate, load a model.
+"""The Python API behind the command line: search, resume, evaluate, load a model.
 
 A search run goes through three phases, each resumable:
 
@@ -14,6 +14,9 @@ A strategy whose search already ends in its own final evaluation sets
 VAE and its metrics, not a network to train): phases 2 and 3 then reduce to writing its
 metrics as ``metrics.json``, and such a run has no ``model.pt`` to evaluate or retrain.
 
+Retraining a finished run with several seeds is :mod:`attnas.retraining`; building a
+config's task, space and strategy is :mod:`attnas.build`.
+
 Example:
     >>> from attnas import pipeline
     >>> run = pipeline.search("autoattend-digits-quick", out="runs/demo")   # doctest: +SKIP
@@ -23,55 +26,25 @@ Example:
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-from attnas import __version__, _registry, distributed
+from attnas import _registry, distributed
+from attnas._version import __version__
 from attnas.arch import Arch, load_arch
-from attnas.config import RunConfig, TrainConfig, config_from_dict, load_config, to_mapping
+from attnas.build import build_space, build_strategy, build_task, pick_device
+from attnas.config import RunConfig, TrainConfig, config_from_dict, load_config
 from attnas.data.root import resolve_data_root
-from attnas.errors import ConfigError, RunDirError, UnsupportedError
-from attnas.parallel import Executor, RunSpec, SequentialExecutor, make_executor, worker_cached
+from attnas.errors import RunDirError, UnsupportedError
+from attnas.parallel import Executor, RunSpec, SequentialExecutor, make_executor
 from attnas.rng import seed_everything
 from attnas.runs import RunDir, load_checkpoint_file, save_checkpoint_file
 from attnas.train import fit
-
-
-def pick_device(device: str | None) -> torch.device:
-    """``auto`` (CUDA when available), ``cpu``, ``cuda`` or ``cuda:N``."""
-    if device in (None, "", "auto"):
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(device)
-    except RuntimeError:
-        raise ConfigError(f"--device: {device!r} is not a device (use auto, cpu or cuda)") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"--device {device}: CUDA is not available on this machine")
-    return dev
-
-
-def build_task(config: RunConfig, data_root: Path, device: torch.device) -> Any:
-    """The task a config describes, with its data loaded and moved to ``device``."""
-    cls = _registry.get("task", config.task.name)
-    return cls(config.task.options, data_root).to(device)
-
-
-def build_space(config: RunConfig) -> Any:
-    """The space a config describes."""
-    return _registry.get("space", config.space.name)(config.space.options)
-
-
-def build_strategy(config: RunConfig, space: Any, task: Any, run: RunDir) -> Any:
-    """The strategy a config describes (refusing a space it cannot drive)."""
-    cls = _registry.get("strategy", config.strategy.name)
-    return cls(config.strategy.options, space, task, run, seed=config.seed)
 
 
 def _default_out(config: RunConfig) -> Path:
@@ -79,8 +52,9 @@ def _default_out(config: RunConfig) -> Path:
     return Path("runs") / f"{config.name}-{stamp}"
 
 
-def _run_info(data_root: Path, device: torch.device, executor: Executor | None = None,
-              dist: distributed.DistContext | None = None) -> dict:
+def run_info(data_root: Path, device: torch.device, executor: Executor | None = None,
+             dist: distributed.DistContext | None = None) -> dict:
+    """What ``run.json`` records about the process that creates a run directory."""
     info = {"attnas_version": __version__, "data_root": str(data_root), "device": str(device),
             "command": " ".join(sys.argv), "torch": torch.__version__, "pid": os.getpid()}
     info.update((executor or SequentialExecutor()).describe())
@@ -132,7 +106,7 @@ def search(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (
         task = build_task(config, data_root, dev)
         space.check_task(task)
         with (make_executor(workers, ray_address) if main else SequentialExecutor()) as executor:
-            run = RunDir.create(out, config.to_yaml(), _run_info(data_root, dev, executor, dist)) if main else None
+            run = RunDir.create(out, config.to_yaml(), run_info(data_root, dev, executor, dist)) if main else None
             if dist is not None:
                 dist.barrier()  # the run directory exists before the other ranks open it
                 run = run or distributed.FollowerRun(out)
@@ -253,7 +227,21 @@ def save_model(run: RunDir, config: RunConfig, arch: Arch, state_dict: dict, nam
                                           "state_dict": state_dict, "attnas_version": __version__})
 
 
-def _open_finished(run_dir: str | Path, final_model: bool = False) -> tuple[RunDir, RunConfig, Arch, Any]:
+def open_finished(run_dir: str | Path, final_model: bool = False) -> tuple[RunDir, RunConfig, Arch, Any]:
+    """Open a run whose search has finished.
+
+    Args:
+        run_dir: The run directory.
+        final_model: Refuse runs whose strategy trains no final model (it ends in its own
+            evaluation).
+
+    Returns:
+        The run directory, its config, its found architecture and its space.
+
+    Raises:
+        UnsupportedError: With ``final_model``, when the strategy trains no final model.
+        RunDirError: When the search has not written ``arch.json`` yet.
+    """
     run = RunDir.open(run_dir)
     config = config_from_dict(run.read_config_yaml())
     if final_model and not _registry.get("strategy", config.strategy.name).final_training:
@@ -269,10 +257,10 @@ def _open_finished(run_dir: str | Path, final_model: bool = False) -> tuple[RunD
 
 def load_model(run_dir: str | Path, data_dir: str | Path | None = None, device: str | None = None) -> nn.Module:
     """Rebuild a run's final model (a plain ``nn.Module``) with its trained weights."""
-    run, config, arch, space = _open_finished(run_dir, final_model=True)
+    run, config, arch, space = open_finished(run_dir, final_model=True)
     if not run.exists(RunDir.MODEL):
         raise RunDirError(f"{run.path} has no model.pt (the final training has not finished)")
-    task = build_task(config, resolve_data_root(data_dir or _saved_root(run)), pick_device(device))
+    task = build_task(config, resolve_data_root(data_dir or saved_data_root(run)), pick_device(device))
     ck = load_checkpoint_file(run.file(RunDir.MODEL))
     model = space.build(arch, task).to(task.device)
     model.load_state_dict(ck["state_dict"])
@@ -280,159 +268,21 @@ def load_model(run_dir: str | Path, data_dir: str | Path | None = None, device: 
     return model
 
 
-def _saved_root(run: RunDir) -> str | None:
+def saved_data_root(run: RunDir) -> str | None:
+    """The data root the run was created with (from ``run.json``), if it recorded one."""
     return run.read_json(RunDir.RUN).get("data_root") if run.exists(RunDir.RUN) else None
 
 
 def evaluate(run_dir: str | Path, data_dir: str | Path | None = None, device: str | None = None) -> dict:
     """Score a run's final model on its validation and test splits (writes evaluation.json)."""
-    run, config, arch, space = _open_finished(run_dir, final_model=True)
-    task = build_task(config, resolve_data_root(data_dir or _saved_root(run)), pick_device(device))
+    run, config, arch, space = open_finished(run_dir, final_model=True)
+    task = build_task(config, resolve_data_root(data_dir or saved_data_root(run)), pick_device(device))
     model = load_model(run_dir, data_dir, device)
     metric = task.metric
     out = {f"val_{metric}": task.evaluate(model, "val"), f"test_{metric}": task.evaluate(model, "test"),
            "arch": space.describe(arch)}
     run.write_json("evaluation.json", out)
     return out
-
-
-def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None = None,
-            data_dir: str | Path | None = None, device: str | None = None, init: str | None = None,
-            overrides: list[str] | tuple[str, ...] = (), workers: int | None = None,
-            ray_address: str | None = None) -> dict:
-    """Retrain a run's architecture with several seeds (optionally on another dataset).
-
-    Each seed's result is written to ``retrain/<dataset>/<init>/seed-<k>.json`` as it
-    finishes, with the training settings it used, so an interrupted retrain continues
-    with the seeds left (and results made with other settings are never mixed in: they
-    are refused with an error naming the folder). The summary (mean and standard
-    deviation) goes to ``retrain/<dataset>/<init>/summary.json`` and into
-    ``metrics.json`` as ``retrain_<dataset>_<init>_test_<metric>_mean`` etc.
-
-    The seeds are independent: with ``workers`` they train in parallel on Ray (each
-    worker rebuilds the task and, for ``init: supernet``, reads the supernet checkpoint
-    from the run directory, which must be visible to the workers), with the same
-    results as one after the other.
-
-    Args:
-        run_dir: A finished run.
-        dataset: Transfer target (e.g. ``sst2`` for an SST-5 search); default the run's own.
-        seeds: Number of seeds (default ``retrain.seeds`` of the recipe).
-        data_dir: The data root.
-        device: Where to train (Ray workers train on CPU).
-        init: ``supernet`` or ``scratch`` (default: the recipe's; transfer always uses scratch).
-        overrides: ``retrain.*`` overrides, e.g. ``retrain.epochs=300``.
-        workers: Parallel Ray workers (``None``/1: in this process).
-        ray_address: A Ray cluster address.
-    """
-    run, config, arch, space = _open_finished(run_dir, final_model=True)
-    for o in overrides:
-        if not o.startswith("retrain."):
-            raise ConfigError(f"--set {o}: only retrain.* settings can change when retraining")
-    if overrides:
-        from attnas.config import apply_overrides
-
-        config = config_from_dict(apply_overrides(config.to_dict(), overrides))
-    make_executor(workers, ray_address, check_only=True)
-    RunDir.check_writable(run.path)
-    run.lock()
-    try:
-        dev = pick_device(device)
-        data_root = resolve_data_root(data_dir or _saved_root(run))
-        task = build_task(config, data_root, dev)
-        name = dataset or config.task.get("dataset", "same") or "same"
-        transfer = bool(dataset and dataset != config.task.get("dataset"))
-        if transfer:
-            task = task.with_dataset(dataset)
-            init = "scratch"
-        train = config.retrain
-        if init:
-            from dataclasses import replace
-
-            train = replace(train, init=init)
-        n = seeds or train.seeds
-        folder = run.path / "retrain" / str(name) / train.init
-        metric = task.metric
-        settings = to_mapping(train)
-        done: dict[int, dict] = {}
-        for k in range(n):
-            f = folder / f"seed-{k}.json"
-            if f.exists():
-                row = run.read_json(str(f.relative_to(run.path)))
-                if row.get("train_config") != settings:
-                    raise RunDirError(f"{folder} holds results made with other retrain settings; "
-                                      f"remove that folder to retrain with the new ones")
-                done[k] = row
-        todo = [k for k in range(n) if k not in done]
-        folder.mkdir(parents=True, exist_ok=True)
-        with (make_executor(workers, ray_address) if len(todo) > 1 else SequentialExecutor()) as executor:
-            if executor.parallel:
-                job = RetrainJob(RunSpec(config.to_dict(), str(data_root), "cpu"), str(run.path), arch.to_dict(),
-                                 dataset if transfer else None, train, n)
-                rows = executor.imap(retrain_seed, todo, job)
-            else:
-                strategy = build_strategy(config, space, task, run) if train.init == "supernet" else None
-                rows = (_retrain_row(config, space, task, strategy, arch, train, k, n) for k in todo)
-            for k, row in zip(todo, rows):
-                run.write_json(str((folder / f"seed-{k}.json").relative_to(run.path)), row)
-                done[k] = row
-            if todo:
-                run.update_run_info(retrain=executor.describe())
-        results = [done[k] for k in range(n)]
-        summary = {"dataset": name, "seeds": n, "init": train.init, "train_config": settings}
-        for split in ("val", "test"):
-            vals = [r[f"{split}_{metric}"] for r in results]
-            summary[f"{split}_{metric}_mean"] = statistics.fmean(vals)
-            summary[f"{split}_{metric}_std"] = statistics.stdev(vals) if len(vals) > 1 else 0.0
-        summary["per_seed"] = results
-        run.write_json(str((folder / "summary.json").relative_to(run.path)), summary)
-        if run.exists(RunDir.METRICS):
-            metrics = run.read_json(RunDir.METRICS)
-            for k2, v in summary.items():
-                if k2.endswith(("_mean", "_std")):
-                    metrics[f"retrain_{name}_{train.init}_{k2}"] = v
-            metrics[f"retrain_{name}_{train.init}_seeds"] = n
-            run.write_json(RunDir.METRICS, metrics)
-        return summary
-    finally:
-        run.close()
-
-
-def _retrain_row(config: RunConfig, space: Any, task: Any, strategy: Any, arch: Arch, train: TrainConfig,
-                 k: int, n: int) -> dict:
-    """Train seed ``k`` of a retraining and return its result row (a function of ``k`` alone)."""
-    res = train_final(None, config, space, task, strategy, arch, train=train, seed=config.seed + 100 + k,
-                      desc=f"retrain seed {k + 1}/{n}")
-    metric = task.metric
-    return {"seed": k, f"val_{metric}": res.val, f"test_{metric}": res.test, "epochs": res.epochs,
-            "init": train.init, "train_config": to_mapping(train)}
-
-
-@dataclass(frozen=True)
-class RetrainJob:
-    """What a worker needs to retrain one seed (see :func:`retrain_seed`)."""
-
-    spec: RunSpec
-    run_path: str
-    arch: dict
-    dataset: str | None
-    train: TrainConfig
-    seeds: int
-
-
-def retrain_seed(k: int, job: RetrainJob) -> dict:
-    """Worker side of a parallel :func:`retrain`: seed ``k``'s result row."""
-
-    def build():
-        config, space, task = job.spec.build()
-        if job.dataset:
-            task = task.with_dataset(job.dataset)
-        strategy = build_strategy(config, space, task, RunDir(job.run_path)) if job.train.init == "supernet" else None
-        return config, space, task, strategy
-
-    config, space, task, strategy = worker_cached(("retrain", job.spec.key(), job.run_path, job.dataset,
-                                                   job.train.init), build)
-    return _retrain_row(config, space, task, strategy, Arch.from_dict(job.arch), job.train, k, job.seeds)
 
 
 def check_arch_file(path: str | Path, recipe: str | Path) -> tuple[Arch, Any]:

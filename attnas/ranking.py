@@ -132,7 +132,8 @@ def _train_standalone(space: Any, task: Any, train: Any, drawn: list[Arch], keys
 
 
 def _supernet_strategy(config: Any, space: Any, task: Any, folder: Path, supernet_from: str | None) -> Any:
-    from attnas.pipeline import _run_info, build_strategy
+    from attnas.build import build_strategy
+    from attnas.pipeline import run_info
 
     if supernet_from:
         run = RunDir.open(supernet_from)
@@ -147,7 +148,7 @@ def _supernet_strategy(config: Any, space: Any, task: Any, folder: Path, superne
         run = RunDir.open(folder)
         run.lock()
     else:
-        run = RunDir.create(folder, config.to_yaml(), _run_info(task.data_root, task.device))
+        run = RunDir.create(folder, config.to_yaml(), run_info(task.data_root, task.device))
     strategy = build_strategy(config, space, task, run)
     if not hasattr(strategy, "train_supernet"):
         raise ConfigError(f"strategy '{config.strategy.name}' trains no supernet; ranking needs a one-shot recipe")
@@ -175,7 +176,7 @@ def supernet_ranking(recipe: str | Path | dict, overrides: list[str] | tuple[str
     Returns:
         The summary written to ``ranking-<label>.json``.
     """
-    from attnas.pipeline import build_space, build_task, pick_device
+    from attnas.build import build_space, build_task, pick_device
 
     config = load_config(recipe, overrides)
     out = Path(out)

@@ -172,7 +172,7 @@ def _table(rows: dict[str, Any]) -> str:
 def write_report(run_dir: str | Path) -> Path:
     """Write ``report.md`` and its figures into the run directory; returns the report's path."""
     from attnas.config import config_from_dict
-    from attnas.pipeline import build_space
+    from attnas.build import build_space
 
     run = RunDir.open(run_dir)
     config = config_from_dict(run.read_config_yaml())

@@ -27,6 +27,8 @@ from typing import Any
 
 import torch
 
+from attnas import pipeline
+from attnas.build import build_task
 from attnas.config import config_from_dict, load_config, parse_override, read_yaml, recipe_path
 from attnas.data.root import resolve_data_root
 from attnas.errors import ConfigError, RunDirError
@@ -84,8 +86,6 @@ def plan_sweep(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...]
 
 def run_one(item: dict, recipe: dict, out: str, data_dir: str | None, device: str | None) -> dict:
     """Run (or continue, or just read) one search of a sweep; returns its summary row."""
-    from attnas import pipeline
-
     run_dir = Path(out) / item["name"]
     if (run_dir / RunDir.METRICS).exists() and (run_dir / RunDir.MODEL).exists():
         pass
@@ -145,8 +145,6 @@ def sweep(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = ()
         if {k: old.get(k) for k in plan} != json.loads(json.dumps(plan)):
             raise RunDirError(f"{out} holds another sweep (its {PLAN} differs); choose another --out")
     # the data of every distinct task loads before anything is written
-    from attnas import pipeline
-
     root = resolve_data_root(data_dir)
     tasks_seen = set()
     for item in plan["runs"]:
@@ -154,7 +152,7 @@ def sweep(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = ()
         key = json.dumps(cfg.to_dict()["task"], sort_keys=True)
         if key not in tasks_seen:
             tasks_seen.add(key)
-            pipeline.build_task(cfg, root, torch.device("cpu"))
+            build_task(cfg, root, torch.device("cpu"))
     with make_executor(workers, ray_address) as executor:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_json(out / PLAN, {**plan, **executor.describe()})

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from attnas.cli import choose_omp_wait_policy  # noqa: E402  (before torch: PASSIVE only on a busy machine)
+from attnas.cpu_busy import choose_omp_wait_policy  # noqa: E402  (before torch: PASSIVE only on a busy machine)
 
 choose_omp_wait_policy()
 

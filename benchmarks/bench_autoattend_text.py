@@ -106,7 +106,7 @@ def main() -> None:
     import torch
 
     from attnas.data.root import resolve_data_root
-    from attnas.strategies.one_shot import SupernetConfig
+    from attnas.strategies.one_shot_config import SupernetConfig
     from attnas.train import make_optimizer, train_epoch
     from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
     from attnas.tasks.text_classification import TextClassificationConfig, TextClassificationTask

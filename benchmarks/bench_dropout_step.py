@@ -32,7 +32,7 @@ def main() -> None:
     import attnas.ops.dropout as dropout
     from attnas.data.root import resolve_data_root
     from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
-    from attnas.strategies.one_shot import SupernetConfig
+    from attnas.strategies.one_shot_config import SupernetConfig
     from attnas.tasks.text_classification import TextClassificationConfig, TextClassificationTask
     from attnas.train import make_optimizer
     from bench_autoattend_text import supernet_step  # the same step as the epoch benchmark

@@ -42,7 +42,8 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from attnas import parallel, pipeline
+    from attnas import parallel
+    from attnas.build import build_space, build_task
     from attnas.arch import Arch
     from attnas.config import load_config
     from attnas.data.root import resolve_data_root
@@ -50,9 +51,9 @@ def main() -> None:
     from attnas.strategies.one_shot import score_candidates, supernet_score
 
     cfg = load_config(args.recipe)
-    space = pipeline.build_space(cfg)
+    space = build_space(cfg)
     root = resolve_data_root()
-    task = pipeline.build_task(cfg, root, torch.device("cpu"))
+    task = build_task(cfg, root, torch.device("cpu"))
     seed_everything(0)
     supernet = space.supernet(task)
     rng = random.Random(0)

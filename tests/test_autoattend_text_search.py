@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from attnas import pipeline
+from attnas import pipeline, retraining
 from attnas.config import load_config
 from attnas.spaces.autoattend import AutoAttendSpace
 
@@ -61,7 +61,7 @@ def test_search_on_real_sst_then_transfer_to_sst2(data_root, tmp_path):
     assert len(run.events("evolution")) == 8 and len(run.events("supernet")) == 1
     model = pipeline.load_model(run.path, data_dir=data_root)
     assert not hasattr(model, "sharing")  # a standalone model, not the supernet
-    summary = pipeline.retrain(run.path, dataset="sst2", seeds=1, data_dir=data_root)
+    summary = retraining.retrain(run.path, dataset="sst2", seeds=1, data_dir=data_root)
     assert summary["dataset"] == "sst2" and summary["init"] == "scratch"
     per_seed = json.loads((run.path / "retrain" / "sst2" / "scratch" / "seed-0.json").read_text())
     assert 0.0 <= per_seed["test_accuracy"] <= 1.0

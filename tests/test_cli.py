@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from attnas import cpu_busy
-from attnas.cli import app, choose_omp_wait_policy
+from attnas import allocator, cli, cpu_busy
+from attnas.cli import app
 
 runner = CliRunner()
 
@@ -107,29 +110,32 @@ def test_version():
     assert r.exit_code == 0 and r.output.startswith("attnas ")
 
 
-
-@pytest.mark.parametrize("busy, expected", [(0.3, None), (1.6, "PASSIVE")])
-def test_omp_wait_policy_sleeps_only_when_other_work_keeps_the_cpus_busy(monkeypatch, busy, expected):
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    monkeypatch.setattr(cpu_busy, "busy_cpus", lambda: busy)
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 9.0, 9.0))  # not used where /proc/stat is read
-    assert choose_omp_wait_policy() == expected
-    assert os.environ.get("OMP_WAIT_POLICY") == expected
-
-
-@pytest.mark.parametrize("load, expected", [(0.3, None), (1.6, "PASSIVE")])
-def test_omp_wait_policy_falls_back_to_the_load_average(monkeypatch, load, expected):
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    monkeypatch.setattr(cpu_busy, "busy_cpus", lambda: None)  # no /proc/stat
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
-    assert choose_omp_wait_policy() == expected
-    assert os.environ.get("OMP_WAIT_POLICY") == expected
+@pytest.mark.parametrize("args, tuned", [
+    (["--version"], False),
+    (["list", "recipes"], False),
+    (["report", "/nonexistent/run"], False),
+    (["search"], True),
+    (["evaluate", "/nonexistent/run"], True),
+])
+def test_the_console_script_tunes_the_process_only_for_commands_that_train(monkeypatch, args, tuned):
+    calls = []
+    monkeypatch.setattr(cpu_busy, "choose_omp_wait_policy", lambda: calls.append("omp"))
+    monkeypatch.setattr(allocator, "keep_freed_memory", lambda: calls.append("malloc"))
+    monkeypatch.setattr(sys, "argv", ["attnas", *args])
+    with pytest.raises(SystemExit):
+        cli.main()
+    assert calls == (["omp", "malloc"] if tuned else [])
 
 
-def test_omp_wait_policy_keeps_the_users_choice(monkeypatch):
-    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
-    monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 9.0, 9.0))
-    assert choose_omp_wait_policy() == "ACTIVE"
-    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+def test_version_imports_no_torch_and_leaves_the_process_alone():
+    code = ("import os, sys\n"
+            "from attnas.cli import main\n"
+            "sys.argv = ['attnas', '--version']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "assert 'torch' not in sys.modules, 'torch imported'\n"
+            "assert 'OMP_WAIT_POLICY' not in os.environ, 'OMP_WAIT_POLICY set'\n")
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=Path(__file__).parents[1], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("attnas ")

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from attnas.cpu_busy import busy_between, busy_cpus, cpu_times
+from attnas import cpu_busy
+from attnas.cpu_busy import busy_between, busy_cpus, choose_omp_wait_policy, cpu_times
 
 STAT = """cpu  300 0 100 600 0 0 0 0 0 0
 cpu0 100 0 50 300 0 0 0 0 0 0
@@ -47,3 +48,30 @@ def test_a_spinning_process_is_seen():
         spin.kill()
         spin.wait()
     assert busy is not None and busy >= 0.6
+
+
+@pytest.mark.parametrize("busy, expected", [(0.3, None), (1.6, "PASSIVE")])
+def test_omp_wait_policy_sleeps_only_when_other_work_keeps_the_cpus_busy(monkeypatch, busy, expected):
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.setattr(cpu_busy, "busy_cpus", lambda: busy)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 9.0, 9.0))  # not used where /proc/stat is read
+    assert choose_omp_wait_policy() == expected
+    assert os.environ.get("OMP_WAIT_POLICY") == expected
+
+
+@pytest.mark.parametrize("load, expected", [(0.3, None), (1.6, "PASSIVE")])
+def test_omp_wait_policy_falls_back_to_the_load_average(monkeypatch, load, expected):
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.setattr(cpu_busy, "busy_cpus", lambda: None)  # no /proc/stat
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    assert choose_omp_wait_policy() == expected
+    assert os.environ.get("OMP_WAIT_POLICY") == expected
+
+
+def test_omp_wait_policy_keeps_the_users_choice(monkeypatch):
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 9.0, 9.0))
+    assert choose_omp_wait_policy() == "ACTIVE"
+    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"

@@ -20,7 +20,7 @@ import pytest
 import torch
 import yaml
 
-from attnas import pipeline
+from attnas import pipeline, retraining
 from attnas.errors import RunDirError
 from attnas_subprocess import run_attnas
 
@@ -148,6 +148,8 @@ def test_unwritable_run_directory_fails_before_any_work(recipe_file, tmp_path, m
     monkeypatch.setattr(pipeline, "build_space", _no_work)
     from attnas import sweep
 
+    monkeypatch.setattr(sweep, "build_task", _no_work)
+
     for what, target in unwritable_targets(tmp_path):
         with pytest.raises(RunDirError, match="is not writable") as err:
             pipeline.search(recipe_file, out=target)
@@ -172,11 +174,12 @@ def test_resume_and_retrain_of_a_read_only_run_fail_before_any_work(reference, t
     for p in [run, *run.rglob("*")]:
         p.chmod(0o500 if p.is_dir() else 0o400)
     monkeypatch.setattr(pipeline, "build_task", _no_work)
+    monkeypatch.setattr(retraining, "build_task", _no_work)
     try:
         with pytest.raises(RunDirError, match="is not writable"):
             pipeline.resume(run)
         with pytest.raises(RunDirError, match="is not writable"):
-            pipeline.retrain(run, seeds=2)
+            retraining.retrain(run, seeds=2)
     finally:
         for p in [run, *run.rglob("*")]:
             p.chmod(0o700)

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from attnas import parallel, pipeline
+from attnas import parallel, pipeline, retraining
 from attnas.errors import ConfigError, UnsupportedError
 
 ray = pytest.importorskip("ray")
@@ -135,15 +135,15 @@ def test_parallel_retrain_equals_sequential(sequential_run, local_ray, tmp_path)
     shutil.copytree(sequential_run.path, b)
     for p in (a, b):
         (p / ".lock").unlink(missing_ok=True)
-    seq = pipeline.retrain(a, seeds=3)
-    par = pipeline.retrain(b, seeds=3, workers=2)
+    seq = retraining.retrain(a, seeds=3)
+    par = retraining.retrain(b, seeds=3, workers=2)
     assert seq["per_seed"] == par["per_seed"] and seq["test_accuracy_mean"] == par["test_accuracy_mean"]
     assert json.loads((b / "run.json").read_text())["retrain"] == {"workers": 2, "ray_address": None}
     # one seed alone gives the same row as within a run of several (no hidden state between seeds)
     c = tmp_path / "c"
     shutil.copytree(a, c)
     (c / "retrain" / "digits-graph" / "supernet" / "seed-1.json").unlink()  # now the first one trained
-    assert pipeline.retrain(c, seeds=3)["per_seed"] == seq["per_seed"]
+    assert retraining.retrain(c, seeds=3)["per_seed"] == seq["per_seed"]
 
 
 def test_sweep_parallel_equals_sequential_and_continues(recipe, local_ray, tmp_path):

@@ -31,7 +31,7 @@ and no module hooks would be skipped: :func:`fused_cell_kernels`.
 from __future__ import annotations
 
 from itertools import accumulate
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 import torch.nn.modules.module as _module
@@ -43,10 +43,32 @@ from attnas.ops.memory_format import cl_to_groups, groups_to_cl, is_channels_las
 
 if TYPE_CHECKING:
     from attnas.ops.attention_gates import GateKernel
-    from attnas.ops.hoga_cell import HOGA
 
 #: Operations that are not gates: ``identity`` adds its source into the node, ``zero`` is absent.
 NOT_GATED = ("identity", "zero")
+
+
+class HOGACell(Protocol):
+    """What the fused cell reads of a discrete HOGA cell (:class:`~attnas.ops.hoga_cell.HOGA`).
+
+    Attributes:
+        training: Whether the cell is in training mode.
+        groups: ``K``, the number of channel groups.
+        group_channels: Channels per group.
+        choices: Edge key (``"j-k"``) -> its operation's name.
+        ops: Edge key -> its operation's module.
+        phi: The projection :math:`\\varphi`.
+    """
+
+    training: bool
+    groups: int
+    group_channels: int
+    choices: dict[str, str]
+    ops: nn.ModuleDict
+    phi: nn.Module
+
+    def edges_into(self, k: int) -> list[tuple[int, str, str]]:
+        """``(j, key, operation)`` of the present edges into node ``U_k``."""
 
 
 def _has_hooks(module: nn.Module) -> bool:
@@ -62,7 +84,7 @@ def _global_hooks() -> bool:
                 or _module._global_backward_hooks or _module._global_backward_pre_hooks)
 
 
-def fused_cell_kernels(cell: HOGA, x: torch.Tensor, min_positions: int) -> dict[str, GateKernel] | None:
+def fused_cell_kernels(cell: HOGACell, x: torch.Tensor, min_positions: int) -> dict[str, GateKernel] | None:
     """The gated edges' kernels when :func:`fused_cell` can run ``cell`` on ``x``, else ``None``.
 
     Training mode, ``x`` a CPU float32 / float64 ``(B, C, H, W)`` tensor, NCHW-contiguous or
@@ -169,7 +191,7 @@ class _FusedCell(torch.autograd.Function):
         return (None, None, dx, *param_grads, *phi_grads)
 
 
-def fused_cell(cell: HOGA, x: torch.Tensor, kernels: dict[str, GateKernel]) -> torch.Tensor:
+def fused_cell(cell: HOGACell, x: torch.Tensor, kernels: dict[str, GateKernel]) -> torch.Tensor:
     """``cell(x)`` as one autograd operation, with the gated edges' ``kernels`` from
     :func:`fused_cell_kernels`.
 

@@ -35,7 +35,7 @@ changes no width, so it is not a choice where the widths differ: on connections 
 the raw input, and into a last layer that outputs the classes.
 
 The networks themselves (supernet with context-aware parameter sharing, standalone
-model) are in :mod:`attnas.spaces.autoattend_net`; what they look like in each domain
+model) are in :mod:`attnas.models.autoattend_network`; what they look like in each domain
 (graph, text) is a domain adapter chosen by the task's kind.
 """
 
@@ -54,11 +54,10 @@ from attnas import _registry
 from attnas._registry import register_space
 from attnas.arch import Arch
 from attnas.errors import ArchError, ConfigError, unknown_name
+from attnas.models.autoattend_network import ROLES, ZERO, AutoAttendModel, AutoAttendSupernet, check_kind
 from attnas.spaces.base import Space
 
 LAYER_TYPES = ("add", "attn")
-ROLES = {"add": ("add", "add"), "attn": ("q", "k", "v")}
-ZERO = "zero"
 IDENTITY = "identity"
 
 
@@ -462,19 +461,13 @@ class AutoAttendSpace(Space):
 
     def check_task(self, task: Any) -> None:
         """Refuse task kinds without a registered domain adapter."""
-        from attnas.spaces.autoattend_net import check_kind
-
         check_kind(task.info.kind)
 
     def supernet(self, task: Any) -> nn.Module:
         """The one-shot supernet with context-aware parameter sharing (Sec. 4.2)."""
-        from attnas.spaces.autoattend_net import AutoAttendSupernet
-
         return AutoAttendSupernet(self, task.info)
 
     def build(self, arch: Arch, task: Any) -> nn.Module:
         """A standalone model of ``arch`` for ``task``."""
-        from attnas.spaces.autoattend_net import AutoAttendModel
-
         self.validate(arch)
         return AutoAttendModel(self, arch, task.info)

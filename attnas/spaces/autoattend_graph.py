@@ -21,7 +21,7 @@ from attnas import _registry
 from attnas.ops.graph_attention import EdgeScaledDotProductAttention
 from attnas.ops.dropout import fast_dropout
 from attnas.ops.graph_context import GraphContext, SparseFeatures
-from attnas.spaces.autoattend_net import register_adapter
+from attnas.models.autoattend_network import register_adapter
 from attnas.tasks.base import TaskInfo
 
 

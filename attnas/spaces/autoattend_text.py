@@ -45,7 +45,7 @@ from attnas.config import from_mapping
 from attnas.errors import ConfigError
 from attnas.models.text_encoder import MaskedPoolingHead, TextStem
 from attnas.ops.sequence_attention import SequenceAttention
-from attnas.spaces.autoattend_net import register_adapter
+from attnas.models.autoattend_network import register_adapter
 from attnas.tasks.base import TaskInfo
 
 

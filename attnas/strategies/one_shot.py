@@ -19,7 +19,7 @@ Guan et al., ICML 2021, Sec. 4.2 and 5.2.3, following SPOS (Guo et al., ECCV 202
 
 State (supernet weights, optimiser, population, pending candidates, RNG) is
 checkpointed in the run directory; a killed search resumes and ends with the same
-architecture as an uninterrupted one.
+architecture as an uninterrupted one. The options are in :mod:`attnas.strategies.one_shot_config`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ import random
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -37,123 +36,14 @@ from torch import nn
 from attnas import distributed
 from attnas._registry import register_strategy
 from attnas.arch import Arch
-from attnas.config import OptimConfig, TrainConfig
+from attnas.config import TrainConfig
 from attnas.errors import CheckpointError, ConfigError
 from attnas.parallel import RunSpec, chunks, map_in_threads, worker_cached
 from attnas.progress import progress
 from attnas.rng import rng_state, seed_everything, set_rng_state
 from attnas.strategies.base import SearchResult, Strategy
+from attnas.strategies.one_shot_config import OneShotEvolutionConfig, OneShotRandomConfig
 from attnas.train import fit, make_optimizer, make_scheduler, train_epoch
-
-
-@dataclass(frozen=True)
-class SupernetConfig(OptimConfig):
-    """Supernet training (Sec. 5.2.3: Adam, lr 0.005; graphs: weight decay 5e-4).
-
-    The optimiser options are those of :class:`~attnas.config.OptimConfig`.
-
-    Attributes:
-        epochs: Passes over the training split (one full-batch step for transductive graphs).
-        checkpoint_every: Epochs between checkpoints.
-        context_warmup: Fraction of the epochs, at the start, in which the contexts of a
-            connection share one module (no context, Sec. 5.4.2); then each context's module
-            starts from it and trains apart (context-aware sharing, Sec. 4.2.2). For supernets
-            with contexts (AutoAttend); 0: contexts apart from the start, as in the paper.
-    """
-
-    epochs: int = 2000
-    checkpoint_every: int = 200
-    context_warmup: float = 0.0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not 0 <= self.context_warmup < 1:
-            raise ConfigError(f"strategy.supernet.context_warmup: a fraction of the epochs in [0, 1), "
-                              f"got {self.context_warmup}")
-
-    @property
-    def warmup_epochs(self) -> int:
-        """Epochs of the context warm-up."""
-        return round(self.context_warmup * self.epochs)
-
-@dataclass(frozen=True)
-class RerankConfig:
-    """Re-ranking of the best candidates.
-
-    Attributes:
-        top_k: How many of the best supernet-scored architectures are re-ranked.
-        epochs: Fine-tuning epochs from supernet weights per candidate (0: rank by supernet score).
-    """
-
-    top_k: int = 10
-    epochs: int = 0
-
-
-@dataclass(frozen=True)
-class EvolutionConfig:
-    """Evolution of Sec. 5.2.3.
-
-    Attributes:
-        population: Architectures sampled from the prior first.
-        parents: How many of the best are mutated each round.
-        children: New architectures per round (each parent mutated once, cycling if more).
-        rounds: Mutation rounds.
-        checkpoint_every: Evaluated candidates between checkpoints.
-    """
-
-    population: int = 500
-    parents: int = 100
-    children: int = 100
-    rounds: int = 5
-    checkpoint_every: int = 100
-
-
-def _check_score_threads(value: int | None) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(f"score_threads must be an integer >= 1 or null, got {value!r}")
-
-
-@dataclass(frozen=True)
-class OneShotEvolutionConfig:
-    """Options of ``one-shot-evolution``.
-
-    Attributes:
-        supernet: Supernet training.
-        evolution: The evolution.
-        rerank: Re-ranking of the best candidates.
-        score_threads: Candidates scored side by side on the CPU, each in a thread with
-            one torch thread (:func:`~attnas.parallel.map_in_threads`); ``None``: as many as
-            the torch threads of the run (``attnas --threads``); 1: one at a time with all
-            of them. Scores are those of one torch thread whenever this is above 1.
-    """
-
-    supernet: SupernetConfig = field(default_factory=SupernetConfig)
-    evolution: EvolutionConfig = field(default_factory=EvolutionConfig)
-    rerank: RerankConfig = field(default_factory=RerankConfig)
-    score_threads: int | None = None
-
-    def __post_init__(self) -> None:
-        _check_score_threads(self.score_threads)
-
-
-@dataclass(frozen=True)
-class OneShotRandomConfig:
-    """Options of ``one-shot-random``.
-
-    Attributes:
-        samples: Distinct architectures drawn from the prior and scored.
-        checkpoint_every: Evaluated candidates between checkpoints.
-        score_threads: As in :class:`OneShotEvolutionConfig`.
-    """
-
-    supernet: SupernetConfig = field(default_factory=SupernetConfig)
-    samples: int = 1000
-    checkpoint_every: int = 100
-    rerank: RerankConfig = field(default_factory=RerankConfig)
-    score_threads: int | None = None
-
-    def __post_init__(self) -> None:
-        _check_score_threads(self.score_threads)
 
 
 def supernet_score(supernet: nn.Module, task, arch: Arch, batch_size: int) -> float:

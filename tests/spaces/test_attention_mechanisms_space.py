@@ -173,7 +173,7 @@ def test_to_dag_draws_the_cell():
 @pytest.mark.parametrize("recipe", ["mechanism-listops-quick", "mechanism-listops"])
 def test_per_mechanism_recipes_take_every_mechanism_by_override(recipe):
     from attnas.config import load_config
-    from attnas.pipeline import build_space
+    from attnas.build import build_space
 
     for name in mechanism_names():
         cfg = load_config(recipe, [f"strategy.arch.mechanism={name}"])

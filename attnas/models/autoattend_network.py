@@ -1,4 +1,5 @@
-"""AutoAttend networks: the context-aware supernet and the standalone model.
+"""AutoAttend networks (:class:`~attnas.spaces.autoattend.AutoAttendSpace`): the context-aware
+supernet and the standalone model.
 
 Both run the same computation (:meth:`_AutoAttendBase.run`):
 
@@ -50,8 +51,13 @@ from torch import nn
 from attnas.arch import Arch
 from attnas.errors import UnsupportedError
 from attnas.ops.dropout import fast_dropout
-from attnas.spaces.autoattend import ROLES, ZERO
 from attnas.tasks.base import TaskInfo
+
+#: The roles of a layer type's inputs: an addition layer's two inputs, an attention layer's
+#: query, key and value.
+ROLES = {"add": ("add", "add"), "attn": ("q", "k", "v")}
+#: The operation that stands for an absent connection.
+ZERO = "zero"
 
 _ADAPTERS: dict[str, type] = {}
 

@@ -9,7 +9,7 @@ import torch
 from torch_geometric.data import Data
 
 from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
-from attnas.spaces.autoattend_net import context_key
+from attnas.models.autoattend_network import context_key
 from attnas.tasks.base import TaskInfo
 from attnas.tasks.node_classification import NodeBatch
 
