@@ -1,4 +1,5 @@
-"""A run's parts built from its config: the device, the task, the space and the strategy.
+"""A run's parts built from its config: the device, the task, the space and the strategy,
+and the checks that refuse parts which cannot work together before a run writes anything.
 
 Example:
     >>> from attnas.build import build_space, build_task, pick_device   # doctest: +SKIP
@@ -18,7 +19,8 @@ import torch
 
 from attnas import _registry
 from attnas.config import RunConfig
-from attnas.errors import ConfigError
+from attnas.errors import ConfigError, DataError
+from attnas.rng import rng_state, set_rng_state
 from attnas.runs import RunDir
 
 
@@ -52,6 +54,55 @@ def build_task(config: RunConfig, data_root: Path, device: torch.device) -> Any:
 def build_space(config: RunConfig) -> Any:
     """The space a config describes."""
     return _registry.get("space", config.space.name)(config.space.options)
+
+
+def check_strategy(config: RunConfig, space: Any) -> type:
+    """Refuse a space or options the config's strategy cannot use (before any data is loaded).
+
+    Returns:
+        The strategy class.
+
+    Raises:
+        AttnasError: Naming the missing capability or the bad option.
+    """
+    cls = _registry.get("strategy", config.strategy.name)
+    for capability in cls.requires:
+        space.require(capability, config.strategy.name)
+    cls.check(config.strategy.options, space)
+    return cls
+
+
+def check_task(config: RunConfig, space: Any, task: Any) -> None:
+    """Refuse a loaded task the space or the strategy cannot use, before anything is written.
+
+    Besides the space's and the strategy's own checks, a strategy whose result is trained
+    afterwards needs a batch of every split (the final training scores on ``train``,
+    ``val`` and ``test``); one batch of each is drawn, leaving the random generators as
+    they were.
+
+    Raises:
+        AttnasError: Naming the problem.
+    """
+    cls = _registry.get("strategy", config.strategy.name)
+    space.check_task(task)
+    cls.check_task(config.strategy.options, space, task)
+    if cls.final_training:
+        for split in ("train", "val", "test"):
+            if first_batch(task, split) is None:
+                raise DataError(f"task '{task.name}': the {split} split is empty (the found architecture is "
+                                f"trained on train and scored on val and test)")
+
+
+def first_batch(task: Any, split: str) -> Any:
+    """The first batch (of size 1 where the task batches) of ``split``, or ``None`` when it is empty.
+
+    The random generators are left as they were.
+    """
+    saved = rng_state()
+    try:
+        return next(iter(task.batches(split, batch_size=1)), None)
+    finally:
+        set_rng_state(saved)
 
 
 def build_strategy(config: RunConfig, space: Any, task: Any, run: RunDir) -> Any:

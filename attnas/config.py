@@ -14,16 +14,24 @@ are validated against that component's ``Config`` dataclass (unknown key, wrong 
 and bad choice are reported with the dotted path of the key, e.g.
 ``space.hiden: unknown key (did you mean 'hidden'?)``). The result is a tree of frozen
 dataclasses (:class:`RunConfig`), written back to the run directory fully resolved.
+
+Numeric options declare their valid range in their type, with ``typing.Annotated`` and a
+:class:`Range` (aliases: :data:`PositiveInt`, :data:`NonNegativeInt`, :data:`PositiveFloat`,
+:data:`NonNegativeFloat`, :data:`Fraction`, :data:`Seed`); the loader checks every value
+against it while it reads the recipe, so ``strategy.evolution.parents: 0`` is reported as
+``strategy.evolution.parents: must be >= 1, got 0`` before anything is built or written.
+No number anywhere in a config may be NaN or infinite.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 
@@ -36,8 +44,88 @@ _NoneType = type(None)
 # --------------------------------------------------------------------------- generic validation
 
 
+class _OutOfRange(ConfigError):
+    """A value of the right type outside its field's :class:`Range`."""
+
+
+@dataclass(frozen=True)
+class Range:
+    """The valid interval of a numeric option, attached to its type with ``typing.Annotated``.
+
+    Example:
+        ``warmup: Annotated[float, Range(0, 1, high_open=True)] = 0.0`` accepts ``0 <= warmup < 1``.
+
+    Attributes:
+        low: Lower bound (``None``: unbounded).
+        high: Upper bound (``None``: unbounded).
+        low_open: Whether ``low`` itself is excluded.
+        high_open: Whether ``high`` itself is excluded.
+    """
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def contains(self, value: float) -> bool:
+        """Whether ``value`` lies in the interval."""
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            return False
+        if self.high is not None and (value >= self.high if self.high_open else value > self.high):
+            return False
+        return True
+
+    def describe(self) -> str:
+        """The interval in words, e.g. ``>= 1`` or ``in [0, 1)``."""
+        if self.low is not None and self.high is not None:
+            return (f"in {'(' if self.low_open else '['}{self.low}, {self.high}"
+                    f"{')' if self.high_open else ']'}")
+        if self.low is not None:
+            return f"{'>' if self.low_open else '>='} {self.low}"
+        if self.high is not None:
+            return f"{'<' if self.high_open else '<='} {self.high}"
+        return "any number"
+
+    def check(self, value: float, path: str) -> None:
+        """Raise :class:`~attnas.errors.ConfigError` naming ``path`` when ``value`` is outside."""
+        if not self.contains(value):
+            raise _OutOfRange(f"{path}: must be {self.describe()}, got {value!r}")
+
+
+#: A count or size: an integer >= 1.
+PositiveInt = Annotated[int, Range(1)]
+#: An integer >= 0 (a count where 0 means "none" or "off").
+NonNegativeInt = Annotated[int, Range(0)]
+#: A number > 0 (a learning rate, a scale).
+PositiveFloat = Annotated[float, Range(0, low_open=True)]
+#: A number >= 0 (a weight decay, a clipping norm where 0 means "off").
+NonNegativeFloat = Annotated[float, Range(0)]
+#: A probability or a share in [0, 1) (a dropout rate, a held-out fraction).
+Fraction = Annotated[float, Range(0, 1, high_open=True)]
+#: A random seed: an integer in [0, 2**63 - 1].
+Seed = Annotated[int, Range(0, 2**63 - 1)]
+
+
+def check_finite(value: Any, path: str) -> None:
+    """Refuse NaN and infinite numbers anywhere in ``value`` (nested mappings and lists too).
+
+    Raises:
+        ConfigError: Naming the dotted path of the first non-finite number.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{path}: must be a finite number, got {value}")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            check_finite(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            check_finite(v, f"{path}[{i}]")
+
+
 def _type_name(tp: Any) -> str:
     origin = typing.get_origin(tp)
+    if origin is Annotated:
+        return _type_name(typing.get_args(tp)[0])
     if origin is Literal:
         return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
     if origin in (typing.Union, types.UnionType):
@@ -62,8 +150,16 @@ def coerce(value: Any, tp: Any, path: str) -> Any:
         ConfigError: When the value does not fit the type.
     """
     if tp is Any:
+        check_finite(value, path)
         return value
     origin = typing.get_origin(tp)
+    if origin is Annotated:
+        base, *extras = typing.get_args(tp)
+        value = coerce(value, base, path)
+        for extra in extras:
+            if isinstance(extra, Range) and value is not None:
+                extra.check(value, path)
+        return value
     if origin is Literal:
         choices = typing.get_args(tp)
         if value not in choices:
@@ -76,14 +172,18 @@ def coerce(value: Any, tp: Any, path: str) -> Any:
         args = typing.get_args(tp)
         if value is None and _NoneType in args:
             return None
-        errors = []
+        out_of_range = None
         for arg in args:
             if arg is _NoneType:
                 continue
             try:
                 return coerce(value, arg, path)
-            except ConfigError as exc:
-                errors.append(str(exc))
+            except _OutOfRange as exc:
+                out_of_range = out_of_range or exc
+            except ConfigError:
+                pass
+        if out_of_range is not None:
+            raise out_of_range
         raise ConfigError(f"{path}: expected {_type_name(tp)}, got {value!r}")
     if origin in (list, tuple):
         if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
@@ -95,6 +195,7 @@ def coerce(value: Any, tp: Any, path: str) -> Any:
     if origin is dict:
         if not isinstance(value, dict):
             raise ConfigError(f"{path}: expected a mapping, got {value!r}")
+        check_finite(value, path)
         return dict(value)
     if is_dataclass(tp):
         return from_mapping(tp, value, path)
@@ -111,7 +212,12 @@ def coerce(value: Any, tp: Any, path: str) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{path}: expected a number, got {value!r}")
-        return float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            raise ConfigError(f"{path}: must be a finite number, got {value!r}") from None
+        check_finite(number, path)
+        return number
     if tp is str:
         if not isinstance(value, str):
             raise ConfigError(f"{path}: expected a string, got {value!r}")
@@ -137,7 +243,7 @@ def from_mapping(cls: type, data: Any, path: str = "") -> Any:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path or 'config'}: expected a mapping, got {data!r}")
-    hints = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(cls, include_extras=True)
     known = {f.name: f for f in fields(cls) if f.init}
     for key in data:
         if key not in known:
@@ -190,14 +296,14 @@ class OptimConfig:
         grad_clip: Max gradient norm (0: no clipping).
     """
 
-    lr: float = 0.005
-    weight_decay: float = 5e-4
+    lr: PositiveFloat = 0.005
+    weight_decay: NonNegativeFloat = 5e-4
     optimizer: Literal["adam", "adamw", "sgd"] = "adam"
-    momentum: float = 0.9
+    momentum: NonNegativeFloat = 0.9
     scheduler: Literal["none", "cosine"] = "none"
-    lr_min: float = 0.0
-    batch_size: int = 128
-    grad_clip: float = 0.0
+    lr_min: NonNegativeFloat = 0.0
+    batch_size: PositiveInt = 128
+    grad_clip: NonNegativeFloat = 0.0
 
     def __post_init__(self) -> None:
         if self.lr <= 0:
@@ -223,11 +329,11 @@ class TrainConfig(OptimConfig):
         eval_every: Evaluate on the validation split every this many epochs.
     """
 
-    epochs: int = 200
-    patience: int = 100
+    epochs: PositiveInt = 200
+    patience: NonNegativeInt = 100
     init: Literal["supernet", "scratch"] = "scratch"
-    seeds: int = 1
-    eval_every: int = 1
+    seeds: PositiveInt = 1
+    eval_every: PositiveInt = 1
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -257,7 +363,7 @@ class RunConfig:
     space: ComponentConfig
     strategy: ComponentConfig
     retrain: TrainConfig = field(default_factory=TrainConfig)
-    seed: int = 0
+    seed: Seed = 0
     description: str = ""
 
     def to_dict(self) -> dict:
@@ -269,8 +375,12 @@ class RunConfig:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
     def replace(self, **changes: Any) -> RunConfig:
-        """A copy with top-level fields replaced."""
-        return dataclasses.replace(self, **changes)
+        """A copy with top-level fields replaced, validated like a recipe.
+
+        Raises:
+            ConfigError: When a new value is invalid (e.g. a negative seed).
+        """
+        return config_from_dict({**self.to_dict(), **to_mapping(changes)})
 
 
 _COMPONENT_KIND = {"task": "task", "space": "space", "strategy": "strategy"}
@@ -297,9 +407,17 @@ def _component(kind: str, data: Any) -> ComponentConfig:
 
 
 def config_from_dict(data: Any) -> RunConfig:
-    """Validate a recipe mapping into a :class:`RunConfig`."""
+    """Validate a recipe mapping into a :class:`RunConfig`.
+
+    Every key, type and range is checked and no number may be NaN or infinite, so a
+    config that validates cannot fail later for a bad value of one option.
+
+    Raises:
+        ConfigError: Naming the dotted key of the first problem.
+    """
     if not isinstance(data, dict):
         raise ConfigError(f"a recipe must be a YAML mapping, got {type(data).__name__}")
+    check_finite(data, "")
     for key in data:
         if key not in _TOP_KEYS:
             raise ConfigError(
@@ -311,7 +429,7 @@ def config_from_dict(data: Any) -> RunConfig:
     return RunConfig(
         name=coerce(data["name"], str, "name"),
         description=coerce(data.get("description", ""), str, "description"),
-        seed=coerce(data.get("seed", 0), int, "seed"),
+        seed=coerce(data.get("seed", 0), Seed, "seed"),
         task=_component("task", data["task"]),
         space=_component("space", data["space"]),
         strategy=_component("strategy", data["strategy"]),
@@ -357,9 +475,12 @@ def read_yaml(path: str | Path) -> dict:
     """Read a YAML mapping, turning syntax errors into :class:`ConfigError` with the line."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read recipe {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not a UTF-8 text file (byte 0x{exc.object[exc.start]:02x} at "
+                          f"offset {exc.start})") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

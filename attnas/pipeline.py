@@ -37,7 +37,7 @@ from torch import nn
 from attnas import _registry, distributed
 from attnas._version import __version__
 from attnas.arch import Arch, load_arch
-from attnas.build import build_space, build_strategy, build_task, pick_device
+from attnas.build import build_space, build_strategy, build_task, check_strategy, check_task, pick_device
 from attnas.config import RunConfig, TrainConfig, config_from_dict, load_config
 from attnas.data.root import resolve_data_root
 from attnas.errors import RunDirError, UnsupportedError
@@ -97,14 +97,11 @@ def search(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (
             out = Path(dist.broadcast_object(str(out)))
         if main:
             RunDir.check_writable(out)
-        # Build everything once before writing anything, so bad options fail with nothing written.
+        # Build and check everything once before writing anything, so bad inputs fail with nothing written.
         space = build_space(config)
-        strategy_cls = _registry.get("strategy", config.strategy.name)
-        for capability in strategy_cls.requires:
-            space.require(capability, config.strategy.name)
-        strategy_cls.check(config.strategy.options, space)
+        check_strategy(config, space)
         task = build_task(config, data_root, dev)
-        space.check_task(task)
+        check_task(config, space, task)
         with (make_executor(workers, ray_address) if main else SequentialExecutor()) as executor:
             run = RunDir.create(out, config.to_yaml(), run_info(data_root, dev, executor, dist)) if main else None
             if dist is not None:

@@ -176,14 +176,16 @@ def supernet_ranking(recipe: str | Path | dict, overrides: list[str] | tuple[str
     Returns:
         The summary written to ``ranking-<label>.json``.
     """
-    from attnas.build import build_space, build_task, pick_device
+    from attnas.build import build_space, build_task, check_strategy, check_task, pick_device
 
     config = load_config(recipe, overrides)
+    space = build_space(config)
+    if not hasattr(check_strategy(config, space), "train_supernet"):
+        raise ConfigError(f"strategy '{config.strategy.name}' trains no supernet; ranking needs a one-shot recipe")
+    task = build_task(config, resolve_data_root(data_dir), pick_device("cpu"))
+    check_task(config, space, task)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    space = build_space(config)
-    task = build_task(config, resolve_data_root(data_dir), pick_device("cpu"))
-    space.check_task(task)
     drawn = sample_architectures(space, archs, sample_seed)
     keys = [a.key() for a in drawn]
     arch_file = out / "archs.json"

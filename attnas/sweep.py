@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from attnas import pipeline
-from attnas.build import build_task
+from attnas.build import build_space, build_task, check_strategy, check_task
 from attnas.config import config_from_dict, load_config, parse_override, read_yaml, recipe_path
 from attnas.data.root import resolve_data_root
 from attnas.errors import ConfigError, RunDirError
@@ -144,15 +144,19 @@ def sweep(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = ()
         old = json.loads((out / PLAN).read_text())
         if {k: old.get(k) for k in plan} != json.loads(json.dumps(plan)):
             raise RunDirError(f"{out} holds another sweep (its {PLAN} differs); choose another --out")
-    # the data of every distinct task loads before anything is written
+    # every run's space and strategy are checked, and the data of every distinct task loads
+    # and is checked against them, before anything is written
     root = resolve_data_root(data_dir)
-    tasks_seen = set()
+    by_task: dict[str, list] = {}
     for item in plan["runs"]:
         cfg = load_config(plan["recipe"], item["overrides"])
-        key = json.dumps(cfg.to_dict()["task"], sort_keys=True)
-        if key not in tasks_seen:
-            tasks_seen.add(key)
-            build_task(cfg, root, torch.device("cpu"))
+        space = build_space(cfg)
+        check_strategy(cfg, space)
+        by_task.setdefault(json.dumps(cfg.to_dict()["task"], sort_keys=True), []).append((cfg, space))
+    for parts in by_task.values():
+        task = build_task(parts[0][0], root, torch.device("cpu"))
+        for cfg, space in parts:
+            check_task(cfg, space, task)
     with make_executor(workers, ray_address) as executor:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_json(out / PLAN, {**plan, **executor.describe()})

@@ -1,7 +1,9 @@
 """Bad inputs through the real entry points: each is a one-line error naming the problem
 (exit status 2) and nothing is written to the run directory.
 
-Covers recipes (malformed YAML, unknown keys, wrong types), architecture files (unknown
+Covers recipes (malformed YAML, unknown keys, wrong types, values out of range, NaN and
+infinite numbers, bytes that are not UTF-8), strategies given a space, task or file they
+cannot use, architecture files (unknown
 operations, out-of-range source layers, violated constraints), datasets (a graph file, a
 CSV text file, SST trees, CIFAR-10 batches and an image folder with mismatched shapes, NaN
 values or labels out of range) and checkpoints holding pickled objects.
@@ -45,7 +47,10 @@ def fails_cleanly(tmp_path, args, message, out=None):
 
 def write_recipe(tmp_path, data) -> str:
     p = tmp_path / "recipe.yaml"
-    p.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
+    if isinstance(data, bytes):
+        p.write_bytes(data)
+    else:
+        p.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
     return str(p)
 
 
@@ -74,9 +79,38 @@ def set_key(data, dotted, value):
     ("space.name", ["autoattend"], "space.name: expected a string"),
     ("retrain.epochs", 0, "epochs: must be >= 1"),
     ("space.ops", ["gcn", "gcnn"], "gcnn"),
+    ("retrain.lr", float("nan"), "retrain.lr: must be a finite number, got nan"),
+    ("retrain.weight_decay", float("inf"), "retrain.weight_decay: must be a finite number, got inf"),
+    ("space.options", {"max_len": [8, float("-inf")]}, "space.options.max_len[1]: must be a finite number"),
+    ("strategy.supernet.checkpoint_every", 0, "strategy.supernet.checkpoint_every: must be >= 1, got 0"),
+    ("strategy.evolution.parents", 0, "strategy.evolution.parents: must be >= 1, got 0"),
+    ("strategy.evolution.population", 0, "strategy.evolution.population: must be >= 1, got 0"),
+    ("space.heads", 0, "space.heads: must be >= 1, got 0"),
+    ("space.dropout", 1.0, "space.dropout: must be in [0, 1), got 1.0"),
+    ("strategy.supernet.context_warmup", -0.5, "strategy.supernet.context_warmup: must be in [0, 1), got -0.5"),
+    ("retrain.patience", -1, "retrain.patience: must be >= 0, got -1"),
+    ("strategy.rerank.top_k", -1, "strategy.rerank.top_k: must be >= 0, got -1"),
+    ("retrain.lr", 0, "retrain.lr: must be > 0, got 0.0"),
+    ("seed", -1, "seed: must be in [0, "),
+    ("strategy.score_threads", 0, "strategy.score_threads: must be >= 1, got 0"),
 ])
 def test_bad_recipe_values(recipe, tmp_path, key, value, message):
     fails_cleanly(tmp_path, ["search", write_recipe(tmp_path, set_key(recipe, key, value))], message)
+
+
+@pytest.mark.parametrize("override,message", [
+    ("retrain.lr=.nan", "retrain.lr: must be a finite number, got nan"),
+    ("retrain.lr=-.inf", "retrain.lr: must be a finite number, got -inf"),
+    ("strategy.supernet.checkpoint_every=0", "strategy.supernet.checkpoint_every: must be >= 1, got 0"),
+    ("strategy.evolution.parents=0", "strategy.evolution.parents: must be >= 1, got 0"),
+    ("strategy.evolution.checkpoint_every=0", "strategy.evolution.checkpoint_every: must be >= 1, got 0"),
+])
+def test_bad_set_overrides(recipe, tmp_path, override, message):
+    fails_cleanly(tmp_path, ["search", write_recipe(tmp_path, recipe), "--set", override], message)
+
+
+def test_bad_seed_option(recipe, tmp_path):
+    fails_cleanly(tmp_path, ["search", write_recipe(tmp_path, recipe), "--seed", "-3"], "seed: must be in [0, ")
 
 
 @pytest.mark.parametrize("text,message", [
@@ -84,6 +118,7 @@ def test_bad_recipe_values(recipe, tmp_path, key, value, message):
     ("name: x\n  task: 1\n bad indent: [\n", "malformed YAML at line"),
     ("- a\n- b\n", "a recipe must be a YAML mapping"),
     ("name: x\ntask: {name: node-classification}\nspace: {name: autoattend}\n", "strategy: required key is missing"),
+    (b"name: caf\xe9\ntask: {name: node-classification}\n", "not a UTF-8 text file (byte 0xe9 at offset 9)"),
 ])
 def test_malformed_recipe_files(tmp_path, text, message):
     fails_cleanly(tmp_path, ["search", write_recipe(tmp_path, text)], message)
@@ -209,6 +244,74 @@ def test_space_for_another_kind_of_task(recipe, tmp_path, space, strategy, messa
     """Every single-domain space names the task kinds it builds networks for; nothing is written."""
     recipe["space"], recipe["strategy"] = space, strategy
     fails_cleanly(tmp_path, ["search", write_recipe(tmp_path, recipe)], message)
+
+
+# --------------------------------------------------------------------------- strategies
+
+
+TINY_LISTOPS = {
+    "name": "tiny-listops",
+    "task": {"name": "sequence-classification", "dataset": "listops",
+             "listops": {"min_length": 5, "max_length": 24, "max_depth": 3, "max_args": 4, "train_size": 16,
+                         "val_size": 8, "test_size": 8}},
+    "space": {"name": "attention-mechanisms", "candidates": ["softmax"], "dim": 8, "depth": 1, "heads": 2},
+    "strategy": {"name": "mechanism-search"},
+}
+
+TINY_DARTS = {
+    "name": "tiny-darts",
+    "task": {"name": "image-classification", "dataset": "digits", "train_subset": 40, "test_subset": 20,
+             "val_fraction": 0.25},
+    "space": {"name": "hoga", "width": 4, "groups": 2},
+    "strategy": {"name": "darts", "epochs": 1},
+}
+
+
+def darts(task=None, **strategy):
+    r = copy.deepcopy(TINY_DARTS)
+    r["task"].update(task or {})
+    r["strategy"].update(strategy)
+    return r
+
+
+def run_with_alpha(path, shape):
+    """A run folder holding a 'darts' checkpoint with architecture weights of ``shape``."""
+    from attnas.runs import RunDir
+
+    with RunDir.create(path, "name: other\n", {}) as run:
+        run.save_checkpoint("darts", 1, {"alpha": [torch.zeros(shape)]})
+    return str(path)
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda r, tmp: {**r, "strategy": {"name": "graph-vae"}},
+     "strategy 'graph-vae' needs a table of architectures with scores (task 'architecture-performance')"),
+    (lambda r, tmp: TINY_LISTOPS,
+     "strategy 'mechanism-search': the space has 1 candidate mechanism(s), nothing to choose from"),
+    (lambda r, tmp: darts(alpha_from=str(tmp / "nowhere")),
+     "strategy.alpha_from: " ),
+    (lambda r, tmp: darts(alpha_from=run_with_alpha(tmp / "other", (10, 9))),
+     "strategy.alpha_from: alpha of"),
+    (lambda r, tmp: darts(eval_split="tset"), "strategy.eval_split: unknown split 'tset'"),
+    (lambda r, tmp: darts(splits=["train", "tset"]), "strategy.splits: unknown split 'tset'"),
+    (lambda r, tmp: darts({"val_fraction": 0.0}, eval_split=""), "split 'val' is empty"),
+], ids=["graph-vae-on-nodes", "one-mechanism", "alpha-from-missing", "alpha-from-other-shapes",
+        "unknown-eval-split", "unknown-bilevel-split", "empty-val-split"])
+def test_strategy_refuses_inputs_before_writing(recipe, tmp_path, make, message):
+    """Checks that need the strategy's options, the space or the loaded task run before the
+    run directory exists, so the folder stays free for the corrected run."""
+    fails_cleanly(tmp_path, ["search", write_recipe(tmp_path, make(recipe, tmp_path))], message)
+
+
+def test_text_task_with_a_graph_operation_pool(recipe, tmp_path):
+    """AutoAttend's text networks need the text operation pool: refused before anything is written."""
+    folder = tmp_path / "data" / "sst"
+    folder.mkdir(parents=True)
+    for name in ("train.txt", "dev.txt", "test.txt"):
+        (folder / name).write_text("(3 (2 a) (4 b))\n(1 (1 c) (2 d))\n")
+    recipe["task"] = {"name": "text-classification", "dataset": "sst5", "glove": "none"}
+    fails_cleanly(tmp_path, ["search", write_recipe(tmp_path, recipe), "--data-dir", str(tmp_path / "data")],
+                  "space.pool: text tasks need the 'text' operation pool, got 'pyg'")
 
 
 def image_folder(root, shapes=((5, 6), (5, 6)), bad=None):

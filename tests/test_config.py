@@ -81,3 +81,91 @@ def test_train_config_defaults_and_frozen():
     assert cfg.lr == 1.0 and isinstance(cfg.lr, float)
     with pytest.raises(Exception):
         cfg.epochs = 3  # frozen
+
+
+def _option_classes():
+    """Every options dataclass a recipe can reach: ``retrain`` and each registered component's, nested ones included."""
+    import dataclasses
+    import typing
+
+    from attnas import _registry
+
+    _registry.discover()
+    todo = [TrainConfig] + [c for kind in ("task", "space", "strategy") for name in _registry.names(kind)
+                            if (c := getattr(_registry.get(kind, name), "Config", None)) is not None]
+    seen: list[type] = []
+
+    def nested(tp):
+        if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+            yield tp
+        if typing.get_origin(tp) is not typing.Annotated:
+            for arg in typing.get_args(tp):
+                yield from nested(arg)
+
+    while todo:
+        cls = todo.pop()
+        if cls in seen:
+            continue
+        seen.append(cls)
+        hints = typing.get_type_hints(cls, include_extras=True)
+        todo += [d for f in dataclasses.fields(cls) if f.init for d in nested(hints[f.name])]
+    return seen
+
+
+#: Integer options that are identifiers, not quantities; each is checked against its valid set.
+_NOT_QUANTITIES = {"CsvOptions.labels", "AutoAttendConfig.constraints"}
+
+
+def test_every_numeric_option_declares_its_range():
+    """Each int or float option of every component names its valid range in its type, and its
+    default lies in it: the loader checks every value a recipe gives against it."""
+    import dataclasses
+    import typing
+
+    from attnas.config import Range, coerce
+
+    def numeric(tp):
+        if typing.get_origin(tp) is typing.Annotated:
+            return False
+        return tp in (int, float) or any(numeric(a) for a in typing.get_args(tp))
+
+    classes = _option_classes()
+    assert len(classes) > 25
+    unranged, bad_defaults = [], []
+    for cls in classes:
+        hints = typing.get_type_hints(cls, include_extras=True)
+        for f in dataclasses.fields(cls):
+            name = f"{cls.__name__}.{f.name}"
+            if f.init and numeric(hints[f.name]) and name not in _NOT_QUANTITIES:
+                unranged.append(name)
+            if f.default is not dataclasses.MISSING and not dataclasses.is_dataclass(f.default):
+                try:
+                    coerce(f.default, hints[f.name], name)
+                except ConfigError as exc:
+                    bad_defaults.append(str(exc))
+    assert not unranged, f"numeric options without a Range: {unranged}"
+    assert not bad_defaults
+    assert Range(0, 1, high_open=True).describe() == "in [0, 1)" and Range(1).describe() == ">= 1"
+
+
+@pytest.mark.parametrize("value,message", [
+    (float("nan"), "must be a finite number, got nan"),
+    (float("inf"), "must be a finite number, got inf"),
+    (10 ** 400, "must be a finite number"),
+    (0, "must be > 0, got 0.0"),
+])
+def test_float_options_are_finite_and_in_range(value, message):
+    with pytest.raises(ConfigError, match=f"^lr: {message}"):
+        from_mapping(TrainConfig, {"lr": value})
+
+
+def test_replace_validates_like_a_recipe():
+    cfg = load_config("autoattend-cora-quick")
+    assert cfg.replace(seed=7).seed == 7 and cfg.replace(seed=7).space == cfg.space
+    with pytest.raises(ConfigError, match=r"seed: must be in \[0, "):
+        cfg.replace(seed=-1)
+
+
+def test_non_finite_numbers_in_free_form_options_are_refused():
+    with pytest.raises(ConfigError, match=r"^task.options.k: must be a finite number, got nan$"):
+        load_config("autoattend-cora-quick", ["task.options={k: .nan}"])

@@ -30,9 +30,10 @@ from __future__ import annotations
 import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Union
+from typing import Annotated, Union
 
 from attnas._registry import register_dataset
+from attnas.config import NonNegativeInt, PositiveInt, Range, Seed
 from attnas.data.token_sequences import TokenSequences
 from attnas.errors import ConfigError, DataError
 
@@ -64,14 +65,14 @@ class ListOpsConfig:
         seed: Seed of the generator; the same seed gives the same data everywhere.
     """
 
-    min_length: int = 500
-    max_length: int = 2000
-    max_depth: int = 10
-    max_args: int = 10
-    train_size: int = 96000
-    val_size: int = 2000
-    test_size: int = 2000
-    seed: int = 0
+    min_length: NonNegativeInt = 500
+    max_length: PositiveInt = 2000
+    max_depth: PositiveInt = 10
+    max_args: Annotated[int, Range(2)] = 10
+    train_size: PositiveInt = 96000
+    val_size: PositiveInt = 2000
+    test_size: PositiveInt = 2000
+    seed: Seed = 0
 
     def __post_init__(self) -> None:
         if self.min_length < 0:

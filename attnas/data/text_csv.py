@@ -28,6 +28,7 @@ from typing import Literal
 import numpy as np
 
 from attnas._registry import register_dataset
+from attnas.config import Fraction, Seed
 from attnas.data.root import resolve_data_root
 from attnas.data.text_dataset import TEXT_SPLITS, TextDataset, TextSplit, lowercase
 from attnas.errors import ConfigError, DataError
@@ -77,9 +78,9 @@ class CsvOptions:
     split_column: str = ""
     labels: tuple[str | int, ...] = ()
     delimiter: Literal["auto", ",", "\t", ";"] = "auto"
-    val_fraction: float = 0.1
-    test_fraction: float = 0.1
-    split_seed: int = 0
+    val_fraction: Fraction = 0.1
+    test_fraction: Fraction = 0.1
+    split_seed: Seed = 0
     lowercase: bool = True
 
     def __post_init__(self) -> None:

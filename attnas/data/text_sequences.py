@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from attnas import _registry
+from attnas.config import NonNegativeInt, PositiveInt, Seed
 from attnas.data.text_csv import CsvOptions
 from attnas.data.text_dataset import TEXT_SPLITS, TextDataset, TextSplit
 from attnas.data.token_sequences import TokenSequences
@@ -54,11 +55,11 @@ class TextSequencesConfig:
     """
 
     level: Literal["bytes", "words"] = "bytes"
-    max_len: int = 4000
-    min_freq: int = 1
+    max_len: PositiveInt = 4000
+    min_freq: PositiveInt = 1
     phrases: bool = False
-    train_size: int = 0
-    subset_seed: int = 0
+    train_size: NonNegativeInt = 0
+    subset_seed: Seed = 0
     csv: CsvOptions = field(default_factory=CsvOptions)
 
     def __post_init__(self) -> None:

@@ -27,6 +27,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from attnas.config import PositiveInt, Seed
 from attnas.errors import ConfigError, DataError
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.evaluator import Evaluator
@@ -57,17 +58,17 @@ class BOSettings:
         seed: Seed of the GP fits, the acquisition and the decoding.
     """
 
-    iterations: int = 10
-    batch_size: int = 50
-    decode_attempts: int = 500
+    iterations: PositiveInt = 10
+    batch_size: PositiveInt = 50
+    decode_attempts: PositiveInt = 500
     acquisition: Literal["qEI", "qLogEI"] = "qEI"
-    num_restarts: int = 10
-    raw_samples: int = 1000
-    mc_samples: int = 256
-    maxiter: int = 200
+    num_restarts: PositiveInt = 10
+    raw_samples: PositiveInt = 1000
+    mc_samples: PositiveInt = 256
+    maxiter: PositiveInt = 200
     sequential: bool = True
     gp: SparseGPSettings = field(default_factory=SparseGPSettings)
-    seed: int = 0
+    seed: Seed = 0
 
     def __post_init__(self) -> None:
         for key in ("iterations", "batch_size", "decode_attempts", "num_restarts", "raw_samples", "mc_samples", "maxiter"):

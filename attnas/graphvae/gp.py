@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from attnas.config import PositiveFloat, PositiveInt, Seed
 from attnas.errors import ConfigError, DataError
 from attnas.progress import progress
 
@@ -45,11 +46,11 @@ class SparseGPSettings:
         seed: Seed of the inducing-point subset and the minibatch order.
     """
 
-    inducing: int = 500
-    epochs: int = 100
-    batch_size: int = 1000
-    lr: float = 0.01
-    seed: int = 0
+    inducing: PositiveInt = 500
+    epochs: PositiveInt = 100
+    batch_size: PositiveInt = 1000
+    lr: PositiveFloat = 0.01
+    seed: Seed = 0
 
     def __post_init__(self) -> None:
         for key in ("inducing", "epochs", "batch_size"):

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from attnas.config import PositiveInt
 from attnas.errors import ConfigError
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.validity import is_valid_enas
@@ -163,11 +164,11 @@ class Table1Settings:
         prior_decodes: Decodings per prior point (D-VAE: 10).
     """
 
-    recon_graphs: int | None = None
-    encode_times: int = 10
-    decode_times: int = 10
-    prior_points: int = 1000
-    prior_decodes: int = 10
+    recon_graphs: PositiveInt | None = None
+    encode_times: PositiveInt = 10
+    decode_times: PositiveInt = 10
+    prior_points: PositiveInt = 1000
+    prior_decodes: PositiveInt = 10
 
     def __post_init__(self) -> None:
         for key in ("encode_times", "decode_times", "prior_points", "prior_decodes"):

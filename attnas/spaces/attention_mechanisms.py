@@ -36,6 +36,7 @@ from torch import nn
 
 from attnas._registry import register_space
 from attnas.arch import Arch
+from attnas.config import Fraction, NonNegativeInt, PositiveInt
 from attnas.errors import ArchError, ConfigError, unknown_name
 from attnas.models.mechanism_supernet import DEFAULT_CANDIDATES, MechanismSupernet
 from attnas.models.transformer_encoder import TransformerEncoderClassifier
@@ -72,11 +73,11 @@ class AttentionMechanismsConfig:
     """
 
     candidates: tuple[str, ...] = DEFAULT_CANDIDATES
-    dim: int = 512
-    depth: int = 6
-    heads: int = 8
-    ffn_dim: int = 2048
-    dropout: float = 0.1
+    dim: PositiveInt = 512
+    depth: PositiveInt = 6
+    heads: PositiveInt = 8
+    ffn_dim: NonNegativeInt = 2048
+    dropout: Fraction = 0.1
     norm: Literal["pre", "post"] = "pre"
     pool: Literal["mean", "cls"] = "cls"
     positions: Literal["sinusoidal", "learned"] = "sinusoidal"

@@ -53,8 +53,9 @@ from torch import nn
 from attnas import _registry
 from attnas._registry import register_space
 from attnas.arch import Arch
+from attnas.config import Fraction, PositiveInt
 from attnas.errors import ArchError, ConfigError, unknown_name
-from attnas.models.autoattend_network import ROLES, ZERO, AutoAttendModel, AutoAttendSupernet, check_kind
+from attnas.models.autoattend_network import ROLES, ZERO, AutoAttendModel, AutoAttendSupernet, adapter_for
 from attnas.spaces.base import Space
 
 LAYER_TYPES = ("add", "attn")
@@ -90,18 +91,18 @@ class AutoAttendConfig:
         options: Domain-specific extras (e.g. text: ``{max_len: 64}``).
     """
 
-    layers: int = 2
-    hidden: int = 64
+    layers: PositiveInt = 2
+    hidden: PositiveInt = 64
     pool: str = "pyg"
     ops: tuple[str, ...] = ()
     layer_types: tuple[Literal["add", "attn"], ...] = ("add", "attn")
     constraints: tuple[int, ...] = (1, 2, 3)
     context: Literal["nc", "sc", "tc", "fc"] = "fc"
-    heads: int = 4
-    op_heads: int = 4
+    heads: PositiveInt = 4
+    op_heads: PositiveInt = 4
     act: str = "elu"
-    dropout: float = 0.6
-    attn_dropout: float = 0.6
+    dropout: Fraction = 0.6
+    attn_dropout: Fraction = 0.6
     stem: Literal["project", "raw"] = "project"
     head: Literal["linear", "none"] = "linear"
     out_act: str = "linear"
@@ -460,8 +461,9 @@ class AutoAttendSpace(Space):
     # ---------------------------------------------------------------- networks
 
     def check_task(self, task: Any) -> None:
-        """Refuse task kinds without a registered domain adapter."""
-        check_kind(task.info.kind)
+        """Refuse task kinds without a registered domain adapter, and options the adapter refuses
+        (e.g. a text task with a graph operation pool)."""
+        adapter_for(self, task.info)
 
     def supernet(self, task: Any) -> nn.Module:
         """The one-shot supernet with context-aware parameter sharing (Sec. 4.2)."""

@@ -35,6 +35,7 @@ from torch import nn
 
 from attnas._registry import register_space
 from attnas.arch import Arch
+from attnas.config import PositiveInt
 from attnas.data.enas import VOCAB
 from attnas.errors import ArchError, ConfigError, UnsupportedError, unknown_name
 from attnas.spaces.base import Space
@@ -51,7 +52,7 @@ class EnasConfig:
         layers: Number of layers (the data file: 6).
     """
 
-    layers: int = 6
+    layers: PositiveInt = 6
 
     def __post_init__(self) -> None:
         if self.layers < 1:

@@ -26,6 +26,7 @@ from torch_geometric import nn as gnn
 
 from attnas._registry import register_space
 from attnas.arch import Arch
+from attnas.config import Fraction, PositiveInt
 from attnas.errors import ArchError, unknown_name
 from attnas.ops.dropout import fast_dropout
 from attnas.spaces.base import Space
@@ -46,12 +47,12 @@ class GNNBaselineConfig:
         gat_dropout: GAT dropout on inputs and attention coefficients.
     """
 
-    gcn_hidden: int = 16
-    gcn_dropout: float = 0.5
-    gat_hidden: int = 8
-    gat_heads: int = 8
-    gat_out_heads: int = 1
-    gat_dropout: float = 0.6
+    gcn_hidden: PositiveInt = 16
+    gcn_dropout: Fraction = 0.5
+    gat_hidden: PositiveInt = 8
+    gat_heads: PositiveInt = 8
+    gat_out_heads: PositiveInt = 1
+    gat_dropout: Fraction = 0.6
 
 
 class GCN(nn.Module):

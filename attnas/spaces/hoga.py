@@ -43,6 +43,7 @@ from torch import nn
 from attnas import _registry
 from attnas._registry import register_space
 from attnas.arch import Arch
+from attnas.config import PositiveInt
 from attnas.errors import ArchError, ConfigError, did_you_mean
 from attnas.models.hoga_networks import RelaxedHOGANetwork, hoga_factory
 from attnas.models.image_classifier import ImageClassifier
@@ -79,11 +80,11 @@ class HOGAConfig:
     """
 
     backbone: Literal["resnet20", "resnet32", "resnet56", "resnet110", "resnet29b", "resnet56b"] = "resnet20"
-    width: int = 16
-    groups: int = 4
+    width: PositiveInt = 16
+    groups: PositiveInt = 4
     ops: tuple[str, ...] = HOGA_OPS
-    reduction: int = 4
-    phi_reduction: int = 16
+    reduction: PositiveInt = 4
+    phi_reduction: PositiveInt = 16
     derive_without_zero: bool = True
 
     def __post_init__(self) -> None:

@@ -28,6 +28,7 @@ from torch import nn
 from attnas import _registry
 from attnas._registry import register_space
 from attnas.arch import Arch
+from attnas.config import PositiveInt
 from attnas.errors import ArchError, ConfigError, did_you_mean
 from attnas.models.image_classifier import ImageClassifier
 from attnas.models.resnet_cifar import cifar_resnet
@@ -50,9 +51,9 @@ class ResNetAttentionConfig:
     """
 
     backbone: Literal["resnet20", "resnet32", "resnet56", "resnet110", "resnet29b", "resnet56b"] = "resnet20"
-    width: int = 16
+    width: PositiveInt = 16
     modules: tuple[str, ...] = (NONE, "se", "cbam")
-    reduction: int = 16
+    reduction: PositiveInt = 16
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "modules", tuple(self.modules))

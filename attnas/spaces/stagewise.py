@@ -38,6 +38,7 @@ from torch import nn
 
 from attnas._registry import register_space
 from attnas.arch import Arch
+from attnas.config import PositiveInt
 from attnas.errors import ArchError, ConfigError, UnsupportedError, unknown_name
 from attnas.models.stagewise_network import (
     LAYERS_PER_STAGE,
@@ -79,12 +80,12 @@ class StagewiseConfig:
             ``init_channels``.
     """
 
-    init_channels: int = 16
-    reduction: int = 2
+    init_channels: PositiveInt = 16
+    reduction: PositiveInt = 2
     batch_norm: bool = True
     shared_stages: bool = False
     impl: Literal["fast", "unfold", "fused"] = "fused"
-    final_channels: Optional[int] = None
+    final_channels: Optional[PositiveInt] = None
 
     def __post_init__(self) -> None:
         if self.reduction < 1:

@@ -24,6 +24,7 @@ from torch import nn
 
 from attnas._registry import register_space
 from attnas.arch import Arch
+from attnas.config import Fraction, NonNegativeInt, PositiveInt
 from attnas.errors import ArchError, ConfigError
 from attnas.spaces.base import Space
 
@@ -43,11 +44,11 @@ class TextTransformerConfig:
         norm_first: Pre-LayerNorm (True) or post-LayerNorm (False) layers.
     """
 
-    layers: int = 24
-    hidden: int = 64
-    heads: int = 8
-    ff_dim: int = 0
-    dropout: float = 0.1
+    layers: PositiveInt = 24
+    hidden: PositiveInt = 64
+    heads: PositiveInt = 8
+    ff_dim: NonNegativeInt = 0
+    dropout: Fraction = 0.1
     positions: Literal["sinusoidal", "learned", "none"] = "sinusoidal"
     pooling: Literal["max", "mean", "max+mean"] = "max"
     norm_first: bool = True

@@ -4,7 +4,10 @@ A strategy owns its search loop and its state, talks to the space only through t
 :class:`~attnas.spaces.base.Space` methods, and checkpoints its state in the run
 directory so that a killed search resumes where it stopped and ends with the same
 architecture. It declares the space capabilities it needs in :attr:`Strategy.requires`;
-a space without them is refused before any work starts.
+a space without them is refused before any work starts. Everything else it needs from
+its options, the space and the task is checked by :meth:`Strategy.check` and
+:meth:`Strategy.check_task`, which the pipeline calls before it creates the run
+directory: a search that starts does not stop later for an incompatible input.
 """
 
 from __future__ import annotations
@@ -70,8 +73,25 @@ class Strategy:
 
     @classmethod
     def check(cls, options: Any, space: Any) -> None:
-        """Validate ``options`` against ``space`` before anything is written (e.g. a given
-        architecture); raise an :class:`~attnas.errors.AttnasError` naming the problem."""
+        """Validate ``options`` against ``space`` before any data is loaded or anything written.
+
+        For example a given architecture, or a file the options name.
+
+        Raises:
+            AttnasError: Naming the problem.
+        """
+
+    @classmethod
+    def check_task(cls, options: Any, space: Any, task: Any) -> None:
+        """Validate ``options`` and ``space`` against the loaded ``task`` before anything is written.
+
+        Called after :meth:`check` and the space's own ``check_task``, before the run
+        directory is created. Checks that need the task's data go here (e.g. the kind of
+        data the strategy reads, the splits it trains on).
+
+        Raises:
+            AttnasError: Naming the problem.
+        """
 
     @property
     def device(self) -> torch.device:

@@ -44,12 +44,13 @@ masks), "arch", "alpha"}`` per search epoch, then the ``darts`` events of :class
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import torch
 from torch import nn
 
 from attnas._registry import register_strategy
+from attnas.config import NonNegativeFloat, PositiveFloat, PositiveInt, Range
 from attnas.errors import ConfigError, UnsupportedError
 from attnas.models.car_decoder import ContextAutoregressionModel
 from attnas.models.stagewise_network import image_tensor
@@ -81,15 +82,15 @@ class CarDartsConfig(DartsConfig):
             (only ``alpha`` carries over) instead of the search phase's weights.
     """
 
-    epochs: int = 50
-    lr_min: float = 0.0
-    arch_lr: float = 1e-4
+    epochs: PositiveInt = 50
+    lr_min: NonNegativeFloat = 0.0
+    arch_lr: PositiveFloat = 1e-4
     alpha_init: Literal["space", "normal", "zeros"] = "zeros"
     car: bool = True
-    pretext_epochs: int = 20
-    pretext_arch_lr: float = 3e-4
-    mask_fraction: float = 0.25
-    mask_boxes: int = 4
+    pretext_epochs: PositiveInt = 20
+    pretext_arch_lr: PositiveFloat = 3e-4
+    mask_fraction: Annotated[float, Range(0, 1, low_open=True)] = 0.25
+    mask_boxes: PositiveInt = 4
     reset_weights: bool = False
 
     def __post_init__(self) -> None:
@@ -125,6 +126,14 @@ def masked_reconstruction_loss(model: ContextAutoregressionModel, images: torch.
     return masked_l1_loss(model(mask_images(images, mask)), images, mask)
 
 
+def _check_car(model: nn.Module, space_name: str, info: Any) -> None:
+    if not hasattr(model, "features"):
+        raise UnsupportedError(f"car-darts: the relaxed network of space '{space_name}' has no "
+                               f"features(x) to use as the context auto-regression encoder")
+    if getattr(info, "kind", "image") != "image":
+        raise UnsupportedError(f"car-darts: context auto-regression needs an image task, got '{info.kind}'")
+
+
 @register_strategy("car-darts")
 class CarDarts(Darts):
     """Context auto-regression search of alpha, then first-order DARTS on the task (paper 003)."""
@@ -133,17 +142,25 @@ class CarDarts(Darts):
     Config = CarDartsConfig
     requires = ("relaxed",)
 
+    @classmethod
+    def check_relaxed(cls, options: CarDartsConfig, space: Any, task: Any, model: nn.Module) -> None:
+        """Also refuse, when ``car`` is on, a task that is not an image task and a relaxed
+        network without ``features(x)`` (the encoder of the context auto-regression).
+
+        Raises:
+            UnsupportedError: Naming what is missing.
+        """
+        super().check_relaxed(options, space, task, model)
+        if options.car:
+            _check_car(model, space.name, task.info)
+
     def pretext(self, model: nn.Module) -> dict:
         """The search phase: context auto-regression on the relaxed network (Sec. III.C)."""
         o = self.options
         if not o.car:
             return {}
-        if not hasattr(model, "features"):
-            raise UnsupportedError(f"car-darts: the relaxed network of space '{self.space.name}' has no "
-                                   f"features(x) to use as the context auto-regression encoder")
         info = self.task.info
-        if getattr(info, "kind", "image") != "image":
-            raise UnsupportedError(f"car-darts: context auto-regression needs an image task, got '{info.kind}'")
+        _check_car(model, self.space.name, info)
         encdec = ContextAutoregressionModel(model, int(info.in_dim)).to(self.device)
 
         def loss(batch: Any) -> torch.Tensor:

@@ -92,7 +92,9 @@ from torch import nn
 
 from attnas import distributed
 from attnas._registry import register_strategy
-from attnas.errors import CheckpointError, ConfigError, UnsupportedError
+from attnas.build import first_batch
+from attnas.config import Fraction, NonNegativeFloat, PositiveFloat, PositiveInt
+from attnas.errors import CheckpointError, ConfigError, DataError, RunDirError, UnsupportedError
 from attnas.progress import progress
 from attnas.rng import rng_state, seed_everything, set_rng_state
 from attnas.runs import RunDir
@@ -128,23 +130,23 @@ class DartsConfig:
         checkpoint_every: Epochs between checkpoints.
     """
 
-    epochs: int = 100
-    batch_size: int = 128
-    lr: float = 0.025
-    lr_min: float = 0.001
-    momentum: float = 0.9
-    weight_decay: float = 3e-4
-    grad_clip: float = 5.0
-    arch_lr: float = 3e-4
-    arch_betas: tuple[float, ...] = (0.5, 0.999)
-    arch_weight_decay: float = 1e-3
+    epochs: PositiveInt = 100
+    batch_size: PositiveInt = 128
+    lr: PositiveFloat = 0.025
+    lr_min: NonNegativeFloat = 0.001
+    momentum: NonNegativeFloat = 0.9
+    weight_decay: NonNegativeFloat = 3e-4
+    grad_clip: NonNegativeFloat = 5.0
+    arch_lr: PositiveFloat = 3e-4
+    arch_betas: tuple[Fraction, ...] = (0.5, 0.999)
+    arch_weight_decay: NonNegativeFloat = 1e-3
     alpha_init: Literal["space", "normal", "zeros"] = "space"
-    alpha_init_scale: float = 1e-3
+    alpha_init_scale: NonNegativeFloat = 1e-3
     alpha_from: str = ""
     alpha_from_tag: str = "darts"
     splits: Optional[tuple[str, ...]] = None
     eval_split: str = "val"
-    checkpoint_every: int = 1
+    checkpoint_every: PositiveInt = 1
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size", "checkpoint_every"):
@@ -182,6 +184,14 @@ def bilevel_splits(task: Any, override: tuple[str, ...] | None = None) -> tuple[
             f"attribute to the task")
     a, b = splits
     return a, b
+
+
+def _check_parameters(model: nn.Module, space_name: str) -> None:
+    alpha = list(model.arch_parameters())
+    ids = {id(p) for p in alpha}
+    if not alpha or any(id(p) in ids for p in model.weight_parameters()):
+        raise UnsupportedError(f"space '{space_name}': its relaxed network must expose disjoint, "
+                               f"non-empty arch_parameters() and weight_parameters()")
 
 
 @dataclass
@@ -226,17 +236,61 @@ class Darts(Strategy):
         super().__init__(*args, **kwargs)
         self.elapsed = 0.0
 
+    # ------------------------------------------------------------------ checks before the run
+
+    @classmethod
+    def check(cls, options: DartsConfig, space: Any) -> None:
+        """Refuse an ``alpha_from`` that is not a run holding architecture weights under ``alpha_from_tag``."""
+        if options.alpha_from:
+            try:
+                load_alpha(options.alpha_from, options.alpha_from_tag)
+            except RunDirError as exc:
+                raise RunDirError(f"strategy.alpha_from: {exc}") from None
+
+    @classmethod
+    def check_task(cls, options: DartsConfig, space: Any, task: Any) -> None:
+        """Refuse splits the task lacks, and a relaxed network the search cannot use.
+
+        Draws one batch of each split the search reads and builds the relaxed network
+        once (the random generators are left as they were).
+        """
+        weight_split, arch_split = bilevel_splits(task, options.splits)
+        for key, split in (("splits", weight_split), ("splits", arch_split), ("eval_split", options.eval_split)):
+            if not split:
+                continue
+            try:
+                batch = first_batch(task, split)
+            except ConfigError as exc:
+                raise ConfigError(f"strategy.{key}: {exc}") from None
+            if batch is None:
+                raise DataError(f"strategy.{key}: the task's '{split}' split is empty")
+        saved = rng_state()
+        try:
+            model = space.relaxed(task)
+        finally:
+            set_rng_state(saved)
+        cls.check_relaxed(options, space, task, model)
+
+    @classmethod
+    def check_relaxed(cls, options: DartsConfig, space: Any, task: Any, model: nn.Module) -> None:
+        """Refuse a relaxed network ``model`` of ``space`` the search cannot train.
+
+        Raises:
+            UnsupportedError: When its architecture and weight parameters are not disjoint
+                and non-empty.
+            CheckpointError: When ``alpha_from``'s architecture weights do not fit it.
+        """
+        _check_parameters(model, space.name)
+        if options.alpha_from:
+            load_alpha(options.alpha_from, options.alpha_from_tag, [tuple(p.shape) for p in model.arch_parameters()])
+
     # ------------------------------------------------------------------ building blocks
 
     def build_relaxed(self) -> nn.Module:
         """The space's relaxed network, built after seeding (a resume rebuilds it identically)."""
         seed_everything(self.seed)
         model = self.space.relaxed(self.task).to(self.device)
-        alpha = list(model.arch_parameters())
-        ids = {id(p) for p in alpha}
-        if not alpha or any(id(p) in ids for p in model.weight_parameters()):
-            raise UnsupportedError(f"space '{self.space.name}': its relaxed network must expose disjoint, "
-                                   f"non-empty arch_parameters() and weight_parameters()")
+        _check_parameters(model, self.space.name)
         return model
 
     @torch.no_grad()
@@ -427,13 +481,13 @@ class Darts(Strategy):
         return SearchResult(arch, metrics)
 
 
-def load_alpha(run_dir: str | Path, tag: str, shapes: list[tuple[int, ...]]) -> list[torch.Tensor]:
+def load_alpha(run_dir: str | Path, tag: str, shapes: list[tuple[int, ...]] | None = None) -> list[torch.Tensor]:
     """The architecture weights saved under checkpoint ``tag`` of the run ``run_dir``.
 
     Args:
         run_dir: A run directory (finished or not) of a differentiable search.
         tag: The checkpoint tag (``darts``, or a pretext phase's).
-        shapes: The shapes this search's ``alpha`` has (checked).
+        shapes: The shapes this search's ``alpha`` has (checked; ``None``: not checked).
 
     Raises:
         RunDirError: When ``run_dir`` is not a run directory.
@@ -448,7 +502,7 @@ def load_alpha(run_dir: str | Path, tag: str, shapes: list[tuple[int, ...]]) -> 
     if alpha is None:
         raise CheckpointError(f"strategy.alpha_from: checkpoint '{tag}' of {run.path} holds no alpha")
     got = [tuple(a.shape) for a in alpha]
-    if got != [tuple(s) for s in shapes]:
+    if shapes is not None and got != [tuple(s) for s in shapes]:
         raise CheckpointError(f"strategy.alpha_from: alpha of {run.path} has shapes {got}, this search's has "
                               f"{[tuple(s) for s in shapes]} (a different space or operation pool?)")
     return [a.float() for a in alpha]

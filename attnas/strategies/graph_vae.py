@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 import torch
 
 from attnas._registry import register_strategy
 from attnas.arch import Arch
+from attnas.config import NonNegativeInt, PositiveFloat, PositiveInt, Range
 from attnas.errors import ArchError, ConfigError
 from attnas.graphvae.bo import INVALID, BOSettings, BOState, latent_bo
 from attnas.graphvae.dag_dataset import DagDataset
@@ -79,22 +80,22 @@ class GraphVAEStrategyConfig:
     """
 
     model: Literal["dvae", "dvae-emb", "gcn", "gcn-emb"] = "dvae-emb"
-    hidden: int = 501
-    latent: int = 56
-    epochs: int = 300
-    batch_size: int = 32
-    lr: float = 1e-4
-    plateau_factor: float = 0.1
-    plateau_patience: int = 10
-    iterations: int | None = None
-    max_batches: int | None = None
+    hidden: PositiveInt = 501
+    latent: PositiveInt = 56
+    epochs: PositiveInt = 300
+    batch_size: PositiveInt = 32
+    lr: PositiveFloat = 1e-4
+    plateau_factor: Annotated[float, Range(0, 1, low_open=True, high_open=True)] = 0.1
+    plateau_patience: NonNegativeInt = 10
+    iterations: PositiveInt | None = None
+    max_batches: PositiveInt | None = None
     precision: Literal["fp32", "bf16"] = "fp32"
-    checkpoint_every: int = 10
+    checkpoint_every: PositiveInt = 10
     table1: Table1Settings = field(default_factory=Table1Settings)
     gp: SparseGPSettings = field(default_factory=SparseGPSettings)
-    gp_repeats: int = 10
+    gp_repeats: PositiveInt = 10
     properties: bool = True
-    tsne_points: int | None = None
+    tsne_points: NonNegativeInt | None = None
     bo: BOSettings | None = field(default_factory=BOSettings)
 
     def __post_init__(self) -> None:
@@ -123,20 +124,25 @@ class GraphVAEStrategy(Strategy):
     requires = ("dag",)
     final_training = False
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        train = getattr(self.task, "train", None)
+    @classmethod
+    def check_task(cls, options: GraphVAEStrategyConfig, space: Any, task: Any) -> None:
+        """Refuse a task that is not a table of scored architectures of ``space``."""
+        train = getattr(task, "train", None)
         if not isinstance(train, DagDataset) or train.y is None:
-            raise ConfigError(f"strategy '{self.name}' needs a table of architectures with scores "
-                              f"(task 'architecture-performance'), not task '{self.task.name}'")
-        self.data = train
-        self.decoder = SpaceDecoder(self.space, train.vocab)
+            raise ConfigError(f"strategy '{cls.name}' needs a table of architectures with scores "
+                              f"(task 'architecture-performance'), not task '{task.name}'")
         adj, types = train.graphs.index([0]).graphs()[0]
         try:
-            self.space.from_dag(adj, train.labels(types))
+            space.from_dag(adj, train.labels(types))
         except ArchError as exc:
-            raise ConfigError(f"the task's architectures are not architectures of space '{self.space.name}' "
+            raise ConfigError(f"the task's architectures are not architectures of space '{space.name}' "
                               f"with these options: {exc}") from None
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.check_task(self.options, self.space, self.task)
+        self.data = self.task.train
+        self.decoder = SpaceDecoder(self.space, self.data.vocab)
         self.elapsed = 0.0
 
     @property

@@ -38,6 +38,7 @@ import torch
 
 from attnas._registry import register_strategy
 from attnas.arch import Arch
+from attnas.config import PositiveFloat, PositiveInt
 from attnas.errors import ConfigError
 from attnas.graphvae.bo import BOSettings, propose
 from attnas.graphvae.gp import SparseGPSettings
@@ -69,14 +70,14 @@ class LatentVAEConfig:
     """
 
     model: Literal["dvae", "dvae-emb", "gcn", "gcn-emb"] = "dvae-emb"
-    samples: int = 5000
-    hidden: int = 128
-    latent: int = 16
-    epochs: int = 50
-    batch_size: int = 32
-    lr: float = 1e-3
-    iterations: int = 1
-    checkpoint_every: int = 5
+    samples: PositiveInt = 5000
+    hidden: PositiveInt = 128
+    latent: PositiveInt = 16
+    epochs: PositiveInt = 50
+    batch_size: PositiveInt = 32
+    lr: PositiveFloat = 1e-3
+    iterations: PositiveInt = 1
+    checkpoint_every: PositiveInt = 5
 
     def __post_init__(self) -> None:
         for key in ("samples", "hidden", "latent", "checkpoint_every"):
@@ -109,12 +110,12 @@ class LatentBOConfig:
 
     supernet: SupernetConfig = field(default_factory=SupernetConfig)
     vae: LatentVAEConfig = field(default_factory=LatentVAEConfig)
-    initial: int = 500
-    budget: int = 1000
+    initial: PositiveInt = 500
+    budget: PositiveInt = 1000
     bo: BOSettings = field(default_factory=lambda: BOSettings(
         iterations=20, batch_size=100, decode_attempts=100, num_restarts=4, raw_samples=512, mc_samples=128,
         maxiter=100, sequential=False, gp=SparseGPSettings(inducing=256)))
-    checkpoint_every: int = 100
+    checkpoint_every: PositiveInt = 100
     rerank: RerankConfig = field(default_factory=RerankConfig)
 
     def __post_init__(self) -> None:

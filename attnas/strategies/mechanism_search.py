@@ -48,7 +48,7 @@ from torch import nn
 
 from attnas._registry import register_strategy
 from attnas.arch import Arch
-from attnas.config import TrainConfig
+from attnas.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, TrainConfig
 from attnas.errors import ConfigError
 from attnas.progress import progress
 from attnas.rng import rng_state, seed_everything, set_rng_state
@@ -85,18 +85,18 @@ class SupernetTrainingConfig:
         checkpoint_every: Epochs between checkpoints.
     """
 
-    epochs: int = 20
-    patience: int = 3
-    lr: float = 5e-4
-    weight_decay: float = 0.1
+    epochs: PositiveInt = 20
+    patience: NonNegativeInt = 3
+    lr: PositiveFloat = 5e-4
+    weight_decay: NonNegativeFloat = 0.1
     optimizer: Literal["adam", "adamw", "sgd"] = "adamw"
-    momentum: float = 0.9
+    momentum: NonNegativeFloat = 0.9
     scheduler: Literal["none", "cosine"] = "none"
-    lr_min: float = 0.0
-    batch_size: int = 32
-    grad_clip: float = 0.0
-    eval_every: int = 1
-    checkpoint_every: int = 1
+    lr_min: NonNegativeFloat = 0.0
+    batch_size: PositiveInt = 32
+    grad_clip: NonNegativeFloat = 0.0
+    eval_every: PositiveInt = 1
+    checkpoint_every: PositiveInt = 1
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size", "eval_every", "checkpoint_every"):
@@ -128,8 +128,8 @@ class MechanismSearchConfig:
 
     mode: Literal["homogeneous", "nas-one-shot", "nas-prune"] = "homogeneous"
     supernet: SupernetTrainingConfig = field(default_factory=SupernetTrainingConfig)
-    finetune_steps: int = 100
-    score_batch_size: int = 0
+    finetune_steps: NonNegativeInt = 100
+    score_batch_size: NonNegativeInt = 0
 
     def __post_init__(self) -> None:
         if self.finetune_steps < 0:
@@ -162,12 +162,16 @@ class MechanismSearch(Strategy):
     Config = MechanismSearchConfig
     requires = ("mechanism-supernet",)
 
+    @classmethod
+    def check(cls, options: MechanismSearchConfig, space: Any) -> None:
+        """Refuse a space with fewer than two candidate mechanisms (nothing to choose from)."""
+        candidates = getattr(space.options, "candidates", ())
+        if len(candidates) < 2:
+            raise ConfigError(f"strategy '{cls.name}': the space has {len(candidates)} candidate mechanism(s), "
+                              f"nothing to choose from; list at least two in space.candidates")
+
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        candidates = getattr(self.space.options, "candidates", ())
-        if len(candidates) < 2:
-            raise ConfigError(f"strategy '{self.name}': the space has {len(candidates)} candidate mechanism(s), "
-                              f"nothing to choose from; list at least two in space.candidates")
         self.elapsed = 0.0
         self._scored = 0  # scoring events logged so far (their running index)
         self._rounds = 0  # masked trials run so far

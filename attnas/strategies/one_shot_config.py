@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attnas.config import OptimConfig
+from attnas.config import Fraction, NonNegativeInt, OptimConfig, PositiveInt
 from attnas.errors import ConfigError
 
 
@@ -24,9 +24,9 @@ class SupernetConfig(OptimConfig):
             with contexts (AutoAttend); 0: contexts apart from the start, as in the paper.
     """
 
-    epochs: int = 2000
-    checkpoint_every: int = 200
-    context_warmup: float = 0.0
+    epochs: NonNegativeInt = 2000
+    checkpoint_every: PositiveInt = 200
+    context_warmup: Fraction = 0.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -49,8 +49,8 @@ class RerankConfig:
         epochs: Fine-tuning epochs from supernet weights per candidate (0: rank by supernet score).
     """
 
-    top_k: int = 10
-    epochs: int = 0
+    top_k: NonNegativeInt = 10
+    epochs: NonNegativeInt = 0
 
 
 @dataclass(frozen=True)
@@ -65,11 +65,11 @@ class EvolutionConfig:
         checkpoint_every: Evaluated candidates between checkpoints.
     """
 
-    population: int = 500
-    parents: int = 100
-    children: int = 100
-    rounds: int = 5
-    checkpoint_every: int = 100
+    population: PositiveInt = 500
+    parents: PositiveInt = 100
+    children: NonNegativeInt = 100
+    rounds: NonNegativeInt = 5
+    checkpoint_every: PositiveInt = 100
 
 
 def _check_score_threads(value: int | None) -> None:
@@ -94,7 +94,7 @@ class OneShotEvolutionConfig:
     supernet: SupernetConfig = field(default_factory=SupernetConfig)
     evolution: EvolutionConfig = field(default_factory=EvolutionConfig)
     rerank: RerankConfig = field(default_factory=RerankConfig)
-    score_threads: int | None = None
+    score_threads: PositiveInt | None = None
 
     def __post_init__(self) -> None:
         _check_score_threads(self.score_threads)
@@ -111,10 +111,10 @@ class OneShotRandomConfig:
     """
 
     supernet: SupernetConfig = field(default_factory=SupernetConfig)
-    samples: int = 1000
-    checkpoint_every: int = 100
+    samples: PositiveInt = 1000
+    checkpoint_every: PositiveInt = 100
     rerank: RerankConfig = field(default_factory=RerankConfig)
-    score_threads: int | None = None
+    score_threads: PositiveInt | None = None
 
     def __post_init__(self) -> None:
         _check_score_threads(self.score_threads)

@@ -16,13 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import torch
 from torch import Tensor
 
 from attnas import _registry
 from attnas._registry import register_task
+from attnas.config import Range, Seed
 from attnas.errors import ConfigError, UnsupportedError, unknown_name
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.dag_dataset import DagDataset
@@ -44,8 +45,8 @@ class ArchitecturePerformanceConfig:
     """
 
     dataset: str = "enas6"
-    split_seed: int = 0
-    train_fraction: float = 0.9
+    split_seed: Seed = 0
+    train_fraction: Annotated[float, Range(0, 1, low_open=True, high_open=True)] = 0.9
 
     def __post_init__(self) -> None:
         if not 0.0 < self.train_fraction < 1.0:

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 
 from attnas import _registry
 from attnas._registry import register_task
+from attnas.config import Fraction, NonNegativeInt, PositiveInt, Seed
 from attnas.data.augment import random_crop, random_flip
 from attnas.data.image_dataset import ImageDataset
 from attnas.data.root import resolve_data_root
@@ -62,17 +63,17 @@ class ImageClassificationConfig:
 
     dataset: str = "digits"
     path: Optional[str] = None
-    val_fraction: float = 0.1
-    batch_size: int = 128
-    eval_batch_size: int = 500
+    val_fraction: Fraction = 0.1
+    batch_size: PositiveInt = 128
+    eval_batch_size: PositiveInt = 500
     augment: bool = True
-    crop_padding: Optional[int] = None
+    crop_padding: Optional[NonNegativeInt] = None
     flip: Optional[bool] = None
     normalize: bool = True
-    resize: Optional[int] = None
-    train_subset: Optional[int] = None
-    test_subset: Optional[int] = None
-    split_seed: int = 0
+    resize: Optional[PositiveInt] = None
+    train_subset: Optional[PositiveInt] = None
+    test_subset: Optional[PositiveInt] = None
+    split_seed: Seed = 0
 
     def __post_init__(self) -> None:
         if not 0 <= self.val_fraction < 1:

@@ -19,8 +19,9 @@ from torch_geometric.data import Batch
 
 from attnas import _registry
 from attnas._registry import register_task
+from attnas.config import PositiveInt, Seed
 from attnas.data.graphs import GraphDataset
-from attnas.errors import ConfigError
+from attnas.errors import ConfigError, unknown_name
 from attnas.tasks.base import SPLITS, Task, TaskInfo
 
 
@@ -41,8 +42,8 @@ class NodeClassificationConfig:
     dataset: str = "cora"
     path: str = ""
     normalize_features: bool = True
-    split_seed: int = 0
-    batch_graphs: int = 2
+    split_seed: Seed = 0
+    batch_graphs: PositiveInt = 2
     options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -168,7 +169,7 @@ class NodeClassificationTask(Task):
     def batches(self, split: str, *, shuffle: bool = False, generator: torch.Generator | None = None,
                 batch_size: int | None = None) -> Iterator[NodeBatch]:
         if split not in SPLITS:
-            raise ValueError(f"unknown split {split!r}")
+            raise ConfigError(unknown_name("split", split, SPLITS))
         if not self.dataset.inductive:
             yield self._graph_batch(split)
             return

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from attnas import _registry
+from attnas.config import PositiveInt
 from attnas.data.listops import ListOpsConfig
 from attnas.data.text_sequences import TextSequencesConfig, load_text_sequences, text_dataset_names
 from attnas.data.token_sequences import SPLITS, TokenSequences, pad_sequences
@@ -44,7 +45,7 @@ class SequenceClassificationConfig:
     dataset: str = "listops"
     listops: ListOpsConfig = field(default_factory=ListOpsConfig)
     text: TextSequencesConfig = field(default_factory=TextSequencesConfig)
-    batch_size: int = 32
+    batch_size: PositiveInt = 32
 
     def __post_init__(self) -> None:
         valid = sorted(DATASET_OPTIONS) + text_dataset_names()

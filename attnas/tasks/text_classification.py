@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from attnas import _registry
+from attnas.config import NonNegativeInt, PositiveInt, Seed
 from attnas.data.glove import GloveVectors, embedding_matrix, load_glove
 from attnas.data.root import resolve_data_root
 from attnas.data.text_csv import CsvOptions
@@ -92,16 +93,16 @@ class TextClassificationConfig:
 
     dataset: str = "sst5"
     phrases: bool = False
-    max_len: int = 64
+    max_len: PositiveInt = 64
     pad_to: Literal["batch", "max_len"] = "batch"
     vocab: Literal["train", "train+glove"] = "train"
-    min_freq: int = 1
+    min_freq: PositiveInt = 1
     glove: str = "auto"
-    embedding_dim: int = 50
-    embedding_seed: int = 0
-    batch_size: int = 128
-    eval_batch_size: int = 512
-    bucket: int = 0
+    embedding_dim: PositiveInt = 50
+    embedding_seed: Seed = 0
+    batch_size: PositiveInt = 128
+    eval_batch_size: PositiveInt = 512
+    bucket: NonNegativeInt = 0
     csv: CsvOptions = field(default_factory=CsvOptions)
 
     def __post_init__(self) -> None:
