@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import pickle
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -23,31 +22,13 @@ import torch
 from attnas._registry import register_dataset
 from attnas.data.image_dataset import ImageDataset
 from attnas.data.root import require_files
+from attnas.data.safe_pickle import NUMPY_ARRAYS, restricted_load
 from attnas.errors import DataError
 
 FOLDER = "cifar-10-batches-py"
 TRAIN_FILES = tuple(f"data_batch_{i}" for i in range(1, 6))
 TEST_FILE = "test_batch"
 CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
-
-_ALLOWED = {
-    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-    ("numpy", "ndarray"), ("numpy", "dtype"),
-    ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
-    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
-    ("_codecs", "encode"),  # how protocol-2 pickles written by Python 3 store bytes
-}
-
-
-class _ArrayUnpickler(pickle.Unpickler):
-    """Unpickles containers and NumPy arrays only."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) not in _ALLOWED:
-            raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
-        if module.startswith("numpy.core"):
-            module = "numpy._core" + module[len("numpy.core"):]
-        return super().find_class(module, name)
 
 
 def read_batch(path: Path) -> dict:
@@ -57,9 +38,9 @@ def read_batch(path: Path) -> dict:
         DataError: When the file is not a readable pickle of a dict.
     """
     try:
-        with open(path, "rb") as f:
-            obj = _ArrayUnpickler(f, encoding="bytes").load()
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError) as exc:
+        obj = restricted_load(path, NUMPY_ARRAYS, encoding="bytes")
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError, KeyError,
+            IndexError, OSError) as exc:
         raise DataError(f"cifar10: {path} is not a CIFAR-10 python batch ({exc})") from None
     if not isinstance(obj, dict):
         raise DataError(f"cifar10: {path} holds a {type(obj).__name__}, expected a dict")

@@ -45,3 +45,82 @@ def test_readonly_root_is_not_written(data_root, tmp_path):
     dst = tmp_path / "Planetoid" / "Cora" / "raw"
     shutil.copytree(raw, dst)
     assert load_planetoid(tmp_path, "cora").graph.num_nodes == 2708
+
+
+@pytest.mark.parametrize("name", ["cora", "citeseer"])
+def test_same_data_as_torch_geometric(data_root, name):
+    """The restricted reader builds exactly the Data torch_geometric's (unrestricted) reader builds."""
+    import warnings
+
+    import torch
+    from torch_geometric.io import read_planetoid_data
+
+    from attnas.data.planetoid import planetoid_raw_dir, read_planetoid
+
+    raw = planetoid_raw_dir(data_root, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = read_planetoid_data(str(raw), name)
+    ours = read_planetoid(raw, name)
+    assert sorted(ours.keys()) == sorted(theirs.keys()) == ["edge_index", "test_mask", "train_mask", "val_mask",
+                                                            "x", "y"]
+    for key in theirs.keys():
+        assert ours[key].dtype == theirs[key].dtype and torch.equal(ours[key], theirs[key]), key
+
+
+class _Marker:
+    """Unpickling this creates a file: proof of code execution if the file appears."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        import pathlib
+
+        return (pathlib.Path.touch, (pathlib.Path(self.path),))
+
+
+def _cora_folder(root, x_object):
+    """A Cora raw folder whose ``ind.cora.x`` pickles ``x_object`` (the other files are empty)."""
+    import pickle
+
+    raw = root / "Planetoid" / "Cora" / "raw"
+    raw.mkdir(parents=True)
+    for suffix in ("tx", "allx", "y", "ty", "ally", "graph", "test.index"):
+        (raw / f"ind.cora.{suffix}").write_bytes(b"")
+    (raw / "ind.cora.x").write_bytes(pickle.dumps(x_object, protocol=2))
+    return raw
+
+
+def test_a_pickled_object_in_a_raw_file_is_refused_not_run(tmp_path):
+    import pickle
+
+    marker = tmp_path / "code-ran"
+    raw = _cora_folder(tmp_path / "data", _Marker(marker))
+    with pytest.raises(DataError, match=r"ind.cora.x is not a Planetoid file \(refusing to load "):
+        load_planetoid(tmp_path / "data", "cora")
+    assert not marker.exists()
+    with open(raw / "ind.cora.x", "rb") as f:
+        pickle.load(f)  # the file really runs code when unpickled without restrictions
+    assert marker.exists()
+
+
+def test_a_sparse_matrix_with_indices_out_of_range_is_refused(tmp_path):
+    import numpy as np
+    import scipy.sparse
+
+    m = scipy.sparse.csr_matrix(np.eye(3, dtype=np.float32))
+    m.indices[1] = 10 ** 6  # toarray() would write outside the array
+    _cora_folder(tmp_path, m)
+    with pytest.raises(DataError, match="ind.cora.x: malformed sparse matrix"):
+        load_planetoid(tmp_path, "cora")
+
+
+@pytest.mark.parametrize("obj,message", [
+    ([1, 2, 3], "expected a 2-D array or sparse matrix, got list"),
+    ("text", "expected a 2-D array or sparse matrix, got str"),
+])
+def test_a_raw_file_of_another_kind_is_named(tmp_path, obj, message):
+    _cora_folder(tmp_path, obj)
+    with pytest.raises(DataError, match=message):
+        load_planetoid(tmp_path, "cora")
