@@ -43,13 +43,13 @@ from attnas.data.root import resolve_data_root
 from attnas.errors import RunDirError, UnsupportedError
 from attnas.parallel import Executor, RunSpec, SequentialExecutor, make_executor
 from attnas.rng import seed_everything
-from attnas.runs import RunDir, load_checkpoint_file, save_checkpoint_file
+from attnas.runs import RunDir, load_checkpoint_file, run_folder_name, save_checkpoint_file
 from attnas.train import fit
 
 
 def _default_out(config: RunConfig) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return Path("runs") / f"{config.name}-{stamp}"
+    return Path("runs") / f"{run_folder_name(config.name)}-{stamp}"
 
 
 def run_info(data_root: Path, device: torch.device, executor: Executor | None = None,
@@ -73,7 +73,8 @@ def search(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (
     Args:
         recipe: A shipped recipe name, a YAML path or a mapping.
         overrides: ``key=value`` overrides (``--set``).
-        out: The run directory (default ``runs/<name>-<time>``); must not hold a run yet.
+        out: The run directory, new or empty (default ``runs/<name>-<time>``, the recipe's
+            name made a safe folder name by :func:`~attnas.runs.run_folder_name`).
         data_dir: The data root (default ``$ATTNAS_DATA``, else the per-user cache).
         seed: Overrides the recipe's seed.
         device: ``auto``, ``cpu`` or ``cuda``.
@@ -96,7 +97,7 @@ def search(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (
         if dist is not None:
             out = Path(dist.broadcast_object(str(out)))
         if main:
-            RunDir.check_writable(out)
+            RunDir.check_new(out)
         # Build and check everything once before writing anything, so bad inputs fail with nothing written.
         space = build_space(config)
         check_strategy(config, space)

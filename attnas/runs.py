@@ -16,7 +16,8 @@ Every file is written to a temporary name in the same folder, flushed, fsynced a
 renamed over the target, so a reader sees either the old or the new file, never half
 of one. Checkpoints carry a SHA-256 of their payload; a truncated or corrupt one is
 detected on load and the previous good one is used, with a warning. A lock file keeps
-two processes from writing one run directory.
+two processes from writing one run directory. A run directory is created only in a new
+or empty folder, so no file that was there before is read as part of the run.
 """
 
 from __future__ import annotations
@@ -40,6 +41,28 @@ from attnas.errors import CheckpointError, RunDirError
 
 _MAGIC = b"ATTNAS-CKPT-1 "
 _KEEP = 2
+
+
+def run_folder_name(name: str, limit: int = 100) -> str:
+    """``name`` (a recipe's) as one safe folder name, for default run directories.
+
+    Runs of characters other than letters, digits, ``.``, ``_`` and ``-`` become one
+    ``-`` and leading or trailing dots and dashes are dropped, so the result has no path
+    separator and is neither ``.`` nor ``..``: it stays inside the folder it is joined to.
+
+    Args:
+        name: Any string.
+        limit: Longest result, in characters.
+
+    Returns:
+        The folder name (``run`` when nothing usable is left).
+
+    Example:
+        >>> run_folder_name("../../etc/x y")
+        'etc-x-y'
+    """
+    safe = re.sub(r"[^\w.-]+", "-", name)[:limit].strip(".-")
+    return safe or "run"
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
@@ -194,11 +217,15 @@ class RunDir:
                               f"(in {probe_in})") from None
 
     @classmethod
-    def create(cls, path: str | os.PathLike, config_yaml: str, run_info: dict) -> RunDir:
-        """Create a fresh run directory holding ``config_yaml``.
+    def check_new(cls, path: str | os.PathLike) -> None:
+        """Fail early, before any work, unless ``path`` can become a new run directory.
+
+        It must not exist yet, or be an empty folder, and be writable. A folder holding
+        other files is refused, so that nothing in it (e.g. a stale ``metrics.json``) is
+        taken for part of the new run.
 
         Raises:
-            RunDirError: If the folder already holds a run, or cannot be written.
+            RunDirError: If the folder holds a run or other files, or cannot be written.
         """
         path = Path(path).expanduser()
         if (path / cls.CONFIG).exists():
@@ -206,7 +233,20 @@ class RunDir:
                 f"{path} already holds a run; use `attnas search --resume {path}` to continue it "
                 "or --out to choose another folder"
             )
+        if path.is_dir() and any(path.iterdir()):
+            raise RunDirError(f"{path} is not empty and holds no attnas run; choose a new or empty folder "
+                              "with --out")
         cls.check_writable(path)
+
+    @classmethod
+    def create(cls, path: str | os.PathLike, config_yaml: str, run_info: dict) -> RunDir:
+        """Create a fresh run directory holding ``config_yaml`` (a new or empty folder).
+
+        Raises:
+            RunDirError: If the folder already holds a run or other files, or cannot be written.
+        """
+        path = Path(path).expanduser()
+        cls.check_new(path)
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

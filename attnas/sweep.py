@@ -33,7 +33,7 @@ from attnas.config import config_from_dict, load_config, parse_override, read_ya
 from attnas.data.root import resolve_data_root
 from attnas.errors import ConfigError, RunDirError
 from attnas.parallel import make_executor
-from attnas.runs import RunDir, atomic_write_json
+from attnas.runs import RunDir, atomic_write_json, run_folder_name
 
 PLAN = "sweep.json"
 SUMMARY = "summary.json"
@@ -138,7 +138,7 @@ def sweep(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = ()
     plan = plan_sweep(recipe, overrides, seeds, grid)
     make_executor(workers, ray_address, check_only=True)
     name = config_from_dict(plan["recipe"]).name
-    out = Path(out) if out else Path("runs") / f"{name}-sweep-{time.strftime('%Y%m%d-%H%M%S')}"
+    out = Path(out) if out else Path("runs") / f"{run_folder_name(name)}-sweep-{time.strftime('%Y%m%d-%H%M%S')}"
     RunDir.check_writable(out)
     if (out / PLAN).exists():
         old = json.loads((out / PLAN).read_text())

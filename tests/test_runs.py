@@ -92,3 +92,69 @@ def test_unwritable_path_under_a_file(tmp_path):
     f.write_text("x")
     with pytest.raises(RunDirError, match="not writable"):
         RunDir.check_writable(f / "run")
+
+
+def test_create_refuses_a_non_empty_folder_that_is_not_a_run(tmp_path):
+    """A stale metrics.json in a reused folder would mark the new run finished: the folder is refused."""
+    folder = tmp_path / "old"
+    folder.mkdir()
+    (folder / "metrics.json").write_text('{"val_accuracy": 1.0}\n')
+    with pytest.raises(RunDirError, match="is not empty and holds no attnas run"):
+        RunDir.create(folder, "name: x\n", {})
+    assert sorted(p.name for p in folder.iterdir()) == ["metrics.json"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    RunDir.create(empty, "name: x\n", {}).close()  # an empty folder is fine
+    assert (empty / "config.yaml").exists()
+
+
+def _quick_recipe(tmp_path, name):
+    import yaml
+
+    recipe = {"name": name, "task": {"name": "node-classification", "dataset": "digits-graph"},
+              "space": {"name": "gnn-baseline"}, "strategy": {"name": "fixed", "arch": {"model": "gcn"}},
+              "retrain": {"epochs": 1, "patience": 0}}
+    p = tmp_path / "recipe.yaml"
+    p.write_text(yaml.safe_dump(recipe))
+    return p
+
+
+def test_search_into_a_folder_with_other_files_fails_before_work(tmp_path):
+    from typer.testing import CliRunner
+
+    from attnas.cli import app
+
+    folder = tmp_path / "old"
+    folder.mkdir()
+    (folder / "metrics.json").write_text('{"val_accuracy": 1.0}\n')
+    r = CliRunner().invoke(app, ["search", str(_quick_recipe(tmp_path, "x")), "--out", str(folder)])
+    lines = [line for line in r.output.splitlines() if line.strip()]
+    assert r.exit_code == 2 and len(lines) == 1 and "is not empty and holds no attnas run" in lines[0], r.output
+    assert sorted(p.name for p in folder.iterdir()) == ["metrics.json"]
+
+
+@pytest.mark.parametrize("name,folder", [
+    ("../../escaped", "escaped"),
+    ("{tmp}/abs", "{flat}-abs"),  # an absolute path: joined to runs/ it would replace it
+    ("..", "run"),
+])
+def test_default_run_folder_stays_under_runs(tmp_path, monkeypatch, name, folder):
+    """A recipe name with path parts cannot place the default run folder outside ``runs/``."""
+    from typer.testing import CliRunner
+
+    from attnas.cli import app
+
+    name = name.format(tmp=tmp_path)
+    folder = folder.format(flat=str(tmp_path).strip("/").replace("/", "-"))
+    work = tmp_path / "a" / "b" / "work"
+    work.mkdir(parents=True)
+    recipe = _quick_recipe(tmp_path, name)
+    monkeypatch.chdir(work)
+    r = CliRunner().invoke(app, ["search", str(recipe)])
+    assert r.exit_code == 0, r.output
+    [run] = list((work / "runs").iterdir())
+    assert run.name.startswith(f"{folder}-") and (run / "metrics.json").exists()
+    assert sorted(p.name for p in work.iterdir()) == ["runs"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "recipe.yaml"]
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["b"]
+    assert RunDir.open(run).read_config_yaml()["name"] == name  # the config keeps the name as given
