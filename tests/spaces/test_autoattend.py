@@ -171,7 +171,8 @@ GCN = {"layers": [{"type": "add", "inputs": [{"source": 0, "op": "gcn"}, {"sourc
 @pytest.mark.parametrize("constraints", SUBSETS)
 @pytest.mark.parametrize("layers,head", [(2, "none"), (3, "none"), (2, "linear")])
 def test_identity_only_where_widths_agree_and_size_counts_it(constraints, layers, head):
-    s = raw_space(layers, ("zero", "identity", "gcn"), constraints, head)
+    ops = ("zero", "identity", "gcn") if layers == 2 else ("identity", "gcn")  # 3 layers with zero: minutes
+    s = raw_space(layers, ops, constraints, head)
     archs = list(s.enumerate())
     assert len(archs) == s.size() == len({a.key() for a in archs})
     for a in archs:

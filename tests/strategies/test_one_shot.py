@@ -91,6 +91,6 @@ def test_bad_score_threads_is_a_config_error(tmp_path, tiny_recipe_data):
 def test_context_warmup_is_a_fraction_of_the_epochs(tiny_recipe_data, tmp_path):
     from attnas.errors import ConfigError
 
-    with pytest.raises(ConfigError, match=r"a fraction of the epochs in \[0, 1\), got 1.0"):
+    with pytest.raises(ConfigError, match=r"strategy.supernet.context_warmup: must be in \[0, 1\), got 1.0"):
         pipeline.search(tiny_recipe_data, ["strategy.supernet.context_warmup=1.0"], out=tmp_path / "bad")
     assert not (tmp_path / "bad").exists()
