@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnas.ops import _layout_kernel
+from attnas.kernels import layout as _layout_kernel
 from attnas.ops.hoga_cell import HOGA
 from attnas.ops.hoga_relaxed import RelaxedHOGA
-from attnas.ops.memory_format import as_channels_last, as_nchw, is_channels_last, split_nchw
+from attnas.kernels.layout import as_channels_last
+from attnas.ops.memory_format import as_nchw, is_channels_last, split_nchw
 from compiled_kernels import disable_kernel, loaded_kernel
 
 

@@ -6,9 +6,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import attnas.ops._small_conv_kernel as kernel_module
+import attnas.kernels.small_conv as kernel_module
 from compiled_kernels import disable_kernel, fresh_library, loaded_kernel, torch_threads
-from attnas.ops.small_conv import depthwise_pair, kernel_applies, small_conv2d
+from attnas.kernels.small_conv import kernel_applies
+from attnas.ops.small_conv import depthwise_pair, small_conv2d
 
 # (batch, C_in, C_out, groups, H, W, k, dilation, bias): the gates' shapes (depth-wise,
 # 2 -> 1 per group, 2 -> G shared), odd sizes (tails of the vector loops), a 5 x 5 kernel.
@@ -113,7 +114,7 @@ def test_fallback_without_compiler_gives_conv2d(monkeypatch):
 def test_fallback_can_be_forced_by_environment(monkeypatch):
     monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library(kernel_module))
     monkeypatch.setenv("ATTNAS_NO_KERNELS", "1")
-    assert kernel_module.load() is None
+    assert kernel_module.LIBRARY.load() is None
     assert "ATTNAS_NO_KERNELS" in kernel_module.LIBRARY.unavailable_reason()
 
 

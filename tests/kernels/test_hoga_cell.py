@@ -7,13 +7,14 @@ import copy
 import pytest
 import torch
 
-import attnas.ops._attention_gates_kernel as gates_kernel
-import attnas.ops._fused_phi_kernel as phi_kernel
+import attnas.kernels.attention_gates as gates_kernel
+import attnas.kernels.fused_phi as phi_kernel
 from attnas.ops import hoga_cell
 from attnas.ops.hoga_cell import HOGA, edge_keys
-from attnas.ops.hoga_fused_cell import fused_cell_kernels
+from attnas.kernels.fused_phi import FUSED_MIN_POSITIONS
+from attnas.kernels.hoga_cell import fused_cell_kernels
 from attnas.spaces.hoga import FIGURE3_EDGES
-from compiled_kernels import disable_kernel, loaded_kernel, torch_threads
+from compiled_kernels import disable_kernel, loaded_kernel, torch_threads, eager, kernel_off, kernels_off
 
 CELLS = {
     "figure3": (FIGURE3_EDGES, 4),
@@ -46,7 +47,7 @@ def _cell(edges, groups, channels, dtype, seed=0):
 def _module_by_module(monkeypatch, cell, x):
     """``cell(x)`` on the path the fused cell replaces."""
     with monkeypatch.context() as m:
-        m.setattr(hoga_cell, "fused_cell_kernels", lambda *a: None)
+        kernel_off(m, "hoga_cell")
         return cell(x)
 
 
@@ -61,7 +62,7 @@ def test_equals_the_module_by_module_cell_in_float64(kernels, monkeypatch, name,
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(3, C, 6, 5, generator=gen, dtype=torch.float64).contiguous(memory_format=fmt).requires_grad_()
     x_ref = x.detach().clone().requires_grad_()
-    assert fused_cell_kernels(cell, x, hoga_cell.FUSED_MIN_POSITIONS) is not None
+    assert fused_cell_kernels(cell, x, FUSED_MIN_POSITIONS) is not None
     for _ in range(2):  # twice: the running statistics move on from the first call's
         y, y_ref = cell(x), _module_by_module(monkeypatch, ref, x_ref)
         assert type(y.grad_fn).__name__ == "_FusedCellBackward"

@@ -1,36 +1,28 @@
-"""Optional compiled CPU kernel: ``sigmoid(BN(z))`` of the relaxed HOGA cell's spatial gates.
+// Optional compiled CPU kernel: ``sigmoid(BN(z))`` of the relaxed HOGA cell's spatial gates.
+//
+// The spatial attention and CBAM gates (AutoLA Eqs. 6, 8) end in a batch norm of a map with one
+// channel per edge, then a sigmoid. PyTorch's CPU batch norm parallelises over channels, so on
+// these one-to-four-channel maps it runs on one thread, and the sigmoid and both backward
+// passes are separate kernels. Here the training-mode batch norm (batch statistics) and the
+// sigmoid are one operation each way, over ``z`` ``(B, G, P)`` (``G`` channels, ``P``
+// positions), parallel over the ``B G`` planes:
+//
+// forward
+//   1. the mean and centred sum of squares of every plane (two passes over a plane in cache),
+//      merged per channel in image order (Chan et al.'s pairwise update, in ``double``);
+//   2. ``s = sigmoid(gamma (z - mean) / sqrt(var + eps) + beta)``.
+//
+// backward (``ds`` given; ``s`` and ``z`` saved)
+//   1. per plane, ``sum dbn`` and ``sum dbn z`` with ``dbn = ds s (1 - s)``;
+//   2. ``dz = k dbn + b z + c`` per channel (the batch-norm backward in closed form), and the
+//      gradients of ``gamma`` and ``beta``.
+//
+// Per-plane sums are reduced in image order, so results do not depend on the thread count.
+// Built and cached by :class:`attnas.ops._compiled.CompiledLibrary`; :mod:`attnas.ops.gate_norm`
+// falls back to ``F.batch_norm`` and ``torch.sigmoid`` when it is unavailable.
+#include "vector_exp.h"
+#include "sigmoid.h"
 
-The spatial attention and CBAM gates (AutoLA Eqs. 6, 8) end in a batch norm of a map with one
-channel per edge, then a sigmoid. PyTorch's CPU batch norm parallelises over channels, so on
-these one-to-four-channel maps it runs on one thread, and the sigmoid and both backward
-passes are separate kernels. Here the training-mode batch norm (batch statistics) and the
-sigmoid are one operation each way, over ``z`` ``(B, G, P)`` (``G`` channels, ``P``
-positions), parallel over the ``B G`` planes:
-
-forward
-  1. the mean and centred sum of squares of every plane (two passes over a plane in cache),
-     merged per channel in image order (Chan et al.'s pairwise update, in ``double``);
-  2. ``s = sigmoid(gamma (z - mean) / sqrt(var + eps) + beta)``.
-
-backward (``ds`` given; ``s`` and ``z`` saved)
-  1. per plane, ``sum dbn`` and ``sum dbn z`` with ``dbn = ds s (1 - s)``;
-  2. ``dz = k dbn + b z + c`` per channel (the batch-norm backward in closed form), and the
-     gradients of ``gamma`` and ``beta``.
-
-Per-plane sums are reduced in image order, so results do not depend on the thread count.
-Built and cached by :class:`attnas.ops._compiled.CompiledLibrary`; :mod:`attnas.ops.gate_norm`
-falls back to ``F.batch_norm`` and ``torch.sigmoid`` when it is unavailable.
-"""
-
-from __future__ import annotations
-
-import ctypes
-from typing import Any
-
-from attnas.ops._compiled import CompiledLibrary, bind_signatures
-from attnas.ops._vector_exp import EXP_NONPOS, SIGMOID
-
-_SOURCE = EXP_NONPOS + SIGMOID + r"""
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -170,20 +162,3 @@ int attnas_gate_norm_backward(int dtype, const void* ds, const void* z, const vo
 }
 
 }  // extern "C"
-"""
-
-
-_p, _i64 = ctypes.c_void_p, ctypes.c_int64
-_bind = bind_signatures({
-    "attnas_gate_norm_forward": [ctypes.c_int, _p, _p, _p, ctypes.c_double, _p, _p, _i64, _i64, _i64, ctypes.c_int],
-    "attnas_gate_norm_backward": [ctypes.c_int, *[_p] * 8, _i64, _i64, _i64, ctypes.c_int],
-})
-
-
-#: The library (built and cached by :class:`attnas.ops._compiled.CompiledLibrary`).
-LIBRARY = CompiledLibrary("gate_norm", _SOURCE, _bind)
-
-
-def load() -> Any:
-    """The compiled library, building it on first use; ``None`` when it cannot be built."""
-    return LIBRARY.load()

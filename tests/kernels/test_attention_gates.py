@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-import attnas.ops._attention_gates_kernel as kernel_module
-from compiled_kernels import fresh_library, loaded_kernel
-from attnas.ops import attention_gates
+import attnas.kernels.attention_gates as kernel_module
+from compiled_kernels import fresh_library, loaded_kernel, eager, kernel_off, kernels_off
+from attnas.kernels import attention_gates
 from attnas.ops.vision_attention import (
     CBAM, ChannelAttention, ChannelAttentionV2, NormalizationAttention, SpatialAttention, create_attention,
 )
@@ -46,7 +46,7 @@ def _assert_fused_equals_eager(m: nn.Module, x: torch.Tensor, tol: float, seed: 
     """Outputs, gradients (input and every parameter) and buffers of ``m(x)`` and of the
     eager expression on a copy of ``m``."""
     ref = copy.deepcopy(m)
-    y, y_ref = m(x), ref.forward_eager(x)
+    y, y_ref = m(x), eager(ref, x)
     torch.testing.assert_close(y, y_ref, rtol=tol, atol=tol)
     gen = torch.Generator().manual_seed(seed)
     dy = torch.randn(y.shape, generator=gen, dtype=y.dtype)
@@ -198,7 +198,7 @@ def test_no_input_gradient_wanted(kernel):
         m = _module(name, 4, torch.float64)
         ref = copy.deepcopy(m)
         for g, w in zip(torch.autograd.grad(m(x).sum(), list(m.parameters())),
-                        torch.autograd.grad(ref.forward_eager(x).sum(), list(ref.parameters()))):
+                        torch.autograd.grad(eager(ref, x).sum(), list(ref.parameters()))):
             torch.testing.assert_close(g, w, rtol=1e-10, atol=1e-10)
 
 
@@ -211,7 +211,7 @@ def test_without_the_kernels_the_eager_path_runs(monkeypatch):
     monkeypatch.setattr(attention_gates._Gate, "apply", lambda *a: called.append(a))
     for name in GATED:
         m = _module(name, 4, torch.float64)
-        torch.testing.assert_close(m(x), copy.deepcopy(m).forward_eager(x))
+        torch.testing.assert_close(m(x), eager(copy.deepcopy(m), x))
     assert not called
     assert "ATTNAS_NO_KERNELS" in kernel_module.LIBRARY.unavailable_reason()
 
@@ -222,7 +222,7 @@ def test_other_dtypes_run_the_expression(kernel):
     assert attention_gates.kernels_apply(x.double())
     assert not attention_gates.kernels_apply(x.double(), torch.zeros(1))  # parameters of another dtype
     m = ChannelAttention(4).to(torch.bfloat16)
-    torch.testing.assert_close(m(x), m.forward_eager(x))
+    torch.testing.assert_close(m(x), eager(m, x))
 
 
 @pytest.mark.parametrize("train", [True, False])
@@ -257,7 +257,7 @@ def test_an_addend_is_added_to_the_output_and_the_input_gradient(kernel, name):
     gen = torch.Generator().manual_seed(4)
     base, dy, dbase = (torch.randn(2, 3, 5, 6, generator=gen, dtype=torch.float64) for _ in range(3))
     plain, in_place, apart = torch.empty_like(base), base.clone(), torch.empty_like(base)
-    kernels = [m.gate_kernel(x) for _ in range(3)]
+    kernels = [attention_gates.gate_kernel(m, x) for _ in range(3)]
     saved = [kernels[0].forward(x, plain), kernels[1].forward(x, in_place, in_place), kernels[2].forward(x, apart, base)]
     for y in (in_place, apart):
         torch.testing.assert_close(y, base + plain, rtol=1e-12, atol=1e-12)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-import attnas.ops._hoga_gates_kernel as kernel_module
-from compiled_kernels import fresh_library, loaded_kernel
-from attnas.ops.hoga_gates import cbam_pool, combine, gate_stats, kernels_apply
+import attnas.kernels.hoga_gates as kernel_module
+from compiled_kernels import fresh_library, loaded_kernel, eager, kernel_off, kernels_off
+from attnas.kernels.hoga_gates import cbam_pool, combine, gate_stats, grouped_mixed_op, kernels_apply
 from attnas.ops.hoga_relaxed import GroupedMixedOp, RelaxedHOGA
 from attnas.ops.vision_attention import HOGA_OPS
 
@@ -89,7 +89,7 @@ def test_grouped_mixed_op_compiled_equals_eager(kernel, shared, G, ops):
     m = _perturbed(GroupedMixedOp(G, 4, ops, shared_input=shared).double())
     x, w = _leaf(3, (1 if shared else G) * 4, 6, 7), _leaf(G, len(ops), seed=1)
     leaves = [x, w, *m.parameters()]
-    _assert_same(lambda: m._forward_compiled(x, w), lambda: m._forward_eager(x, w), leaves)
+    _assert_same(lambda: grouped_mixed_op(m, x, w), lambda: eager(m, x, w), leaves)
     assert kernels_apply(x)
 
 
@@ -99,7 +99,7 @@ def test_relaxed_cell_in_float32_matches_eager_at_the_searchs_size(kernel, monke
     x = torch.randn(8, 16, 32, 32, requires_grad=True)
     y = cell(x)
     grads = torch.autograd.grad(y.square().sum(), [x, cell.alpha])
-    monkeypatch.setattr(GroupedMixedOp, "_forward_compiled", GroupedMixedOp._forward_eager)
+    kernel_off(monkeypatch, "hoga_gates")
     y_ref = cell(x)
     torch.testing.assert_close(y, y_ref, rtol=1e-5, atol=1e-5)
     for g, r in zip(grads, torch.autograd.grad(y_ref.square().sum(), [x, cell.alpha])):
@@ -113,7 +113,7 @@ def test_without_the_kernels_the_eager_path_runs(monkeypatch):
     x = _leaf(2, 8, 5, 5)
     assert not kernels_apply(x)
     called = []
-    monkeypatch.setattr(GroupedMixedOp, "_forward_compiled", lambda *a: called.append(1))
+    monkeypatch.setattr(kernel_module, "_GateStats", None)  # the compiled path would fail
     assert m(x, torch.rand(2, len(HOGA_OPS), dtype=torch.float64)).shape == (2, 8, 5, 5)
     assert not called
     assert "ATTNAS_NO_KERNELS" in kernel_module.LIBRARY.unavailable_reason()

@@ -1,53 +1,44 @@
-"""Optional compiled CPU kernel for the projection phi of the HOGA cell (AutoLA Eq. 3).
+// Optional compiled CPU kernel for the projection phi of the HOGA cell (AutoLA Eq. 3).
+//
+// phi maps the ``K`` nodes of the cell back to ``C`` channels: a ``1 x 1`` convolution (with
+// the weights of ``U_bar = sum_k U_k`` folded into those of every node), a training-mode batch
+// normalisation, ReLU, a second ``1 x 1`` convolution and batch normalisation, then channel
+// attention (Eq. 4). In PyTorch that is some fifteen operations and as many autograd nodes,
+// with full-size passes for each batch normalisation's statistics, normalisation and backward.
+// This kernel does the forward in three passes over the images and the backward in three, one
+// image per thread at a time, the ``1 x 1`` convolutions as small matrix products on tiles of
+// ``tp`` positions (256 for up to 16 channels, 128 up to 32, else 64: a tile row of each array is
+// then one run of at least 1 KiB for the prefetcher, and a tile buffer about 16 KiB; fewer on
+// planes smaller than a tile: the plane rounded up to 16), vectorised over positions, on NCHW
+// planes (the nodes are read in place):
+//
+// forward
+//   1. ``y1 = W_f x`` (``W_f`` the folded weights) and the moments (mean, centred sum of squares)
+//      of every (image, channel) plane, merged tile by tile (as exact as a two-pass variance);
+//   2. ``a = relu(BN1(y1))``, ``y2 = W_2 a`` and the moments of ``y2``'s planes;
+//   then the channel attention's MLP on the plane means of ``z = BN2(y2)``, and
+//   3. ``out = z * gate`` (NCHW or channels-last).
+//
+// backward (``dout`` given)
+//   1. the plane sums of ``dout`` and ``dout * y2``: the gate's and BN2's gradients in
+//      closed form, the MLP's backward;
+//   2. ``dy2`` per position, ``dW_2 += dy2 a^T``, ``dr = (W_2^T dy2) [BN1(y1) > 0]`` stored, and
+//      the sums BN1's backward needs;
+//   3. ``dy1`` from ``dr``, ``dW_f += dy1 x^T`` and the nodes' gradients ``W_f^T dy1``.
+//
+// The weight gradients ``dW += dy v^T`` are products over a tile's positions too: ``v``'s tile
+// is transposed (``L x L`` register transposes) so that the accumulators of an 8-row by
+// 16-column block stay in registers for the whole tile, the positions innermost; summing the
+// same products lane-wise (an accumulator per (row, column) pair in memory, loaded and stored
+// per tile) took 1.1 of the 3.2 ms of phi at the last ResNet stage, against about 0.6 this way.
+// They are summed in ``T`` over up to ``FLUSH`` positions, then per thread in ``double``, and
+// reduced in thread order
+// (deterministic for a given thread count). Built and cached by
+// :class:`attnas.ops._compiled.CompiledLibrary`; :mod:`attnas.ops.fused_phi` falls back to the
+// PyTorch modules when it is unavailable.
+#include "lanes.h"
+#include "partials.h"
 
-phi maps the ``K`` nodes of the cell back to ``C`` channels: a ``1 x 1`` convolution (with
-the weights of ``U_bar = sum_k U_k`` folded into those of every node), a training-mode batch
-normalisation, ReLU, a second ``1 x 1`` convolution and batch normalisation, then channel
-attention (Eq. 4). In PyTorch that is some fifteen operations and as many autograd nodes,
-with full-size passes for each batch normalisation's statistics, normalisation and backward.
-This kernel does the forward in three passes over the images and the backward in three, one
-image per thread at a time, the ``1 x 1`` convolutions as small matrix products on tiles of
-``tp`` positions (256 for up to 16 channels, 128 up to 32, else 64: a tile row of each array is
-then one run of at least 1 KiB for the prefetcher, and a tile buffer about 16 KiB; fewer on
-planes smaller than a tile: the plane rounded up to 16), vectorised over positions, on NCHW
-planes (the nodes are read in place):
-
-forward
-  1. ``y1 = W_f x`` (``W_f`` the folded weights) and the moments (mean, centred sum of squares)
-     of every (image, channel) plane, merged tile by tile (as exact as a two-pass variance);
-  2. ``a = relu(BN1(y1))``, ``y2 = W_2 a`` and the moments of ``y2``'s planes;
-  then the channel attention's MLP on the plane means of ``z = BN2(y2)``, and
-  3. ``out = z * gate`` (NCHW or channels-last).
-
-backward (``dout`` given)
-  1. the plane sums of ``dout`` and ``dout * y2``: the gate's and BN2's gradients in
-     closed form, the MLP's backward;
-  2. ``dy2`` per position, ``dW_2 += dy2 a^T``, ``dr = (W_2^T dy2) [BN1(y1) > 0]`` stored, and
-     the sums BN1's backward needs;
-  3. ``dy1`` from ``dr``, ``dW_f += dy1 x^T`` and the nodes' gradients ``W_f^T dy1``.
-
-The weight gradients ``dW += dy v^T`` are products over a tile's positions too: ``v``'s tile
-is transposed (``L x L`` register transposes) so that the accumulators of an 8-row by
-16-column block stay in registers for the whole tile, the positions innermost; summing the
-same products lane-wise (an accumulator per (row, column) pair in memory, loaded and stored
-per tile) took 1.1 of the 3.2 ms of phi at the last ResNet stage, against about 0.6 this way.
-They are summed in ``T`` over up to ``FLUSH`` positions, then per thread in ``double``, and
-reduced in thread order
-(deterministic for a given thread count). Built and cached by
-:class:`attnas.ops._compiled.CompiledLibrary`; :mod:`attnas.ops.fused_phi` falls back to the
-PyTorch modules when it is unavailable.
-"""
-
-from __future__ import annotations
-
-import ctypes
-from typing import Any
-
-from attnas.ops._compiled import CompiledLibrary, bind_signatures
-from attnas.ops._thread_partials import PARTIALS
-from attnas.ops._vector_lanes import LANES
-
-_SOURCE = LANES + PARTIALS + r"""
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -685,23 +676,3 @@ int attnas_phi_backward(int dtype, const void* dout, const void* const* xs, cons
 }
 
 }  // extern "C"
-"""
-
-_DIMS = [ctypes.c_int64, ctypes.c_int64] + [ctypes.c_int] * 6
-
-
-_p, _f = ctypes.c_void_p, ctypes.c_double
-_bind = bind_signatures({
-    "attnas_phi_forward": [ctypes.c_int, *[_p] * 10, _f, _f, *[_p] * 8, _f, _f, *_DIMS],
-    "attnas_phi_backward": [ctypes.c_int, *[_p] * 26, *_DIMS],
-})
-
-
-#: The library (built and cached by :class:`attnas.ops._compiled.CompiledLibrary`).
-LIBRARY = CompiledLibrary("fused_phi", _SOURCE, _bind)
-
-
-def load() -> Any:
-    """The compiled library, building it on first use; ``None`` when it cannot be built."""
-    return LIBRARY.load()
-

@@ -1,13 +1,6 @@
-"""C++ source shared by the compiled kernels: 32-byte GCC vectors and unaligned loads and stores.
+// 32-byte GCC vectors and unaligned loads and stores (small_conv, attention_gates, fused_phi, layout).
+#pragma once
 
-Prepended to the sources of the small-convolution kernel (and so of the attention-gate
-kernels, which include it) and of the fused-phi kernel.
-"""
-
-#: ``Lanes<T>::V`` (8 floats or 4 doubles, ``Lanes<T>::L`` lanes), ``loadu(p)``,
-#: ``storeu(p, v)`` and ``transpose_lanes(r)`` (an ``L x L`` block in ``L`` vectors, transposed
-#: in registers), in an anonymous namespace.
-LANES = r"""
 #include <cstring>
 
 namespace {
@@ -56,4 +49,3 @@ inline void transpose_lanes(Lanes<double>::V* r) {
 }
 
 }  // namespace
-"""

@@ -1,9 +1,9 @@
-"""AutoLA's discrete attention modules as single compiled autograd operations on the CPU.
+"""Kernel ``attention_gates``: AutoLA's discrete attention modules as single compiled operations.
 
 Each module of :mod:`attnas.ops.vision_attention` computes ``y = x * g(x)`` (AutoLA, Ma et
 al., NeurIPS 2020, Sec. 3.2). Its PyTorch expression is 10-25 operations and autograd nodes;
 here each module is one :class:`torch.autograd.Function` whose forward and backward are one
-call each of the kernels in :mod:`attnas.ops._attention_gates_kernel`:
+call each of ``csrc/attention_gates.cpp`` (which includes ``csrc/small_conv.h``):
 
 * :func:`normalization_attention` -- Eq. 7, ``x * sigmoid(dwconv_k(x) + beta)``.
 * :func:`spatial_attention` -- Eq. 6, ``x * sigmoid(BN(conv([mean_c x; max_c x])))`` with
@@ -19,10 +19,11 @@ maximal element, as in max pooling (``torch.amax`` splits it among ties; the two
 wherever the maximum is unique). First derivatives only: a double backward raises.
 
 Each module's calls are a :class:`GateKernel` (:class:`NormGate`, :class:`SpatialGate`,
-:class:`ChannelGate`), built by the module's ``gate_kernel(x)`` (``None`` where they do not
-run); :func:`gate_function` makes one autograd operation of it. The kernels can also *add*
+:class:`ChannelGate`), built by :func:`gate_kernel` (``None`` where they do not run);
+:func:`gate_function` makes one autograd operation of it, and :func:`attention_gate` is the
+override of the modules' ``forward`` (hook ``attention_gate``). The kernels can also *add*
 their output into an existing tensor and their input gradient into an existing gradient
-(an ``addend``): the fused HOGA cell (:mod:`attnas.ops.hoga_fused_cell`) sums a node's edges
+(an ``addend``): the fused HOGA cell (:mod:`attnas.kernels.hoga_cell`) sums a node's edges
 that way, without a tensor per edge.
 
 Layout: an input whose channel planes are contiguous (``(B, c, H, W)`` with strides
@@ -35,14 +36,30 @@ elsewhere the modules run their PyTorch expression.
 
 from __future__ import annotations
 
+import ctypes
+
 import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
-from attnas.ops import _attention_gates_kernel
-from attnas.ops._compiled import KERNEL_DTYPES
-from attnas.ops.memory_format import as_channels_last, as_nchw, is_channels_last, planes_contiguous
-from attnas.ops.running_stats import count_batch
+from attnas.kernels._build import KERNEL_DTYPES, Library
+from attnas.kernels._running_stats import count_batch
+from attnas.kernels.layout import as_channels_last, planes_contiguous
+from attnas.ops import overrides
+from attnas.ops.memory_format import as_nchw, is_channels_last
+from attnas.ops.vision_attention import (CBAM, ChannelAttention, ChannelAttentionV2, NormalizationAttention,
+                                         SpatialAttention)
+
+_p, _i, _i64, _f = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_double
+_PLANE = [_i64, _i, _i, _i, _i, _i, _p, _i]  # B, c, H, W, K, d, addend, nthreads
+LIBRARY = Library("attention_gates", {
+    "attnas_norm_forward": [_i, _p, _i64, _p, _p, _p, _p, *_PLANE],
+    "attnas_norm_backward": [_i, _p, _i64, _p, _p, _p, _p, _p, _p, *_PLANE],
+    "attnas_spatial_forward": [_i, _p, _i64, _p, _p, _i, _p, _p, _p, _p, _p, _f, _f, _i, _p, _p, *_PLANE],
+    "attnas_spatial_backward": [_i, _p, _i64, _p, _p, _i, _p, _p, _f, _i, _p, _p, _p, _p, _p, _p, _p, *_PLANE],
+    "attnas_channel_forward": [_i, _p, _i64, _p, _p, _i, _p, _p, _i64, _i, _i, _i64, _p, _i],
+    "attnas_channel_backward": [_i, _p, _i64, _p, _p, _i, _p, _p, _p, _p, _p, _i64, _i, _i, _i64, _p, _i],
+})
 
 
 def kernels_apply(x: torch.Tensor, *params: torch.Tensor | None) -> bool:
@@ -51,12 +68,12 @@ def kernels_apply(x: torch.Tensor, *params: torch.Tensor | None) -> bool:
     dtype = x.dtype  # is_cpu and dtype: these checks run on every call (device.type costs 7 times as much)
     return (x.dim() == 4 and x.is_cpu and dtype in KERNEL_DTYPES
             and all(p is None or (p.is_cpu and p.dtype == dtype) for p in params)
-            and _attention_gates_kernel.load() is not None)
+            and LIBRARY.load() is not None)
 
 
 def _call(name: str, *args) -> None:
     """Kernel ``attnas_<name>`` on ``args`` and torch's thread count."""
-    _attention_gates_kernel.LIBRARY.call(f"attnas_{name}", *args, torch.get_num_threads())
+    LIBRARY.call(f"attnas_{name}", *args, torch.get_num_threads())
 
 
 def _planes(x: torch.Tensor) -> tuple[torch.Tensor, torch.memory_format]:
@@ -84,7 +101,7 @@ class GateKernel:
     Built per forward call (it fixes the batch-norm mode of that call; building has no side
     effect, the kernel's forward updates the running statistics). :func:`gate_function`
     wraps it as one autograd operation; the fused HOGA cell
-    (:mod:`attnas.ops.hoga_fused_cell`) calls it directly, with an ``addend``: the node
+    (:mod:`attnas.kernels.hoga_cell`) calls it directly, with an ``addend``: the node
     itself to add an edge's output into it, the node's gradient to add an input gradient
     into it.
 
@@ -268,3 +285,46 @@ def channel_attention(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, with_
     """``x * sigmoid(f(mean_P x) [+ f(max_P x)])`` (AutoLA Eq. 4; Eq. 5 ``with_max``) with
     ``f(v) = W2 relu(W1 v)``, ``w1`` ``(h, C)``, ``w2`` ``(C, h)``, for ``x`` ``(B, C, H, W)``."""
     return gate_function(ChannelGate(w1, w2, with_max), x)
+
+
+def _channel(module: ChannelAttention | ChannelAttentionV2, x: torch.Tensor) -> GateKernel | None:
+    w1, w2 = module.fc1.weight, module.fc2.weight
+    return ChannelGate(w1, w2, with_max=type(module) is ChannelAttentionV2) if kernels_apply(x, w1, w2) else None
+
+
+def _spatial(module: SpatialAttention, x: torch.Tensor) -> GateKernel | None:
+    weight, bn = module.conv.weight, module.bn
+    return SpatialGate(weight, bn, module.dilation) if spatial_attention_applies(x, weight, bn) else None
+
+
+def _norm(module: NormalizationAttention, x: torch.Tensor) -> GateKernel | None:
+    weight, bias = module.conv.weight, module.conv.bias
+    return NormGate(weight, bias, module.dilation) if kernels_apply(x, weight, bias) else None
+
+
+def _cbam(module: CBAM, x: torch.Tensor) -> GateKernel | None:
+    ch, sp = module.channel, module.spatial
+    mlp, weight, bn = (ch.fc1.weight, ch.fc2.weight), sp.conv.weight, sp.bn
+    return SpatialGate(weight, bn, sp.dilation, mlp) if spatial_attention_applies(x, weight, bn, *mlp) else None
+
+
+#: The modules the kernels compute (by exact type: a subclass may change the gate).
+_BUILDERS = {ChannelAttention: _channel, ChannelAttentionV2: _channel, SpatialAttention: _spatial,
+             NormalizationAttention: _norm, CBAM: _cbam}
+
+
+def gate_kernel(module: nn.Module, x: torch.Tensor) -> GateKernel | None:
+    """The compiled calls of ``module`` for input ``x``, or ``None`` where they do not run
+    (building them has no side effect: a batch norm counts the batch when the kernel's forward
+    runs)."""
+    build = _BUILDERS.get(type(module))
+    return None if build is None or not overrides.active("attention_gate") else build(module, x)
+
+
+def attention_gate(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """Override of the gated modules' ``forward`` (hook ``attention_gate``)."""
+    kernel = gate_kernel(module, x)
+    return NotImplemented if kernel is None else gate_function(kernel, x)
+
+
+overrides.register("attention_gate", "attention_gates", attention_gate)

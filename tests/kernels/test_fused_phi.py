@@ -8,10 +8,10 @@ import pytest
 import torch
 from torch import nn
 
-import attnas.ops._fused_phi_kernel as kernel_module
-from compiled_kernels import fresh_library, loaded_kernel
+import attnas.kernels.fused_phi as kernel_module
+from compiled_kernels import fresh_library, loaded_kernel, eager, kernel_off, kernels_off
 from attnas.ops import hoga_cell
-from attnas.ops.fused_phi import fused_applies, fused_projection
+from attnas.kernels.fused_phi import fused_applies, fused_projection
 from attnas.ops.hoga_cell import HOGA, HOGAProjection, aggregate
 
 # (batch, c, K, H, W, reduction): the cell's sizes, a K = 2 cell, odd channel counts (the
@@ -145,7 +145,7 @@ def test_the_cell_uses_it_and_keeps_the_input_memory_format(kernel, monkeypatch)
     cell = HOGA(8, edges, groups=2).double()
     ref = copy.deepcopy(cell)
     x = torch.randn(3, 8, 6, 6, dtype=torch.float64).contiguous(memory_format=torch.channels_last)
-    monkeypatch.setattr(hoga_cell, "fused_cell_kernels", lambda *a: None)  # the module-by-module cell
+    kernel_off(monkeypatch, "hoga_cell")  # the module-by-module cell
     y = cell(x)
     assert y.is_contiguous(memory_format=torch.channels_last)
     assert type(y.grad_fn).__name__ == "_FusedProjectionBackward"
@@ -210,14 +210,14 @@ def test_float32_statistics_as_accurate_as_the_modules_far_from_zero(kernel):
     nodes = [n.detach() + 30 for n in _nodes(8, 4, 4, 16, 16, torch.float32)]
     ref = copy.deepcopy(phi).double()(aggregate([n.double() for n in nodes]))
     fused_err = (fused_projection(copy.deepcopy(phi), nodes).double() - ref).abs().max()
-    eager_err = (copy.deepcopy(phi).project_eager(nodes).double() - ref).abs().max()
+    eager_err = (eager(copy.deepcopy(phi).project, nodes).double() - ref).abs().max()
     assert fused_err <= 2 * eager_err + 1e-6
 
 
 def test_small_planes_use_the_modules(kernel):
     """Below FUSED_MIN_POSITIONS positions phi runs PyTorch's operations (faster there); the
     kernel itself is still exact on them (the float64 cases above include 3 x 3 planes)."""
-    from attnas.ops.hoga_cell import FUSED_MIN_POSITIONS
+    from attnas.kernels.fused_phi import FUSED_MIN_POSITIONS
 
     phi = _phi(4, 4, 16, torch.float64)
     small = _nodes(4, 4, 4, 2, 2, torch.float64)

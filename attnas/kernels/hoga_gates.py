@@ -1,8 +1,8 @@
-"""The full-size passes of the relaxed HOGA cell as three differentiable compiled operations.
+"""Kernel ``hoga_gates``: the relaxed HOGA cell's full-size passes as three compiled operations.
 
-Used by :class:`~attnas.ops.hoga_relaxed.GroupedMixedOp` on CPU float32 / float64 tensors
-when the kernels of :mod:`attnas.ops._hoga_gates_kernel` are available (else it runs its
-PyTorch expression of the same function). Shapes: ``x`` is ``(B, Gx, c, P)`` with ``P = H W``
+Overrides :meth:`attnas.ops.hoga_relaxed.GroupedMixedOp.forward` on CPU float32 / float64
+tensors with :func:`grouped_mixed_op`: the same function in six full-size passes instead of
+some thirty (``csrc/hoga_gates.cpp``). Shapes: ``x`` is ``(B, Gx, c, P)`` with ``P = H W``
 and ``Gx`` either ``G`` (one input per edge) or 1 (one input shared by the ``G`` edges).
 
 * :func:`gate_stats` -- the poolings of AutoLA Eqs. 4-6:
@@ -23,20 +23,34 @@ The gradient of a maximum goes to the first maximal element, as in max pooling
 
 from __future__ import annotations
 
+import ctypes
+
 import torch
 
-from attnas.ops import _hoga_gates_kernel
-from attnas.ops._compiled import KERNEL_DTYPES
+from attnas.kernels._build import KERNEL_DTYPES, Library
+from attnas.ops import overrides
+from attnas.ops.hoga_relaxed import GroupedMixedOp
+from attnas.ops.small_conv import depthwise_pair, small_conv2d
+
+_p, _i, _i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
+LIBRARY = Library("hoga_gates", {
+    "attnas_hoga_gate_stats": [_i, _p, _p, _p, _p, _p, _p, _p, _i64, _i, _i, _i64, _i],
+    "attnas_hoga_gate_stats_backward": [_i, _p, _p, _p, _p, _p, _p, _p, _i64, _i, _i, _i64, _i],
+    "attnas_hoga_cbam_pool": [_i, _p, _p, _p, _p, _p, _i64, _i, _i, _i, _i64, _i],
+    "attnas_hoga_cbam_pool_backward": [_i, _p, _p, _p, _p, _p, _p, _p, _i64, _i, _i, _i, _i64, _i],
+    "attnas_hoga_combine": [_i, _p, _p, _p, _p, _p, _p, _p, _p, _p, _p, _i64, _i, _i, _i, _i64, _i],
+    "attnas_hoga_combine_backward": [_i] + [_p] * 18 + [_i64, _i, _i, _i, _i64, _i],
+})
 
 
 def kernels_apply(x: torch.Tensor) -> bool:
     """Whether the compiled kernels run for ``x`` (CPU float32 / float64, library built)."""
-    return x.device.type == "cpu" and x.dtype in KERNEL_DTYPES and _hoga_gates_kernel.load() is not None
+    return x.device.type == "cpu" and x.dtype in KERNEL_DTYPES and LIBRARY.load() is not None
 
 
 def _call(name: str, *args) -> None:
     """Kernel ``attnas_hoga_<name>`` on ``args`` and torch's thread count."""
-    _hoga_gates_kernel.LIBRARY.call(f"attnas_hoga_{name}", *args, torch.get_num_threads())
+    LIBRARY.call(f"attnas_hoga_{name}", *args, torch.get_num_threads())
 
 
 def _two(items: list | tuple) -> list:
@@ -142,3 +156,56 @@ def combine(x: torch.Tensor, a: torch.Tensor, gs: torch.Tensor, chan: torch.Tens
     if len(zs) != len(ws) or len(zs) > 2:
         raise ValueError(f"combine takes at most two normalization gates with one weight each, got {len(zs)}, {len(ws)}")
     return _Combine.apply(x, a, gs, chan, spat, *zs, *ws)
+
+
+def grouped_mixed_op(self: GroupedMixedOp, x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """Override of :meth:`GroupedMixedOp.forward`: the same function in six full-size passes
+    instead of some thirty (up to float rounding and the routing of tied maxima)."""
+    if not kernels_apply(x):
+        return NotImplemented
+    B, _, H, W = x.shape
+    G, c, P = self.groups, self.channels, H * W
+    x = x.contiguous()
+    Gx = 1 if self.shared_input else G
+    xs = x.view(B, Gx, c, P)
+    col = {name: weights[:, i] for i, name in enumerate(self.ops)}  # (G,) each
+    chan = a = gs = spat = None
+    if self.families or self.spatial:
+        avg, mx, cmean, cmax = gate_stats(xs)
+    if self.families:
+        pooled = (torch.stack((avg, mx)) if self._needs_max else avg[None]).expand(-1, B, G, c)
+        sig, chan = self._channel_gates(pooled, col)
+        if "cbam" in col:
+            gc = sig[self.families.index("cbam")]  # (B, G, c)
+            ps = torch.stack(cbam_pool(xs, gc), 2).view(B, G, 2, H, W)
+            gs = self._spatial_gate("cbam_bn", ps, self.cbam_conv, 1).reshape(B, G, P)
+            a = gc * col["cbam"][None, :, None]
+    if "identity" in col:
+        ident = col["identity"][None, :, None]
+        chan = ident.expand(B, G, c) if chan is None else chan + ident
+    if self.spatial:
+        ps = torch.stack((cmean, cmax), 2).view(B, Gx, 2, H, W)
+        for n, d in self.spatial:
+            g = self._spatial_gate(f"{n}_bn", ps, getattr(self, f"{n}_conv"), d) * col[n][None, :, None, None]
+            spat = g if spat is None else spat + g
+        spat = spat.reshape(B, G, P)
+    zs, ws = [], []
+    if len(self.norm) == 2:  # both dilations in one kernel call each way, the input read once
+        (n1, d1), (n2, d2) = self.norm
+        pair = depthwise_pair(x, getattr(self, f"{n1}_weight"), getattr(self, f"{n1}_bias"), d1,
+                              getattr(self, f"{n2}_weight"), getattr(self, f"{n2}_bias"), d2)
+        zs = [z.view(B, G, c, P) for z in pair]
+        ws = [col[n1], col[n2]]
+    elif self.norm:
+        src = x.repeat(1, G, 1, 1) if self.shared_input and G > 1 else x  # one filter bank per edge
+        for n, d in self.norm:
+            z = small_conv2d(src, getattr(self, f"{n}_weight"), getattr(self, f"{n}_bias"), d, G * c)
+            zs.append(z.view(B, G, c, P))
+            ws.append(col[n])
+    small, plane = x.new_zeros(B, G, c), x.new_zeros(B, G, P)
+    out = combine(xs, small if a is None else a, plane if gs is None else gs, small if chan is None else chan,
+                  plane if spat is None else spat, zs, ws)
+    return out.view(B, G * c, H, W)
+
+
+overrides.register("grouped_mixed_op", "hoga_gates", grouped_mixed_op)

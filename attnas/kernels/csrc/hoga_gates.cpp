@@ -1,36 +1,27 @@
-"""Optional compiled CPU kernels for the full-size passes of the relaxed HOGA cell.
+// Optional compiled CPU kernels for the full-size passes of the relaxed HOGA cell.
+//
+// :class:`~attnas.ops.hoga_relaxed.GroupedMixedOp` evaluates ``G`` mixed edges (AutoLA Eq. 13)
+// whose operations are all gates on their input. Written with PyTorch operations, its forward
+// and backward make some thirty passes over full-size ``(B, G, c, H, W)`` tensors (pooling,
+// broadcast products, sums, the expanded gradients of the poolings); these kernels do the
+// same work in six, one (image, edge) plane block at a time, vectorised over positions:
+//
+// * ``gate_stats``: the spatial average and maximum of every channel (channel attentions,
+//   Eqs. 4, 5) and the channel average and maximum at every position (spatial attention,
+//   Eq. 6), with the positions of the maxima; its backward routes the four gradients back.
+// * ``cbam_pool``: the channel average and maximum of ``x * g_c`` (CBAM's spatial branch,
+//   Eq. 8) without forming ``x * g_c``; its backward gives the gradients of ``x`` and ``g_c``.
+// * ``combine``: ``out = x * (sum_n w_n s_n + a g_s + chan + spat)``, the mixed edge once the
+//   gates are known (``s_n`` the normalization attentions' sigmoids, ``a g_s`` CBAM's gate,
+//   ``chan`` the channel gates and the identity, ``spat`` the spatial gates); its backward
+//   gives every gradient in one pass, those of the pre-activations ``z_n`` included.
+//
+// Inputs are contiguous; ``x`` is ``(B, Gx, c, P)`` with ``Gx = G`` (edges on the channel groups
+// of one tensor) or ``Gx = 1`` (edges sharing one input), ``P = H W``. Maxima route their
+// gradient to the first maximal element (as max pooling does; ``torch.amax`` splits it among
+// ties). Built and cached by :class:`attnas.ops._compiled.CompiledLibrary`.
+#include "partials.h"
 
-:class:`~attnas.ops.hoga_relaxed.GroupedMixedOp` evaluates ``G`` mixed edges (AutoLA Eq. 13)
-whose operations are all gates on their input. Written with PyTorch operations, its forward
-and backward make some thirty passes over full-size ``(B, G, c, H, W)`` tensors (pooling,
-broadcast products, sums, the expanded gradients of the poolings); these kernels do the
-same work in six, one (image, edge) plane block at a time, vectorised over positions:
-
-* ``gate_stats``: the spatial average and maximum of every channel (channel attentions,
-  Eqs. 4, 5) and the channel average and maximum at every position (spatial attention,
-  Eq. 6), with the positions of the maxima; its backward routes the four gradients back.
-* ``cbam_pool``: the channel average and maximum of ``x * g_c`` (CBAM's spatial branch,
-  Eq. 8) without forming ``x * g_c``; its backward gives the gradients of ``x`` and ``g_c``.
-* ``combine``: ``out = x * (sum_n w_n s_n + a g_s + chan + spat)``, the mixed edge once the
-  gates are known (``s_n`` the normalization attentions' sigmoids, ``a g_s`` CBAM's gate,
-  ``chan`` the channel gates and the identity, ``spat`` the spatial gates); its backward
-  gives every gradient in one pass, those of the pre-activations ``z_n`` included.
-
-Inputs are contiguous; ``x`` is ``(B, Gx, c, P)`` with ``Gx = G`` (edges on the channel groups
-of one tensor) or ``Gx = 1`` (edges sharing one input), ``P = H W``. Maxima route their
-gradient to the first maximal element (as max pooling does; ``torch.amax`` splits it among
-ties). Built and cached by :class:`attnas.ops._compiled.CompiledLibrary`.
-"""
-
-from __future__ import annotations
-
-import ctypes
-from typing import Any
-
-from attnas.ops._compiled import CompiledLibrary, bind_signatures
-from attnas.ops._thread_partials import PARTIALS
-
-_SOURCE = PARTIALS + r"""
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -356,24 +347,3 @@ int attnas_hoga_combine_backward(int dtype, const void* dout, const void* x, con
 }
 
 }  // extern "C"
-"""
-
-
-_p, _i, _i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
-_bind = bind_signatures({
-    "attnas_hoga_gate_stats": [_i, _p, _p, _p, _p, _p, _p, _p, _i64, _i, _i, _i64, _i],
-    "attnas_hoga_gate_stats_backward": [_i, _p, _p, _p, _p, _p, _p, _p, _i64, _i, _i, _i64, _i],
-    "attnas_hoga_cbam_pool": [_i, _p, _p, _p, _p, _p, _i64, _i, _i, _i, _i64, _i],
-    "attnas_hoga_cbam_pool_backward": [_i, _p, _p, _p, _p, _p, _p, _p, _i64, _i, _i, _i, _i64, _i],
-    "attnas_hoga_combine": [_i, _p, _p, _p, _p, _p, _p, _p, _p, _p, _p, _i64, _i, _i, _i, _i64, _i],
-    "attnas_hoga_combine_backward": [_i] + [_p] * 18 + [_i64, _i, _i, _i, _i64, _i],
-})
-
-
-#: The library (built and cached by :class:`attnas.ops._compiled.CompiledLibrary`).
-LIBRARY = CompiledLibrary("hoga_gates", _SOURCE, _bind)
-
-
-def load() -> Any:
-    """The compiled library, building it on first use; ``None`` when it cannot be built."""
-    return LIBRARY.load()

@@ -1,33 +1,24 @@
-"""Optional compiled CPU kernel: channels-last <-> NCHW channel groups, by register transposes.
+// Optional compiled CPU kernel: channels-last <-> NCHW channel groups, by register transposes.
+//
+// A channels-last ``(B, C, H, W)`` tensor holds, per image, a ``P x C`` matrix (``P = H W``
+// positions, channels contiguous); NCHW holds its transpose. PyTorch's strided copy between the
+// two runs element by element (for a ``64 x 16 x 32 x 32`` float32 tensor on two threads of the
+// development machine, ``benchmarks/bench_layout.py``: 0.69 ms to NCHW with the split, against
+// 0.59 ms here; 2.55 ms for the backward's concatenation and copy back, against 0.64 ms). This
+// kernel transposes ``L x L`` blocks in registers
+// (``L`` = 8 floats or 4 doubles: unpack, shuffle and 128-bit lane permutes), and reads or writes
+// the NCHW side as ``K`` separate tensors of ``c = C / K`` channels each (the channel groups of
+// the HOGA cell), so that splitting and, in the backward, concatenating the groups cost no
+// extra pass:
+//
+// * ``attnas_cl_to_groups``: ``x`` channels-last -> ``K`` NCHW tensors ``(B, c, H, W)``;
+// * ``attnas_groups_to_cl``: ``K`` NCHW tensors (a null pointer: zeros) -> channels-last.
+//
+// Edges of blocks that do not fill ``L`` channels or positions are copied element by element.
+// Built and cached by :class:`attnas.ops._compiled.CompiledLibrary`; :mod:`attnas.ops.memory_format`
+// falls back to PyTorch's copies when it is unavailable.
+#include "lanes.h"
 
-A channels-last ``(B, C, H, W)`` tensor holds, per image, a ``P x C`` matrix (``P = H W``
-positions, channels contiguous); NCHW holds its transpose. PyTorch's strided copy between the
-two runs element by element (for a ``64 x 16 x 32 x 32`` float32 tensor on two threads of the
-development machine, ``benchmarks/bench_layout.py``: 0.69 ms to NCHW with the split, against
-0.59 ms here; 2.55 ms for the backward's concatenation and copy back, against 0.64 ms). This
-kernel transposes ``L x L`` blocks in registers
-(``L`` = 8 floats or 4 doubles: unpack, shuffle and 128-bit lane permutes), and reads or writes
-the NCHW side as ``K`` separate tensors of ``c = C / K`` channels each (the channel groups of
-the HOGA cell), so that splitting and, in the backward, concatenating the groups cost no
-extra pass:
-
-* ``attnas_cl_to_groups``: ``x`` channels-last -> ``K`` NCHW tensors ``(B, c, H, W)``;
-* ``attnas_groups_to_cl``: ``K`` NCHW tensors (a null pointer: zeros) -> channels-last.
-
-Edges of blocks that do not fill ``L`` channels or positions are copied element by element.
-Built and cached by :class:`attnas.ops._compiled.CompiledLibrary`; :mod:`attnas.ops.memory_format`
-falls back to PyTorch's copies when it is unavailable.
-"""
-
-from __future__ import annotations
-
-import ctypes
-from typing import Any
-
-from attnas.ops._compiled import CompiledLibrary, bind_signatures
-from attnas.ops._vector_lanes import LANES
-
-_SOURCE = LANES + r"""
 #include <cstdint>
 #include <vector>
 #include <omp.h>
@@ -114,18 +105,3 @@ int attnas_groups_to_cl(int dtype, const void* const* groups, void* cl, int64_t 
 }
 
 }  // extern "C"
-"""
-
-
-# dtype, cl, groups, B, P, C, c, nthreads
-_ARGS = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, *[ctypes.c_int64] * 4, ctypes.c_int]
-_bind = bind_signatures({"attnas_cl_to_groups": _ARGS, "attnas_groups_to_cl": _ARGS})
-
-
-#: The library (built and cached by :class:`attnas.ops._compiled.CompiledLibrary`).
-LIBRARY = CompiledLibrary("layout", _SOURCE, _bind)
-
-
-def load() -> Any:
-    """The compiled library, building it on first use; ``None`` when it cannot be built."""
-    return LIBRARY.load()

@@ -1,4 +1,8 @@
-r"""The discrete HOGA cell (AutoLA Eqs. 2-3) as one autograd operation on the CPU.
+r"""Kernel ``hoga_cell``: the discrete HOGA cell (AutoLA Eqs. 2-3) as one autograd operation on the CPU.
+
+No C++ of its own: it calls the kernels ``attention_gates``, ``fused_phi`` and (channels-last)
+``layout`` directly, and overrides :meth:`attnas.ops.hoga_cell.HOGA.forward` (hook
+``hoga_cell``) where all of them are on and apply.
 
 :class:`~attnas.ops.hoga_cell.HOGA` computes, from the channel groups ``F_k`` of its input,
 
@@ -31,18 +35,18 @@ and no module hooks would be skipped: :func:`fused_cell_kernels`.
 from __future__ import annotations
 
 from itertools import accumulate
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import torch
 import torch.nn.modules.module as _module
 from torch import nn
 from torch.autograd.function import once_differentiable
 
-from attnas.ops.fused_phi import fused_applies, phi_backward, phi_forward, phi_parameters
-from attnas.ops.memory_format import cl_to_groups, groups_to_cl, is_channels_last, layout_kernel_applies
-
-if TYPE_CHECKING:
-    from attnas.ops.attention_gates import GateKernel
+from attnas.kernels.attention_gates import GateKernel, gate_kernel
+from attnas.kernels.fused_phi import FUSED_MIN_POSITIONS, fused_applies, phi_backward, phi_forward, phi_parameters
+from attnas.kernels.layout import cl_to_groups, groups_to_cl, layout_kernel_applies
+from attnas.ops import overrides
+from attnas.ops.memory_format import is_channels_last
 
 #: Operations that are not gates: ``identity`` adds its source into the node, ``zero`` is absent.
 NOT_GATED = ("identity", "zero")
@@ -90,8 +94,8 @@ def fused_cell_kernels(cell: HOGACell, x: torch.Tensor, min_positions: int) -> d
     Training mode, ``x`` a CPU float32 / float64 ``(B, C, H, W)`` tensor, NCHW-contiguous or
     channels-last (then the layout kernel is needed), a plane of at least ``min_positions``
     positions (below it phi runs in PyTorch operations), phi's compiled kernel applicable and
-    every gated edge's module able to run its compiled kernel on ``x`` (its ``gate_kernel(x)``;
-    building the kernels has no side effect). A cell whose edge modules carry hooks (or with
+    every gated edge's module able to run its compiled kernel on ``x``
+    (:func:`~attnas.kernels.attention_gates.gate_kernel`; building the kernels has no side effect). A cell whose edge modules carry hooks (or with
     global module hooks registered) runs module by module, so that the hooks see every edge.
     """
     if not cell.training or x.dim() != 4 or x.shape[2] * x.shape[3] < min_positions:
@@ -106,8 +110,7 @@ def fused_cell_kernels(cell: HOGACell, x: torch.Tensor, min_positions: int) -> d
     for key, choice in cell.choices.items():
         if choice in NOT_GATED:
             continue
-        build = getattr(cell.ops[key], "gate_kernel", None)
-        kernel = None if build is None else build(x)
+        kernel = gate_kernel(cell.ops[key], x)
         if kernel is None:
             return None
         kernels[key] = kernel
@@ -199,3 +202,12 @@ def fused_cell(cell: HOGACell, x: torch.Tensor, kernels: dict[str, GateKernel]) 
     """
     params = [p for kernel in kernels.values() for p in kernel.params]
     return _FusedCell.apply(cell, kernels, x, *params, *phi_parameters(cell.phi))
+
+
+def hoga_cell(cell: HOGACell, x: torch.Tensor) -> torch.Tensor:
+    """Override of :meth:`attnas.ops.hoga_cell.HOGA.forward` (hook ``hoga_cell``)."""
+    kernels = fused_cell_kernels(cell, x, FUSED_MIN_POSITIONS)
+    return NotImplemented if kernels is None else fused_cell(cell, x, kernels)
+
+
+overrides.register("hoga_cell", "hoga_cell", hoga_cell)

@@ -1,4 +1,4 @@
-r"""The projection :math:`\varphi` of the HOGA cell (AutoLA Eq. 3) as one differentiable operation.
+r"""Kernel ``fused_phi``: the projection :math:`\varphi` of the HOGA cell (AutoLA Eq. 3) as one operation.
 
 :class:`~attnas.ops.hoga_cell.HOGAProjection` computes, from the nodes ``U_0 ... U_{K-1}``
 (``c`` channels each),
@@ -10,7 +10,7 @@ r"""The projection :math:`\varphi` of the HOGA cell (AutoLA Eq. 3) as one differ
 
 (``1 x 1`` convolutions ``W_1, W_2``, batch norms with batch statistics, channel attention of
 Eq. 4 with the two-layer MLP ``f_c``). :func:`fused_projection` runs all of it, forward and
-backward, in the compiled kernel of :mod:`attnas.ops._fused_phi_kernel`: one autograd node
+backward, in ``csrc/fused_phi.cpp``: one autograd node
 instead of some fifteen. It applies in training mode (batch statistics) on CPU float32 /
 float64 tensors; :func:`fused_applies` says when. The batch norms' running statistics are
 updated as ``nn.BatchNorm2d`` updates them (momentum, or the cumulative average when the
@@ -19,16 +19,30 @@ momentum is ``None``; unbiased variance).
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from collections.abc import Sequence
 
 import torch
 from torch import nn
 
-from attnas.ops import _fused_phi_kernel
-from attnas.ops._compiled import KERNEL_DTYPES, int64_array, pointer_table
-from attnas.ops.memory_format import planes_contiguous
-from attnas.ops.running_stats import count_batch
+from attnas.kernels._build import KERNEL_DTYPES, Library, int64_array, pointer_table
+from attnas.kernels._running_stats import count_batch
+from attnas.kernels.layout import planes_contiguous
+from attnas.ops import overrides
+from attnas.ops.hoga_cell import HOGAProjection
+
+_DIMS = [ctypes.c_int64, ctypes.c_int64] + [ctypes.c_int] * 6
+_p, _f = ctypes.c_void_p, ctypes.c_double
+LIBRARY = Library("fused_phi", {
+    "attnas_phi_forward": [ctypes.c_int, *[_p] * 10, _f, _f, *[_p] * 8, _f, _f, *_DIMS],
+    "attnas_phi_backward": [ctypes.c_int, *[_p] * 26, *_DIMS],
+})
+
+#: Smallest plane (``H W``) on which the kernel runs phi: on 2 x 2 planes (the last stage of a
+#: ResNet on 8 x 8 digits) PyTorch's operations were faster (1.3 against 1.6 ms forward +
+#: backward at batch 64, 64 channels); from 4 x 4 on the kernel is.
+FUSED_MIN_POSITIONS = 16
 
 
 def _dims(node: torch.Tensor, k: int, channels: int, hidden: int, channels_last: bool) -> list[int]:
@@ -37,7 +51,7 @@ def _dims(node: torch.Tensor, k: int, channels: int, hidden: int, channels_last:
 
 
 def _call(name: str, *args) -> None:
-    _fused_phi_kernel.LIBRARY.call(f"attnas_phi_{name}", *args, torch.get_num_threads())
+    LIBRARY.call(f"attnas_phi_{name}", *args, torch.get_num_threads())
 
 
 _SCRATCH = threading.local()
@@ -149,8 +163,10 @@ def fused_applies(phi: nn.Module, nodes: Sequence[torch.Tensor]) -> bool:
     ``phi`` must be a :class:`~attnas.ops.hoga_cell.HOGAProjection` in training mode (batch
     norms with affine parameters, channel attention without biases), every tensor on the CPU
     in one float32 / float64 dtype (the running statistics too, contiguous: the kernel updates
-    them in place), with more than one value per channel, and the kernel built.
+    them in place), with more than one value per channel, and the kernel on and built.
     """
+    if not overrides.active("hoga_phi"):
+        return False
     x = nodes[0]
     bn1, bn2, attn = getattr(phi, "bn1", None), getattr(phi, "bn2", None), getattr(phi, "attn", None)
     if not (_batch_norm_applies(bn1) and _batch_norm_applies(bn2) and getattr(attn, "fc1", None) is not None
@@ -165,7 +181,7 @@ def fused_applies(phi: nn.Module, nodes: Sequence[torch.Tensor]) -> bool:
             and all(t.is_cpu and t.dtype == dtype for t in tensors)
             and all(b.is_contiguous() for b in running)
             and all(n.shape == x.shape for n in nodes) and x.shape[0] * x.shape[2] * x.shape[3] > 1
-            and _fused_phi_kernel.load() is not None)
+            and LIBRARY.load() is not None)
 
 
 def _running(bn: nn.BatchNorm2d) -> tuple[torch.Tensor | None, torch.Tensor | None, float]:
@@ -188,3 +204,14 @@ def fused_projection(phi: nn.Module, nodes: Sequence[torch.Tensor], channels_las
         :math:`\varphi([U_0; \dots; U_{K-1}; \bar U])`, ``(B, C, H, W)``.
     """
     return _FusedProjection.apply(phi, channels_last, *phi_parameters(phi), *nodes)
+
+
+def project(phi: HOGAProjection, nodes: Sequence[torch.Tensor], channels_last: bool = False) -> torch.Tensor:
+    """Override of :meth:`attnas.ops.hoga_cell.HOGAProjection._folded` (hook ``hoga_phi``):
+    in training on CPU float planes of at least :data:`FUSED_MIN_POSITIONS` positions."""
+    if fused_applies(phi, nodes) and nodes[0].shape[2] * nodes[0].shape[3] >= FUSED_MIN_POSITIONS:
+        return fused_projection(phi, nodes, channels_last)
+    return NotImplemented
+
+
+overrides.register("hoga_phi", "fused_phi", project)

@@ -1,32 +1,24 @@
-"""Optional compiled CPU kernel for convolutions with few channels per group.
+// Optional compiled CPU kernel for convolutions with few channels per group.
+//
+// A direct stride-1 "same" convolution (odd ``k x k`` kernel, dilation ``d``, zero padding
+// ``d (k - 1) / 2``) on NCHW-contiguous float32 / float64 tensors, with ``groups`` groups of
+// ``cin_g`` input and ``cout_g`` output channels each, forward and backward (input and weight
+// gradients). It is written for AutoLA's gates: the depth-wise ``3 x 3`` convolutions of the
+// normalization attention (``cin_g = cout_g = 1``) and the ``2 -> 1`` convolutions of the
+// spatial attention and CBAM (``k = 3`` or ``7``), where oneDNN's general convolution reaches
+// only 8-15 GFLOP/s on this CPU.
+//
+// Every thread works on whole images: it copies the planes of one (image, group) into a
+// zero-padded buffer, so that the inner loop over a row is a branch-free, vectorised
+// ``acc[x] += w * row[x + kx d]``. The input gradient is the same loop over the padded output
+// gradient with the kernel flipped; the weight gradient is accumulated per thread over its
+// images and summed at the end (deterministic for a given thread count). Built and cached by
+// :class:`attnas.ops._compiled.CompiledLibrary`; :mod:`attnas.ops.small_conv` falls back to
+// ``torch.nn.functional.conv2d`` when it is unavailable.
+#pragma once
+#include "lanes.h"
+#include "partials.h"
 
-A direct stride-1 "same" convolution (odd ``k x k`` kernel, dilation ``d``, zero padding
-``d (k - 1) / 2``) on NCHW-contiguous float32 / float64 tensors, with ``groups`` groups of
-``cin_g`` input and ``cout_g`` output channels each, forward and backward (input and weight
-gradients). It is written for AutoLA's gates: the depth-wise ``3 x 3`` convolutions of the
-normalization attention (``cin_g = cout_g = 1``) and the ``2 -> 1`` convolutions of the
-spatial attention and CBAM (``k = 3`` or ``7``), where oneDNN's general convolution reaches
-only 8-15 GFLOP/s on this CPU.
-
-Every thread works on whole images: it copies the planes of one (image, group) into a
-zero-padded buffer, so that the inner loop over a row is a branch-free, vectorised
-``acc[x] += w * row[x + kx d]``. The input gradient is the same loop over the padded output
-gradient with the kernel flipped; the weight gradient is accumulated per thread over its
-images and summed at the end (deterministic for a given thread count). Built and cached by
-:class:`attnas.ops._compiled.CompiledLibrary`; :mod:`attnas.ops.small_conv` falls back to
-``torch.nn.functional.conv2d`` when it is unavailable.
-"""
-
-from __future__ import annotations
-
-import ctypes
-from typing import Any
-
-from attnas.ops._compiled import CompiledLibrary, bind_signatures
-from attnas.ops._thread_partials import PARTIALS
-from attnas.ops._vector_lanes import LANES
-
-_SOURCE = LANES + PARTIALS + r"""
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -376,25 +368,3 @@ int attnas_small_conv_backward(int dtype, const void* x, const void* w, const vo
 }
 
 }  // extern "C"
-"""
-
-_SHAPE = [ctypes.c_int64] + [ctypes.c_int] * 7 + [ctypes.c_int]
-
-
-_p = ctypes.c_void_p
-_PAIR = [ctypes.c_int64] + [ctypes.c_int] * 7 + [ctypes.c_int]  # B, Cin, Cout, H, W, K, d1, d2, nthreads
-_bind = bind_signatures({
-    "attnas_small_conv_forward": [ctypes.c_int, _p, _p, _p, _p, *_SHAPE],
-    "attnas_small_conv_backward": [ctypes.c_int, _p, _p, _p, _p, _p, *_SHAPE],
-    "attnas_dw_pair_forward": [ctypes.c_int, *[_p] * 7, *_PAIR],
-    "attnas_dw_pair_backward": [ctypes.c_int, *[_p] * 8, *_PAIR],
-})
-
-
-#: The library (built and cached by :class:`attnas.ops._compiled.CompiledLibrary`).
-LIBRARY = CompiledLibrary("small_conv", _SOURCE, _bind)
-
-
-def load() -> Any:
-    """The compiled library, building it on first use; ``None`` when it cannot be built."""
-    return LIBRARY.load()

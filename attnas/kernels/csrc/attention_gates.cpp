@@ -1,54 +1,46 @@
-"""Optional compiled CPU kernels for the discrete AutoLA attention modules (Sec. 3.2).
+// Optional compiled CPU kernels for the discrete AutoLA attention modules (Sec. 3.2).
+//
+// Each module of :mod:`attnas.ops.vision_attention` gates its input, ``y = x * g(x)``. Written
+// in PyTorch, one module is 10-25 operations and autograd nodes, half of them over the full
+// ``(B, c, H, W)`` tensor; these kernels compute one module's forward in one call and its
+// backward in one call:
+//
+// * ``norm``: the normalization attention (Eq. 7), ``y = x * sigmoid(dwconv(x) + beta)``,
+//   one (image, channel) plane at a time: the depth-wise convolution on a zero-padded copy
+//   of the plane, the sigmoid and the product in L1 cache; the gate ``s`` is kept (recomputing
+//   it in the backward costs more than storing and reading it). The backward gives
+//   ``dx = dy s + conv^T(dy x s (1 - s))``, the filter and bias gradients.
+// * ``spatial``: the spatial attention (Eq. 6), ``y = x * sigmoid(BN(conv([mean_c x;
+//   max_c x])))`` with a one-channel batch normalisation. One OpenMP region in three phases
+//   (per image: the channel pooling and the ``2 -> 1`` convolution; the batch statistics of
+//   the map; per image: the gate and the product), the backward likewise (per image: the
+//   gate gradient ``sum_c dy x``; the batch normalisation's sums; per image: the
+//   convolution's input and filter gradients and ``dx``).
+// * ``channel``: the channel attentions (Eqs. 4, 5), ``y = x * sigmoid(f(mean_P x) [+
+//   f(max_P x)])`` with the bias-free MLP ``f = W2 relu(W1 .)``, one image at a time
+//   (pooling, MLP, product; backward: the gate gradient, the MLP's backward, ``dx``).
+//
+// Every entry point takes an ``addend`` (may be null): the forward writes ``y = addend + x g(x)``
+// and the backward ``dx = addend + d loss / d x``, ``addend`` laid out like the output and
+// possibly the output itself (then the kernel adds into it). The fused HOGA cell sums a node's
+// edges that way, and its identity edges' terms. Parameter gradients are always written.
+//
+// ``x`` is read as ``B`` blocks of ``c`` contiguous ``H x W`` planes with an arbitrary batch
+// stride (a channel slice of an NCHW tensor needs no copy); every other tensor is contiguous.
+// The gradient of a maximum goes to its first maximal element (as in max pooling;
+// ``torch.amax`` splits it among ties). Filter and batch-normalisation gradients are summed
+// per thread and reduced in a fixed order (deterministic for a given thread count).
+// float32 sigmoids use the vectorised polynomial ``exp`` of :mod:`attnas.ops._vector_exp`
+// (relative error ~1e-7), float64 ones ``std::exp``.
+//
+// The convolution helpers (``Shape``, ``pad_planes``, ``correlate_plane``, ``weight_grad``)
+// are those of :mod:`attnas.ops._small_conv_kernel`, whose source this library includes.
+// Built and cached by :class:`attnas.ops._compiled.CompiledLibrary`;
+// :mod:`attnas.ops.attention_gates` wraps it.
+#include "small_conv.h"
+#include "vector_exp.h"
+#include "sigmoid.h"
 
-Each module of :mod:`attnas.ops.vision_attention` gates its input, ``y = x * g(x)``. Written
-in PyTorch, one module is 10-25 operations and autograd nodes, half of them over the full
-``(B, c, H, W)`` tensor; these kernels compute one module's forward in one call and its
-backward in one call:
-
-* ``norm``: the normalization attention (Eq. 7), ``y = x * sigmoid(dwconv(x) + beta)``,
-  one (image, channel) plane at a time: the depth-wise convolution on a zero-padded copy
-  of the plane, the sigmoid and the product in L1 cache; the gate ``s`` is kept (recomputing
-  it in the backward costs more than storing and reading it). The backward gives
-  ``dx = dy s + conv^T(dy x s (1 - s))``, the filter and bias gradients.
-* ``spatial``: the spatial attention (Eq. 6), ``y = x * sigmoid(BN(conv([mean_c x;
-  max_c x])))`` with a one-channel batch normalisation. One OpenMP region in three phases
-  (per image: the channel pooling and the ``2 -> 1`` convolution; the batch statistics of
-  the map; per image: the gate and the product), the backward likewise (per image: the
-  gate gradient ``sum_c dy x``; the batch normalisation's sums; per image: the
-  convolution's input and filter gradients and ``dx``).
-* ``channel``: the channel attentions (Eqs. 4, 5), ``y = x * sigmoid(f(mean_P x) [+
-  f(max_P x)])`` with the bias-free MLP ``f = W2 relu(W1 .)``, one image at a time
-  (pooling, MLP, product; backward: the gate gradient, the MLP's backward, ``dx``).
-
-Every entry point takes an ``addend`` (may be null): the forward writes ``y = addend + x g(x)``
-and the backward ``dx = addend + d loss / d x``, ``addend`` laid out like the output and
-possibly the output itself (then the kernel adds into it). The fused HOGA cell sums a node's
-edges that way, and its identity edges' terms. Parameter gradients are always written.
-
-``x`` is read as ``B`` blocks of ``c`` contiguous ``H x W`` planes with an arbitrary batch
-stride (a channel slice of an NCHW tensor needs no copy); every other tensor is contiguous.
-The gradient of a maximum goes to its first maximal element (as in max pooling;
-``torch.amax`` splits it among ties). Filter and batch-normalisation gradients are summed
-per thread and reduced in a fixed order (deterministic for a given thread count).
-float32 sigmoids use the vectorised polynomial ``exp`` of :mod:`attnas.ops._vector_exp`
-(relative error ~1e-7), float64 ones ``std::exp``.
-
-The convolution helpers (``Shape``, ``pad_planes``, ``correlate_plane``, ``weight_grad``)
-are those of :mod:`attnas.ops._small_conv_kernel`, whose source this library includes.
-Built and cached by :class:`attnas.ops._compiled.CompiledLibrary`;
-:mod:`attnas.ops.attention_gates` wraps it.
-"""
-
-from __future__ import annotations
-
-import ctypes
-from typing import Any
-
-from attnas.ops import _small_conv_kernel
-from attnas.ops._compiled import CompiledLibrary, bind_signatures
-from attnas.ops._vector_exp import EXP_NONPOS, SIGMOID
-
-_GATES = r"""
 #include <cmath>
 
 namespace {
@@ -645,29 +637,3 @@ int attnas_channel_backward(int dtype, const void* x, int64_t sb, const void* w1
 }
 
 }  // extern "C"
-"""
-
-#: The small-convolution kernel's source (its helpers and its own entry points), the vector
-#: ``exp`` and the gates' (the per-thread partial sums come with the small-convolution source).
-_SOURCE = _small_conv_kernel._SOURCE + EXP_NONPOS + SIGMOID + _GATES
-
-
-_p, _i, _i64, _f = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_double
-_PLANE = [_i64, _i, _i, _i, _i, _i, _p, _i]  # B, c, H, W, K, d, addend, nthreads
-_bind = bind_signatures({
-    "attnas_norm_forward": [_i, _p, _i64, _p, _p, _p, _p, *_PLANE],
-    "attnas_norm_backward": [_i, _p, _i64, _p, _p, _p, _p, _p, _p, *_PLANE],
-    "attnas_spatial_forward": [_i, _p, _i64, _p, _p, _i, _p, _p, _p, _p, _p, _f, _f, _i, _p, _p, *_PLANE],
-    "attnas_spatial_backward": [_i, _p, _i64, _p, _p, _i, _p, _p, _f, _i, _p, _p, _p, _p, _p, _p, _p, *_PLANE],
-    "attnas_channel_forward": [_i, _p, _i64, _p, _p, _i, _p, _p, _i64, _i, _i, _i64, _p, _i],
-    "attnas_channel_backward": [_i, _p, _i64, _p, _p, _i, _p, _p, _p, _p, _p, _i64, _i, _i, _i64, _p, _i],
-})
-
-
-#: The library (built and cached by :class:`attnas.ops._compiled.CompiledLibrary`).
-LIBRARY = CompiledLibrary("attention_gates", _SOURCE, _bind)
-
-
-def load() -> Any:
-    """The compiled library, building it on first use; ``None`` when it cannot be built."""
-    return LIBRARY.load()

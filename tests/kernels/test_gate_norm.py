@@ -6,8 +6,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import attnas.ops._gate_norm_kernel as kernel_module
-from attnas.ops.gate_norm import batch_norm_sigmoid, kernel_applies
+import attnas.kernels.gate_norm as kernel_module
+from attnas.kernels.gate_norm import kernel_applies
+from attnas.ops.gate_norm import batch_norm_sigmoid
 from compiled_kernels import disable_kernel, loaded_kernel, torch_threads
 
 # (B, G, H, W): the cell's diagonal (four edges) and a node's fan-out, odd sizes, one image,
