@@ -31,7 +31,8 @@ from attnas.kernels._build import disabled_by_environment
 from attnas.ops import overrides
 
 #: Every kernel, in the order they are registered.
-KERNELS = ("layout", "small_conv", "gate_norm", "hoga_gates", "attention_gates", "fused_phi", "hoga_cell")
+KERNELS = ("layout", "small_conv", "gate_norm", "hoga_gates", "attention_gates", "fused_phi", "hoga_cell",
+           "dropout")
 
 _disabled: set[str] = set()
 
@@ -65,7 +66,7 @@ def enabled(name: str) -> bool:
 
 
 def _register_all() -> None:
-    from attnas.kernels import (attention_gates, fused_phi, gate_norm, hoga_cell, hoga_gates,  # noqa: F401
+    from attnas.kernels import (attention_gates, dropout, fused_phi, gate_norm, hoga_cell, hoga_gates,  # noqa: F401
                                 layout, small_conv)
 
 

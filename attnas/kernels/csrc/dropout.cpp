@@ -1,22 +1,13 @@
-"""Optional compiled CPU kernel for dropout masks (plain C++ built on first use).
+// Optional compiled CPU kernel for dropout masks (plain C++ built on first use).
+//
+// Writes the mask of :func:`attnas.ops.dropout.dropout_mask` in one vectorised pass: element
+// ``i`` (flat, row-major) is ``scale`` when the top 32 bits of ``splitmix64(seed + (i + 1)
+// * 0x9E3779B97F4A7C15)`` are at least ``threshold``, else 0. The hash is counter-based, so
+// the mask does not depend on how the elements are split over OpenMP threads
+// (``torch.get_num_threads()``). Built and cached by
+// :class:`attnas.ops._compiled.CompiledLibrary`; the PyTorch expression of the same hash in
+// :mod:`attnas.ops.dropout` gives the same mask bit for bit when it is unavailable.
 
-Writes the mask of :func:`attnas.ops.dropout.dropout_mask` in one vectorised pass: element
-``i`` (flat, row-major) is ``scale`` when the top 32 bits of ``splitmix64(seed + (i + 1)
-* 0x9E3779B97F4A7C15)`` are at least ``threshold``, else 0. The hash is counter-based, so
-the mask does not depend on how the elements are split over OpenMP threads
-(``torch.get_num_threads()``). Built and cached by
-:class:`attnas.ops._compiled.CompiledLibrary`; the PyTorch expression of the same hash in
-:mod:`attnas.ops.dropout` gives the same mask bit for bit when it is unavailable.
-"""
-
-from __future__ import annotations
-
-import ctypes
-from typing import Any
-
-from attnas.ops._compiled import CompiledLibrary, bind_signatures
-
-_SOURCE = r"""
 #include <cstdint>
 #include <omp.h>
 
@@ -59,19 +50,3 @@ int attnas_dropout_mask(int dtype, void* out, int64_t n, uint64_t seed, uint32_t
 }
 
 }  // extern "C"
-"""
-
-
-_bind = bind_signatures({
-    "attnas_dropout_mask": [ctypes.c_int, ctypes.c_void_p, ctypes.c_int64, ctypes.c_uint64, ctypes.c_uint32,
-                            ctypes.c_double, ctypes.c_int],
-})
-
-
-#: The library (built and cached by :class:`attnas.ops._compiled.CompiledLibrary`).
-LIBRARY = CompiledLibrary("dropout_mask", _SOURCE, _bind)
-
-
-def load() -> Any:
-    """The compiled library, building it on first use; ``None`` when it cannot be built."""
-    return LIBRARY.load()

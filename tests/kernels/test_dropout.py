@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-import attnas.ops._dropout_kernel as kernel_module
+import attnas.kernels.dropout as kernel_module
 from compiled_kernels import fresh_library, loaded_kernel
 from attnas.ops.dropout import FastDropout, dropout_mask, fast_dropout, mask_reference, threshold_of
 
@@ -55,7 +55,7 @@ def test_without_the_kernel_the_same_mask(monkeypatch):
     monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library(kernel_module))
     monkeypatch.setenv("ATTNAS_NO_KERNELS", "1")
     assert torch.equal(dropout_mask(x, 0.2, seed=SEED), expected)
-    assert kernel_module.load() is None
+    assert kernel_module.LIBRARY.load() is None
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
