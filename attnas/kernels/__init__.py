@@ -20,7 +20,9 @@ Kernels (:data:`KERNELS`): ``attention_gates`` (AutoLA's gated attention modules
 operation, on top of the two before), ``hoga_gates`` (the relaxed cell's full-size passes),
 ``small_conv`` (stride-1 convolutions with few channels per group), ``gate_norm`` (the relaxed
 cell's batch norm + sigmoid), ``layout`` (channels-last <-> NCHW channel groups),
-``local_attention`` (SASA local self-attention), ``dropout`` (the hashed dropout mask).
+``local_attention_flat`` (SASA local self-attention without unfolded copies: PyTorch, any
+device), ``local_attention`` (the same compiled for the CPU), ``dropout`` (the hashed dropout
+mask).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from attnas.ops import overrides
 
 #: Every kernel, in the order they are registered.
 KERNELS = ("layout", "small_conv", "gate_norm", "hoga_gates", "attention_gates", "fused_phi", "hoga_cell",
-           "dropout")
+           "local_attention_flat", "local_attention", "dropout")
 
 _disabled: set[str] = set()
 
@@ -67,7 +69,7 @@ def enabled(name: str) -> bool:
 
 def _register_all() -> None:
     from attnas.kernels import (attention_gates, dropout, fused_phi, gate_norm, hoga_cell, hoga_gates,  # noqa: F401
-                                layout, small_conv)
+                                layout, local_attention, local_attention_flat, small_conv)
 
 
 _register_all()

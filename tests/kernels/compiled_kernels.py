@@ -27,6 +27,12 @@ def loaded_kernel(kernel_module: ModuleType) -> Any:
     return lib
 
 
+def kernel_enabled(name: str) -> None:
+    """Skip unless kernel ``name`` is on (``ATTNAS_NO_KERNELS`` / ``ATTNAS_DISABLE_KERNELS`` turn it off)."""
+    if not attnas.kernels.enabled(name):
+        pytest.skip(f"kernel {name} is off in this environment")
+
+
 def fresh_library(kernel_module: ModuleType) -> Library:
     """The module's library as a new process would find it (not loaded yet)."""
     return Library(kernel_module.LIBRARY.name, kernel_module.LIBRARY.signatures)

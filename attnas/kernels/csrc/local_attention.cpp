@@ -1,39 +1,19 @@
-"""Optional fused CPU kernel for local self-attention (plain C++ built on first use).
+// Kernel local_attention: SASA local self-attention (attnas.ops.local_self_attention), fused.
+//
+// The eager definition materialises every k x k window. This kernel handles a tile of 16
+// query positions of one (image, head) at a time: the k*k logits, the softmax and the
+// weighted sum of the values stay in L1 cache, with the keys and values read straight from
+// flat, zero-padded maps (the layout of attnas/kernels/local_attention_flat.py). The backward
+// pass is fused the same way: a first sweep over query tiles forms the logit gradients and dq
+// (gathers only), a second sweep sends dk/dv back to the neighbours offset by offset over
+// whole rows (so no store is re-read before it leaves the store buffer). Images x heads are
+// split over OpenMP threads (torch.get_num_threads(); the library links the same libgomp as
+// PyTorch). Bound by attnas/kernels/local_attention.py.
+//
+// float32 uses the polynomial exp of vector_exp.h (relative error ~1e-7, vectorised); float64
+// uses std::exp.
+#include "vector_exp.h"
 
-The eager :func:`attnas.ops.local_self_attention.local_attention` runs a sequence of
-PyTorch kernels, each streaming a ``k*k``-sized intermediate through memory. This kernel
-instead handles a tile of 16 query positions of one (image, head) at a time: the ``k*k``
-logits, the softmax and the weighted sum of the values stay in L1 cache, with the keys and
-values read straight from the flat, padded maps (the layout of
-:func:`attnas.ops.local_self_attention._flat_geometry`). The backward pass is fused the
-same way: a first sweep over query tiles forms the logit gradients and ``dq`` (gathers
-only), a second sweep sends ``dk``/``dv`` back to the neighbours offset by offset over
-whole rows (so no store is re-read before it leaves the store buffer). Images x heads are
-split over OpenMP threads (``torch.get_num_threads()``; the extension links the same
-``libgomp`` as PyTorch).
-
-It is a plain C++ file without PyTorch headers, built and cached by
-:class:`attnas.ops._compiled.CompiledLibrary` (first build about 2-5 s) and called through
-:mod:`ctypes` on tensor data pointers. :func:`load` returns ``None`` and
-:func:`unavailable_reason` says why when there is no compiler or the build fails, so the
-caller falls back to the eager path.
-
-float32 uses the polynomial ``exp`` of :mod:`attnas.ops._vector_exp` (relative error ~1e-7,
-vectorised); float64 uses ``std::exp``.
-"""
-
-from __future__ import annotations
-
-import ctypes
-from typing import Any
-
-from attnas.ops._compiled import CompiledLibrary, bind_signatures
-from attnas.ops._vector_exp import EXP_NONPOS
-
-#: Query positions per tile; the flat query count is padded to a multiple of it.
-TILE = 16
-
-_SOURCE = EXP_NONPOS + r"""
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -343,33 +323,3 @@ int attnas_local_attention_backward(int dtype, const void* q, const void* k, con
 }
 
 }  // extern "C"
-"""
-
-
-_p, _i64, _i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
-_bind = bind_signatures({
-    "attnas_local_attention_forward": [_i32] + [_p] * 7 + [_i64] * 12 + [_i32],
-    "attnas_local_attention_backward": [_i32] + [_p] * 11 + [_i64] * 12 + [_i32],
-})
-
-
-#: The library (built and cached by :class:`attnas.ops._compiled.CompiledLibrary`).
-LIBRARY = CompiledLibrary("local_attention", _SOURCE, _bind)
-
-
-def load() -> Any:
-    """The compiled kernel library, building it on first use; ``None`` when it cannot be built.
-
-    Set ``ATTNAS_NO_KERNELS=1`` to refuse it (the eager path is then used).
-    """
-    return LIBRARY.load()
-
-
-def unavailable_reason() -> str | None:
-    """Why :func:`load` returned ``None`` (``None`` if it has not failed)."""
-    return LIBRARY.unavailable_reason()
-
-
-def build_seconds() -> float | None:
-    """Seconds the last :func:`load` spent compiling (0.0 when the cached library was used)."""
-    return LIBRARY.build_seconds

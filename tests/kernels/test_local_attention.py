@@ -1,21 +1,17 @@
-"""Local self-attention: the fused CPU kernel against the unfold reference, and its fallback."""
+"""Kernel local_attention (compiled, CPU) against the eager definition of local self-attention, and where it does not apply."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-import attnas.ops._local_attention_kernel as kernel_module
-from compiled_kernels import fresh_library, loaded_kernel
-import attnas.ops.local_self_attention as lsa
+import attnas.kernels.local_attention as kernel_module
+from compiled_kernels import disable_kernel, kernel_enabled, kernel_off, loaded_kernel
 from local_attention_inputs import local_attention_inputs
 
-from attnas.ops.local_self_attention import (
-    LocalSelfAttention,
-    local_attention,
-    local_attention_fused,
-    local_attention_reference,
-)
+from attnas.kernels.local_attention import local_attention_fused
+from attnas.kernels.local_attention_flat import local_attention_flat
+from attnas.ops.local_self_attention import LocalSelfAttention, local_attention
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +49,7 @@ def test_fused_matches_unfold_reference_float64(kernel, ks, heads, stride, save_
     # 9x5 maps: smaller than the window in one direction (every border case); the 3 images
     # give a flat query count that is not a multiple of the 16-query tile
     inputs = local_attention_inputs(3, 16, 9, 5, ks, seed=ks * 10 + heads + stride)
-    ref = local_attention_reference(*inputs, heads, stride)
+    ref = local_attention(*inputs, heads, stride)
     fused = local_attention_fused(*inputs, heads, stride, save_attention=save_attention)
     assert fused.shape == ref.shape == (3, 16, -(-9 // stride), -(-5 // stride))
     _compare(fused, ref, inputs, 1e-10)
@@ -63,14 +59,14 @@ def test_fused_matches_unfold_reference_float64(kernel, ks, heads, stride, save_
 def test_fused_generic_window_and_stride_paths(kernel, ks, stride):
     # windows other than 3/5/7 and strides other than 1 run the kernel's run-time-size code
     inputs = local_attention_inputs(2, 8, 11, 10, ks, seed=ks + stride)
-    _compare(local_attention_fused(*inputs, 2, stride), local_attention_reference(*inputs, 2, stride), inputs, 1e-10)
+    _compare(local_attention_fused(*inputs, 2, stride), local_attention(*inputs, 2, stride), inputs, 1e-10)
 
 
 @pytest.mark.parametrize("ks", [3, 7])
 def test_fused_matches_reference_in_float32(kernel, ks):
     # the kernel's float32 exp is a polynomial (relative error ~1e-7)
     inputs = local_attention_inputs(4, 32, 12, 11, ks, dtype=torch.float32, seed=3)
-    _compare(local_attention_fused(*inputs, 8), local_attention_reference(*inputs, 8), inputs, 1e-5)
+    _compare(local_attention_fused(*inputs, 8), local_attention(*inputs, 8), inputs, 1e-5)
 
 
 def test_fused_passes_gradcheck(kernel):
@@ -94,7 +90,7 @@ def test_fused_without_grad_and_with_threads(kernel):
             out = local_attention_fused(*inputs, 4)
     finally:
         torch.set_num_threads(threads)
-    torch.testing.assert_close(out, local_attention_reference(*inputs, 4), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(out, local_attention(*inputs, 4), rtol=1e-5, atol=1e-5)
 
 
 def test_module_fused_matches_unfold(kernel):
@@ -106,32 +102,47 @@ def test_module_fused_matches_unfold(kernel):
     assert y.shape == (2, 16, 4, 5)
 
 
-def test_fallback_to_eager_without_compiler(monkeypatch):
-    # a fresh loader state with no compiler on PATH: the eager path runs, with one warning
-    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library(kernel_module))
-    monkeypatch.setenv("CXX", "attnas-no-such-compiler")
-    monkeypatch.delenv("ATTNAS_NO_KERNELS", raising=False)
-    monkeypatch.setattr(lsa, "_warned", set())
+@pytest.mark.parametrize("how", ["no compiler", "ATTNAS_NO_KERNELS"])
+def test_without_the_library_the_layer_runs_the_flat_kernel(monkeypatch, how):
+    kernel_enabled("local_attention_flat")
+    # a fresh loader state that cannot build: one warning (no compiler), then the eager
+    # forward, whose attend hook takes the flat PyTorch kernel
+    disable_kernel(monkeypatch, kernel_module, how)
     inputs = local_attention_inputs(2, 8, 6, 7, 3, seed=4)
-    with pytest.warns(RuntimeWarning, match="no C\\+\\+ compiler.*attnas-no-such-compiler"):
-        out = local_attention_fused(*inputs, 4)
-    assert kernel_module.load() is None
-    torch.testing.assert_close(out, local_attention(*inputs, 4), rtol=0, atol=0)
-    torch.testing.assert_close(out, local_attention_reference(*inputs, 4), rtol=1e-10, atol=1e-10)
+    torch.manual_seed(5)
+    layer = LocalSelfAttention(4, 8, kernel_size=3, heads=2, impl="fused").double()
+    x = torch.randn(2, 4, 6, 7, dtype=torch.float64)
+    if how == "no compiler":
+        with pytest.warns(RuntimeWarning, match="no C\\+\\+ compiler.*attnas-no-such-compiler"):
+            y = layer(x)
+    else:
+        y = layer(x)
+        assert "ATTNAS_NO_KERNELS" in kernel_module.LIBRARY.unavailable_reason()
+    assert kernel_module.LIBRARY.load() is None
+    assert local_attention_fused(*inputs, 4) is NotImplemented
+    q, k, v = layer.project(x)
+    torch.testing.assert_close(y, local_attention_flat(q, k, v, layer.rel_row, layer.rel_col, 2), rtol=0, atol=0)
 
 
-def test_fallback_can_be_forced_by_environment(monkeypatch):
-    monkeypatch.setattr(kernel_module, "LIBRARY", fresh_library(kernel_module))
-    monkeypatch.setenv("ATTNAS_NO_KERNELS", "1")
-    assert kernel_module.load() is None
-    assert "ATTNAS_NO_KERNELS" in kernel_module.unavailable_reason()
-
-
-def test_non_kernel_dtypes_use_the_eager_path():
+def test_non_kernel_dtypes_are_not_taken():
     inputs = [t.detach().to(torch.bfloat16) for t in local_attention_inputs(1, 8, 5, 5, 3, seed=6)]
-    assert not lsa.fused_kernel_available(*inputs)
-    out = local_attention_fused(*inputs, 4)
+    assert not kernel_module.applies(*inputs)
+    assert local_attention_fused(*inputs, 4) is NotImplemented
+    layer = LocalSelfAttention(4, 8, kernel_size=3, heads=2, impl="fused").to(torch.bfloat16)
+    out = layer(torch.randn(1, 4, 5, 5, dtype=torch.bfloat16))
     assert out.dtype == torch.bfloat16 and out.shape == (1, 8, 5, 5)
+
+
+def test_kernel_off_gives_the_flat_kernel_bit_for_bit(kernel, monkeypatch):
+    torch.manual_seed(6)
+    layer = LocalSelfAttention(4, 8, kernel_size=3, heads=2, impl="fused")
+    x = torch.randn(2, 4, 9, 9)
+    y = layer(x)
+    kernel_off(monkeypatch, "local_attention")
+    y_flat = layer(x)
+    torch.testing.assert_close(y, y_flat, rtol=1e-5, atol=1e-5)
+    q, k, v = layer.project(x)
+    torch.testing.assert_close(y_flat, local_attention_flat(q, k, v, layer.rel_row, layer.rel_col, 2), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("ks, heads", [(3, 8), (7, 4)])
@@ -144,12 +155,12 @@ def test_module_fused_projection_path_matches_unfold(kernel, ks, heads):
     _compare_modules(fused, ref, x, out_tol=1e-10, grad_tol=1e-10)
 
 
-def test_relaxed_network_fused_matches_fast(kernel):
+def test_relaxed_network_fused_matches_eager(kernel):
     # the whole relaxed search network (all seven candidates per layer) with the kernel
     from attnas.models.stagewise_network import RelaxedStagewiseNetwork
 
     torch.manual_seed(2)
-    fast = RelaxedStagewiseNetwork(1, 10, init_channels=8, reduction=1).double()
+    fast = RelaxedStagewiseNetwork(1, 10, init_channels=8, reduction=1, impl="unfold").double()
     fused = RelaxedStagewiseNetwork(1, 10, init_channels=8, reduction=1, impl="fused").double()
     with torch.no_grad():
         fast.alpha.normal_()
@@ -174,4 +185,4 @@ def test_fused_accepts_channels_last_and_slicedlocal_attention_inputs(kernel):
     q, k, v, rr, rc = local_attention_inputs(2, 8, 6, 10, 3, seed=8)
     q, k, v = q[..., ::2], k[..., ::2], v[..., ::2]  # non-contiguous views
     torch.testing.assert_close(local_attention_fused(q, k, v, rr, rc, 4),
-                               local_attention_reference(q, k, v, rr, rc, 4), rtol=1e-10, atol=1e-10)
+                               local_attention(q, k, v, rr, rc, 4), rtol=1e-10, atol=1e-10)
