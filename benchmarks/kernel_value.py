@@ -40,6 +40,8 @@ SERVES = {
     "attention_gates": ("attention_gates.cpp", "autola_retrain"),
     "fused_phi": ("fused_phi.cpp", "autola_darts"),
     "hoga_cell": (None, "autola_retrain"),
+    "local_attention_flat": (None, "fullattn_darts_fast"),
+    "local_attention": ("local_attention.cpp", "fullattn_darts"),
     "dropout": ("dropout.cpp", "dropout_mlp"),
 }
 
@@ -68,6 +70,11 @@ def make_step(name: str, batch: int, size: int) -> Callable[[], None]:
         if name == "autola_retrain_cl":
             model = model.to(memory_format=torch.channels_last)
             x = x.contiguous(memory_format=torch.channels_last)
+    elif name in ("fullattn_darts", "fullattn_darts_fast"):  # the relaxed full-attention NAS network
+        from attnas.models.stagewise_network import RelaxedStagewiseNetwork
+
+        impl = "fused" if name == "fullattn_darts" else "fast"
+        model = RelaxedStagewiseNetwork(3, 10, init_channels=16, reduction=2, impl=impl)
     elif name == "dropout_mlp":
         from attnas.ops.dropout import FastDropout
 

@@ -19,7 +19,7 @@ of the same node. :func:`fused_cell` runs the whole cell as one operation instea
   into it inside their kernel (no output per edge, no separate sum); identity edges are
   added after (``U_k += U_j``, or ``U_k`` is ``U_j`` itself when that is its only term;
   starting the node from an identity edge's source inside the first gate's kernel was no
-  faster, within the few-percent noise of ``benchmarks/ab_hoga_modules.py``);
+  faster, within the few-percent noise of an A/B timing of the two);
 * backward: phi's backward gives every node's gradient; the nodes are then visited from the
   last to the first, and every edge into ``U_k`` adds its input gradient into ``dU_j`` inside
   its kernel (``dU_j`` is complete before ``U_j``'s own edges are visited, since only nodes
