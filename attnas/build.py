@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,25 @@ from attnas.config import RunConfig
 from attnas.errors import ConfigError, DataError
 from attnas.rng import rng_state, set_rng_state
 from attnas.runs import RunDir
+
+
+def use_kernels() -> bool:
+    """Import the optional acceleration package :mod:`attnas.kernels` (its compiled kernels
+    then replace eager operations where they apply), unless ``ATTNAS_NO_KERNELS`` is set or
+    the package is absent. The one place that turns the kernels on for runs; returns whether
+    they are on."""
+    if os.environ.get("ATTNAS_NO_KERNELS", "") not in ("", "0"):
+        return False
+    try:
+        import attnas.kernels  # noqa: F401
+    except ModuleNotFoundError as exc:
+        if exc.name != "attnas.kernels":
+            raise
+        return False
+    return True
+
+
+use_kernels()
 
 
 def pick_device(device: str | None) -> torch.device:

@@ -1,7 +1,7 @@
 """The AutoLA training steps and the interleaved timing shared by the AutoLA benchmarks.
 
-``bench_autola_step.py`` (the issue-4 ratios), ``ab_autola_step.py`` (an older tree against
-this one) and ``bench_hoga_cell_compile.py`` time the same steps the same way: each step is
+``bench_autola_step.py`` (the issue-4 ratios) and ``bench_hoga_cell_compile.py`` time the
+same steps the same way: each step is
 built here once, with the search's optimiser settings (AutoLA Sec. 4.2: SGD with momentum
 0.9 and weight decay 3e-4 for the weights, lr 0.025; Adam for alpha as DARTS does).
 """
@@ -89,6 +89,23 @@ def time_interleaved(fns: dict[str, Callable[[], None]], repeats: int,
             cpu[name].append(time.process_time() - c)
             loads[name].append(os.getloadavg()[0])
     return wall, cpu, loads
+
+
+def kernels_off(fn: Callable[[], object], *names: str) -> Callable[[], object]:
+    """``fn`` run with the kernels ``names`` of :mod:`attnas.kernels` off (all of them when none
+    is named): their eager PyTorch operations run; the kernels' previous state is restored after."""
+    import attnas.kernels as kernels
+
+    def run() -> object:
+        before = set(kernels._disabled)
+        kernels.disable(*names)
+        try:
+            return fn()
+        finally:
+            kernels.enable()
+            if before:
+                kernels.disable(*before)
+    return run
 
 
 def medians(times: dict[str, list[float]]) -> dict[str, float]:

@@ -50,6 +50,9 @@ class _Task:
 
 
 def main() -> None:
+    from attnas.build import use_kernels
+
+    use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", choices=sorted(SHAPES), default="fashionmnist")
     p.add_argument("--runs", type=Path, default=None, help="folder holding one run directory per recipe")

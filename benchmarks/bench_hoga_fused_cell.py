@@ -5,9 +5,9 @@ Times forward + backward of the Figure-3 cell at the three ResNet-20 stages (16 
 interleaved in one process (shuffled order each round, so that load hits all alike):
 
 * ``block``   -- one residual block of the stage (the unit the cell's cost is compared with);
-* ``fused``   -- the cell as it trains by default: :func:`attnas.ops.hoga_fused_cell.fused_cell`;
+* ``fused``   -- the cell as it trains by default: kernel ``hoga_cell`` of :mod:`attnas.kernels`;
 * ``modules`` -- the same cell, module by module (each edge, each sum, phi: their own autograd
-  operations), as before the fused cell.
+  operations): kernel ``hoga_cell`` off, the other kernels on.
 
 Prints the medians, each cell as a multiple of the block and the fused / module-by-module
 ratio, with the load average. Gradients are computed for the input and every parameter.
@@ -25,27 +25,23 @@ from attnas.cpu_busy import choose_omp_wait_policy  # noqa: E402  (before torch:
 choose_omp_wait_policy()
 
 import torch  # noqa: E402
-from autola_steps import kernel_bench_args, medians, time_interleaved  # noqa: E402
+from autola_steps import kernel_bench_args, kernels_off, medians, time_interleaved  # noqa: E402
 
 
 def main() -> None:
+    from attnas.build import use_kernels
+
+    use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     args = kernel_bench_args(__doc__, repeats=21)
     torch.manual_seed(0)
     from attnas.models.resnet_cifar import BasicBlock
     from attnas.ops import hoga_cell
     from attnas.spaces.hoga import FIGURE3_EDGES
 
-    fused_kernels = hoga_cell.fused_cell_kernels
-
     def step(module, x, g, fused=True):
         def run():
-            if not fused:
-                hoga_cell.fused_cell_kernels = lambda *a: None
-            try:
-                torch.autograd.backward(module(x), g, inputs=[x, *module.parameters()])
-            finally:
-                hoga_cell.fused_cell_kernels = fused_kernels
-        return run
+            torch.autograd.backward(module(x), g, inputs=[x, *module.parameters()])
+        return run if fused else kernels_off(run, "hoga_cell")
 
     parts, stages = {}, ((16, 32), (32, 16), (64, 8))
     for C, S in stages:

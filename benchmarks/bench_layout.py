@@ -24,14 +24,17 @@ GROUPS = 4
 
 
 def main() -> None:
+    from attnas.build import use_kernels
+
+    use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     import torch
 
-    from attnas.ops import _layout_kernel
+    from attnas.kernels import layout as _layout_kernel
     from attnas.ops.memory_format import split_nchw
     from autola_steps import kernel_bench_args, medians, time_interleaved
 
     args = kernel_bench_args(__doc__)
-    if _layout_kernel.load() is None:
+    if _layout_kernel.LIBRARY.load() is None:
         raise SystemExit(f"the compiled kernel is unavailable: {_layout_kernel.LIBRARY.unavailable_reason()}")
     torch.manual_seed(0)
     for channels, side in STAGES:

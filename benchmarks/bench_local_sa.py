@@ -1,8 +1,9 @@
 """Speed of local self-attention against a 3x3 convolution of the same width (CPU).
 
 Forward + backward of one layer on a batch of 32 maps of 32x32 with 32 channels (the
-setting of the full-attention NAS issue): the unfold reference, the eager fast
-implementation (``impl="fast"``) and the fused CPU kernel (``impl="fused"``) at k=3 and
+setting of the full-attention NAS issue): the eager unfold definition (``impl="unfold"``),
+the flat PyTorch kernel ``local_attention_flat`` (``impl="fast"``) and the compiled CPU kernel
+``local_attention`` (``impl="fused"``) of :mod:`attnas.kernels` at k=3 and
 k=7 (all with their q/k/v projections) and ``Conv2d(32, 32, 3)``. Variants are timed
 round-robin (one call of each per round) so that they share the machine's load; medians
 over rounds of the wall time and of the process CPU time are reported with the load
@@ -48,6 +49,9 @@ def macs_per_position(kind: str, channels: int, ks: int = 3, heads: int = 8) -> 
 
 
 def main() -> None:
+    from attnas.build import use_kernels
+
+    use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=7)
@@ -73,12 +77,12 @@ def main() -> None:
             layers[f"{impl}_k{ks}"] = LocalSelfAttention(C, C, ks, args.heads, impl=impl)
     build = ""
     if "fused" in impls:
-        from attnas.ops import _local_attention_kernel
+        from attnas.kernels import local_attention as _local_attention_kernel
 
         t0 = time.perf_counter()
-        lib = _local_attention_kernel.load()
-        build = (f"fused kernel: {'loaded' if lib is not None else 'UNAVAILABLE: ' + str(_local_attention_kernel.unavailable_reason())}"
-                 f" in {time.perf_counter() - t0:.1f} s (compile {_local_attention_kernel.build_seconds() or 0.0:.1f} s; 0 = cached)")
+        lib = _local_attention_kernel.LIBRARY.load()
+        build = (f"fused kernel: {'loaded' if lib is not None else 'UNAVAILABLE: ' + str(_local_attention_kernel.LIBRARY.unavailable_reason())}"
+                 f" in {time.perf_counter() - t0:.1f} s (compile {_local_attention_kernel.LIBRARY.build_seconds or 0.0:.1f} s; 0 = cached)")
 
     def step(layer: nn.Module) -> None:
         layer(x).sum().backward()

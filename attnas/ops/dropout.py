@@ -14,12 +14,10 @@ BigCrush. So ``p`` is honoured to within ``2^{-32}``; a run is reproducible from
 ``torch.manual_seed`` (and resumes exactly, since the generator's state is checkpointed);
 and the mask does not depend on the thread count or the device.
 
-On the CPU a compiled kernel (:mod:`attnas.ops._dropout_kernel`) writes the float mask
-in one vectorised pass on all torch threads: 0.26 ms for a ``128 x 64 x 64`` tensor on one
-core against 1.9 ms for ``rand_like(x) >= p`` (torch's CPU ``uniform_`` is a serial
-Mersenne Twister, and ``bernoulli_``, which ``F.dropout`` uses, is slower still on this
-AMD CPU). Elsewhere, or without a C++ compiler, the same hash is computed with torch's
-64-bit integer operations (:func:`mask_reference`): the same mask, bit for bit.
+The hash is computed with torch's 64-bit integer operations (:func:`mask_reference`);
+torch's CPU ``uniform_`` is a serial Mersenne Twister, and ``bernoulli_``, which ``F.dropout``
+uses, is slower still, so a counter-based hash is also the fast choice for an accelerated
+implementation (hook ``dropout_mask``), which must give the same mask bit for bit.
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attnas.ops._compiled import KERNEL_DTYPES
+from attnas.ops.overrides import overridable
 
 _GAMMA = 0x9E3779B97F4A7C15
 _MIX1 = 0xBF58476D1CE4E5B9
@@ -76,17 +74,12 @@ def dropout_mask(x: torch.Tensor, p: float, seed: int | None = None) -> torch.Te
     """
     if seed is None:
         seed = int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64))
-    if x.device.type == "cpu" and x.is_floating_point():
-        from attnas.ops import _dropout_kernel
+    return _mask(x, p, seed)
 
-        lib = _dropout_kernel.load()
-        if lib is not None:  # other float dtypes: the float32 mask, rounded once (as mask_reference rounds)
-            dtype = x.dtype if x.dtype in KERNEL_DTYPES else torch.float32
-            mask = torch.empty(x.shape, dtype=dtype)
-            if mask.numel():
-                lib.attnas_dropout_mask(KERNEL_DTYPES[dtype], mask.data_ptr(), mask.numel(), seed, threshold_of(p),
-                                        1.0 / (1.0 - p), torch.get_num_threads())
-            return mask.to(x.dtype)
+
+@overridable("dropout_mask")
+def _mask(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
+    """:func:`dropout_mask` once the seed is drawn."""
     return mask_reference(x.shape, seed, p, x.dtype, x.device)
 
 

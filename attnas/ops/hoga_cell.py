@@ -27,9 +27,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnas.errors import ArchError, ConfigError
-from attnas.ops.fused_phi import fused_applies, fused_projection
-from attnas.ops.hoga_fused_cell import fused_cell, fused_cell_kernels
 from attnas.ops.memory_format import is_channels_last, split_nchw
+from attnas.ops.overrides import overridable
 from attnas.ops.vision_attention import ChannelAttention, create_attention
 
 
@@ -58,12 +57,6 @@ def check_divisible(channels: int, groups: int) -> int:
     if groups < 1 or channels % groups:
         raise ConfigError(f"HOGA: {channels} channels cannot be split into {groups} equal groups")
     return channels // groups
-
-
-#: Smallest plane (``H W``) on which :meth:`HOGAProjection.project` uses the compiled phi: on
-#: 2 x 2 planes (the last stage of a ResNet on 8 x 8 digits) PyTorch's operations were faster
-#: (1.3 against 1.6 ms forward + backward at batch 64, 64 channels); from 4 x 4 on the kernel is.
-FUSED_MIN_POSITIONS = 16
 
 
 class HOGAProjection(nn.Module):
@@ -103,16 +96,10 @@ class HOGAProjection(nn.Module):
         float rounding), a ``C -> C`` instead of a ``(K + 1) C / K -> C`` convolution, and no
         pass to sum the nodes. Gradients reach ``conv1.weight`` through the folding.
 
-        In training mode on CPU float32 / float64 tensors the whole of phi, forward and backward,
-        runs in one compiled kernel (:func:`~attnas.ops.fused_phi.fused_projection`, same values
-        and gradients, same running-statistics updates); elsewhere, and on planes of fewer than
-        :data:`FUSED_MIN_POSITIONS` positions (where PyTorch's operations are faster), in
-        PyTorch operations.
-
         Args:
             nodes: ``U_0 ... U_{K-1}``, each ``(B, C / K, H, W)``.
-            channels_last: Return the projection in channels-last memory format (the compiled
-                kernel writes it so directly); else in the format PyTorch's operations give.
+            channels_last: Whether the cell's input is channels-last (a hint: an accelerated
+                implementation may return the projection in that format).
 
         Returns:
             The projection, ``(B, C, H, W)``.
@@ -122,12 +109,11 @@ class HOGAProjection(nn.Module):
         w = self.conv1.weight
         if w.shape[1] != (k + 1) * c:
             raise ConfigError(f"phi expects {w.shape[1]} input channels, got {k} nodes of {c} channels (+ their sum)")
-        if fused_applies(self, nodes) and nodes[0].shape[2] * nodes[0].shape[3] >= FUSED_MIN_POSITIONS:
-            return fused_projection(self, nodes, channels_last)
-        return self.project_eager(nodes)
+        return self._folded(nodes, channels_last)
 
-    def project_eager(self, nodes: Sequence[torch.Tensor]) -> torch.Tensor:
-        """:meth:`project` in PyTorch operations (the fallback of the compiled kernel)."""
+    @overridable("hoga_phi")
+    def _folded(self, nodes: Sequence[torch.Tensor], channels_last: bool = False) -> torch.Tensor:
+        """:meth:`project` after its check: ``conv1'`` with the folded weights, then the rest of phi."""
         c, k, w = nodes[0].shape[1], len(nodes), self.conv1.weight
         folded = w[:, : k * c] + w[:, k * c:].repeat(1, k, 1, 1)
         return self._after_conv1(F.conv2d(torch.cat(list(nodes), 1), folded))
@@ -148,8 +134,7 @@ def aggregate(nodes: list[torch.Tensor]) -> torch.Tensor:
 def project(phi: nn.Module, nodes: list[torch.Tensor], like: torch.Tensor | None = None) -> torch.Tensor:
     """``phi(aggregate(nodes))`` (Eq. 3); through :meth:`HOGAProjection.project` when ``phi`` is one.
 
-    ``like``: the cell's input; the compiled phi returns the result in its memory format
-    (channels-last or NCHW).
+    ``like``: the cell's input (its memory format is a hint to accelerated implementations).
     """
     if isinstance(phi, HOGAProjection):
         return phi.project(nodes, like is not None and is_channels_last(like))
@@ -199,12 +184,10 @@ class HOGA(nn.Module):
         keys = [(j, edge_key(j, k)) for j in range(k + 1)]
         return [(j, key, self.choices[key]) for j, key in keys if self.choices[key] != "zero"]
 
+    @overridable("hoga_cell")
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        kernels = fused_cell_kernels(self, x, FUSED_MIN_POSITIONS)
-        if kernels is not None:  # training on the CPU: the cell as one autograd operation
-            return fused_cell(self, x, kernels)
-        # the compiled CPU kernels read NCHW planes (the gradient goes back in x's layout)
-        inputs = split_nchw(x, self.group_channels)
+        """Nodes ``U_k = o_kk(F_k) + sum_{j<k} o_jk(U_j)`` (Eq. 2), then ``phi`` of them and their sum (Eq. 3)."""
+        inputs = split_nchw(x, self.group_channels)  # F_0 ... F_{K-1}, NCHW (the gradient goes back in x's layout)
         nodes: list[torch.Tensor] = []
         for k in range(self.groups):
             u = None

@@ -31,11 +31,10 @@ from torch import nn
 
 from attnas.errors import ConfigError, unknown_name
 from attnas.ops.hoga_cell import HOGA, HOGAProjection, check_divisible, edge_key, hoga_edges, project
-from attnas.ops.memory_format import as_nchw
 from attnas.ops.gate_norm import batch_norm_sigmoid
 from attnas.ops.gate_pooling import mean
-from attnas.ops.hoga_gates import cbam_pool, combine, gate_stats, kernels_apply
-from attnas.ops.small_conv import depthwise_pair, kernel_applies, small_conv2d
+from attnas.ops.memory_format import as_nchw
+from attnas.ops.overrides import overridable
 from attnas.ops.vision_attention import HOGA_OPS, create_attention
 
 ALPHA_INIT_SCALE = 1e-3
@@ -73,13 +72,11 @@ class MixedOp(nn.Module):
         return sum(w * op(x) for w, op in zip(weights, self.ops))
 
 
+@overridable("gate_conv")
 def _conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, dilation: int, groups: int) -> torch.Tensor:
     """A stride-1 "same" convolution with few channels per group, returned NCHW-contiguous for
-    the element-wise work: the compiled direct kernel of :func:`~attnas.ops.small_conv.small_conv2d`
-    on the CPU, else ``conv2d`` in channels-last layout (faster than NCHW for depth-wise and small
-    grouped convolutions in oneDNN)."""
-    if kernel_applies(x):
-        return small_conv2d(x, weight, bias, dilation, groups)
+    the element-wise work: ``conv2d`` in channels-last layout (faster than NCHW for depth-wise
+    and small grouped convolutions in oneDNN)."""
     return _conv_cl(x.contiguous(memory_format=torch.channels_last), weight, bias, dilation, groups).contiguous()
 
 
@@ -104,11 +101,7 @@ class GroupedMixedOp(nn.Module):
     all edges run as one convolution / one batched matrix product. The element-wise work is
     done on contiguous ``(B, G, c, H, W)`` tensors (long inner loops for the broadcast gates and
     reductions; a channels-last ``(B, H, W, G, c)`` layout measured 1.1-1.5x slower here because
-    of its inner dimensions of 3-4), the convolutions in channels-last layout. On CPU float32 /
-    float64 tensors with the compiled kernels available, the full-size passes run in the
-    kernels of :mod:`attnas.ops.hoga_gates` and the convolutions in
-    :func:`~attnas.ops.small_conv.small_conv2d` (:meth:`_forward_compiled`, the same function
-    up to float rounding and the routing of tied maxima). Parameters are
+    of its inner dimensions of 3-4), the convolutions in channels-last layout. Parameters are
     stacked over edges; :meth:`export` returns the ordinary module of one edge's operation with
     the same weights.
 
@@ -169,8 +162,7 @@ class GroupedMixedOp(nn.Module):
 
     def _spatial_gate(self, prefix: str, pooled: torch.Tensor, weight: torch.Tensor, dilation: int) -> torch.Tensor:
         """``sigmoid(BN(conv(pooled)))``, ``(B, G, H, W)``; ``pooled`` is ``(B, G|1, 2, H, W)``.
-        The batch norm and sigmoid are one operation (:func:`~attnas.ops.gate_norm.batch_norm_sigmoid`,
-        a compiled kernel in training on the CPU)."""
+        The batch norm and sigmoid are one operation (:func:`~attnas.ops.gate_norm.batch_norm_sigmoid`)."""
         B, P, _, H, W = pooled.shape
         z = _conv(pooled.reshape(B, 2 * P, H, W), weight, None, dilation, P)  # a pair per edge, or one for all
         return batch_norm_sigmoid(z, getattr(self, f"{prefix}_mean"), getattr(self, f"{prefix}_var"),
@@ -191,61 +183,9 @@ class GroupedMixedOp(nn.Module):
         mix = torch.stack([col[f] if f != "cbam" else torch.zeros_like(col[f]) for f in self.families])
         return sig, torch.einsum("fbgc,fg->bgc", sig, mix)
 
+    @overridable("grouped_mixed_op")
     def forward(self, x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-        if kernels_apply(x) and kernel_applies(x):
-            return self._forward_compiled(x, weights)
-        return self._forward_eager(x, weights)
-
-    def _forward_compiled(self, x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-        """The forward with the compiled kernels of :mod:`attnas.ops.hoga_gates`: the same
-        function as :meth:`_forward_eager` in six full-size passes instead of some thirty."""
-        B, _, H, W = x.shape
-        G, c, P = self.groups, self.channels, H * W
-        x = x.contiguous()
-        Gx = 1 if self.shared_input else G
-        xs = x.view(B, Gx, c, P)
-        col = {name: weights[:, i] for i, name in enumerate(self.ops)}  # (G,) each
-        chan = a = gs = spat = None
-        if self.families or self.spatial:
-            avg, mx, cmean, cmax = gate_stats(xs)
-        if self.families:
-            pooled = (torch.stack((avg, mx)) if self._needs_max else avg[None]).expand(-1, B, G, c)
-            sig, chan = self._channel_gates(pooled, col)
-            if "cbam" in col:
-                gc = sig[self.families.index("cbam")]  # (B, G, c)
-                ps = torch.stack(cbam_pool(xs, gc), 2).view(B, G, 2, H, W)
-                gs = self._spatial_gate("cbam_bn", ps, self.cbam_conv, 1).reshape(B, G, P)
-                a = gc * col["cbam"][None, :, None]
-        if "identity" in col:
-            ident = col["identity"][None, :, None]
-            chan = ident.expand(B, G, c) if chan is None else chan + ident
-        if self.spatial:
-            ps = torch.stack((cmean, cmax), 2).view(B, Gx, 2, H, W)
-            for n, d in self.spatial:
-                g = self._spatial_gate(f"{n}_bn", ps, getattr(self, f"{n}_conv"), d) * col[n][None, :, None, None]
-                spat = g if spat is None else spat + g
-            spat = spat.reshape(B, G, P)
-        zs, ws = [], []
-        if len(self.norm) == 2:  # both dilations in one kernel call each way, the input read once
-            (n1, d1), (n2, d2) = self.norm
-            pair = depthwise_pair(x, getattr(self, f"{n1}_weight"), getattr(self, f"{n1}_bias"), d1,
-                                  getattr(self, f"{n2}_weight"), getattr(self, f"{n2}_bias"), d2)
-            zs = [z.view(B, G, c, P) for z in pair]
-            ws = [col[n1], col[n2]]
-        elif self.norm:
-            src = x.repeat(1, G, 1, 1) if self.shared_input and G > 1 else x  # one filter bank per edge
-            for n, d in self.norm:
-                z = small_conv2d(src, getattr(self, f"{n}_weight"), getattr(self, f"{n}_bias"), d, G * c)
-                zs.append(z.view(B, G, c, P))
-                ws.append(col[n])
-        small, plane = x.new_zeros(B, G, c), x.new_zeros(B, G, P)
-        out = combine(xs, small if a is None else a, plane if gs is None else gs, small if chan is None else chan,
-                      plane if spat is None else spat, zs, ws)
-        return out.view(B, G * c, H, W)
-
-    def _forward_eager(self, x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-        """The forward in PyTorch operations (any device and dtype; the spatial gates'
-        convolutions go through :func:`_conv`, which uses the compiled kernel when it can)."""
+        """``sum_o w[g, o] o_g(x_g)`` for every edge ``g`` (Eq. 13), the gates summed first."""
         B, _, H, W = x.shape
         G, c = self.groups, self.channels
         x_in = x
@@ -384,7 +324,7 @@ class RelaxedHOGA(nn.Module):
         w = self.arch_weights()
         c, K = self.group_channels, self.groups
         like = x
-        x = as_nchw(x)  # the compiled CPU kernels read NCHW planes (the gradient goes back in x's layout)
+        x = as_nchw(x)  # the gates work on NCHW planes (the gradient goes back in x's layout)
         diag = self.diag(x, w[self._diag_rows])
         acc: list[torch.Tensor] = list(diag.unflatten(1, (K, c)).unbind(1))  # unbind: one backward pass
         nodes: list[torch.Tensor] = []

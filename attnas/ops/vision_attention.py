@@ -24,13 +24,6 @@ spatial gate's convolution is followed by a batch normalisation, as in CBAM; CBA
 branch is the original CBAM's ``7 x 7`` convolution (Figure 3 lists it as kernel 7). The
 normalization attention's ``f_n`` is the depth-wise convolution the paper describes (the
 authors' release adds a point-wise convolution and a batch normalisation to it).
-
-On CPU float32 / float64 tensors each gated module (SE, channel v2, spatial, normalization,
-CBAM) runs as one compiled autograd operation of :mod:`attnas.ops.attention_gates` (one
-kernel call forward, one backward; same values, gradients and batch-norm running statistics
-up to rounding, except that a maximum's gradient goes to its first maximal element). Its
-PyTorch expression stays as ``forward_eager`` and runs elsewhere (other devices and dtypes,
-no compiler, ``ATTNAS_NO_KERNELS=1``).
 """
 
 from __future__ import annotations
@@ -40,8 +33,8 @@ from torch import nn
 
 from attnas._registry import register_op
 from attnas.errors import ConfigError
-from attnas.ops import attention_gates
 from attnas.ops.gate_pooling import mean
+from attnas.ops.overrides import overridable
 from attnas.ops.small_conv import small_conv2d
 
 POOL = "hoga"
@@ -55,20 +48,15 @@ def hidden_size(channels: int, reduction: int) -> int:
 
 
 class GatedAttention(nn.Module):
-    """An operation ``x * g(x)`` of the pool: its compiled kernel where :meth:`gate_kernel` gives
-    one (one autograd operation each way), else its PyTorch expression :meth:`forward_eager`."""
+    """An operation ``A(F) = g(F) * F`` of the pool; subclasses define the gate :meth:`gate`."""
 
-    def gate_kernel(self, x: torch.Tensor) -> attention_gates.GateKernel | None:
-        """The compiled calls for input ``x``, or ``None`` where they do not run."""
-        return None
-
-    def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
-        """The PyTorch expression ``x * gate(x)``."""
+    def gate(self, x: torch.Tensor) -> torch.Tensor:
+        """The gate ``g(x)``, broadcastable to ``x``."""
         raise NotImplementedError
 
+    @overridable("attention_gate")
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        kernel = self.gate_kernel(x)
-        return self.forward_eager(x) if kernel is None else attention_gates.gate_function(kernel, x)
+        return x * self.gate(x)
 
 
 class ChannelAttention(GatedAttention):
@@ -101,15 +89,6 @@ class ChannelAttention(GatedAttention):
         z = self.fc2(torch.relu(self.fc1(mean(x, (2, 3)))))
         return torch.sigmoid(z)[:, :, None, None]
 
-    def gate_kernel(self, x: torch.Tensor) -> attention_gates.GateKernel | None:
-        """The compiled calls of this module for input ``x``, or ``None`` where they do not run."""
-        w1, w2 = self.fc1.weight, self.fc2.weight
-        return attention_gates.ChannelGate(w1, w2, with_max=False) if attention_gates.kernels_apply(x, w1, w2) else None
-
-    def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
-        """The PyTorch expression ``x * gate(x)`` (what :meth:`forward` computes off the kernels)."""
-        return x * self.gate(x)
-
 
 class ChannelAttentionV2(GatedAttention):
     r"""Channel attention v2, AutoLA Eq. 5: average and max pooling through one shared MLP.
@@ -137,15 +116,6 @@ class ChannelAttentionV2(GatedAttention):
         pooled = torch.stack((mean(x, (2, 3)), x.amax((2, 3))))  # (2, B, C): one MLP call for both
         z = self.fc2(torch.relu(self.fc1(pooled))).sum(0)
         return torch.sigmoid(z)[:, :, None, None]
-
-    def gate_kernel(self, x: torch.Tensor) -> attention_gates.GateKernel | None:
-        """The compiled calls of this module for input ``x``, or ``None`` where they do not run."""
-        w1, w2 = self.fc1.weight, self.fc2.weight
-        return attention_gates.ChannelGate(w1, w2, with_max=True) if attention_gates.kernels_apply(x, w1, w2) else None
-
-    def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
-        """The PyTorch expression ``x * gate(x)`` (what :meth:`forward` computes off the kernels)."""
-        return x * self.gate(x)
 
 
 def channel_pool(x: torch.Tensor) -> torch.Tensor:
@@ -192,19 +162,6 @@ class SpatialAttention(GatedAttention):
         """The gate of shape ``(B, 1, H, W)``."""
         return torch.sigmoid(self.bn(small_conv2d(channel_pool(x), self.conv.weight, None, self.dilation)))
 
-    def gate_kernel(self, x: torch.Tensor) -> attention_gates.GateKernel | None:
-        """The compiled calls of this module for input ``x``, or ``None`` where they do not run
-        (building them has no side effect: the batch is counted in the batch norm's running
-        statistics when the kernel's forward runs)."""
-        weight, bn = self.conv.weight, self.bn
-        if not attention_gates.spatial_attention_applies(x, weight, bn):
-            return None
-        return attention_gates.SpatialGate(weight, bn, self.dilation)
-
-    def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
-        """The PyTorch expression ``x * gate(x)`` (what :meth:`forward` computes off the kernels)."""
-        return x * self.gate(x)
-
 
 class NormalizationAttention(GatedAttention):
     r"""Normalization attention, AutoLA Eq. 7: a per-position, per-channel gate.
@@ -241,18 +198,6 @@ class NormalizationAttention(GatedAttention):
         conv = self.conv
         return torch.sigmoid(small_conv2d(x, conv.weight, conv.bias, self.dilation, conv.groups))
 
-    def gate_kernel(self, x: torch.Tensor) -> attention_gates.GateKernel | None:
-        """The compiled calls of this module for input ``x``, or ``None`` where they do not run."""
-        conv = self.conv
-        weight, bias = conv.weight, conv.bias
-        if not attention_gates.kernels_apply(x, weight, bias):
-            return None
-        return attention_gates.NormGate(weight, bias, self.dilation)
-
-    def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
-        """The PyTorch expression ``x * gate(x)`` (what :meth:`forward` computes off the kernels)."""
-        return x * self.gate(x)
-
 
 class CBAM(GatedAttention):
     r"""Convolutional block attention module, AutoLA Eq. 8 after Woo et al. (2018).
@@ -278,24 +223,9 @@ class CBAM(GatedAttention):
         self.channel = ChannelAttentionV2(channels, reduction)
         self.spatial = SpatialAttention(channels, reduction, kernel_size=kernel_size)
 
-    def gate_kernel(self, x: torch.Tensor) -> attention_gates.GateKernel | None:
-        """Both gates' compiled calls for input ``x``, or ``None`` where they do not run (see
-        :meth:`SpatialAttention.gate_kernel`)."""
-        ch, sp = self.channel, self.spatial
-        mlp, weight, bn = (ch.fc1.weight, ch.fc2.weight), sp.conv.weight, sp.bn
-        if not attention_gates.spatial_attention_applies(x, weight, bn, *mlp):
-            return None
-        return attention_gates.SpatialGate(weight, bn, sp.dilation, mlp)
-
+    @overridable("attention_gate")
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        kernel = self.gate_kernel(x)
-        if kernel is None:  # each gate on its own, with its own kernel where that one runs
-            return self.spatial(self.channel(x))
-        return attention_gates.gate_function(kernel, x)
-
-    def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
-        """The PyTorch expression of both gates (what :meth:`forward` computes off the kernels)."""
-        return self.spatial.forward_eager(self.channel.forward_eager(x))
+        return self.spatial(self.channel(x))
 
 
 class IdentityAttention(nn.Module):

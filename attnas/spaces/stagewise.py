@@ -70,10 +70,13 @@ class StagewiseConfig:
             ``false`` gives the layers exactly as the text lists them.
         shared_stages: Table VII ablation: stages 1, 3, 5 share one structure and 2, 4
             another.
-        impl: Local attention implementation: ``fused`` (default: a compiled CPU kernel,
-            built with g++ on first use and cached; the eager ``fast`` path is used where it
-            cannot run, e.g. on a GPU or without a compiler), ``fast`` (eager) or the
-            ``unfold`` reference. All three give the same result to float rounding.
+        impl: Which implementation of local attention may run
+            (:class:`~attnas.ops.local_self_attention.LocalSelfAttention`): ``fused`` (default:
+            the compiled CPU kernel of :mod:`attnas.kernels`, built with g++ on first use and
+            cached; the flat PyTorch kernel where it cannot run, e.g. on a GPU or without a
+            compiler), ``fast`` (the flat PyTorch kernel) or ``unfold`` (the eager definition,
+            also what every choice runs with ``ATTNAS_NO_KERNELS=1``). All three give the same
+            result to float rounding.
         final_channels: ``init_channels`` of the discrete networks :meth:`StagewiseSpace.build`
             makes (the retrained architecture), when it differs from the searched relaxation's
             (the paper searches with 16 and trains the final networks with 80 or 96); null:

@@ -1,4 +1,4 @@
-"""Local multi-head self-attention: the fast implementation against the unfold reference."""
+"""Local multi-head self-attention: the eager definition (SASA Eq. 3) and the layer."""
 
 from __future__ import annotations
 
@@ -11,51 +11,16 @@ from attnas.errors import ConfigError, DataError
 from attnas.ops.local_self_attention import (
     LocalSelfAttention,
     local_attention,
-    local_attention_reference,
     relative_embedding_table,
 )
 
 
-@pytest.mark.parametrize("ks", [3, 5, 7])
-@pytest.mark.parametrize("heads", [4, 8])
-@pytest.mark.parametrize("stride", [1, 2])
-@pytest.mark.parametrize("save_attention", [True, False])
-def test_fast_matches_unfold_reference_values_and_gradients(ks, heads, stride, save_attention):
-    # odd sizes smaller than the window in one direction exercise every border case;
-    # three images in chunks of two exercise a short last chunk
-    q, k, v, rr, rc = local_attention_inputs(3, 16, 9, 5, ks, seed=ks * 10 + heads + stride)
-    ref = local_attention_reference(q, k, v, rr, rc, heads, stride)
-    fast = local_attention(q, k, v, rr, rc, heads, stride, chunk_size=2, save_attention=save_attention)
-    assert fast.shape == ref.shape == (3, 16, -(-9 // stride), -(-5 // stride))
-    torch.testing.assert_close(fast, ref, rtol=1e-10, atol=1e-10)
-    grad = torch.randn_like(ref)
-    g_ref = torch.autograd.grad(ref, (q, k, v, rr, rc), grad)
-    g_fast = torch.autograd.grad(fast, (q, k, v, rr, rc), grad)
-    for a, b in zip(g_fast, g_ref):
-        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-9)
-
-
-def test_fast_matches_reference_in_float32_with_default_chunks():
-    q, k, v, rr, rc = local_attention_inputs(5, 32, 12, 11, 7, dtype=torch.float32, seed=3)
-    torch.testing.assert_close(local_attention(q, k, v, rr, rc, 8), local_attention_reference(q, k, v, rr, rc, 8),
-                               rtol=1e-5, atol=1e-5)
-
-
-@pytest.mark.parametrize("stride, save_attention", [(1, True), (2, False)])
-def test_fast_passes_gradcheck(stride, save_attention):
-    q, k, v, rr, rc = local_attention_inputs(2, 4, 4, 3, 3, seed=7)
-    assert torch.autograd.gradcheck(
-        lambda *t: local_attention(*t, 2, stride, chunk_size=1, save_attention=save_attention), (q, k, v, rr, rc)
-    )
-
-
-@pytest.mark.parametrize("impl", [local_attention, local_attention_reference])
-def test_out_of_image_neighbours_are_masked(impl):
+def test_out_of_image_neighbours_are_masked():
     # constant values: with masking every output equals the constant, borders included
     # (zero padding would pull border outputs towards zero)
     q, k, _, rr, rc = local_attention_inputs(1, 8, 6, 5, 5, seed=1)
     v = torch.full((1, 8, 6, 5), 3.0, dtype=torch.float64)
-    out = impl(q, k, v, rr, rc, 4)
+    out = local_attention(q, k, v, rr, rc, 4)
     torch.testing.assert_close(out, torch.full_like(out, 3.0))
 
 
@@ -78,19 +43,26 @@ def test_relative_table_uses_row_offsets_then_column_offsets():
     assert torch.equal(r[1, 2, 0], rr[1, 2]) and torch.equal(r[3, 0, 1], rc[1, 1])
 
 
-@pytest.mark.parametrize("unfold_below", [0, 1 << 30])  # flat path forced / tiny-map dispatch
-def test_module_fast_and_unfold_agree_and_stride_shape(monkeypatch, unfold_below):
-    import attnas.ops.local_self_attention as module
-
-    monkeypatch.setattr(module, "UNFOLD_BELOW", unfold_below)
+def test_module_is_the_definition_of_its_projections_and_stride_shape():
     torch.manual_seed(0)
-    fast = LocalSelfAttention(6, 16, kernel_size=5, heads=4, stride=2)
-    ref = LocalSelfAttention(6, 16, kernel_size=5, heads=4, stride=2, impl="unfold")
-    ref.load_state_dict(fast.state_dict())
+    layer = LocalSelfAttention(6, 16, kernel_size=5, heads=4, stride=2, impl="unfold")
     x = torch.randn(2, 6, 7, 9)
-    y = fast(x)
+    y = layer(x)
     assert y.shape == (2, 16, 4, 5)
-    torch.testing.assert_close(y, ref(x), rtol=1e-5, atol=1e-5)
+    w = layer.qkv.weight
+    q = torch.nn.functional.conv2d(x[:, :, ::2, ::2], w[:16])
+    k, v = torch.nn.functional.conv2d(x, w[16:]).chunk(2, dim=1)
+    torch.testing.assert_close(y, local_attention(q, k, v, layer.rel_row, layer.rel_col, 4, 2), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("impl", ["fast", "fused"])
+def test_every_impl_gives_the_definition(impl):
+    torch.manual_seed(1)
+    layer = LocalSelfAttention(6, 16, kernel_size=3, heads=4, impl=impl)
+    ref = LocalSelfAttention(6, 16, kernel_size=3, heads=4, impl="unfold")
+    ref.load_state_dict(layer.state_dict())
+    x = torch.randn(3, 6, 20, 20)
+    torch.testing.assert_close(layer(x), ref(x), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize(

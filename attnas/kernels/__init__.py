@@ -1,0 +1,81 @@
+"""Optional compiled CPU kernels that replace eager operations of :mod:`attnas.ops`.
+
+Model code never imports this package: each kernel registers overrides for hooks that model
+code marks with :func:`attnas.ops.overrides.overridable` (an override returns
+``NotImplemented`` where it does not apply, and the eager PyTorch operation runs). Importing
+the package registers every kernel; :mod:`attnas.build` imports it once, unless
+``ATTNAS_NO_KERNELS=1``. Deleting the package leaves every recipe running on the eager paths.
+
+Switches:
+
+* ``ATTNAS_NO_KERNELS=1``: no kernel at all (the package is not imported, or registers nothing);
+* ``ATTNAS_DISABLE_KERNELS=name,name``: those kernels off;
+* :func:`disable` / :func:`enable` at run time.
+
+The C++ sources are ``csrc/*.cpp`` and ``csrc/*.h``; :mod:`attnas.kernels._build` builds and
+loads them (a per-user cache whose files are checked before loading).
+
+Kernels (:data:`KERNELS`): ``attention_gates`` (AutoLA's gated attention modules, Eqs. 4-8),
+``fused_phi`` (the HOGA cell's projection, Eq. 3), ``hoga_cell`` (the discrete HOGA cell as one
+operation, on top of the two before), ``hoga_gates`` (the relaxed cell's full-size passes),
+``small_conv`` (stride-1 convolutions with few channels per group), ``gate_norm`` (the relaxed
+cell's batch norm + sigmoid), ``layout`` (channels-last <-> NCHW channel groups),
+``local_attention_flat`` (SASA local self-attention without unfolded copies: PyTorch, any
+device), ``local_attention`` (the same compiled for the CPU), ``dropout`` (the hashed dropout
+mask).
+"""
+
+from __future__ import annotations
+
+import os
+
+from attnas.kernels._build import disabled_by_environment
+from attnas.ops import overrides
+
+#: Every kernel, in the order they are registered.
+KERNELS = ("layout", "small_conv", "gate_norm", "hoga_gates", "attention_gates", "fused_phi", "hoga_cell",
+           "local_attention_flat", "local_attention", "dropout")
+
+_disabled: set[str] = set()
+
+
+def _check(names: tuple[str, ...]) -> None:
+    unknown = [n for n in names if n not in KERNELS]
+    if unknown:
+        raise ValueError(f"unknown kernel(s) {', '.join(unknown)}; known: {', '.join(KERNELS)}")
+
+
+def disable(*names: str) -> None:
+    """Switch kernels off (all of them when no name is given); their eager operations run."""
+    _check(names)
+    _disabled.update(names or KERNELS)
+    overrides.set_disabled(_disabled)
+
+
+def enable(*names: str) -> None:
+    """Switch kernels back on (all of them when no name is given)."""
+    _check(names)
+    if names:
+        _disabled.difference_update(names)
+    else:
+        _disabled.clear()
+    overrides.set_disabled(_disabled)
+
+
+def enabled(name: str) -> bool:
+    """Whether kernel ``name`` is on (it may still not apply to a call, or fail to build)."""
+    return name not in _disabled and not disabled_by_environment()
+
+
+def _register_all() -> None:
+    from attnas.kernels import (attention_gates, dropout, fused_phi, gate_norm, hoga_cell, hoga_gates,  # noqa: F401
+                                layout, local_attention, local_attention_flat, small_conv)
+
+
+_register_all()
+if disabled_by_environment():
+    disable()
+else:
+    _env = [n.strip() for n in os.environ.get("ATTNAS_DISABLE_KERNELS", "").split(",") if n.strip()]
+    if _env:
+        disable(*_env)

@@ -1,0 +1,64 @@
+"""The kernel cache is trusted only after its checks (attnas.kernels._build)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import attnas.kernels.layout as layout
+from attnas.kernels._build import Library, compiler
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    if compiler() is None:
+        pytest.skip("no C++ compiler")
+    monkeypatch.delenv("ATTNAS_NO_KERNELS", raising=False)
+    folder = tmp_path / "kernels"
+    monkeypatch.setenv("ATTNAS_KERNEL_CACHE", str(folder))
+    return folder
+
+
+def _fresh() -> Library:
+    return Library(layout.LIBRARY.name, layout.LIBRARY.signatures)
+
+
+def test_build_records_the_sha256_and_a_second_load_uses_the_cache(cache):
+    lib = _fresh()
+    assert lib.load() is not None and lib.build_seconds > 0
+    assert oct(cache.stat().st_mode & 0o777) == "0o700"
+    [so] = cache.glob("*.so")
+    assert (cache / (so.name + ".sha256")).read_text().strip()
+    again = _fresh()
+    assert again.load() is not None and again.build_seconds == 0.0
+
+
+def test_a_corrupt_library_is_rebuilt_with_a_warning(cache):
+    assert _fresh().load() is not None
+    [so] = cache.glob("*.so")
+    bad = so.with_suffix(".tmp")
+    bad.write_bytes(b"not an ELF file")
+    os.replace(bad, so)  # a new file: the library this process mapped stays intact
+    lib = _fresh()
+    with pytest.warns(RuntimeWarning, match="rebuilding .*SHA-256 does not match"):
+        assert lib.load() is not None
+    assert lib.build_seconds > 0
+
+
+def test_a_library_without_a_record_is_rebuilt(cache):
+    assert _fresh().load() is not None
+    [so] = cache.glob("*.so")
+    os.remove(str(so) + ".sha256")
+    with pytest.warns(RuntimeWarning, match="no SHA-256 record"):
+        assert _fresh().load() is not None
+
+
+def test_a_cache_others_can_write_to_is_refused(cache):
+    cache.mkdir(mode=0o700)
+    os.chmod(cache, 0o777)
+    lib = _fresh()
+    with pytest.warns(RuntimeWarning, match="writable by group or others"):
+        assert lib.load() is None
+    assert "refusing" in lib.unavailable_reason()
+    assert not list(cache.glob("*.so"))
