@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["autoattend_graph", "autoattend_text", "dartformer", "autola", "fullattn", "opemb", "scaleout"]
+ORDER = ["autoattend_graph", "autoattend_text", "dartformer", "autola", "fullattn", "opemb", "scaleout", "kernels"]
 PREAMBLE = """# Measured results
 
 Every figure on this page was measured with attnas on the machines this project runs
