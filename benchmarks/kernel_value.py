@@ -35,7 +35,6 @@ ROOT = Path(kernels.__file__).resolve().parent
 SERVES = {
     "layout": ("layout.cpp", "autola_retrain_cl"),
     "small_conv": ("small_conv.cpp", "autola_darts"),
-    "gate_norm": ("gate_norm.cpp", "autola_darts"),
     "hoga_gates": ("hoga_gates.cpp", "autola_darts"),
     "attention_gates": ("attention_gates.cpp", "autola_retrain"),
     "fused_phi": ("fused_phi.cpp", "autola_darts"),

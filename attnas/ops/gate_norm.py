@@ -12,10 +12,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from attnas.ops.overrides import overridable
 
-
-@overridable("batch_norm_sigmoid")
 def batch_norm_sigmoid(z: torch.Tensor, running_mean: torch.Tensor | None, running_var: torch.Tensor | None,
                        weight: torch.Tensor, bias: torch.Tensor, training: bool, momentum: float,
                        eps: float) -> torch.Tensor:
