@@ -29,19 +29,30 @@ class TinyTask:
         return NodeBatch(self.x, self.edge_index, self.y, None)
 
 
+def assert_standalone_equals_supernet(space, task, supernet, archs=15, seed=0):
+    """Sampled architectures built alone with inherited weights compute what the supernet does.
+
+    Returns:
+        The stand-alone outputs, one per architecture.
+    """
+    rng, outputs = random.Random(seed), []
+    for _ in range(archs):
+        arch = space.sample(rng)
+        model = space.build(arch, task).eval()
+        model.load_from_supernet(supernet)
+        with torch.no_grad():
+            outputs.append(model(task.batch()))
+            assert torch.allclose(supernet(task.batch(), arch), outputs[-1], atol=1e-5)
+    return outputs
+
+
 @pytest.mark.parametrize("pool,ops", [("pyg", ()), ("mp", ())])
 def test_supernet_equals_standalone_with_inherited_weights(pool, ops):
     torch.manual_seed(0)
     task = TinyTask()
     space = AutoAttendSpace(AutoAttendConfig(layers=3, hidden=16, pool=pool, ops=ops, act="tanh"))
     supernet = space.supernet(task).eval()
-    rng = random.Random(0)
-    for _ in range(15):
-        arch = space.sample(rng)
-        model = space.build(arch, task).eval()
-        model.load_from_supernet(supernet)
-        with torch.no_grad():
-            assert torch.allclose(supernet(task.batch(), arch), model(task.batch()), atol=1e-5)
+    assert_standalone_equals_supernet(space, task, supernet)
 
 
 @pytest.mark.parametrize("sharing,expected", [("nc", 1), ("sc", 3), ("tc", 4), ("fc", 8)])
@@ -97,15 +108,8 @@ def test_raw_input_and_score_output_supernet_equals_standalone(pool, stem, head)
     assert task.batch().sparse_x is not None
     space = AutoAttendSpace(AutoAttendConfig(layers=3, hidden=16, pool=pool, act="tanh", stem=stem, head=head))
     supernet = space.supernet(task).eval()
-    rng = random.Random(0)
-    for _ in range(15):
-        arch = space.sample(rng)
-        model = space.build(arch, task).eval()
-        model.load_from_supernet(supernet)
-        with torch.no_grad():
-            out = model(task.batch())
-            assert out.shape == (30, 3)
-            assert torch.allclose(supernet(task.batch(), arch), out, atol=1e-5)
+    for out in assert_standalone_equals_supernet(space, task, supernet):
+        assert out.shape == (30, 3)
     if stem == "raw":
         assert not hasattr(supernet.stem.proj, "weight")
     if head == "none":
