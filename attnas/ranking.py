@@ -35,7 +35,7 @@ from attnas.data.root import resolve_data_root
 from attnas.errors import ConfigError, RunDirError
 from attnas.progress import progress
 from attnas.rng import seed_everything
-from attnas.runs import RunDir, atomic_write_json, atomic_write_text
+from attnas.runs import RunDir, atomic_write_json, atomic_write_text, read_jsonl
 
 
 def sample_architectures(space: Any, n: int, seed: int) -> list[Arch]:
@@ -60,18 +60,6 @@ def rank_correlations(x: list[float], y: list[float]) -> dict:
     rho = stats.spearmanr(x, y)
     return {"kendall_tau": float(tau.statistic), "kendall_p": float(tau.pvalue),
             "spearman_rho": float(rho.statistic), "spearman_p": float(rho.pvalue)}
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:  # a line cut by a kill: trained again
-            continue
-    return rows
 
 
 def _claim(folder: Path, name: str) -> bool:
@@ -110,10 +98,10 @@ def _train_standalone(space: Any, task: Any, train: Any, drawn: list[Arch], keys
 
     claims = done_file.parent / "claims"
     jobs = [(i, k) for i in range(len(drawn)) for k in range(seeds)]
-    done = {(r["key"], r["seed"]): r for r in _read_jsonl(done_file)}
+    done = {(r["key"], r["seed"]): r for r in read_jsonl(done_file)}
     with progress("stand-alone training", len(jobs), completed=len(done)) as bar:
         while True:
-            done = {(r["key"], r["seed"]): r for r in _read_jsonl(done_file)}
+            done = {(r["key"], r["seed"]): r for r in read_jsonl(done_file)}
             todo = [(i, k) for i, k in jobs if (keys[i], k) not in done]
             if not todo:
                 return done

@@ -176,6 +176,19 @@ def _maybe_inject_fault(event: dict) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def read_jsonl(path: Path) -> list[dict]:
+    """The JSON lines of ``path`` (none if it does not exist), skipping lines cut by a kill."""
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
 class RunDir:
     """A run directory (see the module docstring for its layout).
 
@@ -369,18 +382,7 @@ class RunDir:
 
     def events(self, phase: str | None = None) -> list[dict]:
         """Read events, skipping a torn last line; optionally of one phase."""
-        p = self.path / self.EVENTS
-        out = []
-        if not p.exists():
-            return out
-        for line in p.read_text(encoding="utf-8").splitlines():
-            try:
-                ev = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if phase is None or ev.get("phase") == phase:
-                out.append(ev)
-        return out
+        return [ev for ev in read_jsonl(self.path / self.EVENTS) if phase is None or ev.get("phase") == phase]
 
     # ------------------------------------------------------------------ checkpoints
 

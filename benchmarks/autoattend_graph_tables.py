@@ -23,6 +23,8 @@ import json
 import statistics
 from pathlib import Path
 
+from attnas.runs import RunDir
+
 
 def _fmt(values: list[float]) -> str:
     m = 100 * statistics.fmean(values)
@@ -62,8 +64,7 @@ def table7(folders: list[str], label: str = "") -> str:
             continue
         means = []
         for folder in folders:
-            events = [json.loads(line) for line in (Path(folder) / ctx / "events.jsonl").read_text().splitlines()]
-            scores = [e["accuracy"] for e in events if e.get("phase") == "evolution"]
+            scores = [e["accuracy"] for e in RunDir(Path(folder) / ctx).events("evolution")]
             means.append(statistics.fmean(scores))
         out.append(f"| {ctx.upper()}{label} | " + " | ".join(f"{100 * m:.2f}" for m in means) +
                    f" | {100 * statistics.fmean(means):.2f} |")
