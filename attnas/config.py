@@ -343,6 +343,20 @@ class TrainConfig(OptimConfig):
 
 
 @dataclass(frozen=True)
+class CompareConfig:
+    """How ``attnas compare`` judges the recipe's search (see :mod:`attnas.comparison`).
+
+    Attributes:
+        baselines: The hand-designed baselines to compare against, by the names the space
+            declares (:meth:`~attnas.spaces.base.Space.baselines`); ``None``: all of them.
+        paper_seeds: How many seeds the paper averaged its table over (for the record).
+    """
+
+    baselines: list[str] | None = None
+    paper_seeds: PositiveInt | None = None
+
+
+@dataclass(frozen=True)
 class ComponentConfig:
     """A component section: the registered ``name`` and its validated ``options``."""
 
@@ -363,6 +377,7 @@ class RunConfig:
     space: ComponentConfig
     strategy: ComponentConfig
     retrain: TrainConfig = field(default_factory=TrainConfig)
+    compare: CompareConfig = field(default_factory=CompareConfig)
     seed: Seed = 0
     description: str = ""
 
@@ -384,7 +399,7 @@ class RunConfig:
 
 
 _COMPONENT_KIND = {"task": "task", "space": "space", "strategy": "strategy"}
-_TOP_KEYS = ("name", "description", "seed", "task", "space", "strategy", "retrain")
+_TOP_KEYS = ("name", "description", "seed", "task", "space", "strategy", "retrain", "compare")
 
 
 def _component(kind: str, data: Any) -> ComponentConfig:
@@ -434,6 +449,7 @@ def config_from_dict(data: Any) -> RunConfig:
         space=_component("space", data["space"]),
         strategy=_component("strategy", data["strategy"]),
         retrain=from_mapping(TrainConfig, data.get("retrain"), "retrain"),
+        compare=from_mapping(CompareConfig, data.get("compare"), "compare"),
     )
 
 
