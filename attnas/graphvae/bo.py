@@ -7,6 +7,13 @@ expected improvement within the box spanned by the data, decode every point many
 and keep its most common valid decoding, score the decoded architectures, and add
 ``(point, score)`` to the data (an invalid decoding gets the worst observed score).
 
+Scores come from an :class:`~attnas.graphvae.evaluator.Evaluator`. On a table of measured
+architectures (ENAS's 19,020) a decoded architecture outside the table has no score: its
+proposal is labelled ``unscored`` (value None), counted, and never reported as an accuracy.
+What enters the GP data for it is ``BOSettings.unscored``: ``"worst"`` (the worst observed
+score, D-VAE's rule for invalid decodings, so the search moves away from the region) or
+``"skip"`` (the point is left out).
+
 D-VAE selects its batch of 50 greedily with a Theano batch-EI (each new point maximises
 EI given the previous ones at their predicted means). Here BoTorch's Monte-Carlo
 ``qExpectedImprovement`` is optimised with ``optimize_acqf(sequential=True)`` (greedy
@@ -30,7 +37,7 @@ from torch import Tensor
 from attnas.config import PositiveInt, Seed
 from attnas.errors import ConfigError, DataError
 from attnas.graphvae.dag_batch import DagBatch
-from attnas.graphvae.evaluator import Evaluator
+from attnas.graphvae.evaluator import UNSCORED, Evaluator
 from attnas.graphvae.gp import SparseGPSettings, fit_sparse_gp
 from attnas.graphvae.vae import GraphVAE
 from attnas.progress import progress
@@ -56,6 +63,9 @@ class BOSettings:
             D-VAE's greedy batch EI); False optimises the whole batch jointly.
         gp: Sparse-GP settings.
         seed: Seed of the GP fits, the acquisition and the decoding.
+        unscored: What enters the GP data for a proposal the evaluator cannot score
+            (``source="unscored"``, e.g. an architecture outside the table): ``"worst"``
+            (the worst observed score, as an invalid decoding) or ``"skip"`` (nothing).
     """
 
     iterations: PositiveInt = 10
@@ -69,6 +79,7 @@ class BOSettings:
     sequential: bool = True
     gp: SparseGPSettings = field(default_factory=SparseGPSettings)
     seed: Seed = 0
+    unscored: Literal["worst", "skip"] = "worst"
 
     def __post_init__(self) -> None:
         for key in ("iterations", "batch_size", "decode_attempts", "num_restarts", "raw_samples", "mc_samples", "maxiter"):
@@ -76,6 +87,8 @@ class BOSettings:
                 raise ConfigError(f"{key} must be >= 1, got {getattr(self, key)}")
         if self.acquisition not in ("qEI", "qLogEI"):
             raise ConfigError(f"acquisition: '{self.acquisition}' is not one of qEI, qLogEI")
+        if self.unscored not in ("worst", "skip"):
+            raise ConfigError(f"unscored: '{self.unscored}' is not one of worst, skip")
 
 
 @dataclass
@@ -87,16 +100,22 @@ class Proposal:
         z: The latent point.
         key: :meth:`DagBatch.keys` key of its decoded architecture (None if no valid decoding).
         graph: ``(adjacency, types)`` of the architecture (None if invalid).
-        value: Its score (the worst observed score when invalid).
-        source: Where the score came from (``"dataset"``, ``"surrogate"``, ..., or ``"invalid"``).
+        value: Its score (the worst observed score when invalid, None when unscored).
+        source: Where the score came from (``"dataset"``, another evaluator's name,
+            ``"invalid"`` or ``"unscored"``).
     """
 
     iteration: int
     z: list[float]
     key: str | None
     graph: tuple[list[list[int]], list[int]] | None
-    value: float
+    value: float | None
     source: str
+
+    @property
+    def scored(self) -> bool:
+        """Whether the proposal is a valid architecture with a score."""
+        return self.source not in (INVALID, UNSCORED)
 
     def to_dict(self, with_z: bool = False) -> dict:
         """Plain data (the latent point too with ``with_z``)."""
@@ -116,7 +135,8 @@ class Proposal:
     def from_dict(data: dict) -> Proposal:
         """Inverse of :meth:`to_dict` with ``with_z=True``."""
         graph = None if data["adjacency"] is None else (data["adjacency"], data["types"])
-        return Proposal(int(data["iteration"]), list(data["z"]), data["key"], graph, float(data["value"]), data["source"])
+        value = None if data["value"] is None else float(data["value"])
+        return Proposal(int(data["iteration"]), list(data["z"]), data["key"], graph, value, data["source"])
 
 
 @dataclass
@@ -124,17 +144,24 @@ class BOResult:
     """All proposals of a BO run and the best one found.
 
     Attributes:
-        proposals: Every scored point, in order.
-        best: The valid proposal with the highest score (None if there is none).
+        proposals: Every proposal, in order.
+        best: The scored proposal with the highest score (None if there is none).
     """
 
     proposals: list[Proposal]
     best: Proposal | None
 
+    def counts(self) -> dict[str, int]:
+        """Number of proposals by outcome: ``scored``, ``unscored``, ``invalid``."""
+        return {"scored": sum(p.scored for p in self.proposals),
+                "unscored": sum(p.source == UNSCORED for p in self.proposals),
+                "invalid": sum(p.source == INVALID for p in self.proposals)}
+
     def to_dict(self) -> dict:
         return {
             "proposals": [p.to_dict() for p in self.proposals],
             "best": None if self.best is None else self.best.to_dict(),
+            "counts": self.counts(),
         }
 
 
@@ -146,8 +173,19 @@ def decode_most_common(
     is_valid: Callable[[DagBatch], Tensor],
     generator: torch.Generator | None = None,
     chunk: int = 20000,
+    prefer: Callable[[DagBatch], Tensor] | None = None,
 ) -> list[DagBatch | None]:
     """Decode every point ``attempts`` times and keep its most common valid decoding.
+
+    Args:
+        model: The VAE.
+        z: Latent points ``(P, latent)``.
+        attempts: Stochastic decodings per point.
+        is_valid: Validity test.
+        generator: Random generator of the decoding.
+        chunk: Decodings run at once.
+        prefer: Optional test (e.g. "the table holds it"): a point keeps its most common
+            valid decoding that passes it, and only when none does, its most common valid one.
 
     Returns:
         One single-graph :class:`DagBatch` per point, or None when no decoding was valid.
@@ -155,6 +193,7 @@ def decode_most_common(
     was = model.training
     model.eval()
     counts: list[Counter] = [Counter() for _ in range(len(z))]
+    preferred: list[Counter] = [Counter() for _ in range(len(z))]
     examples: list[dict[str, DagBatch]] = [{} for _ in range(len(z))]
     reps = z.repeat(attempts, 1)
     owner = torch.arange(len(z)).repeat(attempts)
@@ -162,15 +201,22 @@ def decode_most_common(
         for start in range(0, len(reps), chunk):
             decoded = model.decode(reps[start : start + chunk], generator=generator)
             valid = is_valid(decoded)
+            good = valid & prefer(decoded) if prefer is not None else torch.zeros_like(valid)
             keys = decoded.keys()
             for j in valid.nonzero().squeeze(1).tolist():
                 i = int(owner[start + j])
                 counts[i][keys[j]] += 1
+                if good[j]:
+                    preferred[i][keys[j]] += 1
                 if keys[j] not in examples[i]:
                     examples[i][keys[j]] = decoded.index([j])
     finally:
         model.train(was)
-    return [examples[i][c.most_common(1)[0][0]] if c else None for i, c in enumerate(counts)]
+    out: list[DagBatch | None] = []
+    for i, c in enumerate(counts):
+        pick = preferred[i] if preferred[i] else c
+        out.append(examples[i][pick.most_common(1)[0][0]] if pick else None)
+    return out
 
 
 def _select(gp_model, x: Tensor, y_std: Tensor, settings: BOSettings, generator_seed: int) -> Tensor:
@@ -206,6 +252,7 @@ def propose(
     settings: BOSettings,
     iteration: int,
     generator: torch.Generator | None = None,
+    prefer: Callable[[DagBatch], Tensor] | None = None,
 ) -> tuple[Tensor, list[DagBatch | None]]:
     """One BO round's proposals: fit the sparse GP, pick a batch by EI, decode it.
 
@@ -217,6 +264,7 @@ def propose(
         settings: BO settings (the GP and acquisition seeds are offset by ``iteration``).
         iteration: 0-based round.
         generator: Random generator of the decoding.
+        prefer: Decodings to prefer (see :func:`decode_most_common`).
 
     Returns:
         The selected points ``(batch_size, latent)`` and, per point, its most common valid
@@ -229,7 +277,8 @@ def propose(
     gp = fit_sparse_gp(x, y, replace(settings.gp, seed=settings.gp.seed + iteration),
                        description=f"BO {iteration + 1} sparse GP")
     cand = _select(gp.model, x, gp.standardize(y), settings, settings.seed * 1000 + iteration)
-    decoded = decode_most_common(model, cand.to(torch.float32), settings.decode_attempts, is_valid, generator)
+    decoded = decode_most_common(model, cand.to(torch.float32), settings.decode_attempts, is_valid, generator,
+                                 prefer=prefer)
     return cand, decoded
 
 
@@ -274,9 +323,9 @@ class BOState:
                        int(data["iteration"]), gen)
 
     def result(self) -> BOResult:
-        """The proposals so far and the best valid one."""
-        valid = [p for p in self.proposals if p.source != INVALID]
-        return BOResult(list(self.proposals), max(valid, key=lambda p: p.value) if valid else None)
+        """The proposals so far and the best scored one."""
+        scored = [p for p in self.proposals if p.scored]
+        return BOResult(list(self.proposals), max(scored, key=lambda p: p.value) if scored else None)
 
 
 def latent_bo(
@@ -288,6 +337,7 @@ def latent_bo(
     settings: BOSettings = BOSettings(),
     on_iteration: Callable[[int, list[Proposal]], None] | None = None,
     state: BOState | None = None,
+    prefer: Callable[[DagBatch], Tensor] | None = None,
 ) -> BOResult:
     """Maximise a score over architectures by batch EI in the VAE's latent space.
 
@@ -302,35 +352,46 @@ def latent_bo(
             (``state`` when given) is up to date then, so this is where to checkpoint it.
         state: A state to continue (from :meth:`BOState.from_state_dict`); by default a
             fresh one from ``z_train``, ``y_train`` and ``settings.seed``. Updated in place.
+        prefer: Decodings to prefer for a point (e.g. the ones a table can score); see
+            :func:`decode_most_common`.
 
     Returns:
-        Every proposal with its score and source, and the best valid one.
+        Every proposal with its score and source, and the best scored one. A proposal the
+        evaluator answers ``"unscored"`` keeps value None; the GP data gets what
+        ``settings.unscored`` says.
     """
     st = state if state is not None else BOState.start(z_train, y_train, settings.seed)
     with progress("latent BO", total=settings.iterations, completed=st.iteration) as bar:
         while st.iteration < settings.iterations:
             it = st.iteration
-            cand, decoded = propose(model, st.x, st.y, is_valid, settings, it, st.generator)
+            cand, decoded = propose(model, st.x, st.y, is_valid, settings, it, st.generator, prefer=prefer)
             ok = [i for i, d in enumerate(decoded) if d is not None]
             answers = evaluator.evaluate(DagBatch.cat([decoded[i] for i in ok])) if ok else []
             worst = float(st.y.min())
             by_index = dict(zip(ok, answers))
-            round_props = []
+            round_props, keep, gp_y = [], [], []
             for i in range(len(cand)):
                 if i in by_index:
                     g = decoded[i]
                     adj, types = g.graphs()[0]
-                    round_props.append(
-                        Proposal(it, cand[i].tolist(), g.keys()[0], (adj.tolist(), types), by_index[i].value, by_index[i].source)
-                    )
+                    ans = by_index[i]
+                    value = None if ans.source == UNSCORED else ans.value
+                    round_props.append(Proposal(it, cand[i].tolist(), g.keys()[0], (adj.tolist(), types), value, ans.source))
                 else:
                     round_props.append(Proposal(it, cand[i].tolist(), None, None, worst, INVALID))
+                p = round_props[-1]
+                if p.source != UNSCORED:
+                    keep.append(i)
+                    gp_y.append(p.value)
+                elif settings.unscored == "worst":
+                    keep.append(i)
+                    gp_y.append(worst)
             st.proposals.extend(round_props)
-            st.x = torch.cat([st.x, cand])
-            st.y = torch.cat([st.y, torch.tensor([p.value for p in round_props], dtype=torch.float64)])
+            st.x = torch.cat([st.x, cand[keep]])
+            st.y = torch.cat([st.y, torch.tensor(gp_y, dtype=torch.float64)])
             st.iteration += 1
             if on_iteration is not None:
                 on_iteration(it, round_props)
-            valid_vals = [p.value for p in st.proposals if p.source != INVALID]
-            bar.advance(1, best=max(valid_vals) if valid_vals else float("nan"))
+            vals = [p.value for p in st.proposals if p.scored]
+            bar.advance(1, best=max(vals) if vals else float("nan"))
     return st.result()

@@ -6,10 +6,14 @@ weight-sharing accuracy. Here an :class:`Evaluator` maps decoded DAGs to
 output can pass off a prediction as a measurement:
 
 - :class:`TableEvaluator` answers from a table of measured values (the ENAS dataset's
-  weight-sharing accuracies, ``source="dataset"``) for the architectures it holds and
-  hands the others to a fallback evaluator;
+  weight-sharing accuracies, ``source="dataset"``) for the architectures it holds; the
+  others are handed to a fallback evaluator when one is given, and otherwise answered
+  ``source="unscored"`` with no value (``nan``): an architecture outside the table has no
+  measurement, and latent BO counts and reports it as unscored (issue 23);
 - :class:`SurrogateEvaluator` predicts with a sparse GP on the VAE's latent means
-  (``source="surrogate"``): a model's guess, never a measurement;
+  (``source="surrogate"``): a model's guess, never a measurement. Latent BO on a table no
+  longer uses it (a GP fitted on the same latents as the BO's own GP would let the search
+  optimise its own surrogate); it remains for explicit use;
 - :class:`CallableEvaluator` wraps any function of the DAGs (e.g. a supernet's
   validation accuracy in another space) under a source name of its own.
 """
@@ -30,6 +34,7 @@ from attnas.graphvae.vae import GraphVAE
 
 DATASET = "dataset"
 SURROGATE = "surrogate"
+UNSCORED = "unscored"
 
 
 @dataclass(frozen=True)
@@ -37,9 +42,10 @@ class Evaluation:
     """The score of one architecture.
 
     Attributes:
-        value: The score (e.g. an accuracy fraction).
+        value: The score (e.g. an accuracy fraction); ``nan`` when unscored.
         source: Where it comes from: ``"dataset"`` (a stored measurement),
-            ``"surrogate"`` (a model's prediction) or another evaluator's name.
+            ``"surrogate"`` (a model's prediction), ``"unscored"`` (no score: not in the
+            table and no fallback) or another evaluator's name.
     """
 
     value: float
@@ -73,15 +79,16 @@ class SurrogateEvaluator:
 
 
 class TableEvaluator:
-    """Answers from measured values where it has them, else from ``fallback``.
+    """Answers from measured values where it has them, else from ``fallback`` or unscored.
 
     Args:
         table: :meth:`DagBatch.keys` key to measured value.
-        fallback: Evaluator for graphs not in the table (e.g. a :class:`SurrogateEvaluator`).
+        fallback: Evaluator for graphs not in the table; None (default) answers them
+            ``Evaluation(nan, "unscored")``.
         source: The source name of table answers.
     """
 
-    def __init__(self, table: dict[str, float], fallback: Evaluator, source: str = DATASET):
+    def __init__(self, table: dict[str, float], fallback: Evaluator | None = None, source: str = DATASET):
         if not table:
             raise DataError("a table evaluator needs at least one measured architecture")
         self.table = table
@@ -89,7 +96,7 @@ class TableEvaluator:
         self.source = source
 
     @staticmethod
-    def from_dataset(data: DagDataset, fallback: Evaluator) -> TableEvaluator:
+    def from_dataset(data: DagDataset, fallback: Evaluator | None = None) -> TableEvaluator:
         """Table of a dataset's values; an architecture listed twice gets its mean value.
 
         Raises:
@@ -108,11 +115,18 @@ class TableEvaluator:
             Evaluation(self.table[k], self.source) if k in self.table else None for k in keys
         ]
         missing = [i for i, e in enumerate(out) if e is None]
-        if missing:
+        if missing and self.fallback is None:
+            for i in missing:
+                out[i] = Evaluation(float("nan"), UNSCORED)
+        elif missing:
             answers = self.fallback.evaluate(graphs.index(torch.tensor(missing)))
             for i, e in zip(missing, answers):
                 out[i] = e
         return out  # type: ignore[return-value]
+
+    def contains(self, graphs: DagBatch) -> torch.Tensor:
+        """Whether the table holds each graph (``(G,)`` bool), e.g. to decode only into it."""
+        return torch.tensor([k in self.table for k in graphs.keys()], dtype=torch.bool)
 
 
 class CallableEvaluator:

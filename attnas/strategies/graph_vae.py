@@ -13,10 +13,13 @@ space they belong to (e.g. ``enas``), resumable phase by phase:
    Table 2 (sparse-GP RMSE and Pearson's r on the test split, per repetition), the
    graph-property correlations of Sec. 4.4 and the t-SNE figure of Sec. 4.5 (``tsne.png``).
 3. ``bo``: batch expected improvement in the latent space (Sec. 4.3) from the training
-   latents; decoded architectures are scored from the table when it holds them
-   (``source: dataset``) and by a sparse GP on all latent means otherwise
-   (``source: surrogate``: a prediction, never a measurement); every proposal goes to
-   ``bo.json`` and, when valid, to the events with its index and score.
+   latents; a decoded architecture is scored by table lookup when the table holds it
+   (``source: dataset``); one outside the table is **unscored** (``source: unscored``, no
+   value): it is counted (``bo_unscored`` in the metrics, ``unscored`` in each round's
+   event) and never scored by a surrogate, since a GP fitted on the same latents would
+   let the search optimise its own model (issue 23). With ``bo_decode: in-table`` each
+   proposal keeps its most common valid decoding that is in the table, so it is unscored
+   only when none of its valid decodings is. Every proposal goes to ``bo.json`` and to the events.
 
 The run's architecture is the best valid BO proposal (its source and score in
 ``arch.json``'s meta), or without BO the best training architecture. Nothing is trained
@@ -77,6 +80,9 @@ class GraphVAEStrategyConfig:
         properties: Compute the graph-property correlations of Sec. 4.4.
         tsne_points: Training latents in the t-SNE figure (0: no figure; null: all).
         bo: Latent BO of Sec. 4.3 (null: none).
+        bo_decode: Which decoding of a BO point becomes its proposal: ``valid`` (the most
+            common valid decoding, D-VAE's rule) or ``in-table`` (the most common valid
+            decoding that the table holds when there is one, so that it can be scored by lookup).
     """
 
     model: Literal["dvae", "dvae-emb", "gcn", "gcn-emb"] = "dvae-emb"
@@ -97,6 +103,7 @@ class GraphVAEStrategyConfig:
     properties: bool = True
     tsne_points: NonNegativeInt | None = None
     bo: BOSettings | None = field(default_factory=BOSettings)
+    bo_decode: Literal["valid", "in-table"] = "valid"
 
     def __post_init__(self) -> None:
         for key in ("hidden", "latent", "checkpoint_every", "gp_repeats"):
@@ -243,46 +250,55 @@ class GraphVAEStrategy(Strategy):
         return None if arch is None else Arch(arch.space, arch.choices, meta=meta)
 
     def latent_bo(self, model: GraphVAE) -> tuple[Arch | None, dict]:
-        """Batch EI in the latent space; scores from the table, else from a labelled GP surrogate."""
-        from attnas.graphvae.evaluator import SurrogateEvaluator, TableEvaluator
-        from attnas.graphvae.gp import fit_sparse_gp
+        """Batch EI in the latent space; scores by table lookup, proposals outside the table unscored."""
+        from attnas.graphvae.evaluator import UNSCORED, TableEvaluator
 
         bo = replace(self.options.bo, seed=self.options.bo.seed + self.seed)
         task, metric = self.task, self.task.metric
         t = time.time()
-        everything = task.everything
-        z_all = model.latent_means(everything.graphs)
-        surrogate = fit_sparse_gp(z_all, everything.y, replace(bo.gp, seed=bo.gp.seed + bo.seed),
-                                  description="surrogate GP")
-        evaluator = TableEvaluator.from_dataset(everything, SurrogateEvaluator(model, surrogate))
+        evaluator = TableEvaluator.from_dataset(task.everything)  # no fallback: outside the table is unscored
+        prefer = evaluator.contains if self.options.bo_decode == "in-table" else None
         ck = self.run.load_checkpoint("bo")
-        n_train = len(task.train)
-        state = BOState.from_state_dict(ck["state"]) if ck else BOState.start(z_all[:n_train], task.train.y, bo.seed)
+        if ck:
+            state = BOState.from_state_dict(ck["state"])
+        else:
+            state = BOState.start(model.latent_means(task.train.graphs), task.train.y, bo.seed)
 
         def on_iteration(it: int, props: list) -> None:
             first = len(state.proposals) - len(props)
             for k, p in enumerate(props):
                 ev = {"phase": "bo", "stage": it + 1, "index": first + k, "source": p.source}
                 if p.source != INVALID:
-                    ev[metric] = p.value
                     ev["arch"] = self.decoder.arch(*p.graph).choices
+                if p.scored:
+                    ev[metric] = p.value
                 self.run.log(ev)
+            self.run.log({"phase": "bo", "stage": it + 1, "round": it + 1, "proposals": len(props),
+                          "scored": sum(p.scored for p in props),
+                          "unscored": sum(p.source == UNSCORED for p in props),
+                          "invalid": sum(p.source == INVALID for p in props)})
             self.run.save_checkpoint("bo", it + 1, state.state_dict())
 
-        result = latent_bo(model, state.x, state.y, evaluator, self.decoder.is_valid, bo, on_iteration, state)
+        result = latent_bo(model, state.x, state.y, evaluator, self.decoder.is_valid, bo, on_iteration, state,
+                           prefer=prefer)
         self.run.write_json("bo.json", result.to_dict())
         props = result.proposals
         valid = [p for p in props if p.source != INVALID]
-        measured = [p.value for p in valid if p.source == "dataset"]
+        measured = [p.value for p in props if p.scored]
+        counts = result.counts()
         metrics = {
             f"bo_best_{metric}": None if result.best is None else result.best.value,
             "bo_best_source": None if result.best is None else result.best.source,
             f"bo_best_measured_{metric}": max(measured) if measured else None,
-            f"bo_mean_{metric}": sum(p.value for p in valid) / len(valid) if valid else None,
+            f"bo_mean_{metric}": sum(measured) / len(measured) if measured else None,
             "bo_proposals": len(props),
+            "bo_scored": counts["scored"],
+            "bo_unscored": counts["unscored"],
+            "bo_invalid": counts["invalid"],
             "bo_valid_fraction": len(valid) / max(len(props), 1),
             "bo_dataset_fraction": len(measured) / max(len(valid), 1),
             "bo_distinct_valid": len({p.key for p in valid}),
+            "bo_distinct_scored": len({p.key for p in props if p.scored}),
             "bo_seconds": round(time.time() - t, 2),
         }
         best = None

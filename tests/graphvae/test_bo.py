@@ -7,7 +7,7 @@ import torch
 from dag_factory import random_dags
 
 from attnas.errors import ConfigError
-from attnas.graphvae.bo import INVALID, BOSettings, decode_most_common, latent_bo
+from attnas.graphvae.bo import INVALID, BOSettings, BOState, decode_most_common, latent_bo
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.evaluator import SurrogateEvaluator, TableEvaluator
@@ -54,6 +54,27 @@ def test_decode_most_common_returns_valid_graphs(trained):
         assert g is None or (len(g) == 1 and bool(is_valid_dag(g)[0]))
 
 
+def test_decode_most_common_takes_a_preferred_decoding_when_there_is_one(trained):
+    model, data = trained
+    z = model.latent_means(data.graphs.index([0, 1, 2, 3]))
+    plain = decode_most_common(model, z, 20, is_valid_dag, torch.Generator().manual_seed(1))
+    banned = {g.keys()[0] for g in plain if g is not None}
+
+    def prefer(b):  # anything but the plain winners
+        return torch.tensor([k not in banned for k in b.keys()])
+
+    again = decode_most_common(model, z, 20, is_valid_dag, torch.Generator().manual_seed(1), prefer=prefer)
+    never = decode_most_common(model, z, 20, is_valid_dag, torch.Generator().manual_seed(1),
+                               prefer=lambda b: torch.zeros(len(b), dtype=torch.bool))
+    assert [g is None for g in again] == [g is None for g in plain]
+    assert [None if g is None else g.keys()[0] for g in never] == [None if g is None else g.keys()[0] for g in plain]
+    moved = [a.keys()[0] != p.keys()[0] for a, p in zip(again, plain) if p is not None]
+    for a, p in zip(again, plain):  # the same decodings (same seed): a preferred one replaces the winner
+        if a is not None and a.keys()[0] in banned:
+            assert a.keys()[0] == p.keys()[0]  # only when no other valid decoding appeared
+    assert any(moved), "every point decoded to a single graph 20 times; the test needs some spread"
+
+
 def test_bo_proposals_are_valid_and_labelled(trained):
     model, data = trained
     z = model.latent_means(data.graphs)
@@ -76,7 +97,34 @@ def test_bo_proposals_are_valid_and_labelled(trained):
         else:
             assert p.source == "surrogate"
     assert result.best.value == max(p.value for p in valid)
-    assert set(result.to_dict()) == {"proposals", "best"}
+    assert set(result.to_dict()) == {"proposals", "best", "counts"}
+
+
+def test_proposals_outside_the_table_are_unscored_and_counted(trained):
+    model, data = trained
+    z = model.latent_means(data.graphs)
+    evaluator = TableEvaluator.from_dataset(data.subset(range(3)))  # no fallback
+    for policy, grows in (("worst", True), ("skip", False)):
+        settings = BOSettings(iterations=2, batch_size=3, decode_attempts=10, num_restarts=2, raw_samples=16,
+                              mc_samples=16, gp=GP, unscored=policy)
+        state = BOState.start(z, data.y, 0)
+        result = latent_bo(model, z, data.y, evaluator, is_valid_dag, settings, state=state)
+        counts = result.counts()
+        assert sum(counts.values()) == len(result.proposals) == 6
+        unscored = [p for p in result.proposals if p.source == "unscored"]
+        assert counts["unscored"] == len(unscored)
+        for p in result.proposals:
+            if p.source == "unscored":
+                assert p.value is None and p.key not in evaluator.table and not p.scored
+            elif p.source == "dataset":
+                assert p.value == pytest.approx(evaluator.table[p.key]) and p.scored
+        scored = [p for p in result.proposals if p.scored]
+        assert result.best is (max(scored, key=lambda p: p.value) if scored else None)
+        # "worst" adds every proposal to the GP data, "skip" leaves the unscored ones out
+        expected = len(z) + 6 - (0 if grows else len(unscored))
+        assert len(state.x) == len(state.y) == expected
+        assert result.to_dict()["counts"] == counts
+    assert unscored, "the tiny model decoded only table architectures; the test needs some outside it"
 
 
 def test_bo_settings_validation():
@@ -84,3 +132,5 @@ def test_bo_settings_validation():
         BOSettings(batch_size=0)
     with pytest.raises(ConfigError, match="acquisition"):
         BOSettings(acquisition="UCB")
+    with pytest.raises(ConfigError, match="unscored"):
+        BOSettings(unscored="surrogate")

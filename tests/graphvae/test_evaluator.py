@@ -25,6 +25,16 @@ def test_table_answers_known_graphs_and_defers_the_rest():
     assert out[1] == Evaluation(-1.0, "surrogate")
 
 
+def test_table_without_fallback_leaves_unknown_graphs_unscored():
+    g = random_dags(3, 6, 5, seed=0)
+    ev = TableEvaluator.from_dataset(DagDataset(g.index([0]), torch.tensor([0.5]), VOCAB))
+    out = ev.evaluate(g.index([0, 1, 2]))
+    assert [e.source for e in out] == ["dataset", "unscored", "unscored"]
+    assert out[0].value == pytest.approx(0.5)
+    assert all(e.value != e.value for e in out[1:])  # nan: no number stands in for a measurement
+    assert ev.contains(g.index([0, 1, 2])).tolist() == [True, False, False]
+
+
 def test_callable_evaluator_checks_lengths():
     ev = CallableEvaluator(lambda b: [1.0], "supernet")
     with pytest.raises(DataError, match="returned 1 scores for 2"):

@@ -58,11 +58,35 @@ def test_run_reports_tables_properties_tsne_and_labelled_bo(tmp_path, one_thread
     assert run.file("tsne.png").stat().st_size > 0
     bo = json.loads(run.file("bo.json").read_text())
     assert len(bo["proposals"]) == metrics["bo_proposals"] == 2 * 3
-    assert {p["source"] for p in bo["proposals"]} <= {"dataset", "surrogate", "invalid"}
+    assert {p["source"] for p in bo["proposals"]} <= {"dataset", "unscored", "invalid"}  # never a surrogate
+    for p in bo["proposals"]:
+        assert (p["value"] is None) == (p["source"] == "unscored")
+    unscored = sum(p["source"] == "unscored" for p in bo["proposals"])
+    assert metrics["bo_unscored"] == bo["counts"]["unscored"] == unscored
+    assert metrics["bo_scored"] + metrics["bo_unscored"] + metrics["bo_invalid"] == 6
+    rounds = [e for e in run.events("bo") if "round" in e]
+    assert [e["round"] for e in rounds] == [1, 2] and sum(e["unscored"] for e in rounds) == unscored
     arch = json.loads(run.file("arch.json").read_text())
     assert arch["meta"]["strategy"] == "graph-vae" and "source" in arch["meta"]
     if bo["best"] is not None:  # the run's architecture is the best valid proposal, with its source
         assert arch["meta"]["source"] == bo["best"]["source"]
+
+
+def test_bo_in_table_decoding_scores_proposals_by_lookup(tmp_path, one_thread):
+    # 2-layer ENAS has 72 architectures; 300 random rows hold nearly all of them, so with
+    # bo_decode=in-table almost every valid decoding can be looked up
+    write_enas(tmp_path / "data", 300, layers=2)
+    strategy = dict(RECIPE["strategy"], epochs=1, gp_repeats=1, properties=False, tsne_points=0, bo_decode="in-table",
+                    table1={"recon_graphs": 2, "encode_times": 1, "decode_times": 1, "prior_points": 2,
+                            "prior_decodes": 1})
+    recipe = dict(RECIPE, space={"name": "enas", "layers": 2}, strategy=strategy)
+    run = pipeline.search(recipe, out=tmp_path / "run", data_dir=tmp_path / "data")
+    bo = json.loads(run.file("bo.json").read_text())
+    metrics = json.loads(run.file("metrics.json").read_text())
+    assert metrics["bo_unscored"] == bo["counts"]["unscored"]
+    scored = [p for p in bo["proposals"] if p["source"] == "dataset"]
+    assert scored and metrics["bo_scored"] == len(scored)
+    assert metrics["bo_best_accuracy"] == max(p["value"] for p in scored)
 
 
 def test_needs_a_table_of_scored_architectures(tmp_path, tiny_recipe_data):
