@@ -75,3 +75,52 @@ def test_fit_depends_on_its_seed_only_not_on_the_global_generator():
         assert torch.equal(p, q)
     c = fit_sparse_gp(x, y, SparseGPSettings(inducing=8, epochs=3, batch_size=30, lr=0.05, seed=5))
     assert not all(torch.equal(p, q) for p, q in zip(a.model.parameters(), c.model.parameters()))
+
+
+def _dense_inducing_posterior(gp, x, y, xt, method):
+    """FITC / SGPR evidence and FITC prediction from dense matrices (the textbook formulas)."""
+    m = gp.model
+    base, u = m.covar_module.base_kernel, m.covar_module.inducing_points.detach()
+    with torch.no_grad():
+        kuu = base(u, u).to_dense() + 1e-10 * torch.eye(len(u), dtype=torch.float64)
+        kuf, kus = base(u, x).to_dense(), base(u, xt).to_dense()
+        qff, qsf = kuf.T @ torch.linalg.solve(kuu, kuf), kus.T @ torch.linalg.solve(kuu, kuf)
+        gap = base(x, diag=True) - torch.diagonal(qff)  # diag(K_ff - Q_ff)
+        noise, c = float(m.likelihood.noise), float(m.mean_module.constant)
+        ys = gp.standardize(y)
+        cov = qff + noise * torch.eye(len(x), dtype=torch.float64) + (torch.diag(gap) if method == "fitc" else 0)
+        evidence = torch.distributions.MultivariateNormal(torch.full((len(x),), c, dtype=torch.float64), cov).log_prob(ys)
+        if method == "sgpr":
+            evidence = evidence - gap.sum() / (2 * noise)  # Titsias' trace term
+        mean = c + qsf @ torch.linalg.solve(cov, ys - c)
+        var = base(xt, diag=True) - torch.einsum("ij,ji->i", qsf, torch.linalg.solve(cov, qsf.T)) + noise
+    return float(evidence), mean, var
+
+
+@pytest.mark.parametrize("method", ["fitc", "sgpr"])
+def test_fitc_and_sgpr_optimise_their_textbook_evidence(method):
+    from gpytorch.mlls import ExactMarginalLogLikelihood
+
+    x, y = (t.double() for t in _synthetic(60, 0))
+    xt, _ = _synthetic(7, 1)
+    gp = fit_sparse_gp(x, y, SparseGPSettings(inducing=8, method=method, maxiter=30))
+    evidence, mean, var = _dense_inducing_posterior(gp, x, y, xt.double(), method)
+    m = gp.model
+    m.train()
+    ours = float(ExactMarginalLogLikelihood(m.likelihood, m)(m(x), gp.standardize(y))) * len(x)
+    m.eval()
+    assert ours == pytest.approx(evidence, rel=1e-6)
+    if method == "fitc":  # FITC's predictive mean and variance Q_*f (Q_ff + Lambda)^-1 y, ...
+        got_mean, got_var = gp.predict(xt, standardized=True)
+        assert torch.allclose(got_mean, mean, atol=1e-6) and torch.allclose(got_var, var, atol=1e-6)
+
+
+def test_fitc_predicts_as_well_as_the_variational_gp():
+    x, y = _synthetic(400, 0)
+    xt, yt = _synthetic(100, 1)
+    fitc = fit_sparse_gp(x, y, SparseGPSettings(inducing=32, method="fitc", maxiter=100))
+    rmse, r = rmse_pearson(fitc.predict(xt)[0], yt)
+    rmse_mean, _ = rmse_pearson(torch.full_like(yt, float(y.mean())), yt)
+    assert rmse < 0.5 * rmse_mean and r > 0.8
+    with pytest.raises(ConfigError, match="method"):
+        SparseGPSettings(method="exact")
