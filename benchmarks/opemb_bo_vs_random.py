@@ -288,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
                 if m == "decode":
                     line += (f", unscored {sum(x['unscored'] for x in r[m]['rounds'])}, "
                              f"invalid {sum(x['invalid'] for x in r[m]['rounds'])}")
+                line += f", {r[m]['seconds']} s"
         print(line, flush=True)
     for m in ("decode", "pool"):
         if m in results[0]:
