@@ -36,7 +36,7 @@ import torch
 
 from attnas._registry import register_strategy
 from attnas.arch import Arch
-from attnas.config import NonNegativeInt, PositiveFloat, PositiveInt, Range
+from attnas.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Range
 from attnas.errors import ArchError, ConfigError
 from attnas.graphvae.bo import INVALID, BOSettings, BOState, latent_bo
 from attnas.graphvae.dag_dataset import DagDataset
@@ -73,7 +73,14 @@ class GraphVAEStrategyConfig:
         max_batches: Stop every epoch after this many batches (null: whole epochs).
         precision: ``fp32`` (default, the paper's) or ``bf16``: the training loss's matrix
             products under bf16 autocast, an explicit speed option (docs/results/opemb.md).
+        beta: Weight of the KL term in the loss ``-E_q[log p(G|z)] + beta KL(q(z|G) || N(0, I))``
+            (paper 004 Eq. 1 with D-VAE's weighting; D-VAE: 0.005).
         checkpoint_every: Epochs between training checkpoints.
+        epoch_recon_graphs: After every epoch, the reconstruction accuracy of the first this
+            many test graphs (each posterior mean decoded ``epoch_recon_decodes`` times,
+            stochastically; and once greedily) goes into the epoch's event and the training
+            history (0: not measured). A curve to watch, not Table 1.
+        epoch_recon_decodes: Stochastic decodings per graph for ``epoch_recon_graphs``.
         table1: Sample sizes of Table 1 (D-VAE's protocol by default).
         gp: Sparse GP of Table 2 (500 inducing points).
         gp_repeats: Table 2 repetitions (paper: 10).
@@ -96,7 +103,10 @@ class GraphVAEStrategyConfig:
     iterations: PositiveInt | None = None
     max_batches: PositiveInt | None = None
     precision: Literal["fp32", "bf16"] = "fp32"
+    beta: NonNegativeFloat = 0.005
     checkpoint_every: PositiveInt = 10
+    epoch_recon_graphs: NonNegativeInt = 0
+    epoch_recon_decodes: PositiveInt = 10
     table1: Table1Settings = field(default_factory=Table1Settings)
     gp: SparseGPSettings = field(default_factory=SparseGPSettings)
     gp_repeats: PositiveInt = 10
@@ -170,21 +180,51 @@ class GraphVAEStrategy(Strategy):
             if ck["state"]["done"]:
                 return state
         else:
-            config = paper_model(self.model_name, hidden=cfg.hidden, latent=cfg.latent)
+            config = paper_model(self.model_name, hidden=cfg.hidden, latent=cfg.latent, beta=cfg.beta)
             state = new_state(config, self.data.num_types, self.data.max_nodes, settings)
         t0 = time.time() - self.elapsed
+        last = [time.time()]
 
         def on_epoch(st: TrainState) -> None:
             rec = st.history[-1]
             epoch = st.iteration * settings.epochs + st.epoch
+            rec["seconds"] = round(time.time() - last[0], 2)
+            if cfg.epoch_recon_graphs:
+                rec.update(self.epoch_reconstruction(st.model, epoch))
+            extra = {k: rec[k] for k in ("recon_accuracy", "recon_greedy") if k in rec}
             self.run.log({"phase": "vae", "epoch": epoch, "iteration": st.iteration + 1,
-                          **{k: round(rec[k], 6) for k in ("loss", "recon", "kld")}, "lr": rec["lr"]})
+                          **{k: round(rec[k], 6) for k in ("loss", "recon", "kld")}, "lr": rec["lr"], **extra,
+                          "seconds": rec["seconds"]})
             if st.done or epoch % cfg.checkpoint_every == 0:
                 self.elapsed = time.time() - t0
                 self.run.save_checkpoint("vae", epoch, {"train": st.state_dict(), "done": st.done,
                                                         "elapsed": self.elapsed})
+            last[0] = time.time()
 
         return fit(state, self.data, on_epoch=on_epoch, description=f"train {self.model_name}")
+
+    def epoch_reconstruction(self, model: GraphVAE, epoch: int) -> dict:
+        """Reconstruction accuracy of the first ``epoch_recon_graphs`` test graphs after an epoch.
+
+        D-VAE's measure (paper 004, Table 1): the fraction of stochastic decodings of each
+        posterior mean that equal the input graph; ``recon_greedy`` decodes each once with the
+        most likely choices. Seeded by the run's seed and the epoch, and drawn from a generator
+        of its own, so it does not change the training (a resumed run stays exact).
+        """
+        from attnas.graphvae.metrics import reconstruction_accuracy, same_dag
+
+        cfg = self.options
+        graphs = self.task.test.graphs.index(slice(0, cfg.epoch_recon_graphs))
+        gen = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
+        acc = reconstruction_accuracy(model, graphs, 1, cfg.epoch_recon_decodes, generator=gen)
+        was = model.training
+        model.eval()
+        try:
+            with torch.no_grad():
+                greedy = model.decode(model.latent_means(graphs), stochastic=False)
+        finally:
+            model.train(was)
+        return {"recon_accuracy": round(acc, 6), "recon_greedy": round(float(same_dag(graphs, greedy).float().mean()), 6)}
 
     # ------------------------------------------------------------------ 2. evaluation
 

@@ -109,3 +109,40 @@ def test_bf16_precision_option_trains_and_bad_precision_is_refused(tmp_path, one
     bad = dict(RECIPE, strategy=dict(strategy, precision="fp16"))
     with pytest.raises(ConfigError, match="precision"):
         pipeline.search(bad, out=tmp_path / "bad", data_dir=tmp_path / "data")
+
+
+def test_protocol_recipe_has_the_papers_settings_and_checkpoints_every_epoch():
+    from attnas.config import load_config
+
+    s = load_config("opemb-enas-protocol").strategy.options
+    assert (s.model, s.hidden, s.latent, s.lr, s.batch_size, s.beta, s.epochs) == ("dvae", 501, 56, 1e-4, 32, 0.005, 300)
+    assert s.checkpoint_every == 1 and s.epoch_recon_graphs > 0 and s.gp_repeats == 10
+    assert load_config("opemb-enas-protocol", ["strategy.model=dvae-emb"]).strategy.options.model == "dvae-emb"
+
+
+def test_every_epoch_records_reconstruction_and_a_killed_run_resumes_to_the_same_curve(tmp_path):
+    import signal
+
+    import yaml
+    from attnas_subprocess import run_attnas
+
+    write_enas(tmp_path / "data", 40)
+    strategy = dict(RECIPE["strategy"], model="dvae", epochs=3, checkpoint_every=1, epoch_recon_graphs=3,
+                    epoch_recon_decodes=2, beta=0.01, gp_repeats=1, properties=False, tsne_points=0, bo=None)
+    recipe = tmp_path / "tiny.yaml"
+    recipe.write_text(yaml.safe_dump(dict(RECIPE, strategy=strategy)))
+    data = ["--data-dir", str(tmp_path / "data")]
+
+    def curve(run):
+        events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+        return [{k: e[k] for k in ("epoch", "loss", "recon", "kld", "recon_accuracy", "recon_greedy")}
+                for e in events if e.get("phase") == "vae" and "epoch" in e]
+
+    run_attnas("search", str(recipe), "--out", str(tmp_path / "ref"), *data)
+    ref = curve(tmp_path / "ref")
+    assert [e["epoch"] for e in ref] == [1, 2, 3]
+    assert all(0.0 <= e["recon_accuracy"] <= 1.0 and 0.0 <= e["recon_greedy"] <= 1.0 for e in ref)
+    killed = run_attnas("search", str(recipe), "--out", str(tmp_path / "run"), *data, fault="vae:2", check=False)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    run_attnas("search", "--resume", str(tmp_path / "run"), *data)
+    assert curve(tmp_path / "run") == ref
