@@ -188,7 +188,8 @@ def run_seed(model, table: TableEvaluator, everything, z_all, threshold, args, s
     settings = BOSettings(iterations=args.rounds, batch_size=args.batch, decode_attempts=args.decode_attempts,
                           num_restarts=args.num_restarts, raw_samples=args.raw_samples, mc_samples=args.mc_samples,
                           maxiter=args.maxiter, sequential=False, seed=seed, unscored=args.unscored,
-                          gp=SparseGPSettings(inducing=args.inducing, epochs=args.gp_epochs, batch_size=1000, lr=0.01))
+                          gp=SparseGPSettings(inducing=args.inducing, epochs=args.gp_epochs, batch_size=1000, lr=0.01,
+                                             method=args.gp_method, maxiter=args.gp_maxiter))
     rest = sorted(set(range(n)) - set(initial))
     random.Random(10_000 + seed).shuffle(rest)
     perm = initial + rest  # random sampling continues from the same initial sample
@@ -229,7 +230,8 @@ def run_seed(model, table: TableEvaluator, everything, z_all, threshold, args, s
 def report(results: list[dict], method: str, args) -> None:
     """Print the per-round table and the lookups to a top-1 % architecture of one BO variant."""
     runs = [r[method] for r in results]
-    print(f"\n{method} BO, mean over {len(results)} seeds (initial {args.initial} random lookups, batch {args.batch}"
+    print(f"\n{method} BO ({args.gp_method} GP), mean over {len(results)} seeds (initial {args.initial} random lookups, "
+          f"batch {args.batch}"
           + (f", decode {args.decode}, {args.decode_attempts} decodings per point, unscored -> {args.unscored})"
              if method == "decode" else ")") + ":")
     print("| BO round | lookups (mean) | BO best accuracy | random best at the same lookups |"
@@ -273,7 +275,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--decode-attempts", type=int, default=50)
     ap.add_argument("--unscored", choices=["worst", "skip"], default="worst")
     ap.add_argument("--inducing", type=int, default=500)
-    ap.add_argument("--gp-epochs", type=int, default=100)
+    ap.add_argument("--gp-epochs", type=int, default=100, help="SVGP epochs")
+    ap.add_argument("--gp-method", choices=["svgp", "fitc", "sgpr"], default="svgp",
+                    help="the BO's sparse GP (fitc with at least as many inducing points as data is the exact GP)")
+    ap.add_argument("--gp-maxiter", type=int, default=100, help="L-BFGS-B iterations of fitc / sgpr")
     ap.add_argument("--num-restarts", type=int, default=2)
     ap.add_argument("--raw-samples", type=int, default=256)
     ap.add_argument("--mc-samples", type=int, default=64)
