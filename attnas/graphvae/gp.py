@@ -37,8 +37,11 @@ initialisation and inducing-point subset:
   ``log N(y | 0, Q_ff + sigma^2 I) - tr(K_ff - Q_ff) / (2 sigma^2)``.
 
 ``fitc`` and ``sgpr`` are exact-GP objectives on all points at once (Woodbury identities,
-``O(n m^2)``) and are fitted by BoTorch's ``fit_gpytorch_mll`` (L-BFGS-B, at most
-``maxiter`` iterations), hyperparameters and inducing inputs together.
+``O(n m^2)``) and are fitted by BoTorch's ``fit_gpytorch_mll_scipy`` (L-BFGS-B, at most
+``maxiter`` iterations, no random restarts), hyperparameters and inducing inputs together.
+``K_UU`` gets a jitter of ``1e-6 * mean(diag K_UU)`` (1e-4, then 1e-2 if its Cholesky factor
+still fails: BO data hold near-duplicate points). With at least as many inducing points
+as data, ``fitc`` is the exact GP (``Q_ff = K_ff``).
 """
 
 from __future__ import annotations
@@ -210,10 +213,34 @@ def fit_sparse_gp(x: Tensor, y: Tensor, settings: SparseGPSettings = SparseGPSet
     return SparseGP(model, y_mean, y_std)
 
 
-def _fitc_kernel_class():
+def _inducing_kernel_classes():
+    """GPyTorch's ``InducingPointKernel`` with a relative jitter on ``K_UU``, and FITC's kernel."""
     from gpytorch.kernels import InducingPointKernel
+    from linear_operator import to_dense
 
-    class FITCKernel(InducingPointKernel):
+    class JitteredInducingPointKernel(InducingPointKernel):
+        """``InducingPointKernel`` whose ``K_UU`` gets ``jitter * mean(diag K_UU)`` on its diagonal.
+
+        In BO the data hold near-duplicate points (and the inducing inputs start at a subset
+        of them); with long length scales ``K_UU`` is then numerically singular, beyond the
+        library's absolute jitter. A jitter relative to the kernel's scale keeps its Cholesky
+        factor defined without changing the model noticeably (``jitter`` starts at 1e-6).
+        """
+
+        jitter = 1e-6
+
+        @property
+        def _inducing_mat(self):
+            if not self.training and hasattr(self, "_cached_kernel_mat"):
+                return self._cached_kernel_mat
+            k = to_dense(self.base_kernel(self.inducing_points, self.inducing_points))
+            eye = torch.eye(k.shape[-1], dtype=k.dtype, device=k.device)
+            k = k + self.jitter * k.diagonal(dim1=-2, dim2=-1).mean(-1, keepdim=True).unsqueeze(-1) * eye
+            if not self.training:
+                self._cached_kernel_mat = k
+            return k
+
+    class FITCKernel(JitteredInducingPointKernel):
         """FITC's kernel ``Q(x, x') + delta(x, x') (k(x, x) - Q(x, x))`` (module doc).
 
         GPyTorch's ``InducingPointKernel`` gives ``Q`` and, at prediction, adds this
@@ -221,7 +248,6 @@ def _fitc_kernel_class():
         """
 
         def forward(self, x1, x2, diag=False, **kwargs):
-            from linear_operator import to_dense
             from linear_operator.operators import (
                 DiagLinearOperator,
                 LowRankRootAddedDiagLinearOperator,
@@ -239,14 +265,13 @@ def _fitc_kernel_class():
                 covar = MatmulLinearOperator(left, right.transpose(-1, -2))
             return covar.diagonal(dim1=-1, dim2=-2) if diag else covar
 
-    return FITCKernel
+    return JitteredInducingPointKernel, FITCKernel
 
 
 def _fit_inducing_exact(x, ys, covar, likelihood, inducing, settings: SparseGPSettings, y_mean, y_std) -> SparseGP:
     """FITC or SGPR: an exact GP with an inducing-point kernel, fitted by L-BFGS-B on its evidence."""
     from botorch.models.gpytorch import GPyTorchModel
     from gpytorch.distributions import MultivariateNormal
-    from gpytorch.kernels import InducingPointKernel
     from gpytorch.means import ConstantMean
     from gpytorch.mlls import ExactMarginalLogLikelihood
     from gpytorch.models import ExactGP
@@ -262,16 +287,28 @@ def _fit_inducing_exact(x, ys, covar, likelihood, inducing, settings: SparseGPSe
         def forward(self, inputs):
             return MultivariateNormal(self.mean_module(inputs), self.covar_module(inputs))
 
-    kernel_cls = _fitc_kernel_class() if settings.method == "fitc" else InducingPointKernel
-    kernel = kernel_cls(covar, inducing_points=inducing, likelihood=likelihood)
-    model = InducingExactGP(x, ys.squeeze(-1), likelihood, kernel).to(torch.float64)
     from botorch.optim.fit import fit_gpytorch_mll_scipy
+    from linear_operator.utils.errors import NotPSDError
 
-    mll = ExactMarginalLogLikelihood(likelihood, model)
-    mll.train()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # L-BFGS-B stopping at maxiter, input-scaling advice
-        fit_gpytorch_mll_scipy(mll, options={"maxiter": settings.maxiter})  # deterministic: no random restarts
+    sgpr_cls, fitc_cls = _inducing_kernel_classes()
+    kernel = (fitc_cls if settings.method == "fitc" else sgpr_cls)(covar, inducing_points=inducing, likelihood=likelihood)
+    model = InducingExactGP(x, ys.squeeze(-1), likelihood, kernel).to(torch.float64)
+    start = {k: v.clone() for k, v in model.state_dict().items()}
+    for jitter in (1e-6, 1e-4, 1e-2):  # a larger relative jitter only when K_UU stays singular
+        model.load_state_dict(start)
+        kernel.jitter = jitter
+        kernel._clear_cache()
+        mll = ExactMarginalLogLikelihood(likelihood, model)
+        mll.train()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # L-BFGS-B stopping at maxiter, input-scaling advice
+                fit_gpytorch_mll_scipy(mll, options={"maxiter": settings.maxiter})  # deterministic: no restarts
+            break
+        except NotPSDError:
+            if jitter == 1e-2:
+                raise
+    kernel._clear_cache()
     model.eval()
     return SparseGP(model, y_mean, y_std)
 
