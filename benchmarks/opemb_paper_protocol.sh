@@ -11,6 +11,10 @@
 #   PRECISION  fp32 | bf16 [fp32]
 #   ITERATIONS T of paper 004, Sec. 3.3 [1]; the paper's DVAE-EMB uses 4 (4x the time)
 #   GP_METHODS sparse GPs compared on the final latents [svgp fitc]
+#   GP_INDUCING, GP_REPEATS, GP_MAXITER  their inducing points, repeats and FITC L-BFGS-B
+#              iterations [500 10 100]. FITC on all 17,118 latents is slow: one fit with 200
+#              inducing points and 50 iterations took over 4 minutes on one loaded thread, so the
+#              defaults may take hours per model; lower GP_REPEATS or GP_INDUCING to shorten it.
 #   PYTHON     the interpreter [python]
 #
 # Per model: RUNS/<model>/events.jsonl has one "vae" event per epoch (loss, recon, kld, lr,
@@ -24,6 +28,9 @@ THREADS=${THREADS:-2}
 PRECISION=${PRECISION:-fp32}
 ITERATIONS=${ITERATIONS:-1}
 GP_METHODS=${GP_METHODS:-svgp fitc}
+GP_INDUCING=${GP_INDUCING:-500}
+GP_REPEATS=${GP_REPEATS:-10}
+GP_MAXITER=${GP_MAXITER:-100}
 PYTHON=${PYTHON:-python}
 export PYTHONPATH=${PYTHONPATH:-.}
 mkdir -p "$RUNS"
@@ -40,7 +47,7 @@ for m in $MODELS; do
   fi
   if [ ! -f "$out/gp_compare.md" ]; then
     "$PYTHON" benchmarks/opemb_gp_compare.py --threads "$THREADS" --run "$out" --methods $GP_METHODS \
-        --inducing 500 --repeats 10 > "$out/gp_compare.md.tmp" && mv "$out/gp_compare.md.tmp" "$out/gp_compare.md"
+        --inducing "$GP_INDUCING" --repeats "$GP_REPEATS" --maxiter "$GP_MAXITER" > "$out/gp_compare.md.tmp" && mv "$out/gp_compare.md.tmp" "$out/gp_compare.md"
   fi
 done
 echo "== all done ($(date -u +%FT%TZ))"
