@@ -268,6 +268,15 @@ def _inducing_kernel_classes():
     return JitteredInducingPointKernel, FITCKernel
 
 
+def _woodbury():
+    """Let the low-rank-plus-diagonal covariance use its own (exact) Woodbury solves and
+    log-determinant: importing BoTorch turns GPyTorch's ``fast_computations`` off globally,
+    which makes the evidence a dense ``n x n`` Cholesky (hours for 17,118 points)."""
+    import gpytorch
+
+    return gpytorch.settings.fast_computations(covar_root_decomposition=True, log_prob=True, solves=True)
+
+
 def _fit_inducing_exact(x, ys, covar, likelihood, inducing, settings: SparseGPSettings, y_mean, y_std) -> SparseGP:
     """FITC or SGPR: an exact GP with an inducing-point kernel, fitted by L-BFGS-B on its evidence."""
     from botorch.models.gpytorch import GPyTorchModel
@@ -287,6 +296,10 @@ def _fit_inducing_exact(x, ys, covar, likelihood, inducing, settings: SparseGPSe
         def forward(self, inputs):
             return MultivariateNormal(self.mean_module(inputs), self.covar_module(inputs))
 
+        def posterior(self, *args, **kwargs):
+            with _woodbury():
+                return super().posterior(*args, **kwargs)
+
     from botorch.optim.fit import fit_gpytorch_mll_scipy
     from linear_operator.utils.errors import NotPSDError
 
@@ -301,7 +314,7 @@ def _fit_inducing_exact(x, ys, covar, likelihood, inducing, settings: SparseGPSe
         mll = ExactMarginalLogLikelihood(likelihood, model)
         mll.train()
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), _woodbury():
                 warnings.simplefilter("ignore")  # L-BFGS-B stopping at maxiter, input-scaling advice
                 fit_gpytorch_mll_scipy(mll, options={"maxiter": settings.maxiter})  # deterministic: no restarts
             break
