@@ -12,9 +12,8 @@
 #   ITERATIONS T of paper 004, Sec. 3.3 [1]; the paper's DVAE-EMB uses 4 (4x the time)
 #   GP_METHODS sparse GPs compared on the final latents [svgp fitc]
 #   GP_INDUCING, GP_REPEATS, GP_MAXITER  their inducing points, repeats and FITC L-BFGS-B
-#              iterations [500 10 100]. FITC on all 17,118 latents is slow: one fit with 200
-#              inducing points and 50 iterations took over 4 minutes on one loaded thread, so the
-#              defaults may take hours per model; lower GP_REPEATS or GP_INDUCING to shorten it.
+#              iterations [500 10 100]. FITC on all 17,118 latents took about 20 s per fit with
+#              200 inducing points (50 iterations, one thread); with 500 expect several times that.
 #   PYTHON     the interpreter [python]
 #
 # Per model: RUNS/<model>/events.jsonl has one "vae" event per epoch (loss, recon, kld, lr,
