@@ -9,6 +9,7 @@
     attnas search --resume RUN_DIR [--workers N] [--ray-address ADDR]
     attnas retrain RUN_DIR [--dataset NAME] [--seeds N] [--init supernet|scratch] [--workers N]
     attnas sweep RECIPE [--seeds N] [--grid key=[v1,v2] ...] [--set key=value ...] [--out DIR] [--workers N]
+    attnas compare RECIPE [--seeds N] [--baselines a,b] [--no-random] [--set key=value ...] [--out DIR] [--workers N]
     attnas evaluate RUN_DIR
     attnas report RUN_DIR
     attnas check-arch ARCH_JSON RECIPE
@@ -40,7 +41,7 @@ RAY_HELP = "Use the Ray cluster at ADDR (e.g. ray://head:10001) instead of a loc
 #: The commands that train or run models: the console script tunes the process for these
 #: only (:func:`tune_process`), never for ``--version``, ``list``, ``show``, ``report`` or
 #: ``check-arch``.
-TUNED_COMMANDS = frozenset({"search", "retrain", "sweep", "evaluate"})
+TUNED_COMMANDS = frozenset({"search", "retrain", "sweep", "compare", "evaluate"})
 
 
 def _fail(msg: str, code: int = 2) -> None:
@@ -197,6 +198,35 @@ def sweep(recipe: str = typer.Argument(..., help="Recipe name or YAML path."),
         cols = " ".join(f"{k[:-5]}={p[k]:.4f}+-{p[k[:-5] + '_std']:.4f}" for k in p
                         if k.endswith("_mean") and k.startswith(("val_", "test_")))
         typer.echo(f"{label}: {cols}  [{len(p['runs'])} runs]")
+
+
+@app.command()
+@_guard
+def compare(recipe: str = typer.Argument(..., help="A recipe that searches (name or YAML path)."),
+            seeds: Optional[int] = typer.Option(None, "--seeds", help="Retraining seeds per row (default retrain.seeds)."),
+            baselines: Optional[str] = typer.Option(None, "--baselines",
+                                                    help="Comma-separated baselines of the space (default: all it declares)."),
+            random: bool = typer.Option(True, "--random/--no-random", help="Run random search at the same budget."),
+            set_: list[str] = typer.Option([], "--set", help="Override for every row, e.g. task.dataset=graph-file."),
+            out: Optional[Path] = typer.Option(None, "--out", help="Comparison folder (default runs/<name>-compare-<time>)."),
+            data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
+            device: Optional[str] = typer.Option(None, "--device"),
+            workers: Optional[int] = typer.Option(None, "--workers", help="Run rows, then seeds, on N Ray workers."),
+            ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP)) -> None:
+    """Is the searched attention better? Search, random search and the space's hand-designed
+    baselines, each retrained with the same seeds; writes compare.json, compare.md and compare.png."""
+    from attnas.comparison import compare as run_compare
+
+    names = [b.strip() for b in baselines.split(",") if b.strip()] if baselines is not None else None
+    result = run_compare(recipe, set_, seeds=seeds, baselines=names, random=random, out=out, data_dir=data_dir,
+                         device=device, workers=workers, ray_address=ray_address)
+    metric = result["metric"]
+    for r in result["rows"]:
+        t = r["test"]
+        typer.echo(f"{r['name']:>12s}: test {metric} {t['mean']:.4f} +- {t['std']:.4f} "
+                   f"(95% CI {t['ci95'][0]:.4f}..{t['ci95'][1]:.4f}, {t['n']} seeds)")
+    for v in result["verdicts"]:
+        typer.echo(f"{v['verdict']}: {v['sentence']}")
 
 
 @app.command()

@@ -291,3 +291,18 @@ def check_arch_file(path: str | Path, recipe: str | Path) -> tuple[Arch, Any]:
     """
     space = build_space(load_config(recipe))
     return load_arch(path, space), space
+
+
+def search_or_resume(run_dir: str | Path, recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (),
+                     seed: int | None = None, data_dir: str | Path | None = None,
+                     device: str | None = None) -> RunDir:
+    """Bring the search in ``run_dir`` to its end: nothing to do when it has finished,
+    :func:`resume` when it was killed, else :func:`search` into it (sweeps and comparisons
+    run their rows this way, so running them again continues them)."""
+    run_dir = Path(run_dir)
+    if (run_dir / RunDir.METRICS).exists() and (run_dir / RunDir.MODEL).exists():
+        return RunDir(run_dir)
+    if (run_dir / RunDir.CONFIG).exists():
+        return resume(run_dir, data_dir=data_dir, device=device)
+    return search(recipe, overrides, out=run_dir, data_dir=data_dir, seed=seed, device=device)
+

@@ -19,7 +19,7 @@ import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402
 
 from attnas.arch import Arch  # noqa: E402
-from attnas.runs import RunDir  # noqa: E402
+from attnas.runs import RunDir, atomic_write_text  # noqa: E402
 
 
 def _moving_average(y: np.ndarray, k: int) -> np.ndarray:
@@ -170,9 +170,20 @@ def _table(rows: dict[str, Any]) -> str:
 
 
 def write_report(run_dir: str | Path) -> Path:
-    """Write ``report.md`` and its figures into the run directory; returns the report's path."""
+    """Write ``report.md`` and its figures into the run directory; returns the report's path.
+
+    For a comparison folder (``attnas compare``) the report is its table, verdicts and figure.
+    """
     from attnas.config import config_from_dict
     from attnas.build import build_space
+
+    if (Path(run_dir) / "compare.json").exists():
+        from attnas.comparison.report import compare_markdown, write_compare_files
+
+        write_compare_files(run_dir)
+        path = Path(run_dir) / "report.md"
+        atomic_write_text(path, compare_markdown(json.loads((Path(run_dir) / "compare.json").read_text())))
+        return path
 
     run = RunDir.open(run_dir)
     config = config_from_dict(run.read_config_yaml())

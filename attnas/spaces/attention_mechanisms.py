@@ -41,7 +41,7 @@ from attnas.errors import ArchError, ConfigError, unknown_name
 from attnas.models.mechanism_supernet import DEFAULT_CANDIDATES, MechanismSupernet
 from attnas.models.transformer_encoder import TransformerEncoderClassifier
 from attnas.ops.attention_mechanisms import mechanism_names
-from attnas.spaces.base import Space
+from attnas.spaces.base import Baseline, Space
 
 
 def _mechanism_class(name: str) -> type:
@@ -184,6 +184,11 @@ class AttentionMechanismSpace(Space):
         """Homogeneous models plus heterogeneous cells (multisets of ``heads`` heads)."""
         c, h = len(self.options.candidates), self.options.heads
         return c + math.comb(c + h - 1, h)
+
+    def baselines(self) -> dict[str, Baseline]:
+        """Every candidate mechanism in every layer (the homogeneous models of DARTFormer's tables)."""
+        return {m: Baseline({"mechanism": m}, None, f"{m} attention in every layer")
+                for m in self.options.candidates}
 
     def describe(self, arch: Arch) -> str:
         spec = arch.choices["mechanism"]

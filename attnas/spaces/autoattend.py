@@ -56,7 +56,7 @@ from attnas.arch import Arch
 from attnas.config import Fraction, PositiveInt
 from attnas.errors import ArchError, ConfigError, unknown_name
 from attnas.models.autoattend_network import ROLES, ZERO, AutoAttendModel, AutoAttendSupernet, adapter_for
-from attnas.spaces.base import Space
+from attnas.spaces.base import Baseline, Space
 
 LAYER_TYPES = ("add", "attn")
 IDENTITY = "identity"
@@ -368,6 +368,21 @@ class AutoAttendSpace(Space):
             yield arch
 
     # ---------------------------------------------------------------- description
+
+    def baselines(self) -> dict[str, Baseline]:
+        """Graphs: GCN and GAT with their papers' settings (the ``gnn-baseline`` space, as the
+        ``gcn-*``/``gat-*`` recipes); text: the Transformer encoder of the same depth, width,
+        heads and dropout (Table 4's baseline, the ``text-transformer`` space)."""
+        o = self.options
+        if o.pool == "text":
+            space = {"name": "text-transformer", "layers": o.layers, "hidden": o.hidden, "heads": o.heads,
+                     "dropout": o.dropout}
+            return {"transformer": Baseline({"model": "transformer"}, space,
+                                            f"{o.layers}-layer Transformer encoder (hidden {o.hidden}, {o.heads} heads)")}
+        return {"gcn": Baseline({"model": "gcn"}, {"name": "gnn-baseline"},
+                                "GCN (Kipf & Welling 2017: 2 layers, hidden 16, dropout 0.5)"),
+                "gat": Baseline({"model": "gat"}, {"name": "gnn-baseline"},
+                                "GAT (Velickovic et al. 2018: 8 heads x 8 units, dropout 0.6)")}
 
     def describe(self, arch: Arch) -> str:
         """E.g. ``L1=add(0:gcn, 0:zero) L2=attn(q=1:gat_4, k=0:sage, v=0:linear)``."""

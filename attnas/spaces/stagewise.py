@@ -49,7 +49,7 @@ from attnas.models.stagewise_network import (
     StagewiseNetwork,
 )
 from attnas.ops.self_attention_block import CANDIDATES, PAPER_LABELS
-from attnas.spaces.base import Space
+from attnas.spaces.base import Baseline, Space
 
 __all__ = ["StagewiseConfig", "StagewiseSpace"]
 
@@ -243,6 +243,13 @@ class StagewiseSpace(Space):
         adj = np.zeros((n, n), dtype=np.int64)
         adj[np.arange(n - 1), np.arange(1, n)] = 1
         return adj, labels
+
+    def baselines(self) -> dict[str, Baseline]:
+        """The all-local network of the paper's tables: every searchable layer stand-alone
+        local self-attention ``local_sa_k7_h8`` (Ramachandran et al. 2019), same macro-architecture."""
+        n = len(self.sample(random.Random(0)).choices["layers"])
+        return {"local_sa": Baseline({"layers": ["local_sa_k7_h8"] * n}, None,
+                                     f"every one of the {n} layers Local SA_k7_h8")}
 
     def describe(self, arch: Arch) -> str:
         """One line per stage with the paper's operation names."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 
@@ -48,7 +48,7 @@ from attnas.graphvae.vae import paper_model
 from attnas.progress import progress
 from attnas.strategies.base import SearchResult
 from attnas.strategies.graph_vae import MODELS
-from attnas.strategies.one_shot import _OneShot
+from attnas.strategies.one_shot import _OneShot, random_search_section
 from attnas.strategies.one_shot_config import RerankConfig, SupernetConfig
 
 
@@ -134,6 +134,11 @@ class LatentBO(_OneShot):
     name = "latent-bo"
     Config = LatentBOConfig
     requires = ("one-shot", "dag")
+
+    @classmethod
+    def random_counterpart(cls, options: LatentBOConfig, space: Any, seed: int) -> dict:
+        """Random search with the same supernet, ``budget`` scored architectures and the same re-ranking."""
+        return random_search_section(options, options.budget)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

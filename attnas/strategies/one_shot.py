@@ -36,7 +36,7 @@ from torch import nn
 from attnas import distributed
 from attnas._registry import register_strategy
 from attnas.arch import Arch
-from attnas.config import TrainConfig
+from attnas.config import TrainConfig, to_mapping
 from attnas.errors import CheckpointError, ConfigError
 from attnas.parallel import RunSpec, chunks, map_in_threads, worker_cached
 from attnas.progress import progress
@@ -376,6 +376,12 @@ class OneShotEvolution(_OneShot):
     name = "one-shot-evolution"
     Config = OneShotEvolutionConfig
 
+    @classmethod
+    def random_counterpart(cls, options: OneShotEvolutionConfig, space: Any, seed: int) -> dict:
+        """Random search with the same supernet, as many scored architectures and the same re-ranking."""
+        ev = options.evolution
+        return random_search_section(options, ev.population + ev.rounds * ev.children)
+
     def _stages(self) -> int:
         return self.options.evolution.rounds
 
@@ -402,6 +408,11 @@ class OneShotRandom(_OneShot):
     name = "one-shot-random"
     Config = OneShotRandomConfig
 
+    @classmethod
+    def random_counterpart(cls, options: OneShotRandomConfig, space: Any, seed: int) -> None:
+        """Random search is its own counterpart."""
+        return None
+
     def _stages(self) -> int:
         return 0
 
@@ -413,3 +424,11 @@ class OneShotRandom(_OneShot):
 
     def _candidates(self, stage: int, population: list[dict], seen: set[str]) -> list[Arch]:
         return self.sample_unique(self.options.samples, seen)
+
+
+def random_search_section(options: Any, samples: int) -> dict:
+    """The ``strategy`` section of ``one-shot-random`` with ``options``' supernet and
+    re-ranking and ``samples`` scored architectures (the equal-budget random search of a
+    one-shot strategy)."""
+    return {"name": "one-shot-random", "supernet": to_mapping(options.supernet), "samples": samples,
+            "rerank": to_mapping(options.rerank), "score_threads": getattr(options, "score_threads", None)}
