@@ -103,3 +103,9 @@ def test_a_recipe_that_does_not_search_is_refused(tmp_path):
     out = tmp_path / "cmp"
     res = CliRunner().invoke(app, ["compare", "gat-cora", "--out", str(out)])
     assert res.exit_code == 2 and "fixed architecture" in res.output and not out.exists()
+
+
+def test_rows_and_seeds_on_ray_workers_give_the_same_result(reference, tmp_path):
+    pytest.importorskip("ray")
+    _, expected = reference
+    assert _without_times(compare(**ARGS, out=tmp_path / "par", workers=2)) == _without_times(expected)
