@@ -47,7 +47,9 @@ def compare_markdown(result: dict) -> str:
                      f"{r['train_seconds']:.0f} | {r['init']} |")
     lines += ["", "## Verdicts (paired t-test over seeds, two-sided, 5 %)", ""]
     lines += [f"- **{v['verdict']}**: {v['sentence']}" for v in result["verdicts"]]
-    lines += ["", f"The best baseline is the one with the highest mean test {metric} (`{result['best_baseline']}`).",
+    lines += ["", f"The best baseline is the one with the highest mean test {metric} (`{result['best_baseline']}`). "
+              "The tests are over training seeds on this one data split; they do not cover how the split itself "
+              "was drawn, so a difference of a few test examples holds for this split only.",
               "", f"![every seed's score per row]({FIGURE})", "", "## Found architectures", ""]
     for r in rows:
         if r["kind"] != "baseline":
