@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from attnas.config import PositiveFloat, PositiveInt, Seed
+from attnas.config import PositiveFloat, PositiveInt, Seed, check_fields
 from attnas.errors import ConfigError, DataError
 from attnas.progress import progress
 
@@ -53,11 +53,7 @@ class SparseGPSettings:
     seed: Seed = 0
 
     def __post_init__(self) -> None:
-        for key in ("inducing", "epochs", "batch_size"):
-            if getattr(self, key) < 1:
-                raise ConfigError(f"{key} must be >= 1, got {getattr(self, key)}")
-        if self.lr <= 0:
-            raise ConfigError(f"lr must be > 0, got {self.lr}")
+        check_fields(self)
 
 
 class SparseGP:

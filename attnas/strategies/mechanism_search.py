@@ -48,7 +48,7 @@ from torch import nn
 
 from attnas._registry import register_strategy
 from attnas.arch import Arch
-from attnas.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, TrainConfig
+from attnas.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, TrainConfig, check_fields
 from attnas.errors import ConfigError
 from attnas.progress import progress
 from attnas.rng import rng_state, seed_everything, set_rng_state
@@ -99,13 +99,7 @@ class SupernetTrainingConfig:
     checkpoint_every: PositiveInt = 1
 
     def __post_init__(self) -> None:
-        for name in ("epochs", "batch_size", "eval_every", "checkpoint_every"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")
-        if self.patience < 0:
-            raise ConfigError(f"patience: must be >= 0 (0: no early stopping), got {self.patience}")
-        if self.lr <= 0:
-            raise ConfigError(f"lr: must be > 0, got {self.lr}")
+        check_fields(self)
 
     def train_config(self) -> TrainConfig:
         """The same settings as a :class:`~attnas.config.TrainConfig` for :func:`attnas.train.fit`."""
@@ -132,10 +126,7 @@ class MechanismSearchConfig:
     score_batch_size: NonNegativeInt = 0
 
     def __post_init__(self) -> None:
-        if self.finetune_steps < 0:
-            raise ConfigError(f"finetune_steps: must be >= 0, got {self.finetune_steps}")
-        if self.score_batch_size < 0:
-            raise ConfigError(f"score_batch_size: must be >= 0 (0: supernet.batch_size), got {self.score_batch_size}")
+        check_fields(self)
 
 
 def random_calls(model: nn.Module) -> list[int]:
