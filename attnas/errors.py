@@ -3,8 +3,9 @@
 Every error a user can cause (a bad recipe, an unknown operation name, a corrupt
 checkpoint, a dataset of the wrong shape) is raised as a subclass of
 :class:`AttnasError` with a message that names the problem. The command line prints
-the message on one line and exits with a non-zero status; the Python API lets it
-propagate.
+the message on one line and exits with the error's :attr:`~AttnasError.exit_code` (2 for
+bad input; 1 for :class:`TrainingError`, a failure during the run); the Python API lets
+it propagate.
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ from collections.abc import Iterable
 
 
 class AttnasError(Exception):
-    """Base class of all errors that attnas reports to users."""
+    """Base class of all errors that attnas reports to users.
+
+    Attributes:
+        exit_code: The command line's exit status for this error: 2 (bad input, found
+            before anything is written) unless a subclass says otherwise.
+    """
+
+    exit_code: int = 2
 
 
 class ConfigError(AttnasError, ValueError):
@@ -38,7 +46,9 @@ class RunDirError(AttnasError):
 
 
 class TrainingError(AttnasError):
-    """Training diverged (the loss became NaN or infinite)."""
+    """Training diverged (the loss became NaN or infinite): a failure during the run (exit status 1)."""
+
+    exit_code = 1
 
 
 class UnsupportedError(AttnasError):

@@ -25,9 +25,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -109,12 +111,38 @@ def search(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (
                 dist.barrier()  # the run directory exists before the other ranks open it
                 run = run or distributed.FollowerRun(out)
             try:
-                _execute(run, config, space, task, executor, data_root)
+                with recording_outcome(run):
+                    _execute(run, config, space, task, executor, data_root)
             finally:
                 run.close()
     finally:
         distributed.teardown()
     return run
+
+
+@contextlib.contextmanager
+def recording_outcome(run: RunDir | Any) -> Iterator[None]:
+    """Record in ``run.json`` how a run that stops with an exception stopped.
+
+    Ctrl-C marks it ``"status": "interrupted"``; any other exception ``"failed"``, with
+    ``"error": "<type>: <message>"``. Either way the checkpoints stay and ``attnas search
+    --resume`` continues the run. The exception is re-raised with the run directory as
+    its ``attnas_run_dir`` attribute, which the command line names in its one-line error.
+
+    Args:
+        run: The run directory (a distributed follower's stand-in records nothing).
+    """
+    try:
+        yield
+    except (KeyboardInterrupt, Exception) as exc:
+        if isinstance(run, RunDir):
+            status = {"status": "interrupted"} if isinstance(exc, KeyboardInterrupt) else {
+                "status": "failed", "error": f"{type(exc).__name__}: {' '.join(str(exc).split())}"}
+            with contextlib.suppress(Exception):  # e.g. a full disk: the exception raised says why
+                run.update_run_info(**status, stopped=time.time())
+            with contextlib.suppress(AttributeError, TypeError):
+                exc.attnas_run_dir = str(run.path)
+        raise
 
 
 def resume(run_dir: str | Path, data_dir: str | Path | None = None, device: str | None = None,
@@ -150,7 +178,8 @@ def resume(run_dir: str | Path, data_dir: str | Path | None = None, device: str 
                                         world_size=dist.world_size if dist is not None else 1)
                 if dist is not None:
                     dist.barrier()  # events are rewound before any rank goes on
-                _execute(run, config, space, task, executor, data_root)
+                with recording_outcome(run):
+                    _execute(run, config, space, task, executor, data_root)
         finally:
             run.close()
     finally:
