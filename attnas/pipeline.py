@@ -202,7 +202,8 @@ def _execute(run: RunDir, config: RunConfig, space: Any, task: Any, executor: Ex
         return
     space.validate(result.arch)
     run.write_text(RunDir.ARCH, result.arch.to_json() + "\n")
-    run.log({"phase": "search-done", "arch": result.arch.choices, **result.metrics})
+    if not run.events("search-done"):  # a run resumed in its final phase logged it before the kill
+        run.log({"phase": "search-done", "arch": result.arch.choices, **result.metrics})
     if not strategy.final_training:  # the search ended in the strategy's own final evaluation
         run.write_json(RunDir.METRICS, {**result.metrics, "arch": space.describe(result.arch)})
         run.update_run_info(status="finished", finished=time.time(), wall_seconds_this_process=round(time.time() - t0, 2))
