@@ -6,7 +6,7 @@
     attnas show RECIPE [--set key=value ...]
     attnas search RECIPE [--set key=value ...] [--out RUN_DIR] [--data-dir DIR] [--seed N] [--device D]
                   [--workers N] [--ray-address ADDR]
-    attnas search --resume RUN_DIR [--workers N] [--ray-address ADDR]
+    attnas search --resume RUN_DIR [--workers N] [--ray-address ADDR] [--force]
     attnas retrain RUN_DIR [--dataset NAME] [--seeds N] [--init supernet|scratch] [--workers N]
     attnas sweep RECIPE [--seeds N] [--grid key=[v1,v2] ...] [--set key=value ...] [--out DIR] [--workers N]
     attnas compare RECIPE [--seeds N] [--baselines a,b] [--no-random] [--set key=value ...] [--out DIR] [--workers N]
@@ -190,18 +190,24 @@ def search(recipe: Optional[str] = typer.Argument(None, help="Recipe name (attna
            device: Optional[str] = typer.Option(None, "--device", help="auto (default), cpu or cuda."),
            resume: Optional[Path] = typer.Option(None, "--resume", help="Continue the killed search in RUN_DIR."),
            workers: Optional[int] = typer.Option(None, "--workers", help=WORKERS_HELP),
-           ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP)) -> None:
+           ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP),
+           force: bool = typer.Option(False, "--force", help="With --resume: resume even when the torch threads, "
+                                      "compiled kernels or torch/attnas version differ from the run's (run.json "
+                                      "records it).")) -> None:
     """Search an architecture; writes arch.json, metrics.json and model.pt to the run directory."""
     from attnas import pipeline
 
     if resume is not None:
         if recipe or set_ or out or seed is not None:
-            _fail("--resume takes only the run directory (and --data-dir/--device/--workers/--ray-address); "
+            _fail("--resume takes only the run directory (and --data-dir/--device/--workers/--ray-address/--force); "
                   "the run keeps its own config")
-        run = pipeline.resume(resume, data_dir=data_dir, device=device, workers=workers, ray_address=ray_address)
+        run = pipeline.resume(resume, data_dir=data_dir, device=device, workers=workers, ray_address=ray_address,
+                              force=force)
     else:
         if not recipe:
             _fail("give a RECIPE (see `attnas list recipes`) or --resume RUN_DIR")
+        if force:
+            _fail("--force goes with --resume RUN_DIR")
         run = pipeline.search(recipe, set_, out=out, data_dir=data_dir, seed=seed, device=device, workers=workers,
                               ray_address=ray_address)
     if not run.exists("metrics.json"):  # a distributed rank other than 0

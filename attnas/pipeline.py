@@ -36,7 +36,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnas import _registry, distributed
+from attnas import _registry, distributed, run_environment
 from attnas._version import __version__
 from attnas.arch import Arch, load_arch
 from attnas.build import build_space, build_strategy, build_task, check_strategy, check_task, pick_device
@@ -56,9 +56,10 @@ def _default_out(config: RunConfig) -> Path:
 
 def run_info(data_root: Path, device: torch.device, executor: Executor | None = None,
              dist: distributed.DistContext | None = None) -> dict:
-    """What ``run.json`` records about the process that creates a run directory."""
-    info = {"attnas_version": __version__, "data_root": str(data_root), "device": str(device),
-            "command": " ".join(sys.argv), "torch": torch.__version__, "pid": os.getpid()}
+    """What ``run.json`` records about the process that creates a run directory (with what
+    a resume compares: :func:`attnas.run_environment.describe`)."""
+    info = {**run_environment.describe(), "data_root": str(data_root), "device": str(device),
+            "command": " ".join(sys.argv), "pid": os.getpid()}
     info.update((executor or SequentialExecutor()).describe())
     info["world_size"] = dist.world_size if dist is not None else 1
     return info
@@ -146,17 +147,31 @@ def recording_outcome(run: RunDir | Any) -> Iterator[None]:
 
 
 def resume(run_dir: str | Path, data_dir: str | Path | None = None, device: str | None = None,
-           workers: int | None = None, ray_address: str | None = None) -> RunDir:
+           workers: int | None = None, ray_address: str | None = None, force: bool = False) -> RunDir:
     """Continue a killed search from its checkpoints (same config, same seed).
 
-    The workers may differ from those of the killed run: the result is the same.
+    The workers may differ from those of the killed run: the result is the same. The torch
+    threads, compiled kernels and torch and attnas versions must be those ``run.json``
+    recorded (:mod:`attnas.run_environment`), since each can change the result.
+
+    Args:
+        run_dir: The run directory.
+        data_dir: The data root (default: the one the run was made with).
+        device: ``auto``, ``cpu`` or ``cuda`` (default: the run's).
+        workers: Score candidates on this many parallel Ray workers.
+        ray_address: Use the Ray cluster at this address.
+        force: Resume even when threads, kernels or versions differ (``run.json`` records it).
 
     Returns:
         The finished run directory.
+
+    Raises:
+        RunDirError: When this process differs from the run's and ``force`` is not given.
     """
     run = RunDir.open(run_dir)
     config = config_from_dict(run.read_config_yaml())
     info = run.read_json(RunDir.RUN) if run.exists(RunDir.RUN) else {}
+    environment = run_environment.check_resume(run.path, info, run_environment.describe(), force=force)
     data_root = resolve_data_root(data_dir or info.get("data_root"))
     dev = pick_device(device or info.get("device"))
     make_executor(workers, ray_address, check_only=True)
@@ -174,7 +189,7 @@ def resume(run_dir: str | Path, data_dir: str | Path | None = None, device: str 
             with (make_executor(workers, ray_address) if main else SequentialExecutor()) as executor:
                 if main:
                     run.rewind_events()
-                    run.update_run_info(status="running", resumed=time.time(), **executor.describe(),
+                    run.update_run_info(status="running", resumed=time.time(), **environment, **executor.describe(),
                                         world_size=dist.world_size if dist is not None else 1)
                 if dist is not None:
                     dist.barrier()  # events are rewound before any rank goes on
