@@ -11,6 +11,7 @@ it propagate.
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Iterable
 
 
@@ -53,6 +54,37 @@ class TrainingError(AttnasError):
 
 class UnsupportedError(AttnasError):
     """A strategy was asked to drive a space that lacks what it needs."""
+
+
+#: What :func:`check_finite_loss` suggests by default.
+DIVERGED_HINT = "lower the learning rate or clip gradients (grad_clip)"
+
+
+def check_finite_loss(loss: float | object, phase: str, step: str | int, hint: str = DIVERGED_HINT) -> float:
+    """The loss as a float, or a :class:`TrainingError` naming the phase and step where it is NaN or infinite.
+
+    The one check of every training loop's loss (final training, supernet training, DARTS
+    phases, graph VAEs and their GPs, pruning fine-tunes), called before ``backward()`` so
+    that no weight is updated from it and the last checkpoint stays good: the run stops
+    with exit status 1 and can be resumed (after lowering the learning rate, say).
+
+    Args:
+        loss: A scalar tensor (converted with ``float``) or a number.
+        phase: The phase, as the event log names it (``"supernet"``, ``"final"``, ...).
+        step: Where in the phase, e.g. ``"epoch 3, batch 7"``; an integer is a step number.
+        hint: What to try instead.
+
+    Returns:
+        ``float(loss)``.
+
+    Raises:
+        TrainingError: ``<phase>: the training loss became nan at <step>; <hint>``.
+    """
+    value = float(loss.detach() if hasattr(loss, "detach") else loss)
+    if not math.isfinite(value):
+        where = step if isinstance(step, str) else f"step {step}"
+        raise TrainingError(f"{phase}: the training loss became {value} at {where}; {hint}")
+    return value
 
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:

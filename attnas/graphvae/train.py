@@ -27,7 +27,7 @@ import torch
 from torch.optim.lr_scheduler import ReduceLROnPlateau
 
 from attnas.config import NonNegativeInt, PositiveFloat, PositiveInt, Range, Seed, check_fields
-from attnas.errors import CheckpointError, DataError
+from attnas.errors import CheckpointError, DataError, check_finite_loss
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.vae import GraphVAE, GraphVAEConfig, precision_context
 from attnas.progress import progress
@@ -198,6 +198,8 @@ def train_epoch(state: TrainState, data: DagDataset, on_batch: Callable[[float],
         state.optimizer.zero_grad(set_to_none=True)
         with precision_context(s.precision, batch.types.device):
             out = model.loss(batch, generator=state.generator)
+        check_finite_loss(out["loss"], "graph-VAE training",
+                          f"iteration {state.iteration + 1}, epoch {state.epoch + 1}, batch {i + 1}")
         out["loss"].backward()
         state.optimizer.step()
         for key in totals:
@@ -205,8 +207,6 @@ def train_epoch(state: TrainState, data: DagDataset, on_batch: Callable[[float],
         seen += len(batch)
         if on_batch is not None:
             on_batch(float(out["loss"].detach()) / len(batch))
-    if not math.isfinite(totals["loss"]):
-        raise DataError(f"graph-VAE loss is not finite (loss={totals['loss']}) at epoch {state.epoch + 1}")
     state.scheduler.step(totals["loss"])
     state.epoch += 1
     record = {"iteration": state.iteration, "epoch": state.epoch, "lr": lr, **{k: v / seen for k, v in totals.items()}}

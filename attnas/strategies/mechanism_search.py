@@ -49,7 +49,7 @@ from torch import nn
 from attnas._registry import register_strategy
 from attnas.arch import Arch
 from attnas.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, TrainConfig, check_fields
-from attnas.errors import ConfigError
+from attnas.errors import ConfigError, check_finite_loss
 from attnas.progress import progress
 from attnas.rng import rng_state, seed_everything, set_rng_state
 from attnas.strategies._mechanism_selection import (
@@ -296,9 +296,10 @@ class MechanismSearch(Strategy):
                 return SelectionResult(list(model.active_names), dropped, trials), model.kept()
         t0 = time.time() - self.elapsed
         batches = None
+        finetune_steps = 0  # in this process, for the message of a NaN loss
 
         def train_step(m: nn.Module) -> None:
-            nonlocal batches
+            nonlocal batches, finetune_steps
             if batches is None:
                 batches = task.batches("train", shuffle=True, generator=gen, batch_size=sn.batch_size)
             batch = next(batches, None)
@@ -307,6 +308,8 @@ class MechanismSearch(Strategy):
                 batch = next(batches)
             opt.zero_grad(set_to_none=True)
             loss = task.loss(m(batch), batch)
+            finetune_steps += 1
+            check_finite_loss(loss, "prune", f"fine-tuning step {finetune_steps} of this process")
             loss.backward()
             if sn.grad_clip > 0:
                 nn.utils.clip_grad_norm_(params, sn.grad_clip)
