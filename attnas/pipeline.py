@@ -181,6 +181,7 @@ def resume(run_dir: str | Path, data_dir: str | Path | None = None, device: str 
         if main:
             RunDir.check_writable(run.path)
             run.lock()
+            run.remove_stale_temporaries()
         else:
             run = distributed.FollowerRun(run.path)
         try:

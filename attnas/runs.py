@@ -464,11 +464,30 @@ class RunDir:
         """
         offset = 0
         for p in self.checkpoint_dir.glob("*.ckpt") if self.checkpoint_dir.exists() else ():
+            if p.name.startswith("."):  # the temporary file of a write that a kill cut short
+                continue
             try:
                 offset = max(offset, checkpoint_events_offset(p))
             except CheckpointError:
                 continue
         self.truncate_events(offset)
+
+    def remove_stale_temporaries(self) -> list[str]:
+        """Remove the temporary files of writes that a kill cut short (``.<name>.tmp-<pid>...``).
+
+        Call with the lock held: no other process writes the run then, so every such file is
+        a leftover (the file it was to replace is whole, or absent).
+
+        Returns:
+            The removed files' names.
+        """
+        removed = []
+        for folder in (self.path, self.checkpoint_dir):
+            for p in folder.glob(".*.tmp-*") if folder.is_dir() else ():
+                if p.is_file():
+                    p.unlink(missing_ok=True)
+                    removed.append(p.name)
+        return removed
 
     def clear_checkpoints(self, tag: str) -> None:
         """Remove every checkpoint of ``tag`` (after its phase is finished for good)."""
