@@ -152,7 +152,8 @@ def resume(run_dir: str | Path, data_dir: str | Path | None = None, device: str 
 
     The workers may differ from those of the killed run: the result is the same. The torch
     threads, compiled kernels and torch and attnas versions must be those ``run.json``
-    recorded (:mod:`attnas.run_environment`), since each can change the result.
+    recorded (:mod:`attnas.run_environment`), since each can change the result (a finished
+    run, which a resume leaves as it is, is not checked).
 
     Args:
         run_dir: The run directory.
@@ -171,7 +172,9 @@ def resume(run_dir: str | Path, data_dir: str | Path | None = None, device: str 
     run = RunDir.open(run_dir)
     config = config_from_dict(run.read_config_yaml())
     info = run.read_json(RunDir.RUN) if run.exists(RunDir.RUN) else {}
-    environment = run_environment.check_resume(run.path, info, run_environment.describe(), force=force)
+    environment = run_environment.describe()
+    if not run.exists(RunDir.METRICS):  # a finished run resumes to nothing: nothing to compare
+        environment = run_environment.check_resume(run.path, info, environment, force=force)
     data_root = resolve_data_root(data_dir or info.get("data_root"))
     dev = pick_device(device or info.get("device"))
     make_executor(workers, ray_address, check_only=True)

@@ -8,11 +8,11 @@ architecture it finds: ``attnas search --resume`` compares them with the resumin
 (:func:`changes`) and refuses a difference (:func:`check_resume`) unless forced. A
 ``run.json`` written before a field was recorded resumes without a check of that field.
 
-Recorded fields (:data:`COMPARED`):
+Recorded fields (all but ``attnas_commit`` are compared, :data:`COMPARED`):
 
 - ``attnas_version``: the installed distribution's version (package metadata);
 - ``attnas_commit``: ``git rev-parse HEAD`` of the source checkout attnas runs from (absent
-  when it runs from an installed copy or git is missing);
+  when it runs from an installed copy or git is missing); recorded, not compared;
 - ``torch``: ``torch.__version__``;
 - ``torch_threads``: ``torch.get_num_threads()`` (``attnas --threads N`` sets it);
 - ``kernels``: the compiled kernels switched on (``ATTNAS_NO_KERNELS=1`` turns all off,
@@ -30,8 +30,10 @@ from typing import Any
 from attnas._version import __version__
 from attnas.errors import RunDirError
 
-#: The fields of ``run.json`` that a resume compares, in the order they are reported.
-COMPARED = ("torch_threads", "kernels", "torch", "attnas_version", "attnas_commit")
+#: The fields of ``run.json`` that a resume compares, in the order they are reported. The
+#: commit is recorded but not compared: a resume after a commit of work in progress (of
+#: code the run may not even use) is common, and refusing it would teach ``--force``.
+COMPARED = ("torch_threads", "kernels", "torch", "attnas_version")
 
 _SOURCE_ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,7 +72,7 @@ def enabled_kernels() -> list[str]:
 
 
 def describe() -> dict[str, Any]:
-    """The fields of :data:`COMPARED` for this process (``attnas_commit`` only when known)."""
+    """The recorded fields for this process (``attnas_commit`` only when known)."""
     import torch
 
     info: dict[str, Any] = {"attnas_version": __version__, "torch": torch.__version__,

@@ -70,6 +70,21 @@ def test_a_new_run_records_versions_threads_and_kernels(stopped_run):
         assert info["attnas_commit"] == head.stdout.strip()
 
 
+def test_the_commit_is_recorded_but_not_compared(stopped_run):
+    edit_run_json(stopped_run, attnas_commit="0" * 40)  # e.g. work in progress was committed since
+    pipeline.resume(stopped_run)
+    assert run_json(stopped_run)["status"] == "finished" and "forced_resumes" not in run_json(stopped_run)
+
+
+def test_a_finished_run_resumes_to_nothing_without_a_check(stopped_run, restore_torch_threads):
+    pipeline.resume(stopped_run)
+    before = (stopped_run / "metrics.json").read_text()
+    edit_run_json(stopped_run, torch="1.0.0")
+    r = runner.invoke(app, ["search", "--resume", str(stopped_run)])
+    assert r.exit_code == 0, r.output
+    assert (stopped_run / "metrics.json").read_text() == before
+
+
 def test_the_commit_is_read_only_from_a_source_checkout(tmp_path):
     assert run_environment.git_commit(tmp_path) is None  # no pyproject.toml, no .git
     (tmp_path / "pyproject.toml").write_text("")
