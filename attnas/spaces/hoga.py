@@ -43,7 +43,7 @@ from torch import nn
 from attnas import _registry
 from attnas._registry import register_space
 from attnas.arch import Arch
-from attnas.config import PositiveInt
+from attnas.config import PositiveInt, check_fields
 from attnas.errors import ArchError, ConfigError, did_you_mean
 from attnas.models.hoga_networks import RelaxedHOGANetwork, hoga_factory
 from attnas.models.image_classifier import ImageClassifier
@@ -89,13 +89,9 @@ class HOGAConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ops", tuple(self.ops))
-        if self.groups < 1:
-            raise ConfigError(f"groups: must be >= 1, got {self.groups}")
-        if self.width < 1 or self.width % self.groups:
+        check_fields(self)
+        if self.width % self.groups:
             raise ConfigError(f"width: must be a positive multiple of groups ({self.groups}), got {self.width}")
-        for name in ("reduction", "phi_reduction"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")
         if not self.ops:
             raise ConfigError("ops: the operation pool is empty")
         dup = sorted({o for o in self.ops if self.ops.count(o) > 1})

@@ -38,7 +38,7 @@ from torch import nn
 
 from attnas._registry import register_space
 from attnas.arch import Arch
-from attnas.config import PositiveInt
+from attnas.config import PositiveInt, check_fields
 from attnas.errors import ArchError, ConfigError, UnsupportedError, unknown_name
 from attnas.models.stagewise_network import (
     LAYERS_PER_STAGE,
@@ -91,14 +91,11 @@ class StagewiseConfig:
     final_channels: Optional[PositiveInt] = None
 
     def __post_init__(self) -> None:
-        if self.reduction < 1:
-            raise ConfigError(f"space.reduction must be positive, got {self.reduction}")
+        check_fields(self, "space.")
         for name in ("init_channels", "final_channels"):
             c = getattr(self, name)
             if c is None:
                 continue
-            if c < 1:
-                raise ConfigError(f"space.{name} must be positive, got {c}")
             if c % self.reduction or (c // self.reduction) % 8:
                 raise ConfigError(
                     f"space.{name}={c} / reduction={self.reduction} must be a whole multiple of 8 (the "

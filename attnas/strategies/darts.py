@@ -94,7 +94,7 @@ from attnas import distributed
 from attnas._registry import register_strategy
 from attnas.build import first_batch
 from attnas.config import Fraction, NonNegativeFloat, PositiveFloat, PositiveInt
-from attnas.errors import CheckpointError, ConfigError, DataError, RunDirError, UnsupportedError
+from attnas.errors import CheckpointError, ConfigError, DataError, RunDirError, UnsupportedError, check_finite_loss
 from attnas.progress import progress
 from attnas.rng import rng_state, seed_everything, set_rng_state
 from attnas.runs import RunDir
@@ -401,11 +401,8 @@ class Darts(Strategy):
             loss = phase.loss(batch)
             if dist is not None:
                 loss, value = dist.step_loss(loss, share)  # raises on every rank when not finite
-            elif not torch.isfinite(loss):
-                raise FloatingPointError(f"{phase.tag}: training loss became {loss.item()} "
-                                         f"(lower strategy.lr?)")
-            else:
-                value = loss.item()
+            else:  # the epoch and step of the loop below
+                value = check_finite_loss(loss, phase.tag, f"epoch {epoch}, step {steps + 1}", "lower strategy.lr?")
             loss.backward(inputs=params)
             if dist is not None:
                 dist.average_gradients(params)

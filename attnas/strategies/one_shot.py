@@ -156,7 +156,7 @@ class _OneShot(Strategy):
                 # every step trains one architecture drawn from the prior (Eq. 6); in a
                 # distributed run every rank draws the same one from its identically seeded sampler
                 loss_mean = train_epoch(lambda batch: supernet(batch, self.space.sample(self.py_rng)), task, opt,
-                                        params, cfg, gen, dist=dist)
+                                        params, cfg, gen, dist=dist, phase="supernet", epoch=epoch)
                 if sched is not None:
                     sched.step()
                 if epoch == warmup:

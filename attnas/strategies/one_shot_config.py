@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attnas.config import Fraction, NonNegativeInt, OptimConfig, PositiveInt
-from attnas.errors import ConfigError
+from attnas.config import Fraction, NonNegativeInt, OptimConfig, PositiveInt, check_fields
 
 
 @dataclass(frozen=True)
@@ -27,12 +26,6 @@ class SupernetConfig(OptimConfig):
     epochs: NonNegativeInt = 2000
     checkpoint_every: PositiveInt = 200
     context_warmup: Fraction = 0.0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not 0 <= self.context_warmup < 1:
-            raise ConfigError(f"strategy.supernet.context_warmup: a fraction of the epochs in [0, 1), "
-                              f"got {self.context_warmup}")
 
     @property
     def warmup_epochs(self) -> int:
@@ -72,11 +65,6 @@ class EvolutionConfig:
     checkpoint_every: PositiveInt = 100
 
 
-def _check_score_threads(value: int | None) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(f"score_threads must be an integer >= 1 or null, got {value!r}")
-
-
 @dataclass(frozen=True)
 class OneShotEvolutionConfig:
     """Options of ``one-shot-evolution``.
@@ -97,7 +85,7 @@ class OneShotEvolutionConfig:
     score_threads: PositiveInt | None = None
 
     def __post_init__(self) -> None:
-        _check_score_threads(self.score_threads)
+        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -117,4 +105,4 @@ class OneShotRandomConfig:
     score_threads: PositiveInt | None = None
 
     def __post_init__(self) -> None:
-        _check_score_threads(self.score_threads)
+        check_fields(self)

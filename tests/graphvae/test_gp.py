@@ -75,3 +75,15 @@ def test_fit_depends_on_its_seed_only_not_on_the_global_generator():
         assert torch.equal(p, q)
     c = fit_sparse_gp(x, y, SparseGPSettings(inducing=8, epochs=3, batch_size=30, lr=0.05, seed=5))
     assert not all(torch.equal(p, q) for p, q in zip(a.model.parameters(), c.model.parameters()))
+
+
+def test_a_nan_elbo_is_a_training_error_naming_the_step(monkeypatch):
+    from gpytorch.mlls import VariationalELBO
+
+    from attnas.errors import TrainingError
+
+    original = VariationalELBO.forward
+    monkeypatch.setattr(VariationalELBO, "forward", lambda self, *a, **k: original(self, *a, **k) * float("nan"))
+    x, y = _synthetic(50, 0)
+    with pytest.raises(TrainingError, match=r"^BO surrogate: the training loss became nan at epoch 1, batch 1;"):
+        fit_sparse_gp(x, y, SMALL, description="BO surrogate")
