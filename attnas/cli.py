@@ -13,6 +13,7 @@
     attnas evaluate RUN_DIR
     attnas report RUN_DIR
     attnas check-arch ARCH_JSON RECIPE
+    attnas export RUN_DIR --pick INDEX|CONDITIONS [--out ARCH_JSON]
 
 Exit status is 0 on success. On failure one line goes to stderr (``error: ...``) and the
 status says what happened:
@@ -308,6 +309,23 @@ def report(run_dir: Path = typer.Argument(..., help="A run directory.")) -> None
     from attnas.report import write_report
 
     typer.echo(str(write_report(run_dir)))
+
+
+@app.command("export")
+@_guard
+def export(run_dir: Path = typer.Argument(..., help="A run directory with a pareto.json."),
+           pick: str = typer.Option(..., "--pick", help="A front member's index (0: best validation score) or "
+                                                         "conditions like 'latency_ms<5' or 'params<=2e4,val_accuracy>0.8' "
+                                                         "(the best validation score among the members that meet them)."),
+           out: Optional[Path] = typer.Option(None, "--out", help="Where to write it (default RUN_DIR/picked.arch.json).")) -> None:
+    """Write the arch.json of a member of a multi-objective search's Pareto front."""
+    from attnas.pareto import export_member
+
+    path, member = export_member(run_dir, pick, out or Path(run_dir) / "picked.arch.json")
+    typer.echo(f"{path}: front member {member['index']} "
+               + " ".join(f"{k}={v:g}" for k, v in member["objectives"].items()))
+    typer.echo(f"train it: attnas search {Path(run_dir) / 'config.yaml'} "
+               f"--set 'strategy={{name: fixed, arch_file: {path}}}' --out RUN_DIR")
 
 
 @app.command("check-arch")
