@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attnas.config import Fraction, NonNegativeInt, OptimConfig, PositiveInt, check_fields
+from attnas.config import Fraction, NonNegativeInt, OptimConfig, PositiveFloat, PositiveInt, check_fields
 from attnas.costs import CostsConfig
 
 
@@ -106,7 +106,7 @@ class OneShotEvolutionConfig:
     rerank: RerankConfig = field(default_factory=RerankConfig)
     score_threads: PositiveInt | None = None
     objectives: list[str] | None = None
-    constraints: dict[str, float] | None = None
+    constraints: dict[str, PositiveFloat] | None = None
     costs: CostsConfig = field(default_factory=CostsConfig)
 
     def __post_init__(self) -> None:
@@ -133,7 +133,7 @@ class OneShotRandomConfig:
     rerank: RerankConfig = field(default_factory=RerankConfig)
     score_threads: PositiveInt | None = None
     objectives: list[str] | None = None
-    constraints: dict[str, float] | None = None
+    constraints: dict[str, PositiveFloat] | None = None
     costs: CostsConfig = field(default_factory=CostsConfig)
 
     def __post_init__(self) -> None:
