@@ -21,6 +21,7 @@ import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402
 
 from attnas.arch import Arch  # noqa: E402
+from attnas.report_pareto import pareto_section  # noqa: E402
 from attnas.runs import RunDir, atomic_write_file, atomic_write_text  # noqa: E402
 
 
@@ -223,6 +224,7 @@ def write_report(run_dir: str | Path) -> Path:
     if plot_progress(events, run.file("search_progress.png"), metric):
         lines += ["## Search progress", "", "![search progress](search_progress.png)", ""]
     lines += rerank_section(events, space, run, metric)
+    lines += pareto_section(run, space)  # a cost-aware search's front, if it has one
     retrain_dir = run.path / "retrain"
     if retrain_dir.exists():
         lines += ["## Retraining", ""]

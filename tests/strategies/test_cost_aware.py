@@ -96,6 +96,16 @@ def test_the_front_is_the_non_dominated_set_of_the_scored_candidates(tmp_path, t
     assert chosen[0]["arch"]["choices"] == json.loads(run.file("arch.json").read_text())["choices"]
     assert run.read_json("metrics.json")["pareto_size"] == len(members)
 
+    # report.md: the front's table (one row per member, the chosen one marked) and pareto.png
+    from attnas.report import write_report
+
+    report = write_report(run.path).read_text()
+    section = report[report.index("## Pareto front"):]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "`" in line]
+    assert len(rows) == len(members) and sum("**(chosen)**" in r for r in rows) == 1
+    assert f"of {len(scored)} scored candidates" in section and "params <= 3000" in section
+    assert (run.path / "pareto.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
     # export: by index and by a condition on the values
     from attnas.pareto import export_member
 
