@@ -265,7 +265,7 @@ def sweep(recipe: str = typer.Argument(..., help="Recipe name or YAML path."),
 @app.command()
 @_guard
 def compare(recipe: str = typer.Argument(..., help="A recipe that searches (name or YAML path)."),
-            seeds: Optional[int] = typer.Option(None, "--seeds", help="Retraining seeds per row (default retrain.seeds)."),
+            seeds: Optional[int] = typer.Option(None, "--seeds", help="Retraining seeds per row (default compare.seeds: 10, fewer for GPU recipes)."),
             baselines: Optional[str] = typer.Option(None, "--baselines",
                                                     help="Comma-separated baselines of the space (default: all it declares)."),
             random: bool = typer.Option(True, "--random/--no-random", help="Run random search at the same budget."),

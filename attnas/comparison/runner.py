@@ -56,7 +56,7 @@ def compare(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = 
     Args:
         recipe: A shipped recipe name, a YAML path or a mapping; its strategy must search.
         overrides: ``--set`` overrides applied to every row (e.g. the task's data).
-        seeds: Retraining seeds per row (default: the recipe's ``retrain.seeds``).
+        seeds: Retraining seeds per row (default: the recipe's ``compare.seeds``).
         baselines: Names of the space's baselines (default: ``compare.baselines``, else all).
         random: Whether to run the random-search row.
         out: The comparison folder (default ``runs/<name>-compare-<time>``).
@@ -72,7 +72,7 @@ def compare(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = 
         AttnasError: For bad input, before anything is written.
     """
     config, rows = plan_rows(recipe, overrides, baselines, random)
-    n = check_seeds(config.retrain.seeds if seeds is None else seeds)
+    n = check_seeds(config.compare.seeds if seeds is None else seeds)
     make_executor(workers, ray_address, check_only=True)
     out = Path(out) if out else Path("runs") / f"{run_folder_name(config.name)}-compare-{time.strftime('%Y%m%d-%H%M%S')}"
     plan = {"recipe": config.name, "overrides": list(overrides), "seeds": n, "rows": [r.to_dict() for r in rows]}

@@ -96,10 +96,15 @@ class CompareConfig:
         baselines: The hand-designed baselines to compare against, by the names the space
             declares (:meth:`~attnas.spaces.base.Space.baselines`); ``None``: all of them.
         paper_seeds: How many seeds the paper averaged its table over (for the record).
+        seeds: Retraining seeds per row when ``--seeds`` is not given. Ten make a 1-point
+            gap detectable where the paired seed-to-seed spread is about a point (Cora:
+            11-19 seeds were needed at the measured spread, docs/results/compare.md);
+            recipes that need a GPU for one training set fewer.
     """
 
     baselines: list[str] | None = None
     paper_seeds: PositiveInt | None = None
+    seeds: PositiveInt = 10
 
 
 @dataclass(frozen=True)
