@@ -53,7 +53,8 @@ def compare_markdown(result: dict) -> str:
               "", f"![every seed's score per row]({FIGURE})", "", "## Found architectures", ""]
     for r in rows:
         if r["kind"] != "baseline":
-            lines.append(f"- {r['name']}: `{r['arch']}`")
+            arch = "; ".join(line.strip() for line in str(r["arch"]).splitlines() if line.strip())
+            lines.append(f"- {r['name']}: `{arch}`")
     lines += ["", "Each row is a run directory of this folder (`attnas report <folder>/<row>` draws it).", ""]
     return "\n".join(lines)
 
