@@ -38,7 +38,6 @@ SERVES = {
     "hoga_gates": ("hoga_gates.cpp", "autola_darts"),
     "attention_gates": ("attention_gates.cpp", "autola_retrain"),
     "fused_phi": ("fused_phi.cpp", "autola_darts"),
-    "hoga_cell": (None, "autola_retrain"),
     "local_attention_flat": (None, "fullattn_darts_fast"),
     "local_attention": ("local_attention.cpp", "fullattn_darts"),
     "dropout": ("dropout.cpp", "dropout_mlp"),
