@@ -35,7 +35,7 @@ from attnas.ops.gate_norm import batch_norm_sigmoid
 from attnas.ops.gate_pooling import mean
 from attnas.ops.memory_format import as_nchw
 from attnas.ops.overrides import overridable
-from attnas.ops.vision_attention import HOGA_OPS, create_attention
+from attnas.ops.vision_attention import HOGA_OPS, channel_gate, create_attention
 
 ALPHA_INIT_SCALE = 1e-3
 _CHANNEL_FAMILIES = ("se", "channel_v2", "cbam")  # operations with a channel MLP
@@ -173,13 +173,7 @@ class GroupedMixedOp(nn.Module):
         """The channel-attention sigmoids ``(F, B, G, c)`` of every family (Eqs. 4, 5, 8) and
         their weighted sum without CBAM's (CBAM multiplies its own by a spatial gate), from
         the pooled ``(2|1, B, G, c)`` average (and maximum)."""
-        hid = torch.relu(torch.einsum("sbgc,fghc->sfbgh", pooled, self.mlp1))
-        logits = torch.einsum("sfbgh,fgch->sfbgc", hid, self.mlp2)
-        if self._needs_max:
-            logits = logits[0] + logits[1] * self._keep_max[:, None, None, None]
-        else:
-            logits = logits[0]
-        sig = torch.sigmoid(logits)  # (F, B, G, c)
+        sig = channel_gate(pooled, self.mlp1, self.mlp2, self._keep_max[:, None, None, None])  # (F, B, G, c)
         mix = torch.stack([col[f] if f != "cbam" else torch.zeros_like(col[f]) for f in self.families])
         return sig, torch.einsum("fbgc,fg->bgc", sig, mix)
 
