@@ -31,7 +31,6 @@ from torch import nn
 
 from attnas.errors import ConfigError, unknown_name
 from attnas.ops.hoga_cell import HOGA, HOGAProjection, check_divisible, edge_key, hoga_edges, project
-from attnas.ops.gate_norm import batch_norm_sigmoid
 from attnas.ops.gate_pooling import mean
 from attnas.ops.memory_format import as_nchw
 from attnas.ops.overrides import overridable
@@ -161,13 +160,12 @@ class GroupedMixedOp(nn.Module):
         self.register_buffer(f"{prefix}_var", torch.ones(n))
 
     def _spatial_gate(self, prefix: str, pooled: torch.Tensor, weight: torch.Tensor, dilation: int) -> torch.Tensor:
-        """``sigmoid(BN(conv(pooled)))``, ``(B, G, H, W)``; ``pooled`` is ``(B, G|1, 2, H, W)``.
-        The batch norm and sigmoid are one operation (:func:`~attnas.ops.gate_norm.batch_norm_sigmoid`)."""
+        """``sigmoid(BN(conv(pooled)))`` (Eqs. 6, 8), ``(B, G, H, W)``; ``pooled`` is ``(B, G|1, 2, H, W)``."""
         B, P, _, H, W = pooled.shape
         z = _conv(pooled.reshape(B, 2 * P, H, W), weight, None, dilation, P)  # a pair per edge, or one for all
-        return batch_norm_sigmoid(z, getattr(self, f"{prefix}_mean"), getattr(self, f"{prefix}_var"),
-                                  getattr(self, f"{prefix}_weight"), getattr(self, f"{prefix}_bias"),
-                                  self.training, 0.1, 1e-5)
+        return torch.sigmoid(F.batch_norm(z, getattr(self, f"{prefix}_mean"), getattr(self, f"{prefix}_var"),
+                                          getattr(self, f"{prefix}_weight"), getattr(self, f"{prefix}_bias"),
+                                          self.training, 0.1, 1e-5))
 
     def _channel_gates(self, pooled: torch.Tensor, col: dict) -> tuple[torch.Tensor, torch.Tensor]:
         """The channel-attention sigmoids ``(F, B, G, c)`` of every family (Eqs. 4, 5, 8) and
