@@ -6,20 +6,36 @@
     attnas show RECIPE [--set key=value ...]
     attnas search RECIPE [--set key=value ...] [--out RUN_DIR] [--data-dir DIR] [--seed N] [--device D]
                   [--workers N] [--ray-address ADDR]
-    attnas search --resume RUN_DIR [--workers N] [--ray-address ADDR]
+    attnas search --resume RUN_DIR [--workers N] [--ray-address ADDR] [--force]
     attnas retrain RUN_DIR [--dataset NAME] [--seeds N] [--init supernet|scratch] [--workers N]
     attnas sweep RECIPE [--seeds N] [--grid key=[v1,v2] ...] [--set key=value ...] [--out DIR] [--workers N]
+    attnas compare RECIPE [--seeds N] [--baselines a,b] [--no-random] [--set key=value ...] [--out DIR] [--workers N]
     attnas evaluate RUN_DIR
     attnas report RUN_DIR
     attnas check-arch ARCH_JSON RECIPE
+    attnas export RUN_DIR --pick INDEX|CONDITIONS [--out ARCH_JSON]
 
-Exit status is 0 on success; on failure a one-line reason goes to stderr and the status
-is 2 for bad input (recipe, architecture, data, run directory) and 1 otherwise.
+Exit status is 0 on success. On failure one line goes to stderr (``error: ...``) and the
+status says what happened:
+
+- 2: bad input (recipe, ``--set`` value, command-line option, architecture, data, run
+  directory), found before anything is written;
+- 1: a failure during the run (a diverged loss, a full disk, an error from torch); the run
+  directory is kept, ``run.json`` says ``"status": "failed"`` with the error, and
+  ``attnas search --resume RUN_DIR`` continues it. An error attnas does not expect is
+  printed as ``error: <type>: <message>``;
+- 130: interrupted (Ctrl-C); ``run.json`` says ``"status": "interrupted"``.
+
+No traceback is printed unless the global ``--debug`` option (or ``ATTNAS_DEBUG=1``) is
+given; then the error is raised with its traceback.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import sys
+import traceback
 import warnings
 from pathlib import Path
 from typing import Optional
@@ -40,7 +56,11 @@ RAY_HELP = "Use the Ray cluster at ADDR (e.g. ray://head:10001) instead of a loc
 #: The commands that train or run models: the console script tunes the process for these
 #: only (:func:`tune_process`), never for ``--version``, ``list``, ``show``, ``report`` or
 #: ``check-arch``.
-TUNED_COMMANDS = frozenset({"search", "retrain", "sweep", "evaluate"})
+TUNED_COMMANDS = frozenset({"search", "retrain", "sweep", "compare", "evaluate"})
+
+
+#: Whether the current command was given ``--debug`` (set by :func:`main_callback`).
+_debug = False
 
 
 def _fail(msg: str, code: int = 2) -> None:
@@ -48,19 +68,52 @@ def _fail(msg: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split()) or "(no message)"
+
+
+def _kept_run(exc: BaseException) -> str:
+    """The hint for an exception raised after a run directory was made (see :mod:`attnas.pipeline`)."""
+    run_dir = getattr(exc, "attnas_run_dir", None)
+    return f"; the run is kept: `attnas search --resume {run_dir}` continues it" if run_dir else ""
+
+
 def _guard(fn):
-    import functools
+    """Turn every exception of a command into one line on stderr and its exit status.
+
+    ``--debug`` raises it instead, with its traceback (a Ctrl-C prints its traceback and
+    still exits with 130).
+    """
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except AttnasError as exc:
-            _fail(str(exc).replace("\n", " "), 2)
-        except KeyboardInterrupt:
-            _fail("interrupted; a search continues with `attnas search --resume RUN_DIR`", 130)
+        except Exception as exc:
+            if _debug or _is_click_exception(exc):
+                raise
+            _report(exc)
+        except KeyboardInterrupt as exc:
+            if _debug:
+                traceback.print_exc()
+            _fail("interrupted" + (_kept_run(exc) or "; a search continues with `attnas search --resume RUN_DIR`"),
+                  130)
 
     return wrapper
+
+
+def _report(exc: Exception) -> None:
+    """Print ``exc`` as one line and exit with its status: an :class:`AttnasError`'s own
+    (2 for bad input), else 1 with the exception's type (an error attnas did not expect)."""
+    if isinstance(exc, AttnasError):
+        _fail(_one_line(exc) + _kept_run(exc), exc.exit_code)
+    _fail(f"{type(exc).__name__}: {_one_line(exc)}{_kept_run(exc)} (--debug shows the traceback)", 1)
+
+
+def _is_click_exception(exc: BaseException) -> bool:
+    """Whether ``exc`` is click's own (a usage error, ``Exit``, ``Abort``), from click or
+    typer's copy of it: the command-line framework handles those."""
+    return any(cls.__module__.split(".")[0] in ("click", "typer") for cls in type(exc).__mro__)
 
 
 def _version(value: bool) -> None:
@@ -74,8 +127,12 @@ def main_callback(ctx: typer.Context,
                   version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                                help="Print the version and exit."),
                   threads: Optional[int] = typer.Option(None, "--threads", envvar="ATTNAS_THREADS",
-                                                        help="torch CPU threads (default: torch's choice).")) -> None:
+                                                        help="torch CPU threads (default: torch's choice)."),
+                  debug: bool = typer.Option(False, "--debug", envvar="ATTNAS_DEBUG",
+                                             help="Raise errors with their traceback instead of one line.")) -> None:
     """attnas: neural architecture search for attention."""
+    global _debug
+    _debug = debug
     warnings.formatwarning = lambda message, category, *a, **k: f"warning: {message}\n"
     if ctx.invoked_subcommand in TUNED_COMMANDS and (ctx.obj or {}).get("tune_process"):
         tune_process()
@@ -134,18 +191,24 @@ def search(recipe: Optional[str] = typer.Argument(None, help="Recipe name (attna
            device: Optional[str] = typer.Option(None, "--device", help="auto (default), cpu or cuda."),
            resume: Optional[Path] = typer.Option(None, "--resume", help="Continue the killed search in RUN_DIR."),
            workers: Optional[int] = typer.Option(None, "--workers", help=WORKERS_HELP),
-           ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP)) -> None:
+           ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP),
+           force: bool = typer.Option(False, "--force", help="With --resume: resume even when the torch threads, "
+                                      "compiled kernels or torch/attnas version differ from the run's (run.json "
+                                      "records it).")) -> None:
     """Search an architecture; writes arch.json, metrics.json and model.pt to the run directory."""
     from attnas import pipeline
 
     if resume is not None:
         if recipe or set_ or out or seed is not None:
-            _fail("--resume takes only the run directory (and --data-dir/--device/--workers/--ray-address); "
+            _fail("--resume takes only the run directory (and --data-dir/--device/--workers/--ray-address/--force); "
                   "the run keeps its own config")
-        run = pipeline.resume(resume, data_dir=data_dir, device=device, workers=workers, ray_address=ray_address)
+        run = pipeline.resume(resume, data_dir=data_dir, device=device, workers=workers, ray_address=ray_address,
+                              force=force)
     else:
         if not recipe:
             _fail("give a RECIPE (see `attnas list recipes`) or --resume RUN_DIR")
+        if force:
+            _fail("--force goes with --resume RUN_DIR")
         run = pipeline.search(recipe, set_, out=out, data_dir=data_dir, seed=seed, device=device, workers=workers,
                               ray_address=ray_address)
     if not run.exists("metrics.json"):  # a distributed rank other than 0
@@ -201,6 +264,35 @@ def sweep(recipe: str = typer.Argument(..., help="Recipe name or YAML path."),
 
 @app.command()
 @_guard
+def compare(recipe: str = typer.Argument(..., help="A recipe that searches (name or YAML path)."),
+            seeds: Optional[int] = typer.Option(None, "--seeds", help="Retraining seeds per row (default compare.seeds: 10, fewer for GPU recipes)."),
+            baselines: Optional[str] = typer.Option(None, "--baselines",
+                                                    help="Comma-separated baselines of the space (default: all it declares)."),
+            random: bool = typer.Option(True, "--random/--no-random", help="Run random search at the same budget."),
+            set_: list[str] = typer.Option([], "--set", help="Override for every row, e.g. task.dataset=graph-file."),
+            out: Optional[Path] = typer.Option(None, "--out", help="Comparison folder (default runs/<name>-compare-<time>)."),
+            data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
+            device: Optional[str] = typer.Option(None, "--device"),
+            workers: Optional[int] = typer.Option(None, "--workers", help="Run rows, then seeds, on N Ray workers."),
+            ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP)) -> None:
+    """Is the searched attention better? Search, random search and the space's hand-designed
+    baselines, each retrained with the same seeds; writes compare.json, compare.md and compare.png."""
+    from attnas.comparison import compare as run_compare
+
+    names = [b.strip() for b in baselines.split(",") if b.strip()] if baselines is not None else None
+    result = run_compare(recipe, set_, seeds=seeds, baselines=names, random=random, out=out, data_dir=data_dir,
+                         device=device, workers=workers, ray_address=ray_address)
+    metric = result["metric"]
+    for r in result["rows"]:
+        t = r["test"]
+        typer.echo(f"{r['name']:>12s}: test {metric} {t['mean']:.4f} +- {t['std']:.4f} "
+                   f"(95% CI {t['ci95'][0]:.4f}..{t['ci95'][1]:.4f}, {t['n']} seeds)")
+    for v in result["verdicts"]:
+        typer.echo(f"{v['verdict']}: {v['sentence']}")
+
+
+@app.command()
+@_guard
 def evaluate(run_dir: Path = typer.Argument(..., help="A finished run directory."),
              data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
              device: Optional[str] = typer.Option(None, "--device")) -> None:
@@ -217,6 +309,23 @@ def report(run_dir: Path = typer.Argument(..., help="A run directory.")) -> None
     from attnas.report import write_report
 
     typer.echo(str(write_report(run_dir)))
+
+
+@app.command("export")
+@_guard
+def export(run_dir: Path = typer.Argument(..., help="A run directory with a pareto.json."),
+           pick: str = typer.Option(..., "--pick", help="A front member's index (0: best validation score) or "
+                                                         "conditions like 'latency_ms<5' or 'params<=2e4,val_accuracy>0.8' "
+                                                         "(the best validation score among the members that meet them)."),
+           out: Optional[Path] = typer.Option(None, "--out", help="Where to write it (default RUN_DIR/picked.arch.json).")) -> None:
+    """Write the arch.json of a member of a multi-objective search's Pareto front."""
+    from attnas.pareto import export_member
+
+    path, member = export_member(run_dir, pick, out or Path(run_dir) / "picked.arch.json")
+    typer.echo(f"{path}: front member {member['index']} "
+               + " ".join(f"{k}={v:g}" for k, v in member["objectives"].items()))
+    typer.echo(f"train it: attnas search {Path(run_dir) / 'config.yaml'} "
+               f"--set 'strategy={{name: fixed, arch_file: {path}}}' --out RUN_DIR")
 
 
 @app.command("check-arch")
@@ -247,8 +356,24 @@ def tune_process() -> None:
 
 def main() -> None:
     """Console-script entry point: runs the command, with the process tuned
-    (:func:`tune_process`) for the commands in :data:`TUNED_COMMANDS`."""
-    app(obj={"tune_process": True})
+    (:func:`tune_process`) for the commands in :data:`TUNED_COMMANDS`.
+
+    A command line that does not parse (an unknown option, a value of the wrong type) is
+    one line on stderr and exit status 2, like every other bad input.
+    """
+    try:
+        code = app(obj={"tune_process": True}, standalone_mode=False)
+    except Exception as exc:
+        if not (_is_click_exception(exc) and hasattr(exc, "format_message")):
+            raise
+        ctx = getattr(exc, "ctx", None)
+        where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        typer.echo(f"error: {_one_line(exc.format_message())}{where}", err=True)
+        sys.exit(getattr(exc, "exit_code", 2))
+    except KeyboardInterrupt:  # outside a command (a command's own Ctrl-C is handled by _guard)
+        typer.echo("error: interrupted", err=True)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

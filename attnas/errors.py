@@ -3,18 +3,27 @@
 Every error a user can cause (a bad recipe, an unknown operation name, a corrupt
 checkpoint, a dataset of the wrong shape) is raised as a subclass of
 :class:`AttnasError` with a message that names the problem. The command line prints
-the message on one line and exits with a non-zero status; the Python API lets it
-propagate.
+the message on one line and exits with the error's :attr:`~AttnasError.exit_code` (2 for
+bad input; 1 for :class:`TrainingError`, a failure during the run); the Python API lets
+it propagate.
 """
 
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Iterable
 
 
 class AttnasError(Exception):
-    """Base class of all errors that attnas reports to users."""
+    """Base class of all errors that attnas reports to users.
+
+    Attributes:
+        exit_code: The command line's exit status for this error: 2 (bad input, found
+            before anything is written) unless a subclass says otherwise.
+    """
+
+    exit_code: int = 2
 
 
 class ConfigError(AttnasError, ValueError):
@@ -38,11 +47,44 @@ class RunDirError(AttnasError):
 
 
 class TrainingError(AttnasError):
-    """Training diverged (the loss became NaN or infinite)."""
+    """Training diverged (the loss became NaN or infinite): a failure during the run (exit status 1)."""
+
+    exit_code = 1
 
 
 class UnsupportedError(AttnasError):
     """A strategy was asked to drive a space that lacks what it needs."""
+
+
+#: What :func:`check_finite_loss` suggests by default.
+DIVERGED_HINT = "lower the learning rate or clip gradients (grad_clip)"
+
+
+def check_finite_loss(loss: float | object, phase: str, step: str | int, hint: str = DIVERGED_HINT) -> float:
+    """The loss as a float, or a :class:`TrainingError` naming the phase and step where it is NaN or infinite.
+
+    The one check of every training loop's loss (final training, supernet training, DARTS
+    phases, graph VAEs and their GPs, pruning fine-tunes), called before ``backward()`` so
+    that no weight is updated from it and the last checkpoint stays good: the run stops
+    with exit status 1 and can be resumed (after lowering the learning rate, say).
+
+    Args:
+        loss: A scalar tensor (converted with ``float``) or a number.
+        phase: The phase, as the event log names it (``"supernet"``, ``"final"``, ...).
+        step: Where in the phase, e.g. ``"epoch 3, batch 7"``; an integer is a step number.
+        hint: What to try instead.
+
+    Returns:
+        ``float(loss)``.
+
+    Raises:
+        TrainingError: ``<phase>: the training loss became nan at <step>; <hint>``.
+    """
+    value = float(loss.detach() if hasattr(loss, "detach") else loss)
+    if not math.isfinite(value):
+        where = step if isinstance(step, str) else f"step {step}"
+        raise TrainingError(f"{phase}: the training loss became {value} at {where}; {hint}")
+    return value
 
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:

@@ -25,16 +25,18 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-from attnas import _registry, distributed
+from attnas import _registry, distributed, run_environment
 from attnas._version import __version__
 from attnas.arch import Arch, load_arch
 from attnas.build import build_space, build_strategy, build_task, check_strategy, check_task, pick_device
@@ -54,9 +56,10 @@ def _default_out(config: RunConfig) -> Path:
 
 def run_info(data_root: Path, device: torch.device, executor: Executor | None = None,
              dist: distributed.DistContext | None = None) -> dict:
-    """What ``run.json`` records about the process that creates a run directory."""
-    info = {"attnas_version": __version__, "data_root": str(data_root), "device": str(device),
-            "command": " ".join(sys.argv), "torch": torch.__version__, "pid": os.getpid()}
+    """What ``run.json`` records about the process that creates a run directory (with what
+    a resume compares: :func:`attnas.run_environment.describe`)."""
+    info = {**run_environment.describe(), "data_root": str(data_root), "device": str(device),
+            "command": " ".join(sys.argv), "pid": os.getpid()}
     info.update((executor or SequentialExecutor()).describe())
     info["world_size"] = dist.world_size if dist is not None else 1
     return info
@@ -109,7 +112,8 @@ def search(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (
                 dist.barrier()  # the run directory exists before the other ranks open it
                 run = run or distributed.FollowerRun(out)
             try:
-                _execute(run, config, space, task, executor, data_root)
+                with recording_outcome(run):
+                    _execute(run, config, space, task, executor, data_root)
             finally:
                 run.close()
     finally:
@@ -117,18 +121,60 @@ def search(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (
     return run
 
 
+@contextlib.contextmanager
+def recording_outcome(run: RunDir | Any) -> Iterator[None]:
+    """Record in ``run.json`` how a run that stops with an exception stopped.
+
+    Ctrl-C marks it ``"status": "interrupted"``; any other exception ``"failed"``, with
+    ``"error": "<type>: <message>"``. Either way the checkpoints stay and ``attnas search
+    --resume`` continues the run. The exception is re-raised with the run directory as
+    its ``attnas_run_dir`` attribute, which the command line names in its one-line error.
+
+    Args:
+        run: The run directory (a distributed follower's stand-in records nothing).
+    """
+    try:
+        yield
+    except (KeyboardInterrupt, Exception) as exc:
+        if isinstance(run, RunDir):
+            status = {"status": "interrupted"} if isinstance(exc, KeyboardInterrupt) else {
+                "status": "failed", "error": f"{type(exc).__name__}: {' '.join(str(exc).split())}"}
+            with contextlib.suppress(Exception):  # e.g. a full disk: the exception raised says why
+                run.update_run_info(**status, stopped=time.time())
+            with contextlib.suppress(AttributeError, TypeError):
+                exc.attnas_run_dir = str(run.path)
+        raise
+
+
 def resume(run_dir: str | Path, data_dir: str | Path | None = None, device: str | None = None,
-           workers: int | None = None, ray_address: str | None = None) -> RunDir:
+           workers: int | None = None, ray_address: str | None = None, force: bool = False) -> RunDir:
     """Continue a killed search from its checkpoints (same config, same seed).
 
-    The workers may differ from those of the killed run: the result is the same.
+    The workers may differ from those of the killed run: the result is the same. The torch
+    threads, compiled kernels and torch and attnas versions must be those ``run.json``
+    recorded (:mod:`attnas.run_environment`), since each can change the result (a finished
+    run, which a resume leaves as it is, is not checked).
+
+    Args:
+        run_dir: The run directory.
+        data_dir: The data root (default: the one the run was made with).
+        device: ``auto``, ``cpu`` or ``cuda`` (default: the run's).
+        workers: Score candidates on this many parallel Ray workers.
+        ray_address: Use the Ray cluster at this address.
+        force: Resume even when threads, kernels or versions differ (``run.json`` records it).
 
     Returns:
         The finished run directory.
+
+    Raises:
+        RunDirError: When this process differs from the run's and ``force`` is not given.
     """
     run = RunDir.open(run_dir)
     config = config_from_dict(run.read_config_yaml())
     info = run.read_json(RunDir.RUN) if run.exists(RunDir.RUN) else {}
+    environment = run_environment.describe()
+    if not run.exists(RunDir.METRICS):  # a finished run resumes to nothing: nothing to compare
+        environment = run_environment.check_resume(run.path, info, environment, force=force)
     data_root = resolve_data_root(data_dir or info.get("data_root"))
     dev = pick_device(device or info.get("device"))
     make_executor(workers, ray_address, check_only=True)
@@ -138,6 +184,7 @@ def resume(run_dir: str | Path, data_dir: str | Path | None = None, device: str 
         if main:
             RunDir.check_writable(run.path)
             run.lock()
+            run.remove_stale_temporaries()
         else:
             run = distributed.FollowerRun(run.path)
         try:
@@ -146,11 +193,12 @@ def resume(run_dir: str | Path, data_dir: str | Path | None = None, device: str 
             with (make_executor(workers, ray_address) if main else SequentialExecutor()) as executor:
                 if main:
                     run.rewind_events()
-                    run.update_run_info(status="running", resumed=time.time(), **executor.describe(),
+                    run.update_run_info(status="running", resumed=time.time(), **environment, **executor.describe(),
                                         world_size=dist.world_size if dist is not None else 1)
                 if dist is not None:
                     dist.barrier()  # events are rewound before any rank goes on
-                _execute(run, config, space, task, executor, data_root)
+                with recording_outcome(run):
+                    _execute(run, config, space, task, executor, data_root)
         finally:
             run.close()
     finally:
@@ -173,7 +221,8 @@ def _execute(run: RunDir, config: RunConfig, space: Any, task: Any, executor: Ex
         return
     space.validate(result.arch)
     run.write_text(RunDir.ARCH, result.arch.to_json() + "\n")
-    run.log({"phase": "search-done", "arch": result.arch.choices, **result.metrics})
+    if not run.events("search-done"):  # a run resumed in its final phase logged it before the kill
+        run.log({"phase": "search-done", "arch": result.arch.choices, **result.metrics})
     if not strategy.final_training:  # the search ended in the strategy's own final evaluation
         run.write_json(RunDir.METRICS, {**result.metrics, "arch": space.describe(result.arch)})
         run.update_run_info(status="finished", finished=time.time(), wall_seconds_this_process=round(time.time() - t0, 2))
@@ -291,3 +340,18 @@ def check_arch_file(path: str | Path, recipe: str | Path) -> tuple[Arch, Any]:
     """
     space = build_space(load_config(recipe))
     return load_arch(path, space), space
+
+
+def search_or_resume(run_dir: str | Path, recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (),
+                     seed: int | None = None, data_dir: str | Path | None = None,
+                     device: str | None = None) -> RunDir:
+    """Bring the search in ``run_dir`` to its end: nothing to do when it has finished,
+    :func:`resume` when it was killed, else :func:`search` into it (sweeps and comparisons
+    run their rows this way, so running them again continues them)."""
+    run_dir = Path(run_dir)
+    if (run_dir / RunDir.METRICS).exists() and (run_dir / RunDir.MODEL).exists():
+        return RunDir(run_dir)
+    if (run_dir / RunDir.CONFIG).exists():
+        return resume(run_dir, data_dir=data_dir, device=device)
+    return search(recipe, overrides, out=run_dir, data_dir=data_dir, seed=seed, device=device)
+

@@ -35,7 +35,7 @@ from attnas.data.root import resolve_data_root
 from attnas.errors import ConfigError, RunDirError
 from attnas.progress import progress
 from attnas.rng import seed_everything
-from attnas.runs import RunDir, atomic_write_json, atomic_write_text, read_jsonl
+from attnas.runs import RunDir, atomic_write_file, atomic_write_json, atomic_write_text, read_jsonl, run_folder_name
 
 
 def sample_architectures(space: Any, n: int, seed: int) -> list[Arch]:
@@ -148,7 +148,7 @@ def _supernet_strategy(config: Any, space: Any, task: Any, folder: Path, superne
 def supernet_ranking(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (), out: str | Path = "",
                      archs: int = 30, seeds: int = 3, sample_seed: int = 1234, label: str = "default",
                      supernet_from: str | None = None, data_dir: str | Path | None = None) -> dict:
-    """Measure the supernet's ranking quality; writes ``ranking-<label>.json`` and ``.png`` under ``out``.
+    """Measure the supernet's ranking quality; writes ``ranking-<label>.json``, ``.md`` and ``.png`` under ``out``.
 
     Args:
         recipe: A one-shot recipe (its supernet, space, task and ``retrain`` settings are used).
@@ -157,7 +157,8 @@ def supernet_ranking(recipe: str | Path | dict, overrides: list[str] | tuple[str
         archs: Architectures drawn from the prior.
         seeds: Stand-alone training seeds per architecture (0, 1, ...).
         sample_seed: Seed of the architecture draw.
-        label: Names this supernet variant (its run folder and result files).
+        label: Names this supernet variant (its run folder and result files, under the safe
+            file name :func:`ranking_file_label` makes of it: ``../x y`` becomes ``x-y``).
         supernet_from: Take the supernet of this finished search run instead of training one.
         data_dir: The data root.
 
@@ -184,7 +185,8 @@ def supernet_ranking(recipe: str | Path | dict, overrides: list[str] | tuple[str
     else:
         atomic_write_json(arch_file, {"keys": keys, "archs": [a.choices for a in drawn], "sample_seed": sample_seed})
 
-    strategy = _supernet_strategy(config, space, task, out / f"supernet-{label}", supernet_from)
+    name = ranking_file_label(label)
+    strategy = _supernet_strategy(config, space, task, out / f"supernet-{name}", supernet_from)
     with progress("supernet scores", len(drawn)) as bar:
         scores = []
         for a in drawn:
@@ -217,10 +219,16 @@ def supernet_ranking(recipe: str | Path | dict, overrides: list[str] | tuple[str
                             "test_mean": rows[best_val]["test_mean"]},
         "rows": rows,
     }
-    atomic_write_json(out / f"ranking-{label}.json", summary)
-    plot_ranking(summary, out / f"ranking-{label}.png")
-    atomic_write_text(out / f"ranking-{label}.md", ranking_markdown(summary))
+    atomic_write_json(out / f"ranking-{name}.json", summary)
+    plot_ranking(summary, out / f"ranking-{name}.png")
+    atomic_write_text(out / f"ranking-{name}.md", ranking_markdown(summary))
     return summary
+
+
+def ranking_file_label(label: str) -> str:
+    """``label`` as one safe file-name part (no path separator, not ``.`` or ``..``;
+    :func:`~attnas.runs.run_folder_name`), so that result files stay in their folder."""
+    return run_folder_name(label)
 
 
 def ranking_markdown(summary: dict) -> str:
@@ -253,7 +261,7 @@ def plot_ranking(summary: dict, path: Path) -> None:
     ax.set_title(f"{summary['recipe']} [{summary['label']}]: Kendall tau {summary['val']['kendall_tau']:.2f}, "
                  f"Spearman rho {summary['val']['spearman_rho']:.2f}", fontsize=9)
     fig.tight_layout()
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    tmp.replace(path)
+    try:
+        atomic_write_file(path, lambda tmp: fig.savefig(tmp, dpi=120))
+    finally:
+        plt.close(fig)

@@ -2,7 +2,9 @@
 
 :func:`write_report` reads only the run directory (config, events, arch, metrics,
 retrain summaries), so it works on finished and unfinished runs alike and can be run
-again at any time.
+again at any time. Every file it writes, figures included, is written to a temporary
+file and renamed over the old one (:func:`attnas.runs.atomic_write_file`), so a report
+killed half-way leaves the previous files whole.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402
 
 from attnas.arch import Arch  # noqa: E402
-from attnas.runs import RunDir  # noqa: E402
+from attnas.report_pareto import pareto_section  # noqa: E402
+from attnas.runs import RunDir, atomic_write_file, atomic_write_text  # noqa: E402
 
 
 def _moving_average(y: np.ndarray, k: int) -> np.ndarray:
@@ -81,9 +84,16 @@ def plot_progress(events: list[dict], path: Path, metric: str = "accuracy") -> b
             ax.set_ylabel(f"validation {metric}")
             ax.set_title(f"{phase}: validation")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
     return True
+
+
+def _save(fig: Any, path: Path) -> None:
+    """Save a figure atomically and close it."""
+    try:
+        atomic_write_file(path, lambda tmp: fig.savefig(tmp, dpi=120))
+    finally:
+        plt.close(fig)
 
 
 def _node_color(label: str) -> str:
@@ -120,8 +130,7 @@ def plot_arch(adj: np.ndarray, labels: list[str], path: Path, title: str = "") -
     ax.margins(0.12)
     ax.axis("off")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def rerank_section(events: list[dict], space: Any, run: RunDir, metric: str) -> list[str]:
@@ -155,8 +164,7 @@ def rerank_section(events: list[dict], space: Any, run: RunDir, metric: str) -> 
     ax.set_ylabel(f"re-ranked val {metric}")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(run.file("rerank.png"), dpi=120)
-    plt.close(fig)
+    _save(fig, run.file("rerank.png"))
     return lines + ["![re-ranking](rerank.png)", ""]
 
 
@@ -170,9 +178,20 @@ def _table(rows: dict[str, Any]) -> str:
 
 
 def write_report(run_dir: str | Path) -> Path:
-    """Write ``report.md`` and its figures into the run directory; returns the report's path."""
+    """Write ``report.md`` and its figures into the run directory; returns the report's path.
+
+    For a comparison folder (``attnas compare``) the report is its table, verdicts and figure.
+    """
     from attnas.config import config_from_dict
     from attnas.build import build_space
+
+    if (Path(run_dir) / "compare.json").exists():
+        from attnas.comparison.report import compare_markdown, write_compare_files
+
+        write_compare_files(run_dir)
+        path = Path(run_dir) / "report.md"
+        atomic_write_text(path, compare_markdown(json.loads((Path(run_dir) / "compare.json").read_text())))
+        return path
 
     run = RunDir.open(run_dir)
     config = config_from_dict(run.read_config_yaml())
@@ -193,7 +212,7 @@ def write_report(run_dir: str | Path) -> Path:
         lines += ["## Architecture", "", f"`{space.describe(arch)}`", ""]
         try:
             if callable(getattr(space, "draw", None)):  # a space's own drawing (e.g. HOGA like AutoLA's Fig. 3)
-                space.draw(arch, run.file("architecture.png"), config.name)
+                atomic_write_file(run.file("architecture.png"), lambda tmp: space.draw(arch, tmp, config.name))
             else:
                 adj, labels = space.to_dag(arch)
                 plot_arch(adj, labels, run.file("architecture.png"), space.describe(arch)[:160])
@@ -205,6 +224,7 @@ def write_report(run_dir: str | Path) -> Path:
     if plot_progress(events, run.file("search_progress.png"), metric):
         lines += ["## Search progress", "", "![search progress](search_progress.png)", ""]
     lines += rerank_section(events, space, run, metric)
+    lines += pareto_section(run, space)  # a cost-aware search's front, if it has one
     retrain_dir = run.path / "retrain"
     if retrain_dir.exists():
         lines += ["## Retraining", ""]

@@ -8,6 +8,7 @@ Example:
 from __future__ import annotations
 
 import statistics
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -123,11 +124,12 @@ def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None =
 def _retrain_row(config: RunConfig, space: Any, task: Any, strategy: Any, arch: Arch, train: TrainConfig,
                  k: int, n: int) -> dict:
     """Train seed ``k`` of a retraining and return its result row (a function of ``k`` alone)."""
+    t0 = time.perf_counter()
     res = train_final(None, config, space, task, strategy, arch, train=train, seed=config.seed + 100 + k,
                       desc=f"retrain seed {k + 1}/{n}")
     metric = task.metric
     return {"seed": k, f"val_{metric}": res.val, f"test_{metric}": res.test, "epochs": res.epochs,
-            "init": train.init, "train_config": to_mapping(train)}
+            "init": train.init, "train_config": to_mapping(train), "seconds": round(time.perf_counter() - t0, 3)}
 
 
 @dataclass(frozen=True)

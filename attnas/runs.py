@@ -31,6 +31,7 @@ import re
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,14 +67,34 @@ def run_folder_name(name: str, limit: int = 100) -> str:
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temp file, fsync, rename, fsync folder)."""
+    """Write ``data`` to ``path`` atomically (temp file, fsync, rename, fsync folder: :func:`atomic_write_file`).
+
+    A failed write (a full disk) leaves ``path`` as it was and no temporary file behind.
+    """
+    atomic_write_file(path, lambda tmp: tmp.write_bytes(data))
+
+
+def atomic_write_file(path: str | os.PathLike, write: Callable[[Path], Any]) -> None:
+    """Let ``write(tmp)`` write a file that then replaces ``path`` atomically.
+
+    ``tmp`` is in the same folder and ends like ``path`` (a figure library picks the format
+    from it). A reader sees the old file or the whole new one, never half of one; when
+    ``write`` fails the temporary file is removed and ``path`` is left as it was.
+
+    Args:
+        path: The file to (re)place.
+        write: Writes the whole new file to the path it is given.
+    """
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
+    try:
+        write(tmp)
+        with open(tmp, "rb") as fh:  # on disk before the rename makes it the file
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     try:
         dir_fd = os.open(path.parent, os.O_RDONLY)
         try:
@@ -443,11 +464,30 @@ class RunDir:
         """
         offset = 0
         for p in self.checkpoint_dir.glob("*.ckpt") if self.checkpoint_dir.exists() else ():
+            if p.name.startswith("."):  # the temporary file of a write that a kill cut short
+                continue
             try:
                 offset = max(offset, checkpoint_events_offset(p))
             except CheckpointError:
                 continue
         self.truncate_events(offset)
+
+    def remove_stale_temporaries(self) -> list[str]:
+        """Remove the temporary files of writes that a kill cut short (``.<name>.tmp-<pid>...``).
+
+        Call with the lock held: no other process writes the run then, so every such file is
+        a leftover (the file it was to replace is whole, or absent).
+
+        Returns:
+            The removed files' names.
+        """
+        removed = []
+        for folder in (self.path, self.checkpoint_dir):
+            for p in folder.glob(".*.tmp-*") if folder.is_dir() else ():
+                if p.is_file():
+                    p.unlink(missing_ok=True)
+                    removed.append(p.name)
+        return removed
 
     def clear_checkpoints(self, tag: str) -> None:
         """Remove every checkpoint of ``tag`` (after its phase is finished for good)."""

@@ -87,12 +87,7 @@ def plan_sweep(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...]
 def run_one(item: dict, recipe: dict, out: str, data_dir: str | None, device: str | None) -> dict:
     """Run (or continue, or just read) one search of a sweep; returns its summary row."""
     run_dir = Path(out) / item["name"]
-    if (run_dir / RunDir.METRICS).exists() and (run_dir / RunDir.MODEL).exists():
-        pass
-    elif (run_dir / RunDir.CONFIG).exists():
-        pipeline.resume(run_dir, data_dir=data_dir, device=device)
-    else:
-        pipeline.search(recipe, item["overrides"], out=run_dir, data_dir=data_dir, seed=item["seed"], device=device)
+    pipeline.search_or_resume(run_dir, recipe, item["overrides"], seed=item["seed"], data_dir=data_dir, device=device)
     metrics = json.loads((run_dir / RunDir.METRICS).read_text())
     numeric = {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     return {"name": item["name"], "point": item["point"], "seed": item["seed"], "metrics": numeric}

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from attnas.config import TrainConfig
-from attnas.errors import TrainingError
+from attnas.errors import check_finite_loss
 from attnas.progress import progress
 from attnas.rng import rng_state, set_rng_state
 
@@ -41,13 +41,19 @@ def make_scheduler(opt: torch.optim.Optimizer, cfg: Any, epochs: int):
 
 
 def train_epoch(model_forward: Callable, task: Any, opt: torch.optim.Optimizer, params: list, cfg: Any,
-                generator: torch.Generator, dist: Any = None) -> float:
+                generator: torch.Generator, dist: Any = None, phase: str = "training",
+                epoch: int | None = None) -> float:
     """One pass over the training split; returns the mean loss.
 
     Args:
         dist: A :class:`~attnas.distributed.DistContext` to train data-parallel: this rank
             takes its share of each step's batches and gradients are averaged over ranks
             before clipping and the optimiser step (every rank returns the same mean loss).
+        phase: Named, with ``epoch`` and the batch, when the loss is NaN or infinite.
+        epoch: The epoch this pass is (1-based), for that message.
+
+    Raises:
+        TrainingError: When a batch's loss is NaN or infinite (before any update from it).
     """
     if dist is not None:
         return _train_epoch_distributed(model_forward, task, opt, params, cfg, generator, dist)
@@ -58,13 +64,12 @@ def train_epoch(model_forward: Callable, task: Any, opt: torch.optim.Optimizer, 
     group = opt.param_groups[0]["params"] if len(opt.param_groups) == 1 else None
     sparse = group is not None and len(group) == len(params) and all(a is b for a, b in zip(group, params))
     opt.zero_grad(set_to_none=True)
-    for batch in task.batches("train", shuffle=True, generator=generator, batch_size=cfg.batch_size):
+    batches = task.batches("train", shuffle=True, generator=generator, batch_size=cfg.batch_size)
+    for number, batch in enumerate(batches, 1):
         if not sparse:
             opt.zero_grad(set_to_none=True)
         loss = task.loss(model_forward(batch), batch)
-        if not torch.isfinite(loss):
-            raise TrainingError(f"training loss became {loss.item()}; lower the learning rate or clip gradients "
-                                f"(grad_clip)")
+        value = check_finite_loss(loss, phase, f"epoch {epoch}, batch {number}" if epoch else f"batch {number}")
         loss.backward()
         active = [p for p in params if p.grad is not None] if sparse else params
         if cfg.grad_clip > 0:
@@ -75,7 +80,7 @@ def train_epoch(model_forward: Callable, task: Any, opt: torch.optim.Optimizer, 
                 p.grad = None
         else:
             opt.step()
-        total += loss.item()
+        total += value
         count += 1
     return total / max(count, 1)
 
@@ -150,7 +155,7 @@ def fit(model: nn.Module, task: Any, cfg: TrainConfig, *, seed: int = 0, desc: s
         task: The task (its batches, loss and metric).
         cfg: Optimiser, epochs, patience, etc.
         seed: Seed of the batch order.
-        desc: Label of the progress bar.
+        desc: Label of the progress bar; names the phase when the loss becomes NaN or infinite.
         log: Called with one event dict per evaluated epoch.
         checkpoint: Called as ``checkpoint(epoch, state)`` every ``checkpoint_every`` epochs.
         checkpoint_every: Epochs between checkpoints (0: never).
@@ -185,7 +190,7 @@ def fit(model: nn.Module, task: Any, cfg: TrainConfig, *, seed: int = 0, desc: s
     epoch = start
     with progress(desc, cfg.epochs, completed=start) as bar:
         for epoch in range(start + 1, cfg.epochs + 1):
-            loss = train_epoch(model, task, opt, params, cfg, gen)
+            loss = train_epoch(model, task, opt, params, cfg, gen, phase=desc, epoch=epoch)
             if sched is not None:
                 sched.step()
             if epoch % cfg.eval_every == 0 or epoch == cfg.epochs:

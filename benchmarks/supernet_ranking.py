@@ -28,7 +28,8 @@ def main() -> None:
     ap.add_argument("--archs", type=int, default=30)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--sample-seed", type=int, default=1234)
-    ap.add_argument("--label", default="default")
+    ap.add_argument("--label", default="default",
+                    help="names this supernet variant; its files use it made a safe file name (../x y -> x-y)")
     ap.add_argument("--supernet-from", default=None, help="a finished search run whose supernet to rank with")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--set", dest="overrides", action="append", default=[])

@@ -1,28 +1,41 @@
-"""Assemble docs/results.md from the per-method files in docs/results/.
+"""Assemble docs/results.md, the results page for users, from one summary per method.
 
-Each method's measured results live in their own file (written with the code that made
-them); this script concatenates them, in a fixed order, under a common preamble, so
-docs/results.md is the one page to read. Run it after editing any of them::
+Each method has a short summary, ``docs/results/summaries/<name>.md`` (the paper's table
+beside ours, the command and the commit of every figure, what is not reproduced and why),
+and a detail page, ``docs/results/<name>.md`` (the full tables and measurements), which the
+summary links. This script concatenates the summaries, in a fixed order, under a common
+preamble; the page stays at most :data:`MAX_LINES` lines. Run it after editing a summary::
 
-    python docs/build_results.py
+    python docs/build_results.py            # rewrite docs/results.md
+    python docs/build_results.py --check    # exit 1 if docs/results.md is not up to date
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["autoattend_graph", "autoattend_text", "dartformer", "autola", "fullattn", "opemb", "scaleout", "kernels"]
+SUMMARIES = HERE / "results" / "summaries"
+DETAILS = HERE / "results"
+PAGE = HERE / "results.md"
+#: The sections in page order: the methods, the comparison with hand-designed attention,
+#: then speed and scale-out.
+ORDER = ["autoattend_graph", "autoattend_text", "dartformer", "autola", "fullattn", "opemb", "compare",
+         "kernels", "scaleout"]
+MAX_LINES = 800
 PREAMBLE = """# Measured results
 
-Every figure on this page was measured with attnas on the machines this project runs
-on, and the command that produced it stands next to it. Where a result misses the
-paper's, the miss is reported with what we know of its cause. Unless a section says
-otherwise the machine is a 2-core CPU box shared with other jobs, so each timing carries
-the load average at the time; speed targets are ratios measured within one run.
+What attnas reproduces of each paper, and what it does not. Each section puts the paper's
+table beside ours, with the command and the commit behind every figure, and says what is
+not reproduced and why. "Code of" names the commit a measurement ran on; "recorded in" names
+the commit that added a figure to the documentation (measured on the code of that time).
+Unless a section says otherwise the machine is a 2-core CPU box shared with other jobs,
+with no GPU, so most rows ran at a reduced scale that the section states. Each section
+links a detail page under `docs/results/` with the full tables and measurements.
 
-This page is assembled by `python docs/build_results.py` from the files in
-`docs/results/`, one per method.
+This page is assembled by `python docs/build_results.py` from `docs/results/summaries/`.
 """
 
 
@@ -47,14 +60,45 @@ def demote_headings(text: str) -> str:
     return "\n".join(out)
 
 
-def main() -> None:
+def build() -> str:
+    """The page's text.
+
+    Raises:
+        SystemExit: When a summary is missing, does not link its method's detail page, or
+            the page would exceed :data:`MAX_LINES` lines.
+    """
     parts = [PREAMBLE]
-    files = {p.stem: p for p in (HERE / "results").glob("*.md")}
-    for name in ORDER + sorted(set(files) - set(ORDER)):
-        if name in files:
-            parts.append(demote_headings(files[name].read_text().strip()) + "\n")
-    (HERE / "results.md").write_text("\n\n".join(parts))
-    print(f"wrote {HERE / 'results.md'} from {len(parts) - 1} sections")
+    for name in ORDER:
+        path = SUMMARIES / f"{name}.md"
+        if not path.exists():
+            raise SystemExit(f"missing summary {path}")
+        text = path.read_text().strip()
+        if (DETAILS / f"{name}.md").exists() and f"results/{name}.md" not in text:
+            raise SystemExit(f"{path} does not link its detail page results/{name}.md")
+        parts.append(demote_headings(text) + "\n")
+    extra = sorted(p.stem for p in SUMMARIES.glob("*.md") if p.stem not in ORDER)
+    if extra:
+        raise SystemExit(f"summaries not in ORDER: {', '.join(extra)}")
+    page = "\n\n".join(parts)
+    lines = page.count("\n")
+    if lines > MAX_LINES:
+        raise SystemExit(f"the page would have {lines} lines, more than {MAX_LINES}: shorten a summary "
+                         f"(detail tables belong on the detail pages)")
+    return page
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 if docs/results.md is not up to date")
+    args = ap.parse_args()
+    page = build()
+    if args.check:
+        if not PAGE.exists() or PAGE.read_text() != page:
+            print(f"{PAGE} is not up to date: run python docs/build_results.py", file=sys.stderr)
+            sys.exit(1)
+        return
+    PAGE.write_text(page)
+    print(f"wrote {PAGE} ({page.count(chr(10))} lines) from {len(ORDER)} sections")
 
 
 if __name__ == "__main__":

@@ -169,3 +169,39 @@ def test_replace_validates_like_a_recipe():
 def test_non_finite_numbers_in_free_form_options_are_refused():
     with pytest.raises(ConfigError, match=r"^task.options.k: must be a finite number, got nan$"):
         load_config("autoattend-cora-quick", ["task.options={k: .nan}"])
+
+
+def test_options_built_in_python_are_held_to_the_ranges_of_their_types():
+    from attnas.data.text_csv import CsvOptions
+    from attnas.graphvae.train import TrainSettings
+    from attnas.graphvae.vae import GraphVAEConfig
+    from attnas.strategies.one_shot_config import OneShotEvolutionConfig, SupernetConfig
+
+    with pytest.raises(ConfigError, match=r"^epochs: must be >= 1, got 0$"):
+        TrainConfig(epochs=0)
+    with pytest.raises(ConfigError, match=r"^context_warmup: must be in \[0, 1\), got 1.0$"):
+        SupernetConfig(context_warmup=1.0)
+    with pytest.raises(ConfigError, match=r"^score_threads: must be >= 1, got 0$"):
+        OneShotEvolutionConfig(score_threads=0)  # an optional value: checked when given
+    assert OneShotEvolutionConfig(score_threads=None).score_threads is None
+    with pytest.raises(ConfigError, match=r"^csv.val_fraction: must be in \[0, 1\), got 1.5$"):
+        CsvOptions(val_fraction=1.5)
+    with pytest.raises(ConfigError, match=r"^encoder: 'gin' is not a valid choice; valid: dvae, gcn$"):
+        GraphVAEConfig(encoder="gin")
+    with pytest.raises(ConfigError, match=r"^plateau_factor: must be in \(0, 1\), got 1.0$"):
+        TrainSettings(plateau_factor=1.0)
+    # checks that relate several fields stay with their dataclass
+    with pytest.raises(ConfigError, match="below 1"):
+        CsvOptions(val_fraction=0.5, test_fraction=0.5)
+
+
+def test_config_is_a_package_of_small_modules_importable_from_one_name():
+    from pathlib import Path
+
+    import attnas.config as config
+
+    for name in config.__all__:
+        assert hasattr(config, name), name
+    for path in Path(config.__file__).parent.glob("*.py"):
+        assert len(path.read_text(encoding="utf-8").splitlines()) < 500, path
+    assert "autoattend-cora-quick" in config.list_recipes()  # the recipes folder is found from the package

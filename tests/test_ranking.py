@@ -29,11 +29,13 @@ def test_ranking_measures_resumes_and_compares_supernets(tiny_recipe_data, tmp_p
     lines = (out / "standalone.jsonl").read_text().splitlines()
     assert len(lines) == 10
     # a second supernet variant reuses the stand-alone results: nothing is trained again
-    other = supernet_ranking(tiny_recipe_data, ["retrain.epochs=3", "strategy.supernet.epochs=6"], label="longer",
-                             **args)
+    # (its label, with a path in it, becomes a safe file name: nothing is written outside the folder)
+    other = supernet_ranking(tiny_recipe_data, ["retrain.epochs=3", "strategy.supernet.epochs=6"],
+                             label="../../longer", **args)
     assert (out / "standalone.jsonl").read_text().splitlines() == lines
     assert [r["val_mean"] for r in other["rows"]] == [r["val_mean"] for r in rows]
-    assert json.loads((out / "ranking-longer.json").read_text())["label"] == "longer"
+    assert json.loads((out / "ranking-longer.json").read_text())["label"] == "../../longer"
+    assert (out / "supernet-longer").is_dir() and sorted(p.name for p in tmp_path.iterdir()) == ["ranking"]
     # a supernet folder of another configuration is refused, not overwritten
     with pytest.raises(RunDirError, match="another configuration"):
         supernet_ranking(tiny_recipe_data, ["retrain.epochs=3", "strategy.supernet.epochs=7"], label="longer", **args)

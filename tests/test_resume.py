@@ -46,6 +46,7 @@ def test_killed_search_resumes_to_the_same_result(reference_run, tmp_path, fault
     epochs = [e["epoch"] for e in events if e["phase"] == "supernet"]
     assert epochs == list(range(1, 41))
     assert [e["index"] for e in events if e["phase"] == "evolution"] == list(range(48))
+    assert [e["phase"] for e in events].count("search-done") == 1  # also when killed in the final training
 
 
 def test_resume_of_a_finished_run_is_a_no_op(reference_run):

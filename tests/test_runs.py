@@ -158,3 +158,29 @@ def test_default_run_folder_stays_under_runs(tmp_path, monkeypatch, name, folder
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "recipe.yaml"]
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["b"]
     assert RunDir.open(run).read_config_yaml()["name"] == name  # the config keeps the name as given
+
+
+def test_a_failed_atomic_write_keeps_the_old_file_and_leaves_no_temporary_file(tmp_path, monkeypatch):
+    import errno
+    from pathlib import Path
+
+    from attnas.runs import atomic_write_bytes, atomic_write_file
+
+    target = tmp_path / "metrics.json"
+    atomic_write_bytes(target, b"old")
+
+    def disk_full(self, data):
+        with open(self, "wb") as fh:
+            fh.write(data[:2])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_bytes", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        atomic_write_bytes(target, b"new contents")
+    monkeypatch.undo()
+    assert target.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["metrics.json"]
+
+    seen = []
+    atomic_write_file(tmp_path / "figure.png", lambda tmp: (seen.append(tmp.name), tmp.write_bytes(b"png")))
+    assert seen[0].startswith(".figure.tmp-") and seen[0].endswith(".png")  # a writer may pick the format from it
+    assert (tmp_path / "figure.png").read_bytes() == b"png"

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Annotated, Union
 
 from attnas._registry import register_dataset
-from attnas.config import NonNegativeInt, PositiveInt, Range, Seed
+from attnas.config import NonNegativeInt, PositiveInt, Range, Seed, check_fields
 from attnas.data.token_sequences import TokenSequences
 from attnas.errors import ConfigError, DataError
 
@@ -75,20 +75,12 @@ class ListOpsConfig:
     seed: Seed = 0
 
     def __post_init__(self) -> None:
-        if self.min_length < 0:
-            raise ConfigError(f"min_length: must be >= 0, got {self.min_length}")
+        check_fields(self)
         if self.max_length <= self.min_length + 1:
             raise ConfigError(
                 f"max_length: must exceed min_length + 1 (both bounds are exclusive), "
                 f"got min_length={self.min_length}, max_length={self.max_length}"
             )
-        if self.max_depth < 1:
-            raise ConfigError(f"max_depth: must be >= 1, got {self.max_depth}")
-        if self.max_args < 2:
-            raise ConfigError(f"max_args: must be >= 2, got {self.max_args}")
-        for name in ("train_size", "val_size", "test_size"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")
         longest = max_tree_length(self.max_depth, self.max_args)
         if longest <= self.min_length:
             raise ConfigError(

@@ -28,7 +28,7 @@ from typing import Literal
 import numpy as np
 
 from attnas._registry import register_dataset
-from attnas.config import Fraction, Seed
+from attnas.config import Fraction, Seed, check_fields
 from attnas.data.root import resolve_data_root
 from attnas.data.text_dataset import TEXT_SPLITS, TextDataset, TextSplit, lowercase
 from attnas.errors import ConfigError, DataError
@@ -85,10 +85,7 @@ class CsvOptions:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", tuple(str(label) for label in self.labels))
-        for name in ("val_fraction", "test_fraction"):
-            v = getattr(self, name)
-            if not 0.0 <= v < 1.0:
-                raise ConfigError(f"csv.{name}: must be in [0, 1), got {v}")
+        check_fields(self, "csv.")
         if self.val_fraction + self.test_fraction >= 1.0:
             raise ConfigError("csv.val_fraction + csv.test_fraction must be below 1")
         if len(set(self.labels)) != len(self.labels):

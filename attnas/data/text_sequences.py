@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from attnas import _registry
-from attnas.config import NonNegativeInt, PositiveInt, Seed
+from attnas.config import NonNegativeInt, PositiveInt, Seed, check_fields
 from attnas.data.text_csv import CsvOptions
 from attnas.data.text_dataset import TEXT_SPLITS, TextDataset, TextSplit
 from attnas.data.token_sequences import TokenSequences
@@ -63,11 +63,7 @@ class TextSequencesConfig:
     csv: CsvOptions = field(default_factory=CsvOptions)
 
     def __post_init__(self) -> None:
-        for name in ("max_len", "min_freq"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"text.{name}: must be >= 1, got {getattr(self, name)}")
-        if self.train_size < 0:
-            raise ConfigError(f"text.train_size: must be >= 0 (0: all), got {self.train_size}")
+        check_fields(self, "text.")
 
 
 def text_dataset_names() -> list[str]:

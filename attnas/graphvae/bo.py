@@ -34,8 +34,8 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from attnas.config import PositiveInt, Seed
-from attnas.errors import ConfigError, DataError
+from attnas.config import PositiveInt, Seed, check_fields
+from attnas.errors import DataError
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.evaluator import UNSCORED, Evaluator
 from attnas.graphvae.gp import SparseGPSettings, fit_sparse_gp
@@ -82,13 +82,7 @@ class BOSettings:
     unscored: Literal["worst", "skip"] = "worst"
 
     def __post_init__(self) -> None:
-        for key in ("iterations", "batch_size", "decode_attempts", "num_restarts", "raw_samples", "mc_samples", "maxiter"):
-            if getattr(self, key) < 1:
-                raise ConfigError(f"{key} must be >= 1, got {getattr(self, key)}")
-        if self.acquisition not in ("qEI", "qLogEI"):
-            raise ConfigError(f"acquisition: '{self.acquisition}' is not one of qEI, qLogEI")
-        if self.unscored not in ("worst", "skip"):
-            raise ConfigError(f"unscored: '{self.unscored}' is not one of worst, skip")
+        check_fields(self)
 
 
 @dataclass

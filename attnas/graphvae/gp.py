@@ -55,8 +55,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from attnas.config import PositiveFloat, PositiveInt, Seed
-from attnas.errors import ConfigError, DataError
+from attnas.config import PositiveFloat, PositiveInt, Seed, check_fields
+from attnas.errors import ConfigError, DataError, check_finite_loss
 from attnas.progress import progress
 
 
@@ -85,15 +85,7 @@ class SparseGPSettings:
     maxiter: PositiveInt = 200
 
     def __post_init__(self) -> None:
-        for key in ("inducing", "epochs", "batch_size"):
-            if getattr(self, key) < 1:
-                raise ConfigError(f"{key} must be >= 1, got {getattr(self, key)}")
-        if self.lr <= 0:
-            raise ConfigError(f"lr must be > 0, got {self.lr}")
-        if self.method not in ("svgp", "fitc", "sgpr"):
-            raise ConfigError(f"method: '{self.method}' is not one of svgp, fitc, sgpr")
-        if self.maxiter < 1:
-            raise ConfigError(f"maxiter must be >= 1, got {self.maxiter}")
+        check_fields(self)
 
 
 class SparseGP:
@@ -200,12 +192,13 @@ def fit_sparse_gp(x: Tensor, y: Tensor, settings: SparseGPSettings = SparseGPSet
         model.train()
         steps = math.ceil(len(x) / settings.batch_size)
         with progress(description, total=settings.epochs * steps) as bar:
-            for _ in range(settings.epochs):
+            for epoch in range(1, settings.epochs + 1):
                 order = torch.randperm(len(x), generator=gen)
                 for start in range(0, len(x), settings.batch_size):
                     idx = order[start : start + settings.batch_size]
                     opt.zero_grad(set_to_none=True)
                     loss = -mll(model(x[idx]), ys[idx].squeeze(-1))
+                    check_finite_loss(loss, description, f"epoch {epoch}, batch {start // settings.batch_size + 1}")
                     loss.backward()
                     opt.step()
                     bar.advance(1, elbo=-float(loss.detach()))

@@ -27,8 +27,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attnas.config import PositiveInt
-from attnas.errors import ConfigError
+from attnas.config import PositiveInt, check_fields
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.validity import is_valid_enas
 from attnas.graphvae.vae import GraphVAE
@@ -171,11 +170,7 @@ class Table1Settings:
     prior_decodes: PositiveInt = 10
 
     def __post_init__(self) -> None:
-        for key in ("encode_times", "decode_times", "prior_points", "prior_decodes"):
-            if getattr(self, key) < 1:
-                raise ConfigError(f"{key} must be >= 1, got {getattr(self, key)}")
-        if self.recon_graphs is not None and self.recon_graphs < 1:
-            raise ConfigError(f"recon_graphs must be >= 1 or null, got {self.recon_graphs}")
+        check_fields(self)
 
 
 def table1(

@@ -21,12 +21,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Annotated, Literal
 
 import torch
 from torch.optim.lr_scheduler import ReduceLROnPlateau
 
-from attnas.errors import CheckpointError, ConfigError, DataError
+from attnas.config import NonNegativeInt, PositiveFloat, PositiveInt, Range, Seed, check_fields
+from attnas.errors import CheckpointError, DataError, check_finite_loss
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.vae import GraphVAE, GraphVAEConfig, precision_context
 from attnas.progress import progress
@@ -52,28 +53,18 @@ class TrainSettings:
             explicit speed option (see docs/results/opemb.md for its quality check).
     """
 
-    epochs: int = 300
-    batch_size: int = 32
-    lr: float = 1e-4
-    plateau_factor: float = 0.1
-    plateau_patience: int = 10
-    iterations: int = 1
-    seed: int = 0
-    max_batches: int | None = None
+    epochs: PositiveInt = 300
+    batch_size: PositiveInt = 32
+    lr: PositiveFloat = 1e-4
+    plateau_factor: Annotated[float, Range(0, 1, low_open=True, high_open=True)] = 0.1
+    plateau_patience: NonNegativeInt = 10
+    iterations: PositiveInt = 1
+    seed: Seed = 0
+    max_batches: PositiveInt | None = None
     precision: Literal["fp32", "bf16"] = "fp32"
 
     def __post_init__(self) -> None:
-        for key in ("epochs", "batch_size", "iterations"):
-            if getattr(self, key) < 1:
-                raise ConfigError(f"{key} must be >= 1, got {getattr(self, key)}")
-        if self.lr <= 0:
-            raise ConfigError(f"lr must be > 0, got {self.lr}")
-        if not 0 < self.plateau_factor < 1:
-            raise ConfigError(f"plateau_factor must be in (0, 1), got {self.plateau_factor}")
-        if self.max_batches is not None and self.max_batches < 1:
-            raise ConfigError(f"max_batches must be >= 1 or null, got {self.max_batches}")
-        if self.precision not in ("fp32", "bf16"):
-            raise ConfigError(f"precision: '{self.precision}' is not one of fp32, bf16")
+        check_fields(self)
 
 
 @dataclass
@@ -207,6 +198,8 @@ def train_epoch(state: TrainState, data: DagDataset, on_batch: Callable[[float],
         state.optimizer.zero_grad(set_to_none=True)
         with precision_context(s.precision, batch.types.device):
             out = model.loss(batch, generator=state.generator)
+        check_finite_loss(out["loss"], "graph-VAE training",
+                          f"iteration {state.iteration + 1}, epoch {state.epoch + 1}, batch {i + 1}")
         out["loss"].backward()
         state.optimizer.step()
         for key in totals:
@@ -214,8 +207,6 @@ def train_epoch(state: TrainState, data: DagDataset, on_batch: Callable[[float],
         seen += len(batch)
         if on_batch is not None:
             on_batch(float(out["loss"].detach()) / len(batch))
-    if not math.isfinite(totals["loss"]):
-        raise DataError(f"graph-VAE loss is not finite (loss={totals['loss']}) at epoch {state.epoch + 1}")
     state.scheduler.step(totals["loss"])
     state.epoch += 1
     record = {"iteration": state.iteration, "epoch": state.epoch, "lr": lr, **{k: v / seen for k, v in totals.items()}}

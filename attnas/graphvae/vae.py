@@ -20,6 +20,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
+from attnas.config import NonNegativeFloat, PositiveInt, check_fields
 from attnas.errors import ConfigError, DataError
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.decoder import DagDecoder
@@ -48,27 +49,17 @@ class GraphVAEConfig:
 
     encoder: Literal["dvae", "gcn"] = "dvae"
     operations: Literal["onehot", "embedding"] = "onehot"
-    op_dim: int = 3
-    hidden: int = 501
-    latent: int = 56
+    op_dim: PositiveInt = 3
+    hidden: PositiveInt = 501
+    latent: PositiveInt = 56
     bidirectional: bool = True
-    gcn_layers: int = 3
+    gcn_layers: PositiveInt = 3
     message_input: Literal["vertex_id", "operation"] = "vertex_id"
-    beta: float = 0.005
-    eps_scale: float = 0.01
+    beta: NonNegativeFloat = 0.005
+    eps_scale: NonNegativeFloat = 0.01
 
     def __post_init__(self) -> None:
-        if self.encoder not in ("dvae", "gcn"):
-            raise ConfigError(f"encoder: unknown encoder '{self.encoder}'; valid: dvae, gcn")
-        if self.operations not in ("onehot", "embedding"):
-            raise ConfigError(f"operations: '{self.operations}' is not one of onehot, embedding")
-        if self.message_input not in ("vertex_id", "operation"):
-            raise ConfigError(f"message_input: '{self.message_input}' is not one of vertex_id, operation")
-        for key in ("op_dim", "hidden", "latent", "gcn_layers"):
-            if getattr(self, key) < 1:
-                raise ConfigError(f"{key} must be >= 1, got {getattr(self, key)}")
-        if self.beta < 0 or self.eps_scale < 0:
-            raise ConfigError(f"beta and eps_scale must be >= 0, got {self.beta} and {self.eps_scale}")
+        check_fields(self)
 
 
 #: The models of paper 004's Tables 1-2, with D-VAE's ENAS sizes.

@@ -16,12 +16,11 @@ The C++ sources are ``csrc/*.cpp`` and ``csrc/*.h``; :mod:`attnas.kernels._build
 loads them (a per-user cache whose files are checked before loading).
 
 Kernels (:data:`KERNELS`): ``attention_gates`` (AutoLA's gated attention modules, Eqs. 4-8),
-``fused_phi`` (the HOGA cell's projection, Eq. 3), ``hoga_cell`` (the discrete HOGA cell as one
-operation, on top of the two before), ``hoga_gates`` (the relaxed cell's full-size passes),
-``small_conv`` (stride-1 convolutions with few channels per group), ``layout`` (channels-last <-> NCHW channel groups),
-``local_attention_flat`` (SASA local self-attention without unfolded copies: PyTorch, any
-device), ``local_attention`` (the same compiled for the CPU), ``dropout`` (the hashed dropout
-mask).
+``fused_phi`` (the HOGA cell's projection, Eq. 3), ``hoga_gates`` (the relaxed cell's full-size
+passes), ``small_conv`` (stride-1 convolutions with few channels per group), ``layout``
+(channels-last <-> NCHW channel groups), ``local_attention_flat`` (SASA local self-attention
+without unfolded copies: PyTorch, any device), ``local_attention`` (the same compiled for the
+CPU), ``dropout`` (the hashed dropout mask).
 """
 
 from __future__ import annotations
@@ -32,8 +31,8 @@ from attnas.kernels._build import disabled_by_environment
 from attnas.ops import overrides
 
 #: Every kernel, in the order they are registered.
-KERNELS = ("layout", "small_conv", "hoga_gates", "attention_gates", "fused_phi", "hoga_cell",
-           "local_attention_flat", "local_attention", "dropout")
+KERNELS = ("layout", "small_conv", "hoga_gates", "attention_gates", "fused_phi", "local_attention_flat",
+           "local_attention", "dropout")
 
 _disabled: set[str] = set()
 
@@ -67,7 +66,7 @@ def enabled(name: str) -> bool:
 
 
 def _register_all() -> None:
-    from attnas.kernels import (attention_gates, dropout, fused_phi, hoga_cell, hoga_gates,  # noqa: F401
+    from attnas.kernels import (attention_gates, dropout, fused_phi, hoga_gates,  # noqa: F401
                                 layout, local_attention, local_attention_flat, small_conv)
 
 

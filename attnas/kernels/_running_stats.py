@@ -1,7 +1,7 @@
 """The running-statistics bookkeeping of ``nn.BatchNorm2d``, for kernels that compute batch norms.
 
-The compiled spatial attention (:mod:`attnas.ops.attention_gates`) and phi
-(:mod:`attnas.ops.fused_phi`) normalise with batch statistics themselves; they update the
+The compiled spatial attention (:mod:`attnas.kernels.attention_gates`) and phi
+(:mod:`attnas.kernels.fused_phi`) normalise with batch statistics themselves; they update the
 running mean and variance as ``nn.BatchNorm2d`` does in training mode.
 """
 

@@ -21,10 +21,7 @@ wherever the maximum is unique). First derivatives only: a double backward raise
 Each module's calls are a :class:`GateKernel` (:class:`NormGate`, :class:`SpatialGate`,
 :class:`ChannelGate`), built by :func:`gate_kernel` (``None`` where they do not run);
 :func:`gate_function` makes one autograd operation of it, and :func:`attention_gate` is the
-override of the modules' ``forward`` (hook ``attention_gate``). The kernels can also *add*
-their output into an existing tensor and their input gradient into an existing gradient
-(an ``addend``): the fused HOGA cell (:mod:`attnas.kernels.hoga_cell`) sums a node's edges
-that way, without a tensor per edge.
+override of the modules' ``forward`` (hook ``attention_gate``).
 
 Layout: an input whose channel planes are contiguous (``(B, c, H, W)`` with strides
 ``(any, H W, W, 1)``, e.g. a channel slice of an NCHW tensor, as in the HOGA cell) is read in
@@ -51,14 +48,14 @@ from attnas.ops.vision_attention import (CBAM, ChannelAttention, ChannelAttentio
                                          SpatialAttention)
 
 _p, _i, _i64, _f = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_double
-_PLANE = [_i64, _i, _i, _i, _i, _i, _p, _i]  # B, c, H, W, K, d, addend, nthreads
+_PLANE = [_i64, _i, _i, _i, _i, _i, _i]  # B, c, H, W, K, d, nthreads
 LIBRARY = Library("attention_gates", {
     "attnas_norm_forward": [_i, _p, _i64, _p, _p, _p, _p, *_PLANE],
     "attnas_norm_backward": [_i, _p, _i64, _p, _p, _p, _p, _p, _p, *_PLANE],
     "attnas_spatial_forward": [_i, _p, _i64, _p, _p, _i, _p, _p, _p, _p, _p, _f, _f, _i, _p, _p, *_PLANE],
     "attnas_spatial_backward": [_i, _p, _i64, _p, _p, _i, _p, _p, _f, _i, _p, _p, _p, _p, _p, _p, _p, *_PLANE],
-    "attnas_channel_forward": [_i, _p, _i64, _p, _p, _i, _p, _p, _i64, _i, _i, _i64, _p, _i],
-    "attnas_channel_backward": [_i, _p, _i64, _p, _p, _i, _p, _p, _p, _p, _p, _i64, _i, _i, _i64, _p, _i],
+    "attnas_channel_forward": [_i, _p, _i64, _p, _p, _i, _p, _p, _i64, _i, _i, _i64, _i],
+    "attnas_channel_backward": [_i, _p, _i64, _p, _p, _i, _p, _p, _p, _p, _p, _i64, _i, _i, _i64, _i],
 })
 
 
@@ -100,10 +97,7 @@ class GateKernel:
 
     Built per forward call (it fixes the batch-norm mode of that call; building has no side
     effect, the kernel's forward updates the running statistics). :func:`gate_function`
-    wraps it as one autograd operation; the fused HOGA cell
-    (:mod:`attnas.kernels.hoga_cell`) calls it directly, with an ``addend``: the node
-    itself to add an edge's output into it, the node's gradient to add an input gradient
-    into it.
+    wraps it as one autograd operation.
 
     Attributes:
         params: The tensors the gate has gradients for (parameters, in a fixed order).
@@ -111,20 +105,17 @@ class GateKernel:
 
     params: tuple[torch.Tensor, ...] = ()
 
-    def forward(self, x: torch.Tensor, y: torch.Tensor,
-                addend: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
-        """Write ``[addend +] x g(x)`` into ``y``; return what the backward needs.
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Write ``x g(x)`` into ``y``; return what the backward needs.
 
-        ``x`` ``(B, c, H, W)`` has contiguous planes (any batch stride); ``y`` and ``addend``
-        are contiguous, and ``addend`` may be ``y`` itself (the output is added into it).
+        ``x`` ``(B, c, H, W)`` has contiguous planes (any batch stride); ``y`` is contiguous.
         """
         raise NotImplementedError
 
-    def backward(self, saved: tuple[torch.Tensor, ...], dy: torch.Tensor, dx: torch.Tensor | None,
-                 addend: torch.Tensor | None = None) -> tuple[torch.Tensor | None, ...]:
-        """Write ``[addend +] d loss / d x`` into ``dx`` (``None``: not wanted) for the
-        contiguous ``dy`` (``addend`` contiguous, may be ``dx``); return the gradients of
-        :attr:`params`."""
+    def backward(self, saved: tuple[torch.Tensor, ...], dy: torch.Tensor,
+                 dx: torch.Tensor | None) -> tuple[torch.Tensor | None, ...]:
+        """Write ``d loss / d x`` into ``dx`` (``None``: not wanted) for the contiguous ``dy``;
+        return the gradients of :attr:`params`."""
         raise NotImplementedError
 
 
@@ -136,20 +127,20 @@ class NormGate(GateKernel):
         self.bias = None if bias is None else bias.contiguous()
         self.params = (weight,) if bias is None else (weight, bias)
 
-    def forward(self, x, y, addend=None):  # noqa: D102 (GateKernel)
+    def forward(self, x, y):  # noqa: D102 (GateKernel)
         B, c, H, W = x.shape
         s = x.new_empty(B, c, H, W)
         _call("norm_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), self.weight, self.bias, y, s, B, c, H, W,
-              self.weight.shape[-1], self.dilation, addend)
+              self.weight.shape[-1], self.dilation)
         return x, s
 
-    def backward(self, saved, dy, dx, addend=None):  # noqa: D102 (GateKernel)
+    def backward(self, saved, dy, dx):  # noqa: D102 (GateKernel)
         x, s = saved
         B, c, H, W = x.shape
         dw = torch.empty_like(self.weight)
         db = None if self.bias is None else x.new_empty(c)
         _call("norm_backward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), self.weight, s, dy, dx, dw, db, B, c, H,
-              W, self.weight.shape[-1], self.dilation, addend)
+              W, self.weight.shape[-1], self.dilation)
         return (dw,) if db is None else (dw, db)
 
 
@@ -171,17 +162,17 @@ class SpatialGate(GateKernel):
         self.params = ((weight, bn.weight, bn.bias) if channel_mlp is None
                        else (*channel_mlp, weight, bn.weight, bn.bias))
 
-    def forward(self, x, y, addend=None):  # noqa: D102 (GateKernel)
+    def forward(self, x, y):  # noqa: D102 (GateKernel)
         B, c, H, W = x.shape
         bn, h = self.bn, 0 if self.w1 is None else self.w1.shape[0]
         factor = count_batch(bn) if self.mode == 1 else 0.0  # the batch counts once it is computed
         work = x.new_empty(5 * B * H * W + 2 + (0 if self.w1 is None else 4 * B * c))  # see SpatialWork, ChannelWork
         _call("spatial_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), self.w1, self.w2, h, self.weight,
               bn.weight, bn.bias, bn.running_mean, bn.running_var, bn.eps, factor, self.mode, y, work, B, c, H, W,
-              self.weight.shape[-1], self.dilation, addend)
+              self.weight.shape[-1], self.dilation)
         return x, work
 
-    def backward(self, saved, dy, dx, addend=None):  # noqa: D102 (GateKernel)
+    def backward(self, saved, dy, dx):  # noqa: D102 (GateKernel)
         x, work = saved
         B, c, H, W = x.shape
         w1, w2, h = self.w1, self.w2, 0 if self.w1 is None else self.w1.shape[0]
@@ -189,7 +180,7 @@ class SpatialGate(GateKernel):
         dw1, dw2 = (None, None) if w1 is None else (torch.empty_like(w1), torch.empty_like(w2))
         _call("spatial_backward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), w1, w2, h, self.weight, self.bn.weight,
               self.bn.eps, int(self.mode != 2), work, dy, dx, dw, dbn, dw1, dw2, B, c, H, W, self.weight.shape[-1],
-              self.dilation, addend)
+              self.dilation)
         grads = (dw, dbn[:1], dbn[1:])
         return grads if w1 is None else (dw1, dw2, *grads)
 
@@ -201,19 +192,19 @@ class ChannelGate(GateKernel):
         self.w1, self.w2, self.with_max = w1.contiguous(), w2.contiguous(), with_max
         self.params = (w1, w2)
 
-    def forward(self, x, y, addend=None):  # noqa: D102 (GateKernel)
+    def forward(self, x, y):  # noqa: D102 (GateKernel)
         B, C, H, W = x.shape
         work = x.new_empty(4 * B * C)  # pooled, gate, argmax
         _call("channel_forward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), self.w1, self.w2, int(self.with_max), y,
-              work, B, C, self.w1.shape[0], H * W, addend)
+              work, B, C, self.w1.shape[0], H * W)
         return x, work
 
-    def backward(self, saved, dy, dx, addend=None):  # noqa: D102 (GateKernel)
+    def backward(self, saved, dy, dx):  # noqa: D102 (GateKernel)
         x, work = saved
         B, C, H, W = x.shape
         dw1, dw2 = torch.empty_like(self.w1), torch.empty_like(self.w2)
         _call("channel_backward", KERNEL_DTYPES[x.dtype], x, _batch_stride(x), self.w1, self.w2, int(self.with_max),
-              work, dy, dx, dw1, dw2, B, C, self.w1.shape[0], H * W, addend)
+              work, dy, dx, dw1, dw2, B, C, self.w1.shape[0], H * W)
         return dw1, dw2
 
 

@@ -87,8 +87,8 @@ def phi_parameters(phi: nn.Module) -> tuple[torch.Tensor, ...]:
     ``(C_out, C_in, 1, 1)`` as they are: the kernel reads them as ``C_out x C_in`` matrices, the
     same memory, and their gradients come back in their shape without a view in the graph).
 
-    Read from the modules' parameter dictionaries: ``nn.Module.__getattr__`` made this a tenth
-    of the fused cell's Python time, and it runs twice per forward.
+    Read from the modules' parameter dictionaries, not through ``nn.Module.__getattr__`` (a
+    fixed cost on every call).
     """
     return tuple(_parameter(phi, path, name) for path, name in _PHI_PARAMETERS)
 

@@ -184,7 +184,6 @@ class HOGA(nn.Module):
         keys = [(j, edge_key(j, k)) for j in range(k + 1)]
         return [(j, key, self.choices[key]) for j, key in keys if self.choices[key] != "zero"]
 
-    @overridable("hoga_cell")
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Nodes ``U_k = o_kk(F_k) + sum_{j<k} o_jk(U_j)`` (Eq. 2), then ``phi`` of them and their sum (Eq. 3)."""
         inputs = split_nchw(x, self.group_channels)  # F_0 ... F_{K-1}, NCHW (the gradient goes back in x's layout)

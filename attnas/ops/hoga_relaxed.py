@@ -31,11 +31,10 @@ from torch import nn
 
 from attnas.errors import ConfigError, unknown_name
 from attnas.ops.hoga_cell import HOGA, HOGAProjection, check_divisible, edge_key, hoga_edges, project
-from attnas.ops.gate_norm import batch_norm_sigmoid
 from attnas.ops.gate_pooling import mean
 from attnas.ops.memory_format import as_nchw
 from attnas.ops.overrides import overridable
-from attnas.ops.vision_attention import HOGA_OPS, create_attention
+from attnas.ops.vision_attention import HOGA_OPS, channel_gate, create_attention
 
 ALPHA_INIT_SCALE = 1e-3
 _CHANNEL_FAMILIES = ("se", "channel_v2", "cbam")  # operations with a channel MLP
@@ -161,25 +160,18 @@ class GroupedMixedOp(nn.Module):
         self.register_buffer(f"{prefix}_var", torch.ones(n))
 
     def _spatial_gate(self, prefix: str, pooled: torch.Tensor, weight: torch.Tensor, dilation: int) -> torch.Tensor:
-        """``sigmoid(BN(conv(pooled)))``, ``(B, G, H, W)``; ``pooled`` is ``(B, G|1, 2, H, W)``.
-        The batch norm and sigmoid are one operation (:func:`~attnas.ops.gate_norm.batch_norm_sigmoid`)."""
+        """``sigmoid(BN(conv(pooled)))`` (Eqs. 6, 8), ``(B, G, H, W)``; ``pooled`` is ``(B, G|1, 2, H, W)``."""
         B, P, _, H, W = pooled.shape
         z = _conv(pooled.reshape(B, 2 * P, H, W), weight, None, dilation, P)  # a pair per edge, or one for all
-        return batch_norm_sigmoid(z, getattr(self, f"{prefix}_mean"), getattr(self, f"{prefix}_var"),
-                                  getattr(self, f"{prefix}_weight"), getattr(self, f"{prefix}_bias"),
-                                  self.training, 0.1, 1e-5)
+        return torch.sigmoid(F.batch_norm(z, getattr(self, f"{prefix}_mean"), getattr(self, f"{prefix}_var"),
+                                          getattr(self, f"{prefix}_weight"), getattr(self, f"{prefix}_bias"),
+                                          self.training, 0.1, 1e-5))
 
     def _channel_gates(self, pooled: torch.Tensor, col: dict) -> tuple[torch.Tensor, torch.Tensor]:
         """The channel-attention sigmoids ``(F, B, G, c)`` of every family (Eqs. 4, 5, 8) and
         their weighted sum without CBAM's (CBAM multiplies its own by a spatial gate), from
         the pooled ``(2|1, B, G, c)`` average (and maximum)."""
-        hid = torch.relu(torch.einsum("sbgc,fghc->sfbgh", pooled, self.mlp1))
-        logits = torch.einsum("sfbgh,fgch->sfbgc", hid, self.mlp2)
-        if self._needs_max:
-            logits = logits[0] + logits[1] * self._keep_max[:, None, None, None]
-        else:
-            logits = logits[0]
-        sig = torch.sigmoid(logits)  # (F, B, G, c)
+        sig = channel_gate(pooled, self.mlp1, self.mlp2, self._keep_max[:, None, None, None])  # (F, B, G, c)
         mix = torch.stack([col[f] if f != "cbam" else torch.zeros_like(col[f]) for f in self.families])
         return sig, torch.einsum("fbgc,fg->bgc", sig, mix)
 

@@ -29,6 +29,7 @@ authors' release adds a point-wise convolution and a batch normalisation to it).
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from attnas._registry import register_op
@@ -45,6 +46,51 @@ def hidden_size(channels: int, reduction: int) -> int:
     if channels < 1 or reduction < 1:
         raise ConfigError(f"channels and reduction must be >= 1, got channels={channels}, reduction={reduction}")
     return max(1, channels // reduction)
+
+
+def channel_mlp(pooled: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
+    r"""The channel-attention MLP :math:`f_c(v) = W_2\,\mathrm{ReLU}(W_1 v)` (AutoLA Eqs. 4, 5; no biases).
+
+    Args:
+        pooled: Pooled statistics ``v``, ``(S, B, C)`` (``S`` statistics, e.g. the average and
+            the maximum); with stacked weights ``(S, B, G, C)``.
+        w1: ``W_1``, ``(h, C)``; or one per family ``f`` and group ``g`` of a relaxed cell's
+            edges, stacked ``(F, G, h, C)``.
+        w2: ``W_2``, ``(C, h)``; stacked ``(F, G, C, h)``.
+
+    Returns:
+        ``f_c(v)`` of every statistic: ``(S, B, C)``; with stacked weights ``(S, F, B, G, C)``.
+    """
+    if w1.dim() == 2:
+        return F.linear(torch.relu(F.linear(pooled, w1)), w2)
+    hidden = torch.relu(torch.einsum("sbgc,fghc->sfbgh", pooled, w1))
+    return torch.einsum("sfbgh,fgch->sfbgc", hidden, w2)
+
+
+def channel_gate(pooled: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor,
+                 max_weight: torch.Tensor | None = None) -> torch.Tensor:
+    r"""The channel-attention gate: :math:`\mathcal{S}(f_c(F^c_{avg}))` (Eq. 4, squeeze-and-excitation)
+    from the average alone, :math:`\mathcal{S}(f_c(F^c_{avg}) + f_c(F^c_{max}))` (Eq. 5) from both.
+
+    The one implementation of channel attention: the modules :class:`ChannelAttention`,
+    :class:`ChannelAttentionV2` (and so :class:`CBAM` and the HOGA cell's projection) and the
+    relaxed HOGA cell's stacked operations all compute their gate here.
+
+    Args:
+        pooled: ``[F^c_{avg}]`` ``(1, B, C)`` or ``[F^c_{avg}; F^c_{max}]`` ``(2, B, C)`` (stacked
+            weights: ``(1|2, B, G, C)``, see :func:`channel_mlp`).
+        w1: ``W_1`` of :func:`channel_mlp`.
+        w2: ``W_2`` of :func:`channel_mlp`.
+        max_weight: Factor of the max branch, broadcast against ``f_c(F^c_{max})``: 0 where a
+            stacked MLP reads the average only (the relaxed cell computes SE with the others).
+
+    Returns:
+        The gate: ``(B, C)``; with stacked weights ``(F, B, G, C)``.
+    """
+    z = channel_mlp(pooled, w1, w2)
+    if len(z) == 1:
+        return torch.sigmoid(z[0])
+    return torch.sigmoid(z[0] + (z[1] if max_weight is None else z[1] * max_weight))
 
 
 class GatedAttention(nn.Module):
@@ -86,8 +132,7 @@ class ChannelAttention(GatedAttention):
 
     def gate(self, x: torch.Tensor) -> torch.Tensor:
         """The gate ``S(f_c(avg))`` of shape ``(B, C, 1, 1)``."""
-        z = self.fc2(torch.relu(self.fc1(mean(x, (2, 3)))))
-        return torch.sigmoid(z)[:, :, None, None]
+        return channel_gate(mean(x, (2, 3))[None], self.fc1.weight, self.fc2.weight)[:, :, None, None]
 
 
 class ChannelAttentionV2(GatedAttention):
@@ -112,10 +157,9 @@ class ChannelAttentionV2(GatedAttention):
         self.fc2 = nn.Linear(hidden, channels, bias=False)
 
     def gate(self, x: torch.Tensor) -> torch.Tensor:
-        """The gate of shape ``(B, C, 1, 1)``."""
+        """The gate ``S(f_c(avg) + f_c(max))`` of shape ``(B, C, 1, 1)``."""
         pooled = torch.stack((mean(x, (2, 3)), x.amax((2, 3))))  # (2, B, C): one MLP call for both
-        z = self.fc2(torch.relu(self.fc1(pooled))).sum(0)
-        return torch.sigmoid(z)[:, :, None, None]
+        return channel_gate(pooled, self.fc1.weight, self.fc2.weight)[:, :, None, None]
 
 
 def channel_pool(x: torch.Tensor) -> torch.Tensor:

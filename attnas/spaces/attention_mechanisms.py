@@ -36,12 +36,12 @@ from torch import nn
 
 from attnas._registry import register_space
 from attnas.arch import Arch
-from attnas.config import Fraction, NonNegativeInt, PositiveInt
+from attnas.config import Fraction, NonNegativeInt, PositiveInt, check_fields
 from attnas.errors import ArchError, ConfigError, unknown_name
 from attnas.models.mechanism_supernet import DEFAULT_CANDIDATES, MechanismSupernet
 from attnas.models.transformer_encoder import TransformerEncoderClassifier
 from attnas.ops.attention_mechanisms import mechanism_names
-from attnas.spaces.base import Space
+from attnas.spaces.base import Baseline, Space
 
 
 def _mechanism_class(name: str) -> type:
@@ -84,6 +84,7 @@ class AttentionMechanismsConfig:
     mechanism_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        check_fields(self)
         known = mechanism_names()
         if not self.candidates:
             raise ConfigError("candidates: the space needs at least one mechanism")
@@ -93,15 +94,8 @@ class AttentionMechanismsConfig:
         dup = sorted({n for n in self.candidates if self.candidates.count(n) > 1})
         if dup:
             raise ConfigError(f"candidates: {', '.join(dup)} listed more than once")
-        for name in ("dim", "depth", "heads"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")
-        if self.ffn_dim < 0:
-            raise ConfigError(f"ffn_dim: must be >= 0 (0: 4 * dim), got {self.ffn_dim}")
         if self.dim % self.heads:
             raise ConfigError(f"dim: {self.dim} is not divisible by heads {self.heads}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"dropout: must be in [0, 1), got {self.dropout}")
         for mech, opts in self.mechanism_options.items():
             if mech not in known:
                 raise ConfigError("mechanism_options: " + unknown_name("attention mechanism", mech, known))
@@ -184,6 +178,11 @@ class AttentionMechanismSpace(Space):
         """Homogeneous models plus heterogeneous cells (multisets of ``heads`` heads)."""
         c, h = len(self.options.candidates), self.options.heads
         return c + math.comb(c + h - 1, h)
+
+    def baselines(self) -> dict[str, Baseline]:
+        """Every candidate mechanism in every layer (the homogeneous models of DARTFormer's tables)."""
+        return {m: Baseline({"mechanism": m}, None, f"{m} attention in every layer")
+                for m in self.options.candidates}
 
     def describe(self, arch: Arch) -> str:
         spec = arch.choices["mechanism"]

@@ -53,10 +53,10 @@ from torch import nn
 from attnas import _registry
 from attnas._registry import register_space
 from attnas.arch import Arch
-from attnas.config import Fraction, PositiveInt
+from attnas.config import Fraction, PositiveInt, check_fields
 from attnas.errors import ArchError, ConfigError, unknown_name
 from attnas.models.autoattend_network import ROLES, ZERO, AutoAttendModel, AutoAttendSupernet, adapter_for
-from attnas.spaces.base import Space
+from attnas.spaces.base import Baseline, Space
 
 LAYER_TYPES = ("add", "attn")
 IDENTITY = "identity"
@@ -109,10 +109,7 @@ class AutoAttendConfig:
     options: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        if self.layers < 1:
-            raise ConfigError(f"space.layers: must be >= 1, got {self.layers}")
-        if self.hidden < 1:
-            raise ConfigError(f"space.hidden: must be >= 1, got {self.hidden}")
+        check_fields(self, "space.")
         if not self.layer_types:
             raise ConfigError("space.layer_types: must name at least one of add, attn")
         if len(set(self.layer_types)) != len(self.layer_types):
@@ -122,8 +119,6 @@ class AutoAttendConfig:
             raise ConfigError(f"space.constraints: {bad} are not constraints; valid: 1, 2, 3")
         if "attn" in self.layer_types and self.hidden % self.heads:
             raise ConfigError(f"space.hidden: {self.hidden} is not divisible by space.heads={self.heads}")
-        if not 0 <= self.dropout < 1 or not 0 <= self.attn_dropout < 1:
-            raise ConfigError("space.dropout and space.attn_dropout must be in [0, 1)")
         from attnas.ops.common import ACTIVATIONS
 
         for key in ("act", "out_act"):
@@ -368,6 +363,21 @@ class AutoAttendSpace(Space):
             yield arch
 
     # ---------------------------------------------------------------- description
+
+    def baselines(self) -> dict[str, Baseline]:
+        """Graphs: GCN and GAT with their papers' settings (the ``gnn-baseline`` space, as the
+        ``gcn-*``/``gat-*`` recipes); text: the Transformer encoder of the same depth, width,
+        heads and dropout (Table 4's baseline, the ``text-transformer`` space)."""
+        o = self.options
+        if o.pool == "text":
+            space = {"name": "text-transformer", "layers": o.layers, "hidden": o.hidden, "heads": o.heads,
+                     "dropout": o.dropout}
+            return {"transformer": Baseline({"model": "transformer"}, space,
+                                            f"{o.layers}-layer Transformer encoder (hidden {o.hidden}, {o.heads} heads)")}
+        return {"gcn": Baseline({"model": "gcn"}, {"name": "gnn-baseline"},
+                                "GCN (Kipf & Welling 2017: 2 layers, hidden 16, dropout 0.5)"),
+                "gat": Baseline({"model": "gat"}, {"name": "gnn-baseline"},
+                                "GAT (Velickovic et al. 2018: 8 heads x 8 units, dropout 0.6)")}
 
     def describe(self, arch: Arch) -> str:
         """E.g. ``L1=add(0:gcn, 0:zero) L2=attn(q=1:gat_4, k=0:sage, v=0:linear)``."""

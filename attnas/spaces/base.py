@@ -23,6 +23,7 @@ Capabilities:
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -30,6 +31,22 @@ from torch import nn
 
 from attnas.arch import Arch
 from attnas.errors import ArchError, UnsupportedError
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A hand-designed architecture that a search in a space is judged against (``attnas compare``).
+
+    Attributes:
+        arch: The architecture's ``choices``.
+        space: The ``space`` section it is built in (``name`` and options); ``None``: the
+            searched space itself, with the recipe's options.
+        description: One line for the comparison table.
+    """
+
+    arch: dict
+    space: dict | None = None
+    description: str = ""
 
 
 class Space:
@@ -105,6 +122,14 @@ class Space:
     def describe(self, arch: Arch) -> str:
         """A short human-readable description of ``arch``."""
         return arch.to_json(indent=None)
+
+    def baselines(self) -> dict[str, Baseline]:
+        """The hand-designed attention a search of this space must beat, by name.
+
+        ``attnas compare`` trains each of them with the recipe's ``retrain`` budget next
+        to the searched architecture. A space without baselines returns ``{}``.
+        """
+        return {}
 
     # -- helpers --------------------------------------------------------------------------------
 

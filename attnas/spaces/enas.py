@@ -35,9 +35,9 @@ from torch import nn
 
 from attnas._registry import register_space
 from attnas.arch import Arch
-from attnas.config import PositiveInt
+from attnas.config import PositiveInt, check_fields
 from attnas.data.enas import VOCAB
-from attnas.errors import ArchError, ConfigError, UnsupportedError, unknown_name
+from attnas.errors import ArchError, UnsupportedError, unknown_name
 from attnas.spaces.base import Space
 
 #: The six operations, in the ENAS file's id order (0 = conv3, ..., 5 = max3).
@@ -55,8 +55,7 @@ class EnasConfig:
     layers: PositiveInt = 6
 
     def __post_init__(self) -> None:
-        if self.layers < 1:
-            raise ConfigError(f"space.layers: must be >= 1, got {self.layers}")
+        check_fields(self, "space.")
 
 
 @register_space("enas")

@@ -43,14 +43,14 @@ from torch import nn
 from attnas import _registry
 from attnas._registry import register_space
 from attnas.arch import Arch
-from attnas.config import PositiveInt
+from attnas.config import PositiveInt, check_fields
 from attnas.errors import ArchError, ConfigError, did_you_mean
 from attnas.models.hoga_networks import RelaxedHOGANetwork, hoga_factory
 from attnas.models.image_classifier import ImageClassifier
 from attnas.models.resnet_cifar import cifar_resnet
 from attnas.ops.hoga_cell import edge_key, edge_keys, hoga_edges
 from attnas.ops.vision_attention import HOGA_OPS, POOL
-from attnas.spaces.base import Space
+from attnas.spaces.base import Baseline, Space
 
 #: The searched cell of the paper's Figure 3 (``A_1`` = identity, ``A_n`` = normalization,
 #: ``A_s`` = spatial attention, ``A_h`` with kernel 7 = CBAM).
@@ -89,13 +89,9 @@ class HOGAConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ops", tuple(self.ops))
-        if self.groups < 1:
-            raise ConfigError(f"groups: must be >= 1, got {self.groups}")
-        if self.width < 1 or self.width % self.groups:
+        check_fields(self)
+        if self.width % self.groups:
             raise ConfigError(f"width: must be a positive multiple of groups ({self.groups}), got {self.width}")
-        for name in ("reduction", "phi_reduction"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")
         if not self.ops:
             raise ConfigError("ops: the operation pool is empty")
         dup = sorted({o for o in self.ops if self.ops.count(o) > 1})
@@ -273,6 +269,22 @@ class HOGASpace(Space):
 
         self.validate(arch)
         return draw_hoga_cell(arch.choices["edges"], self.options.groups, path, title)
+
+    def baselines(self) -> dict[str, Baseline]:
+        """AutoLA's hand-designed rows (Tables 1 and 6): the plain ResNet, ResNet + SE and
+        ResNet + CBAM (``resnet-attention`` space, reduction 16), and HOG_SE / HOG_CBAM, the
+        HOGA cell with SE or CBAM on every edge."""
+        o = self.options
+        plain = {"name": "resnet-attention", "backbone": o.backbone, "width": o.width}
+        out = {"plain": Baseline({"attention": "none"}, plain, f"plain {o.backbone}"),
+               "se": Baseline({"attention": "se"}, plain, f"{o.backbone} + SE in every block"),
+               "cbam": Baseline({"attention": "cbam"}, plain, f"{o.backbone} + CBAM in every block")}
+        for op in ("se", "cbam"):
+            if op in o.ops:
+                edges = {edge_key(i, j): op for i, j in hoga_edges(o.groups)}
+                out[f"hog_{op}"] = Baseline({"groups": o.groups, "edges": edges}, None,
+                                            f"HOGA cell (K={o.groups}) with {op.upper()} on every edge")
+        return out
 
     def describe(self, arch: Arch) -> str:
         """One line per target node: ``U_k = op(F_k) + op(U_j) + ...``."""

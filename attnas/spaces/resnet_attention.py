@@ -28,7 +28,7 @@ from torch import nn
 from attnas import _registry
 from attnas._registry import register_space
 from attnas.arch import Arch
-from attnas.config import PositiveInt
+from attnas.config import PositiveInt, check_fields
 from attnas.errors import ArchError, ConfigError, did_you_mean
 from attnas.models.image_classifier import ImageClassifier
 from attnas.models.resnet_cifar import cifar_resnet
@@ -57,10 +57,7 @@ class ResNetAttentionConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "modules", tuple(self.modules))
-        if self.width < 1:
-            raise ConfigError(f"width: must be >= 1, got {self.width}")
-        if self.reduction < 1:
-            raise ConfigError(f"reduction: must be >= 1, got {self.reduction}")
+        check_fields(self)
         if not self.modules:
             raise ConfigError("modules: the list is empty")
         known = [NONE, *_registry.names("op", POOL)]

@@ -38,7 +38,7 @@ from torch import nn
 
 from attnas._registry import register_space
 from attnas.arch import Arch
-from attnas.config import PositiveInt
+from attnas.config import PositiveInt, check_fields
 from attnas.errors import ArchError, ConfigError, UnsupportedError, unknown_name
 from attnas.models.stagewise_network import (
     LAYERS_PER_STAGE,
@@ -49,7 +49,7 @@ from attnas.models.stagewise_network import (
     StagewiseNetwork,
 )
 from attnas.ops.self_attention_block import CANDIDATES, PAPER_LABELS
-from attnas.spaces.base import Space
+from attnas.spaces.base import Baseline, Space
 
 __all__ = ["StagewiseConfig", "StagewiseSpace"]
 
@@ -91,14 +91,11 @@ class StagewiseConfig:
     final_channels: Optional[PositiveInt] = None
 
     def __post_init__(self) -> None:
-        if self.reduction < 1:
-            raise ConfigError(f"space.reduction must be positive, got {self.reduction}")
+        check_fields(self, "space.")
         for name in ("init_channels", "final_channels"):
             c = getattr(self, name)
             if c is None:
                 continue
-            if c < 1:
-                raise ConfigError(f"space.{name} must be positive, got {c}")
             if c % self.reduction or (c // self.reduction) % 8:
                 raise ConfigError(
                     f"space.{name}={c} / reduction={self.reduction} must be a whole multiple of 8 (the "
@@ -243,6 +240,13 @@ class StagewiseSpace(Space):
         adj = np.zeros((n, n), dtype=np.int64)
         adj[np.arange(n - 1), np.arange(1, n)] = 1
         return adj, labels
+
+    def baselines(self) -> dict[str, Baseline]:
+        """The all-local network of the paper's tables: every searchable layer stand-alone
+        local self-attention ``local_sa_k7_h8`` (Ramachandran et al. 2019), same macro-architecture."""
+        n = len(self.sample(random.Random(0)).choices["layers"])
+        return {"local_sa": Baseline({"layers": ["local_sa_k7_h8"] * n}, None,
+                                     f"every one of the {n} layers Local SA_k7_h8")}
 
     def describe(self, arch: Arch) -> str:
         """One line per stage with the paper's operation names."""

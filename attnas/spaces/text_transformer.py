@@ -24,7 +24,7 @@ from torch import nn
 
 from attnas._registry import register_space
 from attnas.arch import Arch
-from attnas.config import Fraction, NonNegativeInt, PositiveInt
+from attnas.config import Fraction, NonNegativeInt, PositiveInt, check_fields
 from attnas.errors import ArchError, ConfigError
 from attnas.spaces.base import Space
 
@@ -54,12 +54,9 @@ class TextTransformerConfig:
     norm_first: bool = True
 
     def __post_init__(self) -> None:
-        if self.layers < 1 or self.hidden < 1 or self.heads < 1 or self.ff_dim < 0:
-            raise ConfigError("space: layers, hidden and heads must be >= 1 and ff_dim >= 0")
+        check_fields(self, "space.")
         if self.hidden % self.heads:
             raise ConfigError(f"space.hidden: {self.hidden} is not divisible by space.heads={self.heads}")
-        if not 0 <= self.dropout < 1:
-            raise ConfigError(f"space.dropout: must be in [0, 1), got {self.dropout}")
 
 
 @register_space("text-transformer")

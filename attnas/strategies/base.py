@@ -12,6 +12,7 @@ directory: a search that starts does not stop later for an incompatible input.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -92,6 +93,19 @@ class Strategy:
         Raises:
             AttnasError: Naming the problem.
         """
+
+    @classmethod
+    def random_counterpart(cls, options: Any, space: Any, seed: int) -> dict | None:
+        """The ``strategy`` section of random search in ``space`` at this strategy's budget.
+
+        ``attnas compare`` runs it next to the search. The default suits a strategy that
+        scores no candidates but derives one architecture (DARTS and its variants): one
+        architecture drawn from the space's prior with ``seed``, trained like the found
+        one (AutoLA's Rand_HOGA, Table 6). Strategies that score candidates return random
+        search with the same number of scored architectures; random search itself returns
+        ``None`` (it is its own counterpart).
+        """
+        return {"name": "fixed", "arch": space.sample(random.Random(seed)).choices}
 
     @property
     def device(self) -> torch.device:

@@ -50,8 +50,8 @@ import torch
 from torch import nn
 
 from attnas._registry import register_strategy
-from attnas.config import NonNegativeFloat, PositiveFloat, PositiveInt, Range
-from attnas.errors import ConfigError, UnsupportedError
+from attnas.config import NonNegativeFloat, PositiveFloat, PositiveInt, Range, check_fields
+from attnas.errors import UnsupportedError
 from attnas.models.car_decoder import ContextAutoregressionModel
 from attnas.models.stagewise_network import image_tensor
 from attnas.rng import seed_everything
@@ -95,14 +95,7 @@ class CarDartsConfig(DartsConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.pretext_epochs < 1:
-            raise ConfigError(f"pretext_epochs: must be >= 1, got {self.pretext_epochs}")
-        if self.pretext_arch_lr <= 0:
-            raise ConfigError(f"pretext_arch_lr: must be > 0, got {self.pretext_arch_lr}")
-        if not 0 < self.mask_fraction <= 1:
-            raise ConfigError(f"mask_fraction: must be in (0, 1], got {self.mask_fraction}")
-        if self.mask_boxes < 1:
-            raise ConfigError(f"mask_boxes: must be >= 1, got {self.mask_boxes}")
+        check_fields(self)
 
 
 def masked_reconstruction_loss(model: ContextAutoregressionModel, images: torch.Tensor, *,

@@ -36,7 +36,7 @@ import torch
 
 from attnas._registry import register_strategy
 from attnas.arch import Arch
-from attnas.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Range
+from attnas.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Range, check_fields
 from attnas.errors import ArchError, ConfigError
 from attnas.graphvae.bo import INVALID, BOSettings, BOState, latent_bo
 from attnas.graphvae.dag_dataset import DagDataset
@@ -116,11 +116,7 @@ class GraphVAEStrategyConfig:
     bo_decode: Literal["valid", "in-table"] = "valid"
 
     def __post_init__(self) -> None:
-        for key in ("hidden", "latent", "checkpoint_every", "gp_repeats"):
-            if getattr(self, key) < 1:
-                raise ConfigError(f"{key}: must be >= 1, got {getattr(self, key)}")
-        if self.tsne_points is not None and self.tsne_points < 0:
-            raise ConfigError(f"tsne_points: must be >= 0 or null, got {self.tsne_points}")
+        check_fields(self)
         self.train_settings(0)  # validates epochs, batch_size, lr, iterations, ...
 
     def train_settings(self, seed: int) -> TrainSettings:

@@ -32,13 +32,13 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 
 from attnas._registry import register_strategy
 from attnas.arch import Arch
-from attnas.config import PositiveFloat, PositiveInt
+from attnas.config import PositiveFloat, PositiveInt, check_fields
 from attnas.errors import ConfigError
 from attnas.graphvae.bo import BOSettings, propose
 from attnas.graphvae.gp import SparseGPSettings
@@ -48,7 +48,7 @@ from attnas.graphvae.vae import paper_model
 from attnas.progress import progress
 from attnas.strategies.base import SearchResult
 from attnas.strategies.graph_vae import MODELS
-from attnas.strategies.one_shot import _OneShot
+from attnas.strategies.one_shot import _OneShot, random_search_section
 from attnas.strategies.one_shot_config import RerankConfig, SupernetConfig
 
 
@@ -80,9 +80,7 @@ class LatentVAEConfig:
     checkpoint_every: PositiveInt = 5
 
     def __post_init__(self) -> None:
-        for key in ("samples", "hidden", "latent", "checkpoint_every"):
-            if getattr(self, key) < 1:
-                raise ConfigError(f"vae.{key}: must be >= 1, got {getattr(self, key)}")
+        check_fields(self, "vae.")
         self.train_settings(0)
 
     def train_settings(self, seed: int) -> TrainSettings:
@@ -119,12 +117,11 @@ class LatentBOConfig:
     rerank: RerankConfig = field(default_factory=RerankConfig)
 
     def __post_init__(self) -> None:
+        check_fields(self)
         if not 2 <= self.initial <= self.vae.samples:
             raise ConfigError(f"initial: must be in 2..vae.samples={self.vae.samples}, got {self.initial}")
         if self.budget < self.initial:
             raise ConfigError(f"budget: must be >= initial={self.initial}, got {self.budget}")
-        if self.checkpoint_every < 1:
-            raise ConfigError(f"checkpoint_every: must be >= 1, got {self.checkpoint_every}")
 
 
 @register_strategy("latent-bo")
@@ -134,6 +131,11 @@ class LatentBO(_OneShot):
     name = "latent-bo"
     Config = LatentBOConfig
     requires = ("one-shot", "dag")
+
+    @classmethod
+    def random_counterpart(cls, options: LatentBOConfig, space: Any, seed: int) -> dict:
+        """Random search with the same supernet, ``budget`` scored architectures and the same re-ranking."""
+        return random_search_section(options, options.budget)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

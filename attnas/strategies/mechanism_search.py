@@ -48,8 +48,8 @@ from torch import nn
 
 from attnas._registry import register_strategy
 from attnas.arch import Arch
-from attnas.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, TrainConfig
-from attnas.errors import ConfigError
+from attnas.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, TrainConfig, check_fields
+from attnas.errors import ConfigError, check_finite_loss
 from attnas.progress import progress
 from attnas.rng import rng_state, seed_everything, set_rng_state
 from attnas.strategies._mechanism_selection import (
@@ -99,13 +99,7 @@ class SupernetTrainingConfig:
     checkpoint_every: PositiveInt = 1
 
     def __post_init__(self) -> None:
-        for name in ("epochs", "batch_size", "eval_every", "checkpoint_every"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")
-        if self.patience < 0:
-            raise ConfigError(f"patience: must be >= 0 (0: no early stopping), got {self.patience}")
-        if self.lr <= 0:
-            raise ConfigError(f"lr: must be > 0, got {self.lr}")
+        check_fields(self)
 
     def train_config(self) -> TrainConfig:
         """The same settings as a :class:`~attnas.config.TrainConfig` for :func:`attnas.train.fit`."""
@@ -132,10 +126,7 @@ class MechanismSearchConfig:
     score_batch_size: NonNegativeInt = 0
 
     def __post_init__(self) -> None:
-        if self.finetune_steps < 0:
-            raise ConfigError(f"finetune_steps: must be >= 0, got {self.finetune_steps}")
-        if self.score_batch_size < 0:
-            raise ConfigError(f"score_batch_size: must be >= 0 (0: supernet.batch_size), got {self.score_batch_size}")
+        check_fields(self)
 
 
 def random_calls(model: nn.Module) -> list[int]:
@@ -305,9 +296,10 @@ class MechanismSearch(Strategy):
                 return SelectionResult(list(model.active_names), dropped, trials), model.kept()
         t0 = time.time() - self.elapsed
         batches = None
+        finetune_steps = 0  # in this process, for the message of a NaN loss
 
         def train_step(m: nn.Module) -> None:
-            nonlocal batches
+            nonlocal batches, finetune_steps
             if batches is None:
                 batches = task.batches("train", shuffle=True, generator=gen, batch_size=sn.batch_size)
             batch = next(batches, None)
@@ -316,6 +308,8 @@ class MechanismSearch(Strategy):
                 batch = next(batches)
             opt.zero_grad(set_to_none=True)
             loss = task.loss(m(batch), batch)
+            finetune_steps += 1
+            check_finite_loss(loss, "prune", f"fine-tuning step {finetune_steps} of this process")
             loss.backward()
             if sn.grad_clip > 0:
                 nn.utils.clip_grad_norm_(params, sn.grad_clip)

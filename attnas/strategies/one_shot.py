@@ -17,9 +17,17 @@ Guan et al., ICML 2021, Sec. 4.2 and 5.2.3, following SPOS (Guo et al., ECCV 202
    few epochs each and the best validation score wins (``rerank_epochs``; 0 ranks by
    supernet score alone).
 
-State (supernet weights, optimiser, population, pending candidates, RNG) is
-checkpointed in the run directory; a killed search resumes and ends with the same
-architecture as an uninterrupted one. The options are in :mod:`attnas.strategies.one_shot_config`.
+Cost-aware search (:mod:`attnas.pareto`, :mod:`attnas.costs`): ``strategy.constraints``
+rejects a candidate over a limit on a measured cost before it is scored (sampling and
+mutation draw another; a space with too few feasible architectures is an error), and
+``strategy.objectives`` with two or more objectives keeps a Pareto front: evolution picks
+its parents by NSGA-II's rank and crowding distance, the re-ranking chooses ``arch.json``
+among the front's members by validation score, and ``pareto.json`` lists every member.
+
+State (supernet weights, optimiser, population, pending candidates, rejected candidates,
+RNG) is checkpointed in the run directory, and measured costs are cached there
+(``costs.jsonl``); a killed search resumes and ends with the same architecture (and
+front) as an uninterrupted one. The options are in :mod:`attnas.strategies.one_shot_config`.
 """
 
 from __future__ import annotations
@@ -33,10 +41,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnas import distributed
+from attnas import distributed, pareto
 from attnas._registry import register_strategy
 from attnas.arch import Arch
-from attnas.config import TrainConfig
+from attnas.config import TrainConfig, to_mapping
+from attnas.costs import CostModel
 from attnas.errors import CheckpointError, ConfigError
 from attnas.parallel import RunSpec, chunks, map_in_threads, worker_cached
 from attnas.progress import progress
@@ -91,11 +100,57 @@ class _OneShot(Strategy):
         if options.supernet.context_warmup and "contexts" not in space.capabilities:
             raise ConfigError(f"strategy.supernet.context_warmup: the '{space.name}' supernet has no contexts to share")
 
+    @classmethod
+    def check_task(cls, options: Any, space: Any, task: Any) -> None:
+        pareto.check_metric(getattr(options, "objectives", None), task.metric)
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.supernet: nn.Module | None = None
         self.py_rng = random.Random(self.seed)
         self._weights: tuple | None = None  # (object-store handle, token) of the supernet weights
+        self._cost_model: CostModel | None = None
+        self.rejected: set[str] = set()  # keys of the candidates rejected by a constraint
+
+    # ------------------------------------------------------------------ costs and constraints
+
+    def objectives(self) -> list[str]:
+        """The objective names (default: the validation metric alone)."""
+        return list(getattr(self.options, "objectives", None) or [f"val_{self.task.metric}"])
+
+    def multi_objective(self) -> bool:
+        """Whether the search keeps a Pareto front (two or more objectives)."""
+        return len(self.objectives()) >= 2
+
+    def cost_names(self) -> list[str]:
+        """The costs the objectives and constraints need (none: nothing is measured)."""
+        constraints = getattr(self.options, "constraints", None) or {}
+        return list(dict.fromkeys([*pareto.cost_objectives(self.objectives()), *constraints]))
+
+    def cost_model(self) -> CostModel:
+        """The measured costs of candidates, cached in the run directory (``costs.jsonl``)."""
+        if self._cost_model is None:
+            self._cost_model = CostModel(self.space, self.task, self.run, self.options.costs,
+                                         default_batch_size=self.options.supernet.batch_size)
+        return self._cost_model
+
+    def costs(self, arch: Arch) -> dict:
+        """The costs of ``arch`` the search needs (:meth:`cost_names`; ``{}`` when none)."""
+        names = self.cost_names()
+        return self.cost_model().costs(arch, names) if names else {}
+
+    def admit(self, arch: Arch) -> bool:
+        """Whether ``arch`` meets every constraint; a rejected one is logged and remembered."""
+        constraints = getattr(self.options, "constraints", None)
+        if not constraints:
+            return True
+        costs = self.costs(arch)
+        over = {k: costs[k] for k, limit in constraints.items() if costs[k] > limit}
+        if not over:
+            return True
+        self.rejected.add(arch.key())
+        self.run.log({"phase": "rejected", "arch": arch.choices, "costs": costs, "over": sorted(over)})
+        return False
 
     # ------------------------------------------------------------------ supernet
 
@@ -156,7 +211,7 @@ class _OneShot(Strategy):
                 # every step trains one architecture drawn from the prior (Eq. 6); in a
                 # distributed run every rank draws the same one from its identically seeded sampler
                 loss_mean = train_epoch(lambda batch: supernet(batch, self.space.sample(self.py_rng)), task, opt,
-                                        params, cfg, gen, dist=dist)
+                                        params, cfg, gen, dist=dist, phase="supernet", epoch=epoch)
                 if sched is not None:
                     sched.step()
                 if epoch == warmup:
@@ -219,15 +274,30 @@ class _OneShot(Strategy):
             return 1
         return torch.get_num_threads() if n is None else n
 
-    def sample_unique(self, n: int, seen: set[str]) -> list[Arch]:
-        """Up to ``n`` architectures from the prior, none in ``seen`` (which is updated)."""
-        out, tries = [], 0
+    def sample_unique(self, n: int, seen: set[str], strict: bool = True) -> list[Arch]:
+        """Up to ``n`` architectures from the prior, none in ``seen`` (which is updated).
+
+        Candidates over a constraint are rejected (:meth:`admit`) and others drawn.
+
+        Raises:
+            ConfigError: With ``strict``, when constraints rejected so many that fewer than
+                ``n`` feasible architectures were found in ``50 n + 100`` draws.
+        """
+        out, tries, rejected = [], 0, 0
         while len(out) < n and tries < 50 * n + 100:
             tries += 1
             a = self.space.sample(self.py_rng)
             if a.key() not in seen:
                 seen.add(a.key())
+                if not self.admit(a):
+                    rejected += 1
+                    continue
                 out.append(a)
+        if strict and rejected and len(out) < n:
+            limits = ", ".join(f"{k} <= {v:g}" for k, v in self.options.constraints.items())
+            raise ConfigError(f"strategy.constraints: only {len(out)} of the {len(out) + rejected} distinct "
+                              f"architectures drawn meet {limits}, {n} were needed; loosen the constraints "
+                              f"or ask for fewer candidates")
         return out
 
     def mutate_unique(self, parents: list[Arch], n: int, seen: set[str]) -> list[Arch]:
@@ -239,10 +309,13 @@ class _OneShot(Strategy):
             for _ in range(20):
                 cand = self.space.mutate(parent, self.py_rng)
                 if cand.key() not in seen:
+                    seen.add(cand.key())
+                    if not self.admit(cand):  # over a constraint: mutate again
+                        continue
                     child = cand
                     break
             if child is None:  # the neighbourhood is exhausted: a fresh sample keeps the budget
-                fresh = self.sample_unique(1, seen)
+                fresh = self.sample_unique(1, seen, strict=False)
                 if not fresh:
                     continue
                 child = fresh[0]
@@ -267,11 +340,12 @@ class _OneShot(Strategy):
             population, pending, scores, stage = st["population"], st["pending"], st["scores"], st["stage"]
             set_rng_state(st["rng"], self.py_rng)
             self.elapsed = st["elapsed"]
+            self.rejected = set(st.get("rejected", ()))
             if st.get("finished"):
                 return population
         else:
             population, pending, scores, stage = [], None, [], 0
-        seen = {Arch(self.space.name, p["arch"]).key() for p in population}
+        seen = {Arch(self.space.name, p["arch"]).key() for p in population} | self.rejected
         if pending is not None:
             seen |= {Arch(self.space.name, a).key() for a in pending}
         t0 = time.time() - self.elapsed
@@ -281,7 +355,8 @@ class _OneShot(Strategy):
             self.elapsed = time.time() - t0
             self.run.save_checkpoint("evolution", step, {
                 "population": population, "pending": pending, "scores": scores, "stage": stage,
-                "rng": rng_state(self.py_rng), "elapsed": self.elapsed, "finished": finished})
+                "rng": rng_state(self.py_rng), "elapsed": self.elapsed, "finished": finished,
+                "rejected": sorted(self.rejected)})
 
         total = self._budget()
         with progress("evaluating candidates", total, completed=len(population) + len(scores)) as bar:
@@ -299,13 +374,16 @@ class _OneShot(Strategy):
                     for choices, s in zip(block, self.score_many(block)):
                         scores.append(s)
                         idx = len(population) + len(scores) - 1
+                        costs = self.costs(Arch(self.space.name, choices))  # measured when it was admitted
                         self.run.log({"phase": "evolution", "stage": stage, "index": idx, metric: s,
-                                      "arch": choices})
+                                      "arch": choices, **({"costs": costs} if costs else {})})
                         best = max([p["score"] for p in population] + scores)
                         bar.advance(1, score=s, best=best)
                         if len(scores) % every == 0 and len(scores) < len(pending):
                             save(idx + 1)
-                population += [{"arch": a, "score": s, "stage": stage} for a, s in zip(pending, scores)]
+                population += [{"arch": a, "score": s, "stage": stage,
+                                **({"costs": c} if (c := self.costs(Arch(self.space.name, a))) else {})}
+                               for a, s in zip(pending, scores)]
                 pending, scores = None, []
                 if stage >= self._stages():
                     break
@@ -354,12 +432,51 @@ class _OneShot(Strategy):
         if dist is not None and not dist.is_main:
             return None  # only the supernet training is data-parallel; rank 0 does the rest alone
         population = self.search_population()
-        best, extra = self.rerank(population)
+        front = self.pareto_front(population) if self.multi_objective() else None
+        best, extra = self.rerank(front if front is not None else population)
         metric = self.task.metric
         metrics = {f"supernet_val_{metric}": best["score"], "evaluated": len(population),
                    "search_seconds": round(self.elapsed, 2), **extra}
+        if self.cost_names():
+            metrics.update(best.get("costs", {}), rejected=len(self.rejected),
+                           costs_seconds=round(self.cost_model().total_seconds, 2))
+        if front is not None:
+            self.write_front(front, best)
+            metrics["pareto_size"] = len(front)
+        if self._cost_model is not None:
+            self._cost_model.close()
         arch = Arch(self.space.name, best["arch"], meta={"strategy": self.name})
         return SearchResult(arch, metrics)
+
+    # ------------------------------------------------------------------ the Pareto front
+
+    def objective_values(self, member: dict) -> dict:
+        """``{objective: value}`` of a population member (its score and its costs)."""
+        values = {f"val_{self.task.metric}": member["score"], **member.get("costs", {})}
+        return {n: values[n] for n in self.objectives()}
+
+    def pareto_front(self, population: list[dict]) -> list[dict]:
+        """The population's members that no other dominates on the objectives, in population order."""
+        F = pareto.objective_matrix([self.objective_values(p) for p in population], self.objectives())
+        return [dict(population[i], population_index=i) for i in pareto.non_dominated(F)]
+
+    def select_parents(self, population: list[dict], n: int, stage: int) -> list[dict]:
+        """The ``n`` parents of a round: the best scores, or with two or more objectives
+        NSGA-II's survivors (non-dominated rank, then crowding distance)."""
+        if not self.multi_objective():
+            return sorted(population, key=lambda p: -p["score"])[:n]
+        F = pareto.objective_matrix([self.objective_values(p) for p in population], self.objectives())
+        return [population[i] for i in pareto.nsga2_select(F, n, seed=self.seed + stage)]
+
+    def write_front(self, front: list[dict], chosen: dict) -> None:
+        """Write ``pareto.json``: every front member's architecture, objectives and costs."""
+        context = {k: v for k, v in self.cost_model().context().items() if k != "space"}
+        members = [{"arch": Arch(self.space.name, m["arch"]).to_dict(), "objectives": self.objective_values(m),
+                    "costs": m.get("costs", {}), "stage": m["stage"], "population_index": m["population_index"],
+                    "chosen": m["arch"] == chosen["arch"]} for m in front]
+        self.run.write_json(pareto.PARETO_FILE, pareto.front_document(
+            members, self.objectives(), getattr(self.options, "constraints", None), f"val_{self.task.metric}",
+            context))
 
     def initial_model(self, arch: Arch) -> nn.Module:
         """``arch`` as a standalone model holding the supernet's weights for it."""
@@ -376,6 +493,12 @@ class OneShotEvolution(_OneShot):
     name = "one-shot-evolution"
     Config = OneShotEvolutionConfig
 
+    @classmethod
+    def random_counterpart(cls, options: OneShotEvolutionConfig, space: Any, seed: int) -> dict:
+        """Random search with the same supernet, as many scored architectures and the same re-ranking."""
+        ev = options.evolution
+        return random_search_section(options, ev.population + ev.rounds * ev.children)
+
     def _stages(self) -> int:
         return self.options.evolution.rounds
 
@@ -390,7 +513,7 @@ class OneShotEvolution(_OneShot):
         ev = self.options.evolution
         if stage == 0:
             return self.sample_unique(ev.population, seen)
-        ranked = sorted(population, key=lambda p: -p["score"])[: ev.parents]
+        ranked = self.select_parents(population, ev.parents, stage)
         parents = [Arch(self.space.name, p["arch"]) for p in ranked]
         return self.mutate_unique(parents, ev.children, seen)
 
@@ -401,6 +524,11 @@ class OneShotRandom(_OneShot):
 
     name = "one-shot-random"
     Config = OneShotRandomConfig
+
+    @classmethod
+    def random_counterpart(cls, options: OneShotRandomConfig, space: Any, seed: int) -> None:
+        """Random search is its own counterpart."""
+        return None
 
     def _stages(self) -> int:
         return 0
@@ -413,3 +541,15 @@ class OneShotRandom(_OneShot):
 
     def _candidates(self, stage: int, population: list[dict], seen: set[str]) -> list[Arch]:
         return self.sample_unique(self.options.samples, seen)
+
+
+def random_search_section(options: Any, samples: int) -> dict:
+    """The ``strategy`` section of ``one-shot-random`` with ``options``' supernet and
+    re-ranking and ``samples`` scored architectures (the equal-budget random search of a
+    one-shot strategy, with its objectives and constraints)."""
+    section = {"name": "one-shot-random", "supernet": to_mapping(options.supernet), "samples": samples,
+               "rerank": to_mapping(options.rerank), "score_threads": getattr(options, "score_threads", None)}
+    if getattr(options, "objectives", None) or getattr(options, "constraints", None):  # the same cost-aware search
+        section.update(objectives=to_mapping(options.objectives), constraints=to_mapping(options.constraints),
+                       costs=to_mapping(options.costs))
+    return section

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attnas.config import Fraction, NonNegativeInt, OptimConfig, PositiveInt
-from attnas.errors import ConfigError
+from attnas.config import Fraction, NonNegativeInt, OptimConfig, PositiveFloat, PositiveInt, check_fields
+from attnas.costs import CostsConfig
 
 
 @dataclass(frozen=True)
@@ -27,12 +27,6 @@ class SupernetConfig(OptimConfig):
     epochs: NonNegativeInt = 2000
     checkpoint_every: PositiveInt = 200
     context_warmup: Fraction = 0.0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not 0 <= self.context_warmup < 1:
-            raise ConfigError(f"strategy.supernet.context_warmup: a fraction of the epochs in [0, 1), "
-                              f"got {self.context_warmup}")
 
     @property
     def warmup_epochs(self) -> int:
@@ -72,9 +66,18 @@ class EvolutionConfig:
     checkpoint_every: PositiveInt = 100
 
 
-def _check_score_threads(value: int | None) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(f"score_threads must be an integer >= 1 or null, got {value!r}")
+def check_cost_options(options: OneShotEvolutionConfig | OneShotRandomConfig) -> None:
+    """Check ``objectives`` and ``constraints`` (names, limits, pymoo for two or more
+    objectives) and store the limits as floats (:mod:`attnas.pareto`)."""
+    from attnas.pareto import check_objectives, normalize_constraints, require_pymoo
+
+    check_objectives(options.objectives, options.constraints)
+    if options.constraints is not None:
+        object.__setattr__(options, "constraints", normalize_constraints(options.constraints))
+    if options.objectives is not None:
+        object.__setattr__(options, "objectives", tuple(options.objectives))
+        if len(options.objectives) >= 2:
+            require_pymoo()
 
 
 @dataclass(frozen=True)
@@ -89,15 +92,26 @@ class OneShotEvolutionConfig:
             one torch thread (:func:`~attnas.parallel.map_in_threads`); ``None``: as many as
             the torch threads of the run (``attnas --threads``); 1: one at a time with all
             of them. Scores are those of one torch thread whenever this is above 1.
+        objectives: What the search optimises: the task's validation metric
+            (``val_<metric>``, maximised) and measured costs (:data:`attnas.costs.COSTS`,
+            minimised), e.g. ``[val_accuracy, params]``; ``None``: the validation metric
+            alone. With two or more, the search keeps a Pareto front (``pareto.json``) and picks the parents of each round by NSGA-II's rank and crowding distance.
+        constraints: Upper limits on measured costs, e.g. ``{params: 1e6, latency_ms: 5}``:
+            a candidate over one is rejected before it is scored and another is drawn.
+        costs: How costs are measured (:class:`~attnas.costs.CostsConfig`).
     """
 
     supernet: SupernetConfig = field(default_factory=SupernetConfig)
     evolution: EvolutionConfig = field(default_factory=EvolutionConfig)
     rerank: RerankConfig = field(default_factory=RerankConfig)
     score_threads: PositiveInt | None = None
+    objectives: list[str] | None = None
+    constraints: dict[str, PositiveFloat] | None = None
+    costs: CostsConfig = field(default_factory=CostsConfig)
 
     def __post_init__(self) -> None:
-        _check_score_threads(self.score_threads)
+        check_fields(self)
+        check_cost_options(self)
 
 
 @dataclass(frozen=True)
@@ -108,6 +122,9 @@ class OneShotRandomConfig:
         samples: Distinct architectures drawn from the prior and scored.
         checkpoint_every: Evaluated candidates between checkpoints.
         score_threads: As in :class:`OneShotEvolutionConfig`.
+        objectives: As in :class:`OneShotEvolutionConfig` (the front of the sampled candidates).
+        constraints: As in :class:`OneShotEvolutionConfig`.
+        costs: As in :class:`OneShotEvolutionConfig`.
     """
 
     supernet: SupernetConfig = field(default_factory=SupernetConfig)
@@ -115,6 +132,10 @@ class OneShotRandomConfig:
     checkpoint_every: PositiveInt = 100
     rerank: RerankConfig = field(default_factory=RerankConfig)
     score_threads: PositiveInt | None = None
+    objectives: list[str] | None = None
+    constraints: dict[str, PositiveFloat] | None = None
+    costs: CostsConfig = field(default_factory=CostsConfig)
 
     def __post_init__(self) -> None:
-        _check_score_threads(self.score_threads)
+        check_fields(self)
+        check_cost_options(self)

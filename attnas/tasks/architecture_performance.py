@@ -23,7 +23,7 @@ from torch import Tensor
 
 from attnas import _registry
 from attnas._registry import register_task
-from attnas.config import Range, Seed
+from attnas.config import Range, Seed, check_fields
 from attnas.errors import ConfigError, UnsupportedError, unknown_name
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.dag_dataset import DagDataset
@@ -49,8 +49,7 @@ class ArchitecturePerformanceConfig:
     train_fraction: Annotated[float, Range(0, 1, low_open=True, high_open=True)] = 0.9
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.train_fraction < 1.0:
-            raise ConfigError(f"task.train_fraction: must be in (0, 1), got {self.train_fraction}")
+        check_fields(self)
 
 
 @register_task("architecture-performance")

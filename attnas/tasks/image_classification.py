@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 from attnas import _registry
 from attnas._registry import register_task
-from attnas.config import Fraction, NonNegativeInt, PositiveInt, Seed
+from attnas.config import Fraction, NonNegativeInt, PositiveInt, Seed, check_fields
 from attnas.data.augment import random_crop, random_flip
 from attnas.data.image_dataset import ImageDataset
 from attnas.data.root import resolve_data_root
@@ -76,17 +76,7 @@ class ImageClassificationConfig:
     split_seed: Seed = 0
 
     def __post_init__(self) -> None:
-        if not 0 <= self.val_fraction < 1:
-            raise ConfigError(f"val_fraction: must be in [0, 1), got {self.val_fraction}")
-        for name in ("batch_size", "eval_batch_size"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")
-        for name in ("resize", "train_subset", "test_subset"):
-            v = getattr(self, name)
-            if v is not None and v < 1:
-                raise ConfigError(f"{name}: must be >= 1 (or null), got {v}")
-        if self.crop_padding is not None and self.crop_padding < 0:
-            raise ConfigError(f"crop_padding: must be >= 0 (or null), got {self.crop_padding}")
+        check_fields(self)
 
 
 def load_image_dataset(name: str, root: Path, path: str | None = None, image_size: int | None = None) -> ImageDataset:

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from attnas import _registry
-from attnas.config import PositiveInt
+from attnas.config import PositiveInt, check_fields
 from attnas.data.listops import ListOpsConfig
 from attnas.data.text_sequences import TextSequencesConfig, load_text_sequences, text_dataset_names
 from attnas.data.token_sequences import SPLITS, TokenSequences, pad_sequences
@@ -48,11 +48,10 @@ class SequenceClassificationConfig:
     batch_size: PositiveInt = 32
 
     def __post_init__(self) -> None:
+        check_fields(self)
         valid = sorted(DATASET_OPTIONS) + text_dataset_names()
         if self.dataset not in valid:
             raise ConfigError("dataset: " + unknown_name("sequence dataset", self.dataset, valid))
-        if self.batch_size < 1:
-            raise ConfigError(f"batch_size: must be >= 1, got {self.batch_size}")
 
 
 @_registry.register_task("sequence-classification")

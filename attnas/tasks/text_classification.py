@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from attnas import _registry
-from attnas.config import NonNegativeInt, PositiveInt, Seed
+from attnas.config import NonNegativeInt, PositiveInt, Seed, check_fields
 from attnas.data.glove import GloveVectors, embedding_matrix, load_glove
 from attnas.data.root import resolve_data_root
 from attnas.data.text_csv import CsvOptions
@@ -106,11 +106,7 @@ class TextClassificationConfig:
     csv: CsvOptions = field(default_factory=CsvOptions)
 
     def __post_init__(self) -> None:
-        for name in ("max_len", "min_freq", "embedding_dim", "batch_size", "eval_batch_size"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")
-        if self.bucket < 0:
-            raise ConfigError(f"bucket: must be >= 0, got {self.bucket}")
+        check_fields(self)
         if self.vocab == "train+glove" and self.glove == "none":
             raise ConfigError("vocab: 'train+glove' needs GloVe vectors (glove is 'none')")
 

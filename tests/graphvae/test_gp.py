@@ -135,3 +135,15 @@ def test_fitc_fits_data_with_duplicate_points():
     gp = fit_sparse_gp(x, y, SparseGPSettings(inducing=20, method="fitc", maxiter=30))
     mean, var = gp.predict(x[:4])
     assert torch.allclose(mean.float(), y[:4], atol=5e-3) and bool((var > 0).all())
+
+
+def test_a_nan_elbo_is_a_training_error_naming_the_step(monkeypatch):
+    from gpytorch.mlls import VariationalELBO
+
+    from attnas.errors import TrainingError
+
+    original = VariationalELBO.forward
+    monkeypatch.setattr(VariationalELBO, "forward", lambda self, *a, **k: original(self, *a, **k) * float("nan"))
+    x, y = _synthetic(50, 0)
+    with pytest.raises(TrainingError, match=r"^BO surrogate: the training loss became nan at epoch 1, batch 1;"):
+        fit_sparse_gp(x, y, SMALL, description="BO surrogate")

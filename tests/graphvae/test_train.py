@@ -119,3 +119,29 @@ def test_bf16_precision_gives_a_close_loss_and_fp32_training_state(encoder):
     assert all(p.grad is None or p.grad.dtype == torch.float32 for p in bf16.model.parameters())
     with pytest.raises(ConfigError, match="precision"):
         TrainSettings(precision="fp16")
+
+
+def test_a_nan_loss_is_a_training_error_naming_the_step_and_leaves_the_weights(monkeypatch):
+    from attnas.errors import TrainingError
+    from attnas.graphvae.vae import GraphVAE
+
+    data = _data()
+    state = new_state(_cfg(), 5, 6, TrainSettings(epochs=2, batch_size=8, lr=1e-2))
+    train_epoch(state, data)
+    before = {k: v.clone() for k, v in state.model.state_dict().items()}
+    original = GraphVAE.loss
+    calls = []
+
+    def loss(self, batch, generator=None):
+        out = original(self, batch, generator=generator)
+        calls.append(1)
+        return {**out, "loss": out["loss"] * float("nan")} if len(calls) == 2 else out
+
+    monkeypatch.setattr(GraphVAE, "loss", loss)
+    with pytest.raises(TrainingError, match=r"^graph-VAE training: the training loss became nan at iteration 1, "
+                                            r"epoch 2, batch 2;"):
+        train_epoch(state, data)
+    assert state.epoch == 1  # the epoch did not count
+    changed = [k for k, v in state.model.state_dict().items() if not torch.equal(v, before[k])]
+    assert changed  # batch 1 of epoch 2 trained; batch 2's NaN reached no weight:
+    assert all(torch.isfinite(v).all() for v in state.model.state_dict().values() if v.is_floating_point())

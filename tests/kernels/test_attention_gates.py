@@ -245,28 +245,3 @@ def test_double_backward_raises_instead_of_being_wrong(kernel):
         (gx,) = torch.autograd.grad(m(x).square().sum(), x, create_graph=True)
         with pytest.raises(RuntimeError):
             gx.sum().backward()
-
-
-@pytest.mark.parametrize("name", GATED)
-def test_an_addend_is_added_to_the_output_and_the_input_gradient(kernel, name):
-    # the fused HOGA cell adds an edge's output into its node (the addend is the output itself)
-    # or starts the node from an identity edge's source (another tensor), and likewise for
-    # the input gradient
-    m = _module(name, 3, torch.float64).train()
-    x = _sliced_input(2, 3, 5, 6, torch.float64).detach()
-    gen = torch.Generator().manual_seed(4)
-    base, dy, dbase = (torch.randn(2, 3, 5, 6, generator=gen, dtype=torch.float64) for _ in range(3))
-    plain, in_place, apart = torch.empty_like(base), base.clone(), torch.empty_like(base)
-    kernels = [attention_gates.gate_kernel(m, x) for _ in range(3)]
-    saved = [kernels[0].forward(x, plain), kernels[1].forward(x, in_place, in_place), kernels[2].forward(x, apart, base)]
-    for y in (in_place, apart):
-        torch.testing.assert_close(y, base + plain, rtol=1e-12, atol=1e-12)
-    dx_plain, dx_in_place, dx_apart = torch.empty_like(base), dbase.clone(), torch.empty_like(base)
-    grads = [kernels[0].backward(saved[0], dy, dx_plain),
-             kernels[1].backward(saved[1], dy, dx_in_place, dx_in_place),
-             kernels[2].backward(saved[2], dy, dx_apart, dbase)]
-    for dx in (dx_in_place, dx_apart):
-        torch.testing.assert_close(dx, dbase + dx_plain, rtol=1e-12, atol=1e-12)
-    for other in grads[1:]:  # parameter gradients are written, never added to
-        for a, b in zip(grads[0], other):
-            torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)

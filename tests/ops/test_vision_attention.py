@@ -10,7 +10,7 @@ from attnas import _registry
 from attnas.errors import ConfigError
 from attnas.ops.vision_attention import (
     CBAM, HOGA_OPS, ChannelAttention, ChannelAttentionV2, NormalizationAttention, SpatialAttention,
-    create_attention,
+    channel_gate, create_attention,
 )
 
 torch.manual_seed(0)
@@ -57,6 +57,22 @@ def test_channel_attention_v2_is_eq5_with_one_shared_mlp():
     x = torch.randn(2, 8, 5, 4)
     gate = torch.sigmoid(_mlp(m, x.mean((2, 3))) + _mlp(m, x.amax((2, 3))))
     torch.testing.assert_close(m(x), x * gate[:, :, None, None])
+
+
+def test_stacked_channel_gates_are_the_modules_gates():
+    # the relaxed cell's stacked MLPs (families f, groups g) give every (f, g) the gate of one
+    # module with those weights; a zero max weight leaves SE's average branch alone (Eq. 4)
+    gen = torch.Generator().manual_seed(3)
+    S, B, F_, G, c, h = 2, 3, 2, 3, 8, 2
+    pooled = torch.randn(S, B, G, c, generator=gen)
+    w1, w2 = torch.randn(F_, G, h, c, generator=gen), torch.randn(F_, G, c, h, generator=gen)
+    keep_max = torch.tensor([0.0, 1.0])  # family 0 reads the average only (SE), family 1 both
+    stacked = channel_gate(pooled, w1, w2, keep_max[:, None, None, None])
+    assert stacked.shape == (F_, B, G, c)
+    for f in range(F_):
+        for g in range(G):
+            single = channel_gate(pooled[: 1 + f, :, g], w1[f, g], w2[f, g])
+            torch.testing.assert_close(stacked[f, :, g], single)
 
 
 @pytest.mark.parametrize("dilation", [1, 2])

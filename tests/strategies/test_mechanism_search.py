@@ -160,10 +160,11 @@ def prune_reference(tmp_path_factory):
 
 
 @pytest.mark.parametrize("fault", ["supernet:2", "prune:3"])
-def test_killed_prune_search_resumes_to_the_same_result(prune_reference, tmp_path, fault):
+def test_killed_prune_search_resumes_to_the_same_result(prune_reference, tmp_path, fault, restore_torch_threads):
     recipe_file, ref = prune_reference
     out = tmp_path / "run"
     killed_search(recipe_file, out, fault)
+    torch.set_num_threads(1)  # the killed process's threads (OMP_NUM_THREADS=1): a resume refuses others
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         pipeline.resume(out)

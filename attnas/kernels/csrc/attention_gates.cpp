@@ -20,23 +20,17 @@
 //   f(max_P x)])`` with the bias-free MLP ``f = W2 relu(W1 .)``, one image at a time
 //   (pooling, MLP, product; backward: the gate gradient, the MLP's backward, ``dx``).
 //
-// Every entry point takes an ``addend`` (may be null): the forward writes ``y = addend + x g(x)``
-// and the backward ``dx = addend + d loss / d x``, ``addend`` laid out like the output and
-// possibly the output itself (then the kernel adds into it). The fused HOGA cell sums a node's
-// edges that way, and its identity edges' terms. Parameter gradients are always written.
-//
 // ``x`` is read as ``B`` blocks of ``c`` contiguous ``H x W`` planes with an arbitrary batch
 // stride (a channel slice of an NCHW tensor needs no copy); every other tensor is contiguous.
 // The gradient of a maximum goes to its first maximal element (as in max pooling;
 // ``torch.amax`` splits it among ties). Filter and batch-normalisation gradients are summed
 // per thread and reduced in a fixed order (deterministic for a given thread count).
-// float32 sigmoids use the vectorised polynomial ``exp`` of :mod:`attnas.ops._vector_exp`
-// (relative error ~1e-7), float64 ones ``std::exp``.
+// float32 sigmoids use the vectorised polynomial ``exp`` of ``vector_exp.h`` (relative error
+// ~1e-7), float64 ones ``std::exp``.
 //
 // The convolution helpers (``Shape``, ``pad_planes``, ``correlate_plane``, ``weight_grad``)
-// are those of :mod:`attnas.ops._small_conv_kernel`, whose source this library includes.
-// Built and cached by :class:`attnas.ops._compiled.CompiledLibrary`;
-// :mod:`attnas.ops.attention_gates` wraps it.
+// are those of ``small_conv.h``. Built and loaded by :mod:`attnas.kernels._build`;
+// :mod:`attnas.kernels.attention_gates` wraps it.
 #include "small_conv.h"
 #include "vector_exp.h"
 #include "sigmoid.h"
@@ -57,10 +51,9 @@ inline void norm_gate_plane(const T* pad, const T* w, T bias, T* s, const Shape&
   sigmoid_inplace(s, P);
 }
 
-// y = [addend +] x s, s = sigmoid(bias + dwconv(x)); s is kept for the backward.
+// y = x s, s = sigmoid(bias + dwconv(x)); s is kept for the backward.
 template <typename T>
-void norm_forward(const T* x, int64_t sb, const T* w, const T* bias, T* y, T* s, const Shape& sh, const T* addend,
-                  int nthreads) {
+void norm_forward(const T* x, int64_t sb, const T* w, const T* bias, T* y, T* s, const Shape& sh, int nthreads) {
   const int c = sh.Cin, KK = sh.K * sh.K;
   const int64_t P = (int64_t)sh.H * sh.W;
   #pragma omp parallel num_threads(nthreads)
@@ -73,23 +66,16 @@ void norm_forward(const T* x, int64_t sb, const T* w, const T* bias, T* y, T* s,
       T* yp = y + it * P; T* sp = s + it * P;
       pad_planes(xp, pad.data(), 1, sh);
       norm_gate_plane(pad.data(), w + ch * KK, bias ? bias[ch] : (T)0, sp, sh);
-      if (addend) {
-        const T* ap = addend + it * P;
-        #pragma omp simd
-        for (int64_t p = 0; p < P; ++p) yp[p] = ap[p] + xp[p] * sp[p];
-      } else {
-        #pragma omp simd
-        for (int64_t p = 0; p < P; ++p) yp[p] = xp[p] * sp[p];
-      }
+      #pragma omp simd
+      for (int64_t p = 0; p < P; ++p) yp[p] = xp[p] * sp[p];
     }
   }
 }
 
-// dx (may be null) = [addend +] dy s + conv^T(dz), dz = dy x s (1 - s); dw = sum dz (x) x, db (may be null)
-// = sum dz.
+// dx (may be null) = dy s + conv^T(dz), dz = dy x s (1 - s); dw = sum dz (x) x, db (may be null) = sum dz.
 template <typename T>
 void norm_backward(const T* x, int64_t sb, const T* w, const T* s, const T* dy, T* dx, T* dw, T* db,
-                   const Shape& sh, const T* addend, int nthreads) {
+                   const Shape& sh, int nthreads) {
   const int c = sh.Cin, KK = sh.K * sh.K;
   const int64_t P = (int64_t)sh.H * sh.W, pplane = (int64_t)sh.Hp() * sh.Wp();
   Partials part(nthreads, (int64_t)c * (KK + 1));
@@ -118,14 +104,8 @@ void norm_backward(const T* x, int64_t sb, const T* w, const T* s, const T* dy, 
       weight_grad(dzp, xpad.data(), acc + ch * KK, sh);
       if (dx) {
         T* dxp = dx + it * P;
-        if (addend) {
-          const T* ap = addend + it * P;
-          #pragma omp simd
-          for (int64_t p = 0; p < P; ++p) dxp[p] = ap[p] + go[p] * sp[p];
-        } else {
-          #pragma omp simd
-          for (int64_t p = 0; p < P; ++p) dxp[p] = go[p] * sp[p];
-        }
+        #pragma omp simd
+        for (int64_t p = 0; p < P; ++p) dxp[p] = go[p] * sp[p];
         pad_planes(dzp, gpad.data(), 1, sh);
         correlate_plane(gpad.data(), w + ch * KK, dxp, sh, true);
       }
@@ -226,24 +206,17 @@ inline void channel_mlp_backward_image(const T* pooled, const T* gate, T* dz, co
   }
 }
 
-// dx of one image = [addend +] du gate + dv_avg / P (+ dv_max at the spatial maximum); du may be dx
-// (then without an addend other than dx itself).
+// dx of one image = du gate + dv_avg / P (+ dv_max at the spatial maximum); du may be dx.
 template <typename T>
 inline void channel_input_grad_image(const T* du, const T* gate, const T* dv, const int32_t* amax, int with_max,
-                                     int C, int64_t P, T* dx, const T* addend) {
+                                     int C, int64_t P, T* dx) {
   const T inv_p = (T)1 / (T)P;
   for (int ch = 0; ch < C; ++ch) {
     const T* go = du + ch * P;
     T* out = dx + ch * P;
     const T gv = gate[ch], base = dv[ch] * inv_p;
-    if (addend) {
-      const T* ap = addend + ch * P;
-      #pragma omp simd
-      for (int64_t p = 0; p < P; ++p) out[p] = ap[p] + go[p] * gv + base;
-    } else {
-      #pragma omp simd
-      for (int64_t p = 0; p < P; ++p) out[p] = go[p] * gv + base;
-    }
+    #pragma omp simd
+    for (int64_t p = 0; p < P; ++p) out[p] = go[p] * gv + base;
     if (with_max) out[amax[ch]] += dv[C + ch];
   }
 }
@@ -251,7 +224,7 @@ inline void channel_input_grad_image(const T* du, const T* gate, const T* dv, co
 // x: B blocks of C planes; w1 (h, C), w2 (C, h); work: see ChannelWork.
 template <typename T>
 void channel_forward(const T* x, int64_t sb, const T* w1, const T* w2, int with_max, T* y, T* work, int64_t B, int C,
-                     int h, int64_t P, const T* addend, int nthreads) {
+                     int h, int64_t P, int nthreads) {
   const ChannelWork<T> cw(work, B, C);
   #pragma omp parallel num_threads(nthreads)
   {
@@ -265,14 +238,8 @@ void channel_forward(const T* x, int64_t sb, const T* w1, const T* w2, int with_
         const T* row = xb + ch * P;
         T* yr = y + (b * C + ch) * P;
         const T gv = gb[ch];
-        if (addend) {
-          const T* ap = addend + (b * C + ch) * P;
-          #pragma omp simd
-          for (int64_t p = 0; p < P; ++p) yr[p] = ap[p] + row[p] * gv;
-        } else {
-          #pragma omp simd
-          for (int64_t p = 0; p < P; ++p) yr[p] = row[p] * gv;
-        }
+        #pragma omp simd
+        for (int64_t p = 0; p < P; ++p) yr[p] = row[p] * gv;
       }
     }
   }
@@ -281,7 +248,7 @@ void channel_forward(const T* x, int64_t sb, const T* w1, const T* w2, int with_
 // dx (may be null), dw1 (h, C), dw2 (C, h) from dy and the forward's work buffer.
 template <typename T>
 void channel_backward(const T* x, int64_t sb, const T* w1, const T* w2, int with_max, T* work, const T* dy, T* dx,
-                      T* dw1, T* dw2, int64_t B, int C, int h, int64_t P, const T* addend, int nthreads) {
+                      T* dw1, T* dw2, int64_t B, int C, int h, int64_t P, int nthreads) {
   const ChannelWork<T> cw(work, B, C);
   const int64_t nw = (int64_t)h * C;
   Partials part(nthreads, 2 * nw);
@@ -306,7 +273,7 @@ void channel_backward(const T* x, int64_t sb, const T* w1, const T* w2, int with
                                  a1 + nw, hpre.data(), dh.data(), dv.data());
       if (dx)
         channel_input_grad_image(dy + b * C * P, cw.gate + b * C, dv.data(), cw.amax + b * C, with_max, C, P,
-                                 dx + b * C * P, addend ? addend + b * C * P : nullptr);
+                                 dx + b * C * P);
     }
   }
   for (int64_t i = 0; i < nw; ++i) { dw1[i] = (T)part.sum(i, used); dw2[i] = (T)part.sum(nw + i, used); }
@@ -338,7 +305,7 @@ struct ChannelFirst {
 template <typename T>
 void spatial_forward(const T* x, int64_t sb, const T* w, const T* bn_w, const T* bn_b, T* rm, T* rv, T eps,
                      double factor, int mode, T* y, T* work, const ChannelFirst<T>& cf, const Shape& sh,
-                     const T* addend, int nthreads) {
+                     int nthreads) {
   const int c = sh.Cin, KK = sh.K * sh.K;
   const int64_t P = (int64_t)sh.H * sh.W, pplane = (int64_t)sh.Hp() * sh.Wp(), N = sh.B * P;
   const T inv_c = (T)1 / (T)c, gamma = bn_w[0], beta = bn_b[0];
@@ -429,14 +396,8 @@ void spatial_forward(const T* x, int64_t sb, const T* w, const T* bn_w, const T*
         const T* row = xb + ch * P;
         T* yr = y + (b * c + ch) * P;
         const T s = gc[ch];
-        if (addend) {
-          const T* ap = addend + (b * c + ch) * P;
-          #pragma omp simd
-          for (int64_t p = 0; p < P; ++p) yr[p] = ap[p] + (row[p] * s) * gb[p];
-        } else {
-          #pragma omp simd
-          for (int64_t p = 0; p < P; ++p) yr[p] = (row[p] * s) * gb[p];
-        }
+        #pragma omp simd
+        for (int64_t p = 0; p < P; ++p) yr[p] = (row[p] * s) * gb[p];
       }
     }
   }
@@ -453,7 +414,7 @@ void spatial_forward(const T* x, int64_t sb, const T* w, const T* bn_w, const T*
 template <typename T>
 void spatial_backward(const T* x, int64_t sb, const T* w, const T* bn_w, T eps, int batch_stats, T* work,
                       const T* dy, T* dx, T* dw, T* dbn, const ChannelFirst<T>& cf, T* dw1, T* dw2, const Shape& sh,
-                      const T* addend, int nthreads) {
+                      int nthreads) {
   const int c = sh.Cin, KK = sh.K * sh.K, h = cf.w1 ? cf.h : 0;
   const int64_t P = (int64_t)sh.H * sh.W, pplane = (int64_t)sh.Hp() * sh.Wp(), N = sh.B * P, nw = (int64_t)h * c;
   const SpatialWork<T> wk(work, N);
@@ -499,9 +460,9 @@ void spatial_backward(const T* x, int64_t sb, const T* w, const T* bn_w, T eps, 
     const T k1 = batch_stats ? (T)(s1 / (double)N) : (T)0, k2 = batch_stats ? (T)(s2 / (double)N) : (T)0;
     const T gr = gamma * rstd;
     std::vector<T> gpad((size_t)pplane, (T)0), ppad((size_t)(2 * pplane), (T)0), dp((size_t)(2 * P));
-    // CBAM: du = d loss / d u (in dx, or here when dx is not wanted or has an addend), then the
-    // channel gate's backward.
-    const bool du_apart = cf.w1 && (!dx || addend);
+    // CBAM: du = d loss / d u (in dx, or here when dx is not wanted), then the channel gate's
+    // backward.
+    const bool du_apart = cf.w1 && !dx;
     std::vector<T> du(du_apart ? (size_t)(c * P) : 0), dzc((size_t)c), hpre((size_t)h), dh((size_t)h),
         dv((size_t)(2 * c));
     #pragma omp for schedule(static)
@@ -521,18 +482,11 @@ void spatial_backward(const T* x, int64_t sb, const T* w, const T* bn_w, T eps, 
       correlate_plane(gpad.data(), w + KK, dmx, sh, true);
       const int32_t* a = amax + b * P;
       T* dub = du_apart ? du.data() : dx + b * c * P;
-      const T* ab = addend && !cf.w1 ? addend + b * c * P : nullptr;  // the spatial attention's dx is du itself
-      for (int ch = 0; ch < c; ++ch) {
+      for (int ch = 0; ch < c; ++ch) {  // the spatial attention's dx is du itself
         const T* go = dy + (b * c + ch) * P;
         T* out = dub + ch * P;
-        if (ab) {
-          const T* ap = ab + ch * P;
-          #pragma omp simd
-          for (int64_t p = 0; p < P; ++p) out[p] = ap[p] + go[p] * gb[p] + dm[p] * inv_c + (a[p] == ch ? dmx[p] : (T)0);
-        } else {
-          #pragma omp simd
-          for (int64_t p = 0; p < P; ++p) out[p] = go[p] * gb[p] + dm[p] * inv_c + (a[p] == ch ? dmx[p] : (T)0);
-        }
+        #pragma omp simd
+        for (int64_t p = 0; p < P; ++p) out[p] = go[p] * gb[p] + dm[p] * inv_c + (a[p] == ch ? dmx[p] : (T)0);
       }
       if (!cf.w1) continue;
       const T* xb = x + b * sb;
@@ -546,8 +500,7 @@ void spatial_backward(const T* x, int64_t sb, const T* w, const T* bn_w, T eps, 
       channel_mlp_backward_image(cw.pooled + 2 * b * c, cw.gate + b * c, dzc.data(), cf.w1, cf.w2, c, h, 1,
                                  acc + 2 + 2 * KK, acc + 2 + 2 * KK + nw, hpre.data(), dh.data(), dv.data());
       if (dx)
-        channel_input_grad_image(dub, cw.gate + b * c, dv.data(), cw.amax + b * c, 1, c, P, dx + b * c * P,
-                                 addend ? addend + b * c * P : nullptr);
+        channel_input_grad_image(dub, cw.gate + b * c, dv.data(), cw.amax + b * c, 1, c, P, dx + b * c * P);
     }
   }
   for (int i = 0; i < 2 * KK; ++i) dw[i] = (T)part.sum(2 + i, used);
@@ -573,20 +526,18 @@ Shape plane_shape(int64_t B, int c, int H, int W, int K, int d) { return Shape{B
 extern "C" {
 
 int attnas_norm_forward(int dtype, const void* x, int64_t sb, const void* w, const void* bias, void* y, void* s,
-                        int64_t B, int c, int H, int W, int K, int d, const void* addend, int nthreads) {
+                        int64_t B, int c, int H, int W, int K, int d, int nthreads) {
   const Shape sh = plane_shape(B, c, H, W, K, d);
   if (!valid(sh)) return 2;
-  GATES_DISPATCH(dtype, norm_forward((const T*)x, sb, (const T*)w, (const T*)bias, (T*)y, (T*)s, sh, (const T*)addend,
-                                     nthreads))
+  GATES_DISPATCH(dtype, norm_forward((const T*)x, sb, (const T*)w, (const T*)bias, (T*)y, (T*)s, sh, nthreads))
 }
 
 int attnas_norm_backward(int dtype, const void* x, int64_t sb, const void* w, const void* s, const void* dy,
-                         void* dx, void* dw, void* db, int64_t B, int c, int H, int W, int K, int d, const void* addend,
-                         int nthreads) {
+                         void* dx, void* dw, void* db, int64_t B, int c, int H, int W, int K, int d, int nthreads) {
   const Shape sh = plane_shape(B, c, H, W, K, d);
   if (!valid(sh)) return 2;
   GATES_DISPATCH(dtype, norm_backward((const T*)x, sb, (const T*)w, (const T*)s, (const T*)dy, (T*)dx, (T*)dw,
-                                      (T*)db, sh, (const T*)addend, nthreads))
+                                      (T*)db, sh, nthreads))
 }
 
 // The spatial attention (w1 null) or CBAM (w1 (h, c), w2 (c, h)): work holds 5 B H W + 2
@@ -594,7 +545,6 @@ int attnas_norm_backward(int dtype, const void* x, int64_t sb, const void* w, co
 int attnas_spatial_forward(int dtype, const void* x, int64_t sb, const void* w1, const void* w2, int h, const void* w,
                            const void* bn_w, const void* bn_b, void* rm, void* rv, double eps, double factor,
                            int mode, void* y, void* work, int64_t B, int c, int H, int W, int K, int d,
-                           const void* addend,
                            int nthreads) {
   const Shape sh = plane_shape(B, c, H, W, K, d);
   if (!valid(sh) || mode < 0 || mode > 2 || (mode == 1 && B * H * W < 2) || (mode != 0 && (!rm || !rv)) ||
@@ -602,38 +552,35 @@ int attnas_spatial_forward(int dtype, const void* x, int64_t sb, const void* w1,
     return 2;
   GATES_DISPATCH(dtype, const ChannelFirst<T> cf{(const T*)w1, (const T*)w2, h, (T*)work + 5 * B * H * W + 2};
                  spatial_forward((const T*)x, sb, (const T*)w, (const T*)bn_w, (const T*)bn_b, (T*)rm, (T*)rv,
-                                 (T)eps, factor, mode, (T*)y, (T*)work, cf, sh, (const T*)addend, nthreads))
+                                 (T)eps, factor, mode, (T*)y, (T*)work, cf, sh, nthreads))
 }
 
 // dw1, dw2: CBAM's MLP gradients (unused without w1).
 int attnas_spatial_backward(int dtype, const void* x, int64_t sb, const void* w1, const void* w2, int h,
                             const void* w, const void* bn_w, double eps, int batch_stats, void* work, const void* dy,
                             void* dx, void* dw, void* dbn, void* dw1, void* dw2, int64_t B, int c, int H, int W, int K,
-                            int d, const void* addend, int nthreads) {
+                            int d, int nthreads) {
   const Shape sh = plane_shape(B, c, H, W, K, d);
   if (!valid(sh) || (w1 && (!w2 || h < 1 || !dw1 || !dw2))) return 2;
   GATES_DISPATCH(dtype, const ChannelFirst<T> cf{(const T*)w1, (const T*)w2, h, (T*)work + 5 * B * H * W + 2};
                  spatial_backward((const T*)x, sb, (const T*)w, (const T*)bn_w, (T)eps, batch_stats, (T*)work,
-                                  (const T*)dy, (T*)dx, (T*)dw, (T*)dbn, cf, (T*)dw1, (T*)dw2, sh, (const T*)addend,
-                                  nthreads))
+                                  (const T*)dy, (T*)dx, (T*)dw, (T*)dbn, cf, (T*)dw1, (T*)dw2, sh, nthreads))
 }
 
 // work: 4 B C values (ChannelWork).
 int attnas_channel_forward(int dtype, const void* x, int64_t sb, const void* w1, const void* w2, int with_max,
-                           void* y, void* work, int64_t B, int C, int h, int64_t P, const void* addend,
-                           int nthreads) {
+                           void* y, void* work, int64_t B, int C, int h, int64_t P, int nthreads) {
   if (B < 0 || C < 1 || h < 1 || P < 1 || P > 2147483647LL) return 2;
   GATES_DISPATCH(dtype, channel_forward((const T*)x, sb, (const T*)w1, (const T*)w2, with_max, (T*)y, (T*)work, B, C,
-                                        h, P, (const T*)addend, nthreads))
+                                        h, P, nthreads))
 }
 
 int attnas_channel_backward(int dtype, const void* x, int64_t sb, const void* w1, const void* w2, int with_max,
                             void* work, const void* dy, void* dx, void* dw1, void* dw2, int64_t B, int C, int h,
-                            int64_t P, const void* addend, int nthreads) {
+                            int64_t P, int nthreads) {
   if (B < 0 || C < 1 || h < 1 || P < 1 || P > 2147483647LL) return 2;
   GATES_DISPATCH(dtype, channel_backward((const T*)x, sb, (const T*)w1, (const T*)w2, with_max, (T*)work,
-                                         (const T*)dy, (T*)dx, (T*)dw1, (T*)dw2, B, C, h, P, (const T*)addend,
-                                         nthreads))
+                                         (const T*)dy, (T*)dx, (T*)dw1, (T*)dw2, B, C, h, P, nthreads))
 }
 
 }  // extern "C"

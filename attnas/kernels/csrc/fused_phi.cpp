@@ -33,9 +33,8 @@
 // per tile) took 1.1 of the 3.2 ms of phi at the last ResNet stage, against about 0.6 this way.
 // They are summed in ``T`` over up to ``FLUSH`` positions, then per thread in ``double``, and
 // reduced in thread order
-// (deterministic for a given thread count). Built and cached by
-// :class:`attnas.ops._compiled.CompiledLibrary`; :mod:`attnas.ops.fused_phi` falls back to the
-// PyTorch modules when it is unavailable.
+// (deterministic for a given thread count). Built and loaded by :mod:`attnas.kernels._build`;
+// :mod:`attnas.kernels.fused_phi` falls back to the PyTorch modules when it is unavailable.
 #include "lanes.h"
 #include "partials.h"
 

@@ -1,0 +1,102 @@
+"""Reading recipes: shipped names and YAML files, ``--set`` overrides, and :func:`load_config`."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from attnas.config.run import RunConfig, config_from_dict
+from attnas.errors import ConfigError, unknown_name
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """Parse ``key.sub=value`` into a key path and a YAML-typed value."""
+    if "=" not in text:
+        raise ConfigError(f"--set {text!r}: expected key=value, e.g. space.hidden=128")
+    key, raw = text.split("=", 1)
+    key = key.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise ConfigError(f"--set {text!r}: empty key")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--set {text!r}: value is not valid YAML ({exc.__class__.__name__})") from None
+    return key.split("."), value
+
+
+def apply_overrides(data: dict, overrides: list[str] | tuple[str, ...]) -> dict:
+    """Apply ``--set`` overrides to a raw recipe mapping (a deep copy is returned)."""
+    data = copy.deepcopy(data)
+    for text in overrides or ():
+        path, value = parse_override(text)
+        node = data
+        for i, part in enumerate(path[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            elif not isinstance(child, dict):
+                raise ConfigError(f"--set {text}: {'.'.join(path[: i + 1])} is not a section")
+            node = child
+        node[path[-1]] = value
+    return data
+
+
+def read_yaml(path: str | Path) -> dict:
+    """Read a YAML mapping, turning syntax errors into :class:`ConfigError` with the line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read recipe {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not a UTF-8 text file (byte 0x{exc.object[exc.start]:02x} at "
+                          f"offset {exc.start})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{path}: malformed YAML{where}: {problem}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a recipe must be a YAML mapping, got {type(data).__name__}")
+    return data
+
+
+def recipe_dir() -> Path:
+    """The folder of the recipes that ship with attnas."""
+    return Path(__file__).resolve().parents[1] / "recipes"
+
+
+def list_recipes() -> list[str]:
+    """Names of the shipped recipes."""
+    return sorted(p.stem for p in recipe_dir().glob("*.yaml"))
+
+
+def recipe_path(recipe: str) -> Path:
+    """Resolve a recipe name or a path to a YAML file."""
+    p = Path(recipe)
+    if p.suffix in (".yaml", ".yml") or p.exists():
+        if not p.exists():
+            raise ConfigError(f"recipe file {p} does not exist")
+        return p
+    shipped = recipe_dir() / f"{recipe}.yaml"
+    if not shipped.exists():
+        raise ConfigError(unknown_name("recipe", recipe, list_recipes()))
+    return shipped
+
+
+def load_config(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
+    """Load a recipe (name, path or mapping), apply overrides and validate.
+
+    Args:
+        recipe: A shipped recipe name, a YAML path, or an already-parsed mapping.
+        overrides: ``key.sub=value`` strings, applied in order.
+
+    Returns:
+        The frozen, validated :class:`RunConfig`.
+    """
+    data = dict(recipe) if isinstance(recipe, dict) else read_yaml(recipe_path(str(recipe)))
+    return config_from_dict(apply_overrides(data, list(overrides)))

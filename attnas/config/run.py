@@ -1,0 +1,206 @@
+"""The run configuration: frozen dataclasses for a whole run and its training options.
+
+A :class:`RunConfig` holds one :class:`ComponentConfig` per component section (the
+registered ``name`` and its validated options), the retraining options
+(:class:`TrainConfig`) and the comparison options (:class:`CompareConfig`).
+:func:`config_from_dict` validates a recipe mapping into one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any, Literal
+
+import yaml
+
+from attnas import _registry
+from attnas.config.values import (
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    Seed,
+    check_fields,
+    check_finite,
+    coerce,
+    from_mapping,
+)
+from attnas.errors import ConfigError, did_you_mean
+
+def to_mapping(obj: Any) -> Any:
+    """Turn a (nested) config dataclass back into plain YAML-able data."""
+    if isinstance(obj, ComponentConfig):
+        return {"name": obj.name, **to_mapping(obj.options)}
+    if is_dataclass(obj):
+        return {f.name: to_mapping(getattr(obj, f.name)) for f in fields(obj) if f.init}
+    if isinstance(obj, (list, tuple)):
+        return [to_mapping(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: to_mapping(v) for k, v in obj.items()}
+    return obj
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    """Optimiser options shared by every training loop.
+
+    Attributes:
+        lr: Learning rate.
+        weight_decay: L2 penalty (decoupled for ``adamw``).
+        optimizer: ``adam``, ``adamw`` or ``sgd``.
+        momentum: SGD momentum.
+        scheduler: ``none`` or ``cosine`` (annealed to ``lr_min``).
+        lr_min: Final learning rate of the cosine schedule.
+        batch_size: Mini-batch size where the task batches (ignored by full-batch tasks).
+        grad_clip: Max gradient norm (0: no clipping).
+    """
+
+    lr: PositiveFloat = 0.005
+    weight_decay: NonNegativeFloat = 5e-4
+    optimizer: Literal["adam", "adamw", "sgd"] = "adam"
+    momentum: NonNegativeFloat = 0.9
+    scheduler: Literal["none", "cosine"] = "none"
+    lr_min: NonNegativeFloat = 0.0
+    batch_size: PositiveInt = 128
+    grad_clip: NonNegativeFloat = 0.0
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@dataclass(frozen=True)
+class TrainConfig(OptimConfig):
+    """How a found architecture is (re)trained and evaluated (optimiser options: :class:`OptimConfig`).
+
+    Attributes:
+        epochs: Training epochs (full passes, or full-batch steps for transductive graphs).
+        patience: Stop after this many epochs without a better validation score (0: never).
+        init: ``supernet`` fine-tunes from the search's shared weights when the strategy has
+            them; ``scratch`` trains from a fresh initialisation.
+        seeds: Default number of seeds for ``attnas retrain``.
+        eval_every: Evaluate on the validation split every this many epochs.
+    """
+
+    epochs: PositiveInt = 200
+    patience: NonNegativeInt = 100
+    init: Literal["supernet", "scratch"] = "scratch"
+    seeds: PositiveInt = 1
+    eval_every: PositiveInt = 1
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    """How ``attnas compare`` judges the recipe's search (see :mod:`attnas.comparison`).
+
+    Attributes:
+        baselines: The hand-designed baselines to compare against, by the names the space
+            declares (:meth:`~attnas.spaces.base.Space.baselines`); ``None``: all of them.
+        paper_seeds: How many seeds the paper averaged its table over (for the record).
+        seeds: Retraining seeds per row when ``--seeds`` is not given. Ten make a 1-point
+            gap detectable where the paired seed-to-seed spread is about a point (Cora:
+            11-19 seeds were needed at the measured spread, docs/results/compare.md);
+            recipes that need a GPU for one training set fewer.
+    """
+
+    baselines: list[str] | None = None
+    paper_seeds: PositiveInt | None = None
+    seeds: PositiveInt = 10
+
+
+@dataclass(frozen=True)
+class ComponentConfig:
+    """A component section: the registered ``name`` and its validated ``options``."""
+
+    name: str
+    options: Any
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """An option by name."""
+        return getattr(self.options, key, default)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A fully validated run: what to search, where, how, and how to retrain the result."""
+
+    name: str
+    task: ComponentConfig
+    space: ComponentConfig
+    strategy: ComponentConfig
+    retrain: TrainConfig = field(default_factory=TrainConfig)
+    compare: CompareConfig = field(default_factory=CompareConfig)
+    seed: Seed = 0
+    description: str = ""
+
+    def to_dict(self) -> dict:
+        """Plain data, as written to ``config.yaml``."""
+        return to_mapping(self)
+
+    def to_yaml(self) -> str:
+        """The resolved config as YAML text."""
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    def replace(self, **changes: Any) -> RunConfig:
+        """A copy with top-level fields replaced, validated like a recipe.
+
+        Raises:
+            ConfigError: When a new value is invalid (e.g. a negative seed).
+        """
+        return config_from_dict({**self.to_dict(), **to_mapping(changes)})
+
+
+_COMPONENT_KIND = {"task": "task", "space": "space", "strategy": "strategy"}
+_TOP_KEYS = ("name", "description", "seed", "task", "space", "strategy", "retrain", "compare")
+
+
+def _component(kind: str, data: Any) -> ComponentConfig:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{kind}: expected a mapping with a 'name' key, got {data!r}")
+    if "name" not in data:
+        raise ConfigError(f"{kind}.name: required key is missing; valid: {', '.join(_registry.names(kind))}")
+    name = coerce(data["name"], str, f"{kind}.name")
+    try:
+        cls = _registry.get(_COMPONENT_KIND[kind], name)
+    except ConfigError as exc:
+        raise ConfigError(f"{kind}.name: {exc}") from None
+    options_cls = getattr(cls, "Config", None)
+    opts = {k: v for k, v in data.items() if k != "name"}
+    if options_cls is None:
+        if opts:
+            raise ConfigError(f"{kind}.{next(iter(opts))}: unknown key; {kind} '{name}' takes no options")
+        return ComponentConfig(name, None)
+    return ComponentConfig(name, from_mapping(options_cls, opts, kind))
+
+
+def config_from_dict(data: Any) -> RunConfig:
+    """Validate a recipe mapping into a :class:`RunConfig`.
+
+    Every key, type and range is checked and no number may be NaN or infinite, so a
+    config that validates cannot fail later for a bad value of one option.
+
+    Raises:
+        ConfigError: Naming the dotted key of the first problem.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError(f"a recipe must be a YAML mapping, got {type(data).__name__}")
+    check_finite(data, "")
+    for key in data:
+        if key not in _TOP_KEYS:
+            raise ConfigError(
+                f"{key}: unknown key{did_you_mean(str(key), _TOP_KEYS)}; valid keys: {', '.join(_TOP_KEYS)}"
+            )
+    for key in ("name", "task", "space", "strategy"):
+        if key not in data:
+            raise ConfigError(f"{key}: required key is missing")
+    return RunConfig(
+        name=coerce(data["name"], str, "name"),
+        description=coerce(data.get("description", ""), str, "description"),
+        seed=coerce(data.get("seed", 0), Seed, "seed"),
+        task=_component("task", data["task"]),
+        space=_component("space", data["space"]),
+        strategy=_component("strategy", data["strategy"]),
+        retrain=from_mapping(TrainConfig, data.get("retrain"), "retrain"),
+        compare=from_mapping(CompareConfig, data.get("compare"), "compare"),
+    )
+
+

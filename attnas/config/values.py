@@ -1,0 +1,309 @@
+"""Value types of config options and their validation.
+
+Numeric options declare their valid range in their type, with ``typing.Annotated`` and a
+:class:`Range` (aliases: :data:`PositiveInt`, :data:`NonNegativeInt`, :data:`PositiveFloat`,
+:data:`NonNegativeFloat`, :data:`Fraction`, :data:`Seed`). :func:`from_mapping` checks every
+value against its type while it reads a recipe, so ``strategy.evolution.parents: 0`` is
+reported as ``strategy.evolution.parents: must be >= 1, got 0`` before anything is built or
+written; :func:`check_fields` applies the same checks to a dataclass built in Python. No
+number anywhere in a config may be NaN or infinite.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import types
+import typing
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Annotated, Any, Literal
+
+from attnas.errors import ConfigError, did_you_mean
+
+_NoneType = type(None)
+
+
+class _OutOfRange(ConfigError):
+    """A value of the right type outside its field's :class:`Range`."""
+
+
+@dataclass(frozen=True)
+class Range:
+    """The valid interval of a numeric option, attached to its type with ``typing.Annotated``.
+
+    Example:
+        ``warmup: Annotated[float, Range(0, 1, high_open=True)] = 0.0`` accepts ``0 <= warmup < 1``.
+
+    Attributes:
+        low: Lower bound (``None``: unbounded).
+        high: Upper bound (``None``: unbounded).
+        low_open: Whether ``low`` itself is excluded.
+        high_open: Whether ``high`` itself is excluded.
+    """
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def contains(self, value: float) -> bool:
+        """Whether ``value`` lies in the interval."""
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            return False
+        if self.high is not None and (value >= self.high if self.high_open else value > self.high):
+            return False
+        return True
+
+    def describe(self) -> str:
+        """The interval in words, e.g. ``>= 1`` or ``in [0, 1)``."""
+        if self.low is not None and self.high is not None:
+            return (f"in {'(' if self.low_open else '['}{self.low}, {self.high}"
+                    f"{')' if self.high_open else ']'}")
+        if self.low is not None:
+            return f"{'>' if self.low_open else '>='} {self.low}"
+        if self.high is not None:
+            return f"{'<' if self.high_open else '<='} {self.high}"
+        return "any number"
+
+    def check(self, value: float, path: str) -> None:
+        """Raise :class:`~attnas.errors.ConfigError` naming ``path`` when ``value`` is outside."""
+        if not self.contains(value):
+            raise _OutOfRange(f"{path}: must be {self.describe()}, got {value!r}")
+
+
+#: A count or size: an integer >= 1.
+PositiveInt = Annotated[int, Range(1)]
+#: An integer >= 0 (a count where 0 means "none" or "off").
+NonNegativeInt = Annotated[int, Range(0)]
+#: A number > 0 (a learning rate, a scale).
+PositiveFloat = Annotated[float, Range(0, low_open=True)]
+#: A number >= 0 (a weight decay, a clipping norm where 0 means "off").
+NonNegativeFloat = Annotated[float, Range(0)]
+#: A probability or a share in [0, 1) (a dropout rate, a held-out fraction).
+Fraction = Annotated[float, Range(0, 1, high_open=True)]
+#: A random seed: an integer in [0, 2**63 - 1].
+Seed = Annotated[int, Range(0, 2**63 - 1)]
+
+
+def check_finite(value: Any, path: str) -> None:
+    """Refuse NaN and infinite numbers anywhere in ``value`` (nested mappings and lists too).
+
+    Raises:
+        ConfigError: Naming the dotted path of the first non-finite number.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{path}: must be a finite number, got {value}")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            check_finite(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            check_finite(v, f"{path}[{i}]")
+
+
+def _type_name(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin is Annotated:
+        return _type_name(typing.get_args(tp)[0])
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in typing.get_args(tp))
+    if origin in (list, tuple):
+        args = [a for a in typing.get_args(tp) if a is not Ellipsis]
+        return f"list of {_type_name(args[0])}" if args else "list"
+    if tp is _NoneType:
+        return "null"
+    return getattr(tp, "__name__", str(tp))
+
+
+def coerce(value: Any, tp: Any, path: str) -> Any:
+    """Check ``value`` against the type hint ``tp`` and convert it where lossless.
+
+    Args:
+        value: A value read from YAML or a ``--set`` override.
+        tp: The field's type hint.
+        path: Dotted key, used in error messages.
+
+    Raises:
+        ConfigError: When the value does not fit the type.
+    """
+    if tp is Any:
+        check_finite(value, path)
+        return value
+    origin = typing.get_origin(tp)
+    if origin is Annotated:
+        base, *extras = typing.get_args(tp)
+        value = coerce(value, base, path)
+        for extra in extras:
+            if isinstance(extra, Range) and value is not None:
+                extra.check(value, path)
+        return value
+    if origin is Literal:
+        choices = typing.get_args(tp)
+        if value not in choices:
+            raise ConfigError(
+                f"{path}: {value!r} is not a valid choice{did_you_mean(str(value), map(str, choices))}; "
+                f"valid: {', '.join(map(str, choices))}"
+            )
+        return value
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and _NoneType in args:
+            return None
+        out_of_range = None
+        for arg in args:
+            if arg is _NoneType:
+                continue
+            try:
+                return coerce(value, arg, path)
+            except _OutOfRange as exc:
+                out_of_range = out_of_range or exc
+            except ConfigError:
+                pass
+        if out_of_range is not None:
+            raise out_of_range
+        raise ConfigError(f"{path}: expected {_type_name(tp)}, got {value!r}")
+    if origin in (list, tuple):
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{path}: expected {_type_name(tp)}, got {value!r}")
+        args = typing.get_args(tp)
+        item_tp = args[0] if args else Any
+        items = [coerce(v, item_tp, f"{path}[{i}]") for i, v in enumerate(value)]
+        return tuple(items)
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path}: expected a mapping, got {value!r}")
+        check_finite(value, path)
+        return dict(value)
+    if is_dataclass(tp):
+        return from_mapping(tp, value, path)
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{path}: expected true or false, got {value!r}")
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise ConfigError(f"{path}: expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{path}: expected a number, got {value!r}")
+        try:
+            number = float(value)
+        except OverflowError:
+            raise ConfigError(f"{path}: must be a finite number, got {value!r}") from None
+        check_finite(number, path)
+        return number
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{path}: expected a string, got {value!r}")
+        return value
+    if isinstance(tp, type) and not isinstance(value, tp):
+        raise ConfigError(f"{path}: expected {_type_name(tp)}, got {value!r}")
+    return value
+
+
+def from_mapping(cls: type, data: Any, path: str = "") -> Any:
+    """Build the frozen dataclass ``cls`` from a mapping, validating every key.
+
+    Args:
+        cls: A dataclass type.
+        data: A mapping (``None`` means all defaults).
+        path: Dotted prefix for error messages.
+
+    Raises:
+        ConfigError: Naming the unknown, missing or ill-typed key.
+    """
+    prefix = f"{path}." if path else ""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path or 'config'}: expected a mapping, got {data!r}")
+    hints = typing.get_type_hints(cls, include_extras=True)
+    known = {f.name: f for f in fields(cls) if f.init}
+    for key in data:
+        if key not in known:
+            raise ConfigError(
+                f"{prefix}{key}: unknown key{did_you_mean(str(key), known)}; valid keys: {', '.join(sorted(known))}"
+            )
+    kwargs = {}
+    for name, f in known.items():
+        if name in data:
+            kwargs[name] = coerce(data[name], hints[name], prefix + name)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"{prefix}{name}: required key is missing")
+    try:
+        obj = cls(**kwargs)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}" if path and not str(exc).startswith(path) else str(exc)) from None
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{path or cls.__name__}: {exc}") from None
+    return obj
+
+
+
+
+@functools.lru_cache(maxsize=None)
+def _checked_hints(cls: type) -> tuple[tuple[str, Any], ...]:
+    """The init fields of ``cls`` whose type declares a :class:`Range` or a ``Literal``."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    return tuple((f.name, hints[f.name]) for f in fields(cls) if f.init and _declares_bounds(hints[f.name]))
+
+
+def _declares_bounds(tp: Any) -> bool:
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        return True
+    if origin is Annotated:
+        return any(isinstance(extra, Range) for extra in typing.get_args(tp)[1:])
+    if origin in (typing.Union, types.UnionType, list, tuple):
+        return any(_declares_bounds(arg) for arg in typing.get_args(tp) if arg is not Ellipsis)
+    return False
+
+
+def _check_bounds(value: Any, tp: Any, path: str) -> None:
+    origin = typing.get_origin(tp)
+    if value is None:
+        return
+    if origin is Literal:
+        choices = typing.get_args(tp)
+        if value not in choices:
+            raise ConfigError(f"{path}: {value!r} is not a valid choice; valid: {', '.join(map(str, choices))}")
+    elif origin is Annotated:
+        base, *extras = typing.get_args(tp)
+        _check_bounds(value, base, path)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            for extra in extras:
+                if isinstance(extra, Range):
+                    extra.check(value, path)
+    elif origin in (typing.Union, types.UnionType):
+        arms = [arg for arg in typing.get_args(tp) if arg is not _NoneType]
+        if len(arms) == 1:
+            _check_bounds(value, arms[0], path)
+    elif origin in (list, tuple) and isinstance(value, (list, tuple)):
+        args = [arg for arg in typing.get_args(tp) if arg is not Ellipsis]
+        if len(args) == 1:
+            for i, item in enumerate(value):
+                _check_bounds(item, args[0], f"{path}[{i}]")
+
+
+def check_fields(obj: Any, prefix: str = "") -> None:
+    """Check the fields of a config dataclass against the ranges and choices their types declare.
+
+    A recipe's values are checked while it is read (:func:`from_mapping`); call this in a
+    ``__post_init__`` so that an options object built in Python is held to the same bounds.
+    Checks that relate several fields stay in the ``__post_init__``.
+
+    Args:
+        obj: A dataclass instance.
+        prefix: Put before each field name in messages (e.g. ``"csv."``).
+
+    Raises:
+        ConfigError: ``<prefix><field>: must be >= 1, got 0`` for the first field out of bounds.
+    """
+    for name, tp in _checked_hints(type(obj)):
+        _check_bounds(getattr(obj, name), tp, prefix + name)

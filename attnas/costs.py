@@ -1,0 +1,337 @@
+"""Costs of an architecture, measured on the run's device at the task's input size.
+
+A cost-aware search (``strategy.constraints``, ``strategy.objectives``; see
+:mod:`attnas.pareto`) needs what an architecture costs, not a guess from a table. This
+module builds the standalone network of an architecture (:meth:`Space.build
+<attnas.spaces.base.Space.build>`, freshly initialised; the values of its weights do not
+change its cost) and measures:
+
+``params``
+    Parameters of the network (shared ones counted once).
+``macs``
+    Multiply-accumulates of one forward pass on the example batch, in eval mode
+    (:func:`attnas.models.complexity.count_macs`: PyTorch's ``FlopCounterMode`` halved;
+    matrix products and convolutions only, element-wise work is not counted).
+``peak_memory_mb``
+    Peak tensor memory in MiB during one training step (forward, loss, backward) on the
+    example batch: the parameters, buffers, the batch's tensors, activations, gradients
+    and temporaries alive at the same time, as PyTorch's own tracker
+    (``torch.distributed._tools.mem_tracker.MemTracker``) sees them: every tensor an
+    operation returns, until it is freed. Scratch memory an operation's kernel allocates
+    and frees inside itself is not seen, nor the allocator's caching or fragmentation, on
+    the CPU and on a GPU alike (so the figure is the same on both). Optimiser state is
+    not included.
+``latency_ms``
+    Median wall time in milliseconds of one forward pass on the example batch, in eval
+    mode without autograd.
+``train_step_ms``
+    Median wall time in milliseconds of one training step (gradients zeroed, forward,
+    the task's loss, backward; no optimiser step) in training mode.
+
+Measurement protocol:
+
+- The example batch is the first batch of the task's ``train`` split at
+  ``CostsConfig.batch_size`` (default: the strategy's training batch size); a
+  transductive graph task has one batch, the whole graph. Its tensors' shapes and dtypes
+  are the *input size* recorded with every measurement.
+- Latencies are measured in this process with its torch threads, one architecture at a
+  time: ``warmup`` untimed runs, then ``repeats`` timed runs, and the median is kept. On
+  a GPU, timing waits for the device (``torch.cuda.synchronize``). They depend on the
+  machine's load; the other costs do not (they are the same on every run).
+- Measuring leaves every random generator as it was (building a network draws its
+  initial weights; a training step may draw dropout masks), so a search with costs
+  samples the same architectures as one without.
+- Only the costs asked for are measured; ``params`` always (it is cheap).
+
+Costs are cached per architecture in the run directory (``costs.jsonl``: one JSON line
+per measurement, appended and flushed), keyed by the space's config, the input size, the
+device, the torch threads, the protocol and the architecture's ``choices``. A resumed
+search reads the file and re-uses every cost measured before the kill instead of
+measuring it again, so it decides as the killed run would have, latency included.
+
+Example:
+    >>> model = CostModel(space, task, run, CostsConfig(repeats=5), default_batch_size=128)  # doctest: +SKIP
+    >>> model.costs(arch, ["params", "latency_ms"])                                           # doctest: +SKIP
+    {'params': 23114, 'latency_ms': 1.87}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from attnas.config import NonNegativeInt, PositiveInt, check_fields, to_mapping
+from attnas.models.complexity import count_macs, count_parameters
+from attnas.rng import rng_state, set_rng_state
+from attnas.runs import read_jsonl
+
+#: The costs that can be measured, with what each one is (see the module docstring).
+COSTS: dict[str, str] = {
+    "params": "parameters of the standalone network",
+    "macs": "multiply-accumulates of one forward pass on the example batch",
+    "peak_memory_mb": "peak tensor memory (MiB) of one training step",
+    "latency_ms": "median forward time (ms) on the example batch, eval mode",
+    "train_step_ms": "median training-step time (ms): forward, loss, backward",
+}
+
+#: The run-directory file of measured costs.
+COSTS_FILE = "costs.jsonl"
+
+
+@dataclass(frozen=True)
+class CostsConfig:
+    """How architecture costs are measured (``strategy.costs``).
+
+    Attributes:
+        batch_size: Size of the example batch (where the task batches; a transductive
+            graph is one batch); ``None``: the strategy's training batch size.
+        warmup: Untimed runs before the latencies are timed.
+        repeats: Timed runs; the median is kept.
+    """
+
+    batch_size: PositiveInt | None = None
+    warmup: NonNegativeInt = 2
+    repeats: PositiveInt = 5
+
+    def __post_init__(self) -> None:
+        check_fields(self, "costs.")
+
+
+def batch_signature(batch: Any) -> Any:
+    """The shapes and dtypes of the tensors in ``batch`` (its *input size*), as JSON data.
+
+    Tensors become ``[shape..., dtype]`` lists; dataclasses, named tuples, tuples and lists
+    are walked; mappings (e.g. a graph batch's cache of derived structures, filled while a
+    model runs) and other values are left out, so the signature of a batch does not
+    change when a model has used it.
+    """
+    if isinstance(batch, torch.Tensor):
+        return [*batch.shape, str(batch.dtype).removeprefix("torch.")]
+    if is_dataclass(batch) and not isinstance(batch, type):
+        out = {f.name: batch_signature(getattr(batch, f.name)) for f in fields(batch)}
+        return {k: v for k, v in out.items() if v is not None}
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        out = {k: batch_signature(v) for k, v in zip(batch._fields, batch)}
+        return {k: v for k, v in out.items() if v is not None}
+    if isinstance(batch, (list, tuple)):
+        return [batch_signature(v) for v in batch]
+    return None
+
+
+def _median_ms(run: Callable[[], Any], warmup: int, repeats: int, device: torch.device) -> float:
+    """Median wall time of ``run()`` in milliseconds after ``warmup`` untimed runs."""
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    for _ in range(warmup):
+        run()
+    sync()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        run()
+        sync()
+        times.append((time.perf_counter() - t0) * 1000.0)
+    return statistics.median(times)
+
+
+def _peak_memory_mb(model: nn.Module, batch: Any, step: Callable[[], Any]) -> float:
+    """Peak tensor memory (MiB) that PyTorch's ``MemTracker`` sees during ``step()``."""
+    from torch.distributed._tools.mem_tracker import MemTracker  # imported on first use: ~1 s
+
+    tracker = MemTracker()
+    tracker.track_external(model, *[t for t in _tensors(batch)])
+    with tracker:
+        step()
+    peak = tracker.get_tracker_snapshot("peak")
+    return max((snap["Total"] for snap in peak.values()), default=0) / 2**20
+
+
+def _tensors(batch: Any) -> Iterable[torch.Tensor]:
+    if isinstance(batch, torch.Tensor):
+        yield batch
+    elif is_dataclass(batch) and not isinstance(batch, type):
+        for f in fields(batch):
+            yield from _tensors(getattr(batch, f.name))
+    elif isinstance(batch, (list, tuple)):
+        for v in batch:
+            yield from _tensors(v)
+
+
+def measure(model: nn.Module, task: Any, batch: Any, names: Iterable[str], warmup: int = 2,
+            repeats: int = 5) -> dict[str, float]:
+    """Measure the costs ``names`` of ``model`` on ``batch`` (see the module docstring).
+
+    The model's mode is restored and its gradients are cleared afterwards; the random
+    generators are left as they were.
+
+    Args:
+        model: A standalone network (``model(batch)``) on the task's device.
+        task: Its task (for the training loss).
+        batch: The example batch.
+        names: Which of :data:`COSTS` to measure.
+        warmup: Untimed runs before timing.
+        repeats: Timed runs (median).
+
+    Returns:
+        ``{name: value}`` for each of ``names``; ``params`` and ``macs`` are integers.
+    """
+    names = list(dict.fromkeys(names))
+    unknown = [n for n in names if n not in COSTS]
+    if unknown:
+        raise ValueError(f"unknown cost {unknown[0]!r}; valid: {', '.join(COSTS)}")
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    saved = rng_state()
+    was_training = model.training
+    out: dict[str, float] = {}
+
+    @torch.no_grad()
+    def forward() -> Any:
+        return model(batch)
+
+    def train_step() -> None:
+        model.zero_grad(set_to_none=True)
+        task.loss(model(batch), batch).backward()
+
+    try:
+        if "params" in names:
+            out["params"] = count_parameters(model)
+        if "macs" in names:
+            out["macs"] = int(count_macs(model, batch))
+        if "latency_ms" in names:
+            model.eval()
+            out["latency_ms"] = round(_median_ms(forward, warmup, repeats, device), 4)
+        if "train_step_ms" in names:
+            model.train()
+            out["train_step_ms"] = round(_median_ms(train_step, warmup, repeats, device), 4)
+        if "peak_memory_mb" in names:
+            model.train()
+            model.zero_grad(set_to_none=True)
+            out["peak_memory_mb"] = round(_peak_memory_mb(model, batch, train_step), 4)
+    finally:
+        model.zero_grad(set_to_none=True)
+        model.train(was_training)
+        set_rng_state(saved)
+    return {n: out[n] for n in names}
+
+
+class CostModel:
+    """Measured costs of a space's architectures on one task, cached in a run directory.
+
+    Args:
+        space: The space whose architectures are measured.
+        task: The task (its device and its ``train`` split give the example batch).
+        run: The run directory holding ``costs.jsonl`` (``None``: cache in memory only).
+        options: The measurement protocol.
+        default_batch_size: The example batch's size when ``options.batch_size`` is unset.
+
+    Attributes:
+        seconds: Wall time spent measuring in this process (cache hits cost nothing).
+        measured: Measurements made in this process (not read from the cache).
+    """
+
+    def __init__(self, space: Any, task: Any, run: Any = None, options: CostsConfig | None = None,
+                 default_batch_size: int | None = None):
+        self.space, self.task, self.run = space, task, run
+        self.options = options or CostsConfig()
+        self.batch_size = self.options.batch_size or default_batch_size
+        self.seconds, self.measured = 0.0, 0
+        self._batch: Any = None
+        self._signature: Any = None
+        self._cache: dict[str, dict] = {}
+        self._fh = None
+        self._cached_seconds = 0.0
+        if run is not None:
+            for row in read_jsonl(Path(run.path) / COSTS_FILE):
+                if isinstance(row, dict) and isinstance(row.get("costs"), dict) and "key" in row:
+                    self._cache.setdefault(row["key"], {}).update(row["costs"])
+                    self._cached_seconds += float(row.get("seconds", 0.0))
+
+    @property
+    def total_seconds(self) -> float:
+        """Wall time of every measurement in the cache file and in this process."""
+        return self._cached_seconds + self.seconds
+
+    @property
+    def device(self) -> torch.device:
+        """The device the costs are measured on (the task's)."""
+        return torch.device(getattr(self.task, "device", "cpu"))
+
+    def batch(self) -> Any:
+        """The example batch (drawn once; the random generators are left as they were)."""
+        if self._batch is None:
+            saved = rng_state()
+            try:
+                self._batch = next(iter(self.task.batches("train", batch_size=self.batch_size)))
+            finally:
+                set_rng_state(saved)
+            self._signature = batch_signature(self._batch)
+        return self._batch
+
+    def context(self) -> dict:
+        """What a measurement depends on besides the architecture (part of the cache key)."""
+        self.batch()
+        return {"space": {"name": self.space.name, **(to_mapping(self.space.options) or {})},
+                "input": self._signature, "device": str(self.device), "threads": torch.get_num_threads(),
+                "protocol": {"warmup": self.options.warmup, "repeats": self.options.repeats}}
+
+    def key(self, arch: Any) -> str:
+        """The cache key of ``arch``: a SHA-256 of :meth:`context` and its ``choices``."""
+        doc = json.dumps({**self.context(), "arch": arch.choices}, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(doc.encode()).hexdigest()
+
+    def costs(self, arch: Any, names: Iterable[str]) -> dict[str, float]:
+        """The costs ``names`` of ``arch``: from the cache, else measured (and cached).
+
+        Args:
+            arch: An :class:`~attnas.arch.Arch` of the space.
+            names: Which of :data:`COSTS` (``params`` is always measured with the others).
+
+        Returns:
+            ``{name: value}`` for each of ``names``.
+        """
+        names = list(dict.fromkeys(names))
+        key = self.key(arch)
+        have = self._cache.get(key, {})
+        missing = [n for n in names if n not in have]
+        if missing:
+            t0 = time.perf_counter()
+            saved = rng_state()
+            try:
+                model = self.space.build(arch, self.task).to(self.device)
+            finally:
+                set_rng_state(saved)
+            new = measure(model, self.task, self.batch(), ["params", *missing], self.options.warmup,
+                          self.options.repeats)
+            del model
+            seconds = time.perf_counter() - t0
+            self.seconds += seconds
+            self.measured += 1
+            have = self._cache.setdefault(key, {})
+            have.update(new)
+            self._append({"key": key, "arch": arch.choices, "costs": new, "seconds": round(seconds, 4),
+                          "device": str(self.device), "threads": torch.get_num_threads(), "input": self._signature})
+        return {n: have[n] for n in names}
+
+    def _append(self, row: dict) -> None:
+        if self.run is None:
+            return
+        if self._fh is None:
+            self._fh = open(Path(self.run.path) / COSTS_FILE, "a", encoding="utf-8")
+        self._fh.write(json.dumps(row, separators=(",", ":")) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        """Close the cache file."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None

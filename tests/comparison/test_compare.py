@@ -1,0 +1,111 @@
+"""attnas compare end to end on a tiny graph: resumable, same result, one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from attnas import retraining
+from attnas.cli import app
+from attnas.comparison import runner
+from attnas.comparison.runner import compare
+from attnas.report import write_report
+
+TINY = ["strategy.supernet.epochs=6", "strategy.supernet.checkpoint_every=3", "strategy.evolution.population=4",
+        "strategy.evolution.parents=2", "strategy.evolution.children=2", "strategy.evolution.rounds=1",
+        "strategy.rerank.top_k=2", "strategy.rerank.epochs=1", "retrain.epochs=4", "retrain.patience=0"]
+ARGS = dict(recipe="autoattend-digits-quick", overrides=TINY, seeds=2, baselines=["gcn"], random=False)
+TIMES = ("search_seconds", "train_seconds")
+
+
+def _without_times(result: dict) -> dict:
+    return {**result, "rows": [{k: v for k, v in r.items() if k not in TIMES} for r in result["rows"]]}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cmp") / "ref"
+    return out, compare(**ARGS, out=out)
+
+
+def test_compare_writes_paired_rows_verdicts_and_a_figure(reference):
+    out, result = reference
+    assert [r["name"] for r in result["rows"]] == ["search", "gcn"]
+    for r in result["rows"]:
+        assert len(r["test_per_seed"]) == 2 and r["test"]["n"] == 2
+        assert (out / r["name"] / "retrain").is_dir() and (out / r["name"] / "model.pt").exists()
+    search = result["rows"][0]
+    per_seed = json.loads((out / "search" / "retrain" / "digits-graph" / "supernet" / "summary.json").read_text())
+    assert search["test_per_seed"] == [s["test_accuracy"] for s in per_seed["per_seed"]]
+    assert result["verdicts"][0]["a"] == "search" and result["verdicts"][0]["b"] == "gcn"
+    assert json.loads((out / "compare.json").read_text()) == json.loads(json.dumps(result))
+    text = (out / "compare.md").read_text()
+    assert "| search |" in text and "| gcn |" in text and result["verdicts"][0]["sentence"] in text
+    assert (out / "compare.png").stat().st_size > 1000
+    report = write_report(out)
+    assert report.name == "report.md" and result["verdicts"][0]["sentence"] in report.read_text()
+
+
+@pytest.mark.parametrize("kill_at", ["between rows", "mid retraining"])
+def test_a_killed_comparison_resumes_to_the_same_result(reference, tmp_path, monkeypatch, kill_at):
+    _, expected = reference
+    out = tmp_path / "cmp"
+    if kill_at == "between rows":
+        real = runner.run_row
+
+        def run_row(row, *a, **k):
+            if row["name"] == "gcn":
+                raise KeyboardInterrupt
+            return real(row, *a, **k)
+
+        monkeypatch.setattr(runner, "run_row", run_row)
+    else:
+        real = retraining._retrain_row
+        calls = []
+
+        def retrain_row(*a, **k):
+            calls.append(1)
+            if len(calls) == 2:
+                raise KeyboardInterrupt
+            return real(*a, **k)
+
+        monkeypatch.setattr(retraining, "_retrain_row", retrain_row)
+    with pytest.raises(KeyboardInterrupt):
+        compare(**ARGS, out=out)
+    assert not (out / "compare.json").exists()
+    monkeypatch.undo()
+    resumed = compare(**ARGS, out=out)
+    assert _without_times(resumed) == _without_times(expected)
+
+
+def test_another_plan_in_the_same_folder_is_refused(reference):
+    out, _ = reference
+    with pytest.raises(Exception, match="holds another comparison"):
+        compare(**{**ARGS, "seeds": 3}, out=out)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--baselines", "gin"], "gin"),
+    (["--seeds", "0"], "--seeds must be an integer >= 1"),
+    (["--set", "retrain.lr=-1"], "retrain.lr"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, args, message):
+    out = tmp_path / "cmp"
+    res = CliRunner().invoke(app, ["compare", "autoattend-digits-quick", "--out", str(out), *args])
+    assert res.exit_code == 2
+    assert message in res.output and len(res.output.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_a_recipe_that_does_not_search_is_refused(tmp_path):
+    out = tmp_path / "cmp"
+    res = CliRunner().invoke(app, ["compare", "gat-cora", "--out", str(out)])
+    assert res.exit_code == 2 and "fixed architecture" in res.output and not out.exists()
+
+
+def test_rows_and_seeds_on_ray_workers_give_the_same_result(reference, tmp_path):
+    pytest.importorskip("ray")
+    _, expected = reference
+    assert _without_times(compare(**ARGS, out=tmp_path / "par", workers=2)) == _without_times(expected)

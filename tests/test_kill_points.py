@@ -1,0 +1,125 @@
+"""Real kills (SIGKILL) at the points between files, then a resume that ends as the
+uninterrupted run: during a checkpoint write, during the write of ``model.pt``, between
+``model.pt`` and ``metrics.json``, and in the middle of a ``sweep``.
+
+Kills after an event of a phase: ``tests/test_resume.py``; damaged checkpoints:
+``tests/test_faults.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+import yaml
+from attnas_subprocess import run_attnas
+
+TINY = {
+    "name": "tiny-kill",
+    "task": {"name": "node-classification", "dataset": "digits-graph"},
+    "space": {"name": "autoattend", "layers": 2, "hidden": 8, "pool": "pyg", "ops": ["zero", "identity", "gcn"],
+              "heads": 2, "op_heads": 2},
+    "strategy": {"name": "one-shot-evolution", "supernet": {"epochs": 6, "checkpoint_every": 2},
+                 "evolution": {"population": 6, "parents": 2, "children": 2, "rounds": 1, "checkpoint_every": 3},
+                 "rerank": {"top_k": 2, "epochs": 1}},
+    "retrain": {"epochs": 4, "patience": 0, "init": "supernet"},
+}
+TIMING = {"search_seconds"}
+
+#: Runs ``attnas ARGS`` and SIGKILLs itself when a file named NAME (``*.ckpt``: any
+#: checkpoint) is about to replace its old version for the COUNT-th time: the new file is
+#: whole under its temporary name, the old one still in place.
+KILL_AT_REPLACE = """
+import os, signal, sys
+name, count, args = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+real, seen = os.replace, [0]
+def replace(src, dst):
+    base = os.path.basename(str(dst))
+    if base == name or (name == "*.ckpt" and base.endswith(".ckpt")):
+        seen[0] += 1
+        if seen[0] == count:
+            os.kill(os.getpid(), signal.SIGKILL)
+    return real(src, dst)
+os.replace = replace
+sys.argv = ["attnas", *args]
+from attnas.cli import main
+main()
+"""
+
+
+def killed_at_replace(name: str, count: int, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, ATTNAS_PROGRESS="0")
+    env.pop("ATTNAS_FAULT", None)
+    return subprocess.run([sys.executable, "-c", KILL_AT_REPLACE, name, str(count), "--threads", "1", *args],
+                          env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("reference")
+    recipe = folder / "tiny.yaml"
+    recipe.write_text(yaml.safe_dump(TINY))
+    run_attnas("search", str(recipe), "--out", str(folder / "run"), threads=1)
+    return recipe, folder / "run"
+
+
+def events(run) -> list[dict]:
+    return [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+
+
+def same_result(run, ref) -> None:
+    assert json.loads((run / "arch.json").read_text()) == json.loads((ref / "arch.json").read_text())
+    m_run, m_ref = (json.loads((p / "metrics.json").read_text()) for p in (run, ref))
+    assert {k: v for k, v in m_run.items() if k not in TIMING} == {k: v for k, v in m_ref.items() if k not in TIMING}
+    ev = events(run)
+    assert [e["epoch"] for e in ev if e["phase"] == "supernet"] == [1, 2, 3, 4, 5, 6]
+    assert [e["index"] for e in ev if e["phase"] == "evolution"] == list(range(8))
+    assert [e["phase"] for e in ev].count("search-done") == 1
+    assert [e["epoch"] for e in ev if e["phase"] == "final"] == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("name, count, left", [
+    ("*.ckpt", 2, "the epoch-4 supernet checkpoint, whole but not yet renamed"),
+    ("model.pt", 1, "model.pt, whole but not yet renamed"),
+    ("metrics.json", 1, "model.pt written, metrics.json not"),
+])
+def test_a_kill_between_files_resumes_to_the_same_result(reference, tmp_path, name, count, left):
+    recipe, ref = reference
+    out = tmp_path / "run"
+    killed = killed_at_replace(name, count, "search", str(recipe), "--out", str(out))
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert not (out / "metrics.json").exists()
+    temporaries = [p for folder in (out, out / "checkpoints") for p in folder.glob(".*.tmp-*")]
+    assert len(temporaries) == 1, temporaries  # the write the kill cut short
+    if name == "metrics.json":
+        assert (out / "model.pt").exists()
+    run_attnas("search", "--resume", str(out), threads=1)
+    same_result(out, ref)
+    assert not [p for folder in (out, out / "checkpoints") for p in folder.glob(".*.tmp-*")]
+
+
+def test_a_half_done_sweep_continues_to_the_same_summary(tmp_path):
+    recipe = tmp_path / "tiny.yaml"
+    recipe.write_text(yaml.safe_dump(TINY))
+    args = ["sweep", str(recipe), "--seeds", "2"]
+    run_attnas(*args, "--out", str(tmp_path / "whole"), threads=1)
+    # killed in the second run's supernet training (the first run logged 6 supernet epochs)
+    out = tmp_path / "half"
+    killed = run_attnas(*args, "--out", str(out), fault="supernet:9", check=False, threads=1)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    first, second = out / "000_seed-0", out / "001_seed-1"
+    assert (first / "metrics.json").exists() and not (second / "metrics.json").exists()
+    finished_before = (first / "metrics.json").stat().st_mtime_ns
+    run_attnas(*args, "--out", str(out), threads=1)
+    assert (first / "metrics.json").stat().st_mtime_ns == finished_before  # the finished run was kept, not redone
+    whole, half = (json.loads((p / "summary.json").read_text()) for p in (tmp_path / "whole", out))
+
+    def untimed(summary):
+        return [{**r, "metrics": {k: v for k, v in r["metrics"].items() if k not in TIMING}} for r in summary["runs"]]
+
+    assert untimed(half) == untimed(whole)
+    assert [e["epoch"] for e in events(second) if e["phase"] == "supernet"] == [1, 2, 3, 4, 5, 6]

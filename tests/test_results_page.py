@@ -1,0 +1,35 @@
+"""docs/results.md is what docs/build_results.py assembles from the summaries, and stays short."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def _builder():
+    spec = importlib.util.spec_from_file_location("build_results", DOCS / "build_results.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_results_page_is_the_assembled_summaries_within_the_line_limit():
+    builder = _builder()
+    page = builder.build()
+    assert (DOCS / "results.md").read_text() == page, "run: python docs/build_results.py"
+    assert page.count("\n") <= builder.MAX_LINES
+
+
+def test_every_link_of_the_results_page_points_to_a_file():
+    page = (DOCS / "results.md").read_text()
+    targets = re.findall(r"\]\(([^)#\s]+)\)", page)
+    assert targets
+    missing = [t for t in targets if not t.startswith("http") and not (DOCS / t).exists()]
+    assert not missing, missing
+
+
+def test_the_comparison_section_is_in_place():
+    assert "## Is the search better than hand-designed attention? (attnas compare)" in (DOCS / "results.md").read_text()
