@@ -21,9 +21,9 @@ SUMMARIES = HERE / "results" / "summaries"
 DETAILS = HERE / "results"
 PAGE = HERE / "results.md"
 #: The sections in page order: the methods, the comparison with hand-designed attention,
-#: then speed and scale-out.
+#: bad inputs and faults, then speed and scale-out.
 ORDER = ["autoattend_graph", "autoattend_text", "dartformer", "autola", "fullattn", "opemb", "compare",
-         "kernels", "scaleout"]
+         "bad_inputs", "kernels", "scaleout"]
 MAX_LINES = 800
 PREAMBLE = """# Measured results
 

@@ -1,0 +1,76 @@
+"""Write docs/results/bad_inputs.md: every bad input and injected fault the tests try.
+
+The rows come from the tests themselves (pytest's collection of their parameters), so the
+page lists exactly what CI checks::
+
+    python docs/results/bad_inputs_page.py
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+BAD_INPUTS = "tests/test_bad_inputs.py"
+FAULTS = ["tests/test_kill_points.py", "tests/test_resume.py", "tests/test_exit_codes.py", "tests/test_faults.py",
+          "tests/strategies/test_cost_aware.py", "tests/comparison/test_compare.py"]
+
+
+class _Collect:
+    def __init__(self) -> None:
+        self.items: list = []
+
+    def pytest_collection_modifyitems(self, items) -> None:  # noqa: D401 - a pytest hook
+        self.items = list(items)
+
+
+def _collect(paths: list[str]) -> list:
+    plugin = _Collect()
+    pytest.main(["--collect-only", "-q", "-p", "no:warnings", *paths], plugins=[plugin])
+    return plugin.items
+
+
+def _cell(value: object) -> str:
+    text = value.__name__ if callable(value) and getattr(value, "__name__", "") != "<lambda>" else repr(value)
+    if callable(value) and getattr(value, "__name__", "") == "<lambda>":
+        text = "(built by the test)"
+    return text.replace("|", "\\|").replace("\n", " ")[:90]
+
+
+def _doc(item) -> str:
+    doc = inspect.getdoc(item.function) or item.function.__name__.replace("test_", "").replace("_", " ")
+    return doc.splitlines()[0]
+
+
+def main() -> None:
+    items = _collect([BAD_INPUTS])
+    lines = ["# Bad inputs and faults: what attnas does with them", "",
+             f"Every row is a test case of `{BAD_INPUTS}` (collected by `python docs/results/bad_inputs_page.py`). "
+             "Each one runs the command line and checks: exit status 2, exactly one line `error: ...` that "
+             "contains the message shown, and no run directory written.", "",
+             "| # | test | input | the one line says |", "|---|---|---|---|"]
+    n = 0
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        message = params.get("message", "")
+        case = ", ".join(f"{k}={_cell(v)}" for k, v in params.items() if k != "message")
+        n += 1
+        lines.append(f"| {n} | {_doc(item)} | {case.replace('`', '') or '-'} | "
+                     f"{_cell(message) if message else '(see the test)'} |")
+    faults = [i for i in _collect(FAULTS) if any(w in i.name for w in ("kill", "resume", "interrupt", "sigint",
+                                                                       "fault", "nan", "ctrl", "crash"))]
+    lines += ["", f"{n} bad inputs.", "", "## Faults injected", "",
+              "Each test kills, interrupts or breaks a run at the point named and checks that it resumes to the "
+              "same result as an uninterrupted run (nothing finished is lost).", "",
+              "| # | test |", "|---|---|"]
+    lines += [f"| {k} | `{i.nodeid}` |" for k, i in enumerate(faults, 1)]
+    (HERE / "bad_inputs.md").write_text("\n".join(lines) + "\n")
+    print(f"wrote {HERE / 'bad_inputs.md'}: {n} bad inputs, {len(faults)} fault tests")
+
+
+if __name__ == "__main__":
+    main()
