@@ -4,6 +4,7 @@ stderr and no traceback unless ``--debug``."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import signal
@@ -105,7 +106,12 @@ def test_ctrl_c_is_status_130_with_the_run_marked_interrupted(tmp_path, monkeypa
 
 
 def test_a_real_sigint_stops_a_search_with_130_and_it_resumes_to_the_same_result(tmp_path, tiny_recipe_data):
-    recipe = recipe_file(tmp_path, tiny_recipe_data)
+    # a supernet long enough that the interrupt lands in it even when this process is slow to
+    # send it (on a loaded machine the tiny recipe's 40 epochs ended first: a signal that
+    # arrives while the interpreter shuts down is ignored)
+    data = copy.deepcopy(tiny_recipe_data)
+    data["strategy"]["supernet"]["epochs"] = 200
+    recipe = recipe_file(tmp_path, data)
     out = tmp_path / "run"
     env = dict(os.environ, ATTNAS_PROGRESS="0")
     env.pop("ATTNAS_FAULT", None)
