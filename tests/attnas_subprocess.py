@@ -46,3 +46,13 @@ def search_reference(folder, recipe: dict, threads: int | None = 1) -> tuple:
     path.write_text(yaml.safe_dump(recipe))
     run_attnas("search", str(path), "--out", str(folder / "run"), threads=threads)
     return path, folder / "run"
+
+
+#: A run of seconds: a fixed GCN on the digits graph (no download), trained for two epochs.
+FIXED_GCN = {
+    "name": "fixed-gcn",
+    "task": {"name": "node-classification", "dataset": "digits-graph"},
+    "space": {"name": "gnn-baseline"},
+    "strategy": {"name": "fixed", "arch": {"model": "gcn"}},
+    "retrain": {"epochs": 2, "patience": 0},
+}

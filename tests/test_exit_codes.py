@@ -14,7 +14,7 @@ import time
 
 import pytest
 import yaml
-from attnas_subprocess import run_attnas
+from attnas_subprocess import FIXED_GCN, run_attnas
 from typer.testing import CliRunner
 
 from attnas import pipeline
@@ -23,14 +23,6 @@ from attnas.errors import ConfigError
 
 runner = CliRunner()
 
-#: A search of seconds: a fixed GCN on the digits graph, trained for two epochs.
-FIXED_GCN = {
-    "name": "fixed-gcn",
-    "task": {"name": "node-classification", "dataset": "digits-graph"},
-    "space": {"name": "gnn-baseline"},
-    "strategy": {"name": "fixed", "arch": {"model": "gcn"}},
-    "retrain": {"epochs": 2, "patience": 0},
-}
 
 
 def lines(output: str) -> list[str]:

@@ -22,6 +22,7 @@ from attnas.errors import TrainingError, check_finite_loss
 from attnas.tasks.image_classification import ImageClassificationTask
 from attnas.tasks.node_classification import NodeClassificationTask
 from attnas.tasks.sequence_classification import SequenceClassificationTask
+from attnas_subprocess import FIXED_GCN
 
 runner = CliRunner()
 
@@ -36,13 +37,6 @@ ONE_SHOT = {
     "retrain": {"epochs": 2, "patience": 0},
 }
 
-FIXED_GCN = {
-    "name": "fixed-gcn",
-    "task": {"name": "node-classification", "dataset": "digits-graph"},
-    "space": {"name": "gnn-baseline"},
-    "strategy": {"name": "fixed", "arch": {"model": "gcn"}},
-    "retrain": {"epochs": 3, "patience": 0},
-}
 
 DARTS = {
     "name": "tiny-darts",
@@ -122,7 +116,7 @@ def test_one_shot_supernet(tmp_path, monkeypatch, restore_torch_threads):
 
 def test_final_training(tmp_path, monkeypatch, restore_torch_threads):
     nan_loss(monkeypatch, NodeClassificationTask, after=2)
-    search_fails_then_resumes(tmp_path, monkeypatch, FIXED_GCN,
+    search_fails_then_resumes(tmp_path, monkeypatch, {**FIXED_GCN, "retrain": {"epochs": 3, "patience": 0}},
                               "final training: the training loss became nan at epoch 2, batch 1;")
 
 

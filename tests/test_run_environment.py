@@ -17,17 +17,11 @@ from typer.testing import CliRunner
 from attnas import kernels, pipeline, run_environment
 from attnas._version import __version__
 from attnas.cli import app
+from attnas_subprocess import FIXED_GCN
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[1]
 
-FIXED_GCN = {
-    "name": "fixed-gcn",
-    "task": {"name": "node-classification", "dataset": "digits-graph"},
-    "space": {"name": "gnn-baseline"},
-    "strategy": {"name": "fixed", "arch": {"model": "gcn"}},
-    "retrain": {"epochs": 2, "patience": 0},
-}
 
 
 @pytest.fixture
