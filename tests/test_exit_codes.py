@@ -97,6 +97,14 @@ def test_ctrl_c_is_status_130_with_the_run_marked_interrupted(tmp_path, monkeypa
     assert run_json(out)["status"] == "finished"
 
 
+def _default_sigint() -> None:
+    """In the child before it starts: SIGINT delivered and not ignored, whatever the test
+    process inherited (an ignored or blocked SIGINT passes to children, and Python then
+    installs no KeyboardInterrupt handler: in a full test run the search ran to its end)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def test_a_real_sigint_stops_a_search_with_130_and_it_resumes_to_the_same_result(tmp_path, tiny_recipe_data):
     # a supernet long enough that the interrupt lands in it even when this process is slow to
     # send it (on a loaded machine the tiny recipe's 40 epochs ended first: a signal that
@@ -108,7 +116,8 @@ def test_a_real_sigint_stops_a_search_with_130_and_it_resumes_to_the_same_result
     env = dict(os.environ, ATTNAS_PROGRESS="0")
     env.pop("ATTNAS_FAULT", None)
     proc = subprocess.Popen([sys.executable, "-m", "attnas", "--threads", "1", "search", recipe, "--out", str(out)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     try:
         deadline = time.time() + 120
         events = out / "events.jsonl"
@@ -122,7 +131,7 @@ def test_a_real_sigint_stops_a_search_with_130_and_it_resumes_to_the_same_result
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == 130, f"{stderr} (SIGINT in the test process: {signal.getsignal(signal.SIGINT)!r})"
     assert lines(stderr) == [f"error: interrupted; the run is kept: `attnas search --resume {out.resolve()}` "
                              "continues it"], stderr
     assert run_json(out)["status"] == "interrupted" and not (out / "metrics.json").exists()
