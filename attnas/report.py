@@ -186,11 +186,10 @@ def write_report(run_dir: str | Path) -> Path:
     from attnas.build import build_space
 
     if (Path(run_dir) / "compare.json").exists():
-        from attnas.comparison.report import compare_markdown, write_compare_files
+        from attnas.comparison.report import write_compare_files
 
-        write_compare_files(run_dir)
         path = Path(run_dir) / "report.md"
-        atomic_write_text(path, compare_markdown(json.loads((Path(run_dir) / "compare.json").read_text())))
+        atomic_write_text(path, write_compare_files(run_dir).read_text())
         return path
 
     run = RunDir.open(run_dir)

@@ -29,7 +29,7 @@ import torch
 
 from attnas import pipeline
 from attnas.build import build_space, build_task, check_strategy, check_task
-from attnas.config import config_from_dict, load_config, parse_override, read_yaml, recipe_path
+from attnas.config import check_seeds, config_from_dict, load_config, parse_override, read_yaml, recipe_path
 from attnas.data.root import resolve_data_root
 from attnas.errors import ConfigError, RunDirError
 from attnas.parallel import make_executor
@@ -71,8 +71,7 @@ def plan_sweep(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...]
     Returns:
         ``{"recipe": mapping, "overrides", "grid", "seeds", "runs": [{"name", "point", "overrides", "seed"}]}``.
     """
-    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
-        raise ConfigError(f"--seeds must be an integer >= 1, got {seeds!r}")
+    check_seeds(seeds)
     data = dict(recipe) if isinstance(recipe, dict) else read_yaml(recipe_path(str(recipe)))
     runs = []
     for point in grid_points(grid):

@@ -121,14 +121,3 @@ def _variant(base: dict, row: str, space: dict | None = None, strategy: dict | N
     if scratch:
         out["retrain"] = {**out["retrain"], "init": "scratch"}
     return out
-
-
-def check_seeds(seeds: object) -> int:
-    """``--seeds``: an integer >= 1.
-
-    Raises:
-        ConfigError: Otherwise.
-    """
-    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
-        raise ConfigError(f"--seeds must be an integer >= 1, got {seeds!r}")
-    return seeds

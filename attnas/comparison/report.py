@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -12,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from attnas.runs import atomic_write_text  # noqa: E402
+from attnas.runs import atomic_write_file, atomic_write_text  # noqa: E402
 
 FIGURE = "compare.png"
 
@@ -75,15 +73,10 @@ def plot_seeds(result: dict, path: Path) -> None:
     ax.set_ylabel(f"test {result['metric']}")
     ax.set_title(f"{result['recipe']}: {n} seeds per row")
     fig.tight_layout()
-    fd, tmp = tempfile.mkstemp(prefix=".compare-", suffix=".png", dir=path.parent)
-    os.close(fd)
     try:
-        fig.savefig(tmp, dpi=110)
-        os.replace(tmp, path)
+        atomic_write_file(path, lambda tmp: fig.savefig(tmp, dpi=110))
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def write_compare_files(out: str | Path, result: dict | None = None) -> Path:

@@ -33,10 +33,10 @@ import torch
 
 from attnas import pipeline
 from attnas.build import build_space, build_task, check_strategy, check_task
-from attnas.comparison.plan import Row, check_seeds, plan_rows
+from attnas.comparison.plan import Row, plan_rows
 from attnas.comparison.report import write_compare_files
 from attnas.comparison.stats import paired_verdict, summarise
-from attnas.config import load_config, to_mapping
+from attnas.config import check_seeds, load_config, to_mapping
 from attnas.data.root import resolve_data_root
 from attnas.errors import RunDirError
 from attnas.parallel import make_executor

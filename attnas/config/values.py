@@ -307,3 +307,14 @@ def check_fields(obj: Any, prefix: str = "") -> None:
     """
     for name, tp in _checked_hints(type(obj)):
         _check_bounds(getattr(obj, name), tp, prefix + name)
+
+
+def check_seeds(seeds: Any) -> int:
+    """``--seeds`` of ``sweep`` and ``compare``: an integer >= 1 (not a bool).
+
+    Raises:
+        ConfigError: Otherwise.
+    """
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+        raise ConfigError(f"--seeds must be an integer >= 1, got {seeds!r}")
+    return seeds

@@ -281,7 +281,7 @@ class HOGASpace(Space):
                "cbam": Baseline({"attention": "cbam"}, plain, f"{o.backbone} + CBAM in every block")}
         for op in ("se", "cbam"):
             if op in o.ops:
-                edges = {edge_key(i, j): op for i, j in hoga_edges(o.groups)}
+                edges = {key: op for key in edge_keys(o.groups)}
                 out[f"hog_{op}"] = Baseline({"groups": o.groups, "edges": edges}, None,
                                             f"HOGA cell (K={o.groups}) with {op.upper()} on every edge")
         return out

@@ -244,9 +244,8 @@ class StagewiseSpace(Space):
     def baselines(self) -> dict[str, Baseline]:
         """The all-local network of the paper's tables: every searchable layer stand-alone
         local self-attention ``local_sa_k7_h8`` (Ramachandran et al. 2019), same macro-architecture."""
-        n = len(self.sample(random.Random(0)).choices["layers"])
-        return {"local_sa": Baseline({"layers": ["local_sa_k7_h8"] * n}, None,
-                                     f"every one of the {n} layers Local SA_k7_h8")}
+        return {"local_sa": Baseline({"layers": ["local_sa_k7_h8"] * NUM_LAYERS}, None,
+                                     f"every one of the {NUM_LAYERS} layers Local SA_k7_h8")}
 
     def describe(self, arch: Arch) -> str:
         """One line per stage with the paper's operation names."""

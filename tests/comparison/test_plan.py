@@ -7,8 +7,8 @@ import pytest
 from attnas import _registry
 from attnas.arch import Arch
 from attnas.build import build_space
-from attnas.comparison.plan import check_seeds, plan_rows
-from attnas.config import list_recipes, load_config
+from attnas.comparison.plan import plan_rows
+from attnas.config import check_seeds, list_recipes, load_config
 from attnas.errors import ConfigError, UnsupportedError
 from attnas.spaces.autoattend import AutoAttendSpace
 
