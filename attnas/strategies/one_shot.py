@@ -13,9 +13,10 @@ Guan et al., ICML 2021, Sec. 4.2 and 5.2.3, following SPOS (Guo et al., ECCV 202
    - ``one-shot-random``: the same number of architectures sampled from the prior
      (the random-search baseline with the same evaluation budget).
 
-3. **Re-ranking**: the top 10 are optionally fine-tuned from the supernet weights for a
-   few epochs each and the best validation score wins (``rerank_epochs``; 0 ranks by
-   supernet score alone).
+3. **Re-ranking**: the top 10 are optionally fine-tuned from the supernet weights
+   (``rerank.epochs`` with early stopping after ``rerank.patience``, ``rerank.seeds``
+   times) and the best mean validation score wins (``epochs: 0`` ranks by supernet score
+   alone).
 
 Cost-aware search (:mod:`attnas.pareto`, :mod:`attnas.costs`): ``strategy.constraints``
 rejects a candidate over a limit on a measured cost before it is scored (sampling and
@@ -33,6 +34,7 @@ front) as an uninterrupted one. The options are in :mod:`attnas.strategies.one_s
 from __future__ import annotations
 
 import random
+import statistics
 import time
 import uuid
 from collections.abc import Iterator
@@ -52,7 +54,7 @@ from attnas.progress import progress
 from attnas.rng import rng_state, seed_everything, set_rng_state
 from attnas.strategies.base import SearchResult, Strategy
 from attnas.strategies.one_shot_config import OneShotEvolutionConfig, OneShotRandomConfig
-from attnas.train import fit, make_optimizer, make_scheduler, train_epoch
+from attnas.train import FitResult, fit, make_optimizer, make_scheduler, train_epoch
 
 
 def supernet_score(supernet: nn.Module, task, arch: Arch, batch_size: int) -> float:
@@ -396,31 +398,44 @@ class _OneShot(Strategy):
 
     # ------------------------------------------------------------------ re-ranking
 
-    def _rerank_cfg(self, epochs: int) -> TrainConfig:
-        sn = self.options.supernet
-        return TrainConfig(epochs=epochs, lr=sn.lr, weight_decay=sn.weight_decay, optimizer=sn.optimizer,
-                           momentum=sn.momentum, batch_size=sn.batch_size, patience=0, grad_clip=sn.grad_clip)
+    def _rerank_cfg(self) -> TrainConfig:
+        sn, rr = self.options.supernet, self.options.rerank
+        return TrainConfig(epochs=rr.epochs, lr=sn.lr, weight_decay=sn.weight_decay, optimizer=sn.optimizer,
+                           momentum=sn.momentum, batch_size=sn.batch_size, patience=rr.patience,
+                           grad_clip=sn.grad_clip)
+
+    def rerank_fits(self, arch: Arch, index: int) -> list[FitResult]:
+        """``arch`` fine-tuned from supernet weights, once per re-ranking seed.
+
+        Seed 0 of candidate ``index`` is ``seed + 1000 + index``; further seeds step by
+        100,000, so no re-ranking run repeats a seed of the final training.
+        """
+        fits = []
+        for j in range(self.options.rerank.seeds):
+            offset = index + 100_000 * j
+            seed_everything(self.seed + 1000 + offset)
+            model = self.initial_model(arch)
+            fits.append(fit(model, self.task, self._rerank_cfg(), seed=self.seed + offset,
+                            desc=f"re-rank {index + 1}"))
+        return fits
 
     def rerank(self, population: list[dict]) -> tuple[dict, dict]:
-        """Pick the final architecture among the top ``rerank.top_k`` (resumable)."""
+        """Pick the final architecture among the top ``rerank.top_k`` (resumable per candidate)."""
         rr = self.options.rerank
         ranked = sorted(population, key=lambda p: -p["score"])[: max(1, rr.top_k)]
         if rr.epochs <= 0:
             return ranked[0], {}
         ck = self.run.load_checkpoint("rerank")
         results = list(ck["state"]["results"]) if ck else []
-        cfg = self._rerank_cfg(rr.epochs)
         with progress("re-ranking top candidates", len(ranked), completed=len(results)) as bar:
             for i in range(len(results), len(ranked)):
-                arch = Arch(self.space.name, ranked[i]["arch"])
-                seed_everything(self.seed + 1000 + i)
-                model = self.initial_model(arch)
-                res = fit(model, self.task, cfg, seed=self.seed + i, desc=f"re-rank {i + 1}")
-                results.append(res.val)
-                self.run.log({"phase": "rerank", "index": i, "val": res.val, "supernet_score": ranked[i]["score"],
+                fits = self.rerank_fits(Arch(self.space.name, ranked[i]["arch"]), i)
+                results.append(statistics.fmean(f.val for f in fits))
+                self.run.log({"phase": "rerank", "index": i, "val": results[-1], "vals": [f.val for f in fits],
+                              "epochs": [f.epochs for f in fits], "supernet_score": ranked[i]["score"],
                               "arch": ranked[i]["arch"]})
                 self.run.save_checkpoint("rerank", i + 1, {"results": results})
-                bar.advance(1, val=res.val)
+                bar.advance(1, val=results[-1])
         best = max(range(len(ranked)), key=lambda i: (results[i], -i))
         return ranked[best], {"rerank_val": results[best]}
 

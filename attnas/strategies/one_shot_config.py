@@ -36,15 +36,27 @@ class SupernetConfig(OptimConfig):
 
 @dataclass(frozen=True)
 class RerankConfig:
-    """Re-ranking of the best candidates.
+    """Re-ranking of the best candidates (Sec. 5.2.3: the top 10 of the evolution, the best
+    validation score wins).
+
+    Each candidate is fine-tuned from its supernet weights with the supernet's optimiser,
+    once per seed, and scored by its best validation score, averaged over the seeds.
 
     Attributes:
         top_k: How many of the best supernet-scored architectures are re-ranked.
         epochs: Fine-tuning epochs from supernet weights per candidate (0: rank by supernet score).
+        patience: Stop a fine-tuning after this many epochs without a better validation
+            score (0: run all ``epochs``).
+        seeds: Fine-tunings per candidate; its score is the mean of their validation scores.
     """
 
     top_k: NonNegativeInt = 10
     epochs: NonNegativeInt = 0
+    patience: NonNegativeInt = 0
+    seeds: PositiveInt = 1
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,30 @@ def test_evolution_evaluates_the_budget_of_distinct_architectures(tiny_recipe, t
     assert (run.path / "rerank.png").exists()
 
 
+def test_rerank_averages_the_validation_of_several_seeds_with_early_stopping(tiny_recipe, tmp_path):
+    run = pipeline.search(tiny_recipe, ["strategy.supernet.epochs=5", "strategy.rerank.epochs=40",
+                                        "strategy.rerank.patience=2", "strategy.rerank.seeds=2"],
+                          out=tmp_path / "run")
+    reranked = run.events("rerank")
+    assert len(reranked) == 3
+    for e in reranked:
+        assert len(e["vals"]) == 2 and e["val"] == pytest.approx(sum(e["vals"]) / 2)
+    # the two seeds are different fine-tunings, and early stopping ended some before 40 epochs
+    assert any(e["vals"][0] != e["vals"][1] for e in reranked)
+    assert all(len(e["epochs"]) == 2 for e in reranked) and min(min(e["epochs"]) for e in reranked) < 40
+    arch = json.loads(run.file("arch.json").read_text())["choices"]
+    assert arch == max(reranked, key=lambda e: e["val"])["arch"]
+    assert run.read_json("metrics.json")["rerank_val"] == max(e["val"] for e in reranked)
+
+
+def test_rerank_seeds_must_be_positive(tiny_recipe, tmp_path):
+    from attnas.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="rerank.seeds"):
+        pipeline.search(tiny_recipe, ["strategy.rerank.seeds=0"], out=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
 def test_random_search_same_budget(tmp_path, tiny_recipe_data):
     recipe = dict(tiny_recipe_data, strategy={"name": "one-shot-random", "samples": 20,
                                                 "supernet": {"epochs": 5}, "rerank": {"epochs": 0}})
