@@ -75,6 +75,7 @@ def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None =
             train = replace(train, init=init)
         n = seeds or train.seeds
         folder = run.path / "retrain" / str(name) / train.init
+        run.remove_stale_temporaries(folder)  # of a retrain killed while it wrote a result
         metric = task.metric
         settings = to_mapping(train)
         done: dict[int, dict] = {}
