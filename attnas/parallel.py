@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnas.errors import AttnasError, ConfigError, UnsupportedError
+from attnas.errors import AttnasError, ConfigError, UnsupportedError, WorkerError
 
 RAY_HINT = 'parallel workers need Ray, an optional extra: pip install "attnas[ray]"'
 
@@ -118,6 +118,21 @@ class Executor:
         """Yield ``fn(item, *shared)`` for each item, in the order of ``items``."""
         for item in items:
             yield fn(item, *shared)
+
+    def imap_outcomes(self, fn: Callable, items: Iterable, *shared: Any) -> Iterator[tuple[Any, Exception | None]]:
+        """Yield ``(fn(item, *shared), None)``, or ``(None, error)`` where it raised, in the order of ``items``.
+
+        For callers that keep every finished result when one item fails (a retrain's
+        seeds). Here the items run one after the other, so nothing follows the first
+        error; :class:`RayExecutor` has run the other items anyway and yields them all.
+        """
+        for item in items:
+            try:
+                result = fn(item, *shared)
+            except Exception as exc:  # noqa: BLE001 - handed to the caller
+                yield None, exc
+                return
+            yield result, None
 
     def map(self, fn: Callable, items: Iterable, *shared: Any) -> list:
         """``list(imap(...))``."""
@@ -258,16 +273,26 @@ class RayExecutor(Executor):
     def put(self, obj: Any) -> Any:
         return self._ray.put(obj)
 
-    def imap(self, fn: Callable, items: Iterable, *shared: Any) -> Iterator:
+    def _submit(self, fn: Callable, items: Iterable, shared: tuple) -> list:
         refs = []
         for item in items:
             self._submitted += 1
             marker = self._fault_marker if self._fault_at and self._submitted == self._fault_at else None
             refs.append(self._remote.remote(fn, self.threads, marker, item, *shared))
+        return refs
+
+    def imap(self, fn: Callable, items: Iterable, *shared: Any) -> Iterator:
         # (after an error the remaining tasks run to their end and are ignored: cancelling
         # tasks that are finishing crashed Ray 2.60's task manager)
-        for ref in refs:
+        for ref in self._submit(fn, items, shared):
             yield self._get(ref)
+
+    def imap_outcomes(self, fn: Callable, items: Iterable, *shared: Any) -> Iterator[tuple[Any, Exception | None]]:
+        for ref in self._submit(fn, items, shared):
+            try:
+                yield self._get(ref), None
+            except Exception as exc:  # noqa: BLE001 - handed to the caller
+                yield None, exc
 
     def _get(self, ref: Any) -> Any:
         exc_mod = self._ray.exceptions
@@ -279,7 +304,8 @@ class RayExecutor(Executor):
                 raise cause from None
             raise
         except (exc_mod.WorkerCrashedError, exc_mod.NodeDiedError) as exc:
-            raise AttnasError(f"a Ray worker died {self.retries + 1} times running one task "
+            tries = self.retries + 1
+            raise WorkerError(f"a Ray worker died {tries} time{'s' if tries > 1 else ''} running one task "
                               f"({type(exc).__name__}); see the Ray logs") from None
 
     def describe(self) -> dict:
