@@ -52,7 +52,7 @@ import torch
 import torch.distributed as tdist
 from torch import nn
 
-from attnas.errors import DIVERGED_HINT, ConfigError, check_finite_loss
+from attnas.errors import DIVERGED_HINT, AttnasError, ConfigError, check_finite_loss
 from attnas.runs import RunDir
 
 
@@ -229,6 +229,28 @@ def setup(device: torch.device) -> tuple[DistContext | None, torch.device]:
     if not ctx.is_main:
         os.environ["ATTNAS_PROGRESS"] = "0"  # one progress bar (rank 0's)
     return ctx, _rank_device(ctx, device)
+
+
+def on_main(ctx: DistContext | None, check: Callable[..., Any], *args: Any) -> None:
+    """Run ``check(*args)`` on rank 0 alone (in this process outside a distributed run).
+
+    Every rank raises the :class:`~attnas.errors.AttnasError` that rank 0's check raised,
+    so a check only rank 0 can make (the run directory: new, writable, not locked) stops
+    every rank at once with the same one line, instead of leaving the others at a barrier
+    that then breaks with a connection error.
+    """
+    if ctx is None:
+        check(*args)
+        return
+    error = None
+    if ctx.is_main:
+        try:
+            check(*args)
+        except AttnasError as exc:
+            error = exc
+    error = ctx.broadcast_object(error)
+    if error is not None:
+        raise error
 
 
 def _rank_device(ctx: DistContext, device: torch.device) -> torch.device:
