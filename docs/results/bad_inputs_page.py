@@ -25,7 +25,7 @@ FAULTS = ["tests/test_kill_points.py", "tests/test_resume.py", "tests/test_exit_
           "tests/test_distributed.py", "tests/test_distributed_launch.py"]
 #: A test of those files is a fault test when its name holds one of these ...
 FAULT_WORDS = ("kill", "resume", "interrupt", "sigint", "fault", "nan", "ctrl", "crash", "half_done", "damaged",
-               "dying", "every_rank")
+               "dying", "every_rank", "gone")
 #: ... or when it is in one of these files (a NaN loss in each strategy, named by the strategy).
 ALL_FAULTS = ("tests/test_nan_loss.py",)
 
@@ -74,9 +74,9 @@ def main() -> None:
     faults = [i for i in _collect(FAULTS) if any(w in i.name for w in FAULT_WORDS) or i.nodeid.startswith(ALL_FAULTS)]
     lines += ["", f"{n} bad inputs.", "", "## Faults injected", "",
               "Each test kills, interrupts or breaks a run at the point named (a SIGKILL after an event or "
-              "between files, Ctrl-C, a NaN loss, a damaged checkpoint, a Ray worker or a distributed rank that "
-              "dies or fails) and checks that it resumes to the same result as an uninterrupted run, or stops "
-              "with one line and resumes (nothing finished is lost).", "",
+              "between files, Ctrl-C, a NaN loss, a damaged checkpoint, a Ray worker, a Ray head or a "
+              "distributed rank that dies or fails) and checks that it resumes to the same result as an "
+              "uninterrupted run, or stops with one line and resumes (nothing finished is lost).", "",
               "| # | test |", "|---|---|"]
     lines += [f"| {k} | `{i.nodeid}` |" for k, i in enumerate(faults, 1)]
     (HERE / "bad_inputs.md").write_text("\n".join(lines) + "\n")
