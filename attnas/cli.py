@@ -20,10 +20,11 @@ status says what happened:
 
 - 2: bad input (recipe, ``--set`` value, command-line option, architecture, data, run
   directory), found before anything is written;
-- 1: a failure during the run (a diverged loss, a full disk, an error from torch); the run
-  directory is kept, ``run.json`` says ``"status": "failed"`` with the error, and
-  ``attnas search --resume RUN_DIR`` continues it. An error attnas does not expect is
-  printed as ``error: <type>: <message>``;
+- 1: a failure during the run (a diverged loss, a full disk, a Ray worker that died on
+  every try, an error from torch); the run directory is kept, ``run.json`` says
+  ``"status": "failed"`` with the error, and ``attnas search --resume RUN_DIR`` continues
+  it (a retrain run again keeps the seeds that finished). An error attnas does not expect
+  is printed as ``error: <type>: <message>``;
 - 130: interrupted (Ctrl-C); ``run.json`` says ``"status": "interrupted"``.
 
 No traceback is printed unless the global ``--debug`` option (or ``ATTNAS_DEBUG=1``) is

@@ -52,7 +52,7 @@ import torch
 import torch.distributed as tdist
 from torch import nn
 
-from attnas.errors import ConfigError, TrainingError
+from attnas.errors import DIVERGED_HINT, AttnasError, ConfigError, check_finite_loss
 from attnas.runs import RunDir
 
 
@@ -133,13 +133,21 @@ class DistContext:
             yield group[self.rank], 1.0 / self.world_size
             group = list(itertools.islice(it, self.world_size))
 
-    def step_loss(self, loss: torch.Tensor, share: float) -> tuple[torch.Tensor, float]:
+    def step_loss(self, loss: torch.Tensor, share: float, phase: str = "training", step: str | int = "a step",
+                  hint: str = DIVERGED_HINT) -> tuple[torch.Tensor, float]:
         """``(loss to back-propagate, the union's mean loss)`` for this rank's part.
 
         The part's mean loss is scaled by ``share * world_size``, so that averaging the
         gradients over ranks gives the gradient of the union's mean loss. The union's loss
         is all-reduced (so every rank sees the same value and raises together when it is
-        not finite).
+        not finite, with :func:`~attnas.errors.check_finite_loss`'s message).
+
+        Args:
+            loss: This rank's mean loss of its part.
+            share: Its part's share of the union's loss terms.
+            phase: The phase, named with ``step`` when the loss is NaN or infinite.
+            step: Where in the phase (e.g. ``"epoch 3, step 7"``; an integer is a step number).
+            hint: What to try instead.
 
         Raises:
             TrainingError: When the union's loss is NaN or infinite (on every rank).
@@ -148,10 +156,7 @@ class DistContext:
         scaled = loss if scale == 1.0 else loss * scale
         total = scaled.detach().reshape(1).to(torch.float64)
         tdist.all_reduce(total)
-        value = total.item() / self.world_size
-        if not torch.isfinite(torch.tensor(value)):
-            raise TrainingError(f"training loss became {value}; lower the learning rate or clip gradients "
-                                f"(grad_clip)")
+        value = check_finite_loss(total.item() / self.world_size, phase, step, hint)
         return scaled, value
 
     @torch.no_grad()
@@ -224,6 +229,28 @@ def setup(device: torch.device) -> tuple[DistContext | None, torch.device]:
     if not ctx.is_main:
         os.environ["ATTNAS_PROGRESS"] = "0"  # one progress bar (rank 0's)
     return ctx, _rank_device(ctx, device)
+
+
+def on_main(ctx: DistContext | None, check: Callable[..., Any], *args: Any) -> None:
+    """Run ``check(*args)`` on rank 0 alone (in this process outside a distributed run).
+
+    Every rank raises the :class:`~attnas.errors.AttnasError` that rank 0's check raised,
+    so a check only rank 0 can make (the run directory: new, writable, not locked) stops
+    every rank at once with the same one line, instead of leaving the others at a barrier
+    that then breaks with a connection error.
+    """
+    if ctx is None:
+        check(*args)
+        return
+    error = None
+    if ctx.is_main:
+        try:
+            check(*args)
+        except AttnasError as exc:
+            error = exc
+    error = ctx.broadcast_object(error)
+    if error is not None:
+        raise error
 
 
 def _rank_device(ctx: DistContext, device: torch.device) -> torch.device:

@@ -4,8 +4,8 @@ Every error a user can cause (a bad recipe, an unknown operation name, a corrupt
 checkpoint, a dataset of the wrong shape) is raised as a subclass of
 :class:`AttnasError` with a message that names the problem. The command line prints
 the message on one line and exits with the error's :attr:`~AttnasError.exit_code` (2 for
-bad input; 1 for :class:`TrainingError`, a failure during the run); the Python API lets
-it propagate.
+bad input; 1 for :class:`TrainingError` and :class:`WorkerError`, failures during the
+run); the Python API lets it propagate.
 """
 
 from __future__ import annotations
@@ -48,6 +48,13 @@ class RunDirError(AttnasError):
 
 class TrainingError(AttnasError):
     """Training diverged (the loss became NaN or infinite): a failure during the run (exit status 1)."""
+
+    exit_code = 1
+
+
+class WorkerError(AttnasError):
+    """A parallel worker failed for good (a Ray worker died on every try): a failure during
+    the run (exit status 1); what finished before it is kept, so the command can be run again."""
 
     exit_code = 1
 

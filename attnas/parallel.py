@@ -22,9 +22,12 @@ Worker functions rebuild what they need (space, task, supernet) from a :class:`R
 per-process cache (:func:`worker_cached`), so each worker process builds it once.
 
 Faults: a Ray worker that dies (killed, out of memory) is replaced and its task re-run
-(``retries`` times). For tests, ``ATTNAS_WORKER_FAULT=<n>[:<marker file>]`` makes the
-worker that runs the n-th task submitted by an executor SIGKILL itself the first time
-it runs it (it creates the marker file first; the re-run finds it and goes through).
+(``retries`` times); a task that dies every time, or a cluster whose head stops answering
+(checked every :attr:`RayExecutor.poll_seconds` while a result is awaited), is a
+:class:`~attnas.errors.WorkerError`. For tests, ``ATTNAS_WORKER_FAULT=<n>[:<marker
+file>]`` makes the worker that runs the n-th task submitted by an executor SIGKILL itself
+the first time it runs it (it creates the marker file first; the re-run finds it and goes
+through).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import tempfile
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
@@ -41,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnas.errors import AttnasError, ConfigError, UnsupportedError
+from attnas.errors import AttnasError, ConfigError, UnsupportedError, WorkerError
 
 RAY_HINT = 'parallel workers need Ray, an optional extra: pip install "attnas[ray]"'
 
@@ -119,6 +123,21 @@ class Executor:
         for item in items:
             yield fn(item, *shared)
 
+    def imap_outcomes(self, fn: Callable, items: Iterable, *shared: Any) -> Iterator[tuple[Any, Exception | None]]:
+        """Yield ``(fn(item, *shared), None)``, or ``(None, error)`` where it raised, in the order of ``items``.
+
+        For callers that keep every finished result when one item fails (a retrain's
+        seeds). Here the items run one after the other, so nothing follows the first
+        error; :class:`RayExecutor` has run the other items anyway and yields them all.
+        """
+        for item in items:
+            try:
+                result = fn(item, *shared)
+            except Exception as exc:  # noqa: BLE001 - handed to the caller
+                yield None, exc
+                return
+            yield result, None
+
     def map(self, fn: Callable, items: Iterable, *shared: Any) -> list:
         """``list(imap(...))``."""
         return list(self.imap(fn, items, *shared))
@@ -175,8 +194,6 @@ def _host_port(address: str) -> tuple[str, int] | None:
 
 def _check_reachable(address: str, timeout: float = 5.0) -> None:
     """Fail fast (Ray itself retries for minutes) when ``host:port`` does not answer."""
-    import socket
-
     hp = _host_port(address)
     if hp is None:
         return
@@ -222,6 +239,8 @@ class RayExecutor(Executor):
     """
 
     parallel = True
+    #: Seconds between checks that the cluster's head still answers, while a result is awaited.
+    poll_seconds = 2.0
 
     def __init__(self, workers: int | None = None, address: str | None = None, threads: int | None = None,
                  retries: int = 3):
@@ -252,25 +271,66 @@ class RayExecutor(Executor):
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.workers = max(1, workers or cpus)
         self._remote = ray.remote(num_cpus=1, max_retries=retries, retry_exceptions=False)(_run_task)
+        self._head = self._head_address()
         self._submitted = 0
         self._fault_at, self._fault_marker, self._fault_dir = _worker_fault_spec()
 
     def put(self, obj: Any) -> Any:
         return self._ray.put(obj)
 
-    def imap(self, fn: Callable, items: Iterable, *shared: Any) -> Iterator:
+    def _submit(self, fn: Callable, items: Iterable, shared: tuple) -> list:
         refs = []
         for item in items:
             self._submitted += 1
             marker = self._fault_marker if self._fault_at and self._submitted == self._fault_at else None
             refs.append(self._remote.remote(fn, self.threads, marker, item, *shared))
+        return refs
+
+    def imap(self, fn: Callable, items: Iterable, *shared: Any) -> Iterator:
         # (after an error the remaining tasks run to their end and are ignored: cancelling
         # tasks that are finishing crashed Ray 2.60's task manager)
-        for ref in refs:
+        for ref in self._submit(fn, items, shared):
             yield self._get(ref)
+
+    def imap_outcomes(self, fn: Callable, items: Iterable, *shared: Any) -> Iterator[tuple[Any, Exception | None]]:
+        for ref in self._submit(fn, items, shared):
+            try:
+                yield self._get(ref), None
+            except Exception as exc:  # noqa: BLE001 - handed to the caller
+                yield None, exc
+
+    def _head_address(self) -> tuple[str, int] | None:
+        """Where the cluster's head answers: the Ray client server of a ``ray://`` address,
+        else the GCS (``None`` when Ray does not say)."""
+        if self.address and self.address.startswith("ray://"):
+            return _host_port(self.address)
+        try:
+            host, _, port = self._ray.get_runtime_context().gcs_address.rpartition(":")
+            return host, int(port)
+        except Exception:  # noqa: BLE001 - an older or client-mode Ray: no check
+            return None
+
+    def _check_head(self) -> None:
+        """Raise a :class:`WorkerError` when the cluster's head no longer answers.
+
+        Ray itself waits for a lost head (a ``ray.get`` of a task that can no longer run
+        never returns) and then ends this process with its own log line after a minute.
+        """
+        if self._head is None:
+            return
+        host, port = self._head
+        try:
+            socket.create_connection((host, port), timeout=self.poll_seconds).close()
+        except OSError as exc:
+            where = f"the Ray cluster at {self.address}" if self.address else "the local Ray"
+            raise WorkerError(f"lost {where}: its head ({host}:{port}) does not answer "
+                              f"({exc.strerror or exc}); what finished is kept, run the command again to "
+                              "continue") from None
 
     def _get(self, ref: Any) -> Any:
         exc_mod = self._ray.exceptions
+        while not self._ray.wait([ref], timeout=self.poll_seconds)[0]:
+            self._check_head()
         try:
             return self._ray.get(ref)
         except exc_mod.RayTaskError as exc:
@@ -279,7 +339,8 @@ class RayExecutor(Executor):
                 raise cause from None
             raise
         except (exc_mod.WorkerCrashedError, exc_mod.NodeDiedError) as exc:
-            raise AttnasError(f"a Ray worker died {self.retries + 1} times running one task "
+            tries = self.retries + 1
+            raise WorkerError(f"a Ray worker died {tries} time{'s' if tries > 1 else ''} running one task "
                               f"({type(exc).__name__}); see the Ray logs") from None
 
     def describe(self) -> dict:

@@ -99,8 +99,7 @@ def search(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (
         out = Path(out) if out else _default_out(config)
         if dist is not None:
             out = Path(dist.broadcast_object(str(out)))
-        if main:
-            RunDir.check_new(out)
+        distributed.on_main(dist, RunDir.check_new, out)  # when it fails, every rank stops with its line
         # Build and check everything once before writing anything, so bad inputs fail with nothing written.
         space = build_space(config)
         check_strategy(config, space)
@@ -181,11 +180,14 @@ def resume(run_dir: str | Path, data_dir: str | Path | None = None, device: str 
     dist, dev = distributed.setup(dev)
     try:
         main = dist is None or dist.is_main
-        if main:
+
+        def claim() -> None:
             RunDir.check_writable(run.path)
             run.lock()
             run.remove_stale_temporaries()
-        else:
+
+        distributed.on_main(dist, claim)  # when it fails, every rank stops with its line
+        if not main:
             run = distributed.FollowerRun(run.path)
         try:
             space = build_space(config)

@@ -39,7 +39,8 @@ def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None =
     The seeds are independent: with ``workers`` they train in parallel on Ray (each
     worker rebuilds the task and, for ``init: supernet``, reads the supernet checkpoint
     from the run directory, which must be visible to the workers), with the same
-    results as one after the other.
+    results as one after the other. A seed whose worker died is re-run; when one fails
+    for good, the seeds that finished are written before its error is raised.
 
     Args:
         run_dir: A finished run.
@@ -75,6 +76,7 @@ def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None =
             train = replace(train, init=init)
         n = seeds or train.seeds
         folder = run.path / "retrain" / str(name) / train.init
+        run.remove_stale_temporaries(folder)  # of a retrain killed while it wrote a result
         metric = task.metric
         settings = to_mapping(train)
         done: dict[int, dict] = {}
@@ -92,15 +94,21 @@ def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None =
             if executor.parallel:
                 job = RetrainJob(RunSpec(config.to_dict(), str(data_root), "cpu"), str(run.path), arch.to_dict(),
                                  dataset if transfer else None, train, n)
-                rows = executor.imap(retrain_seed, todo, job)
+                outcomes = executor.imap_outcomes(retrain_seed, todo, job)
             else:
                 strategy = build_strategy(config, space, task, run) if train.init == "supernet" else None
-                rows = (_retrain_row(config, space, task, strategy, arch, train, k, n) for k in todo)
-            for k, row in zip(todo, rows):
+                outcomes = ((_retrain_row(config, space, task, strategy, arch, train, k, n), None) for k in todo)
+            failed = None
+            for k, (row, error) in zip(todo, outcomes):
+                if error is not None:  # the seeds that finished after it are still written
+                    failed = failed or error
+                    continue
                 run.write_json(str((folder / f"seed-{k}.json").relative_to(run.path)), row)
                 done[k] = row
             if todo:
                 run.update_run_info(retrain=executor.describe())
+            if failed is not None:
+                raise failed
         results = [done[k] for k in range(n)]
         summary = {"dataset": name, "seeds": n, "init": train.init, "train_config": settings}
         for split in ("val", "test"):

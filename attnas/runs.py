@@ -472,17 +472,21 @@ class RunDir:
                 continue
         self.truncate_events(offset)
 
-    def remove_stale_temporaries(self) -> list[str]:
+    def remove_stale_temporaries(self, *folders: str | os.PathLike) -> list[str]:
         """Remove the temporary files of writes that a kill cut short (``.<name>.tmp-<pid>...``).
 
         Call with the lock held: no other process writes the run then, so every such file is
         a leftover (the file it was to replace is whole, or absent).
 
+        Args:
+            folders: Folders of the run to clean besides its top folder and ``checkpoints/``
+                (e.g. a retrain's results folder).
+
         Returns:
             The removed files' names.
         """
         removed = []
-        for folder in (self.path, self.checkpoint_dir):
+        for folder in (self.path, self.checkpoint_dir, *map(Path, folders)):
             for p in folder.glob(".*.tmp-*") if folder.is_dir() else ():
                 if p.is_file():
                     p.unlink(missing_ok=True)

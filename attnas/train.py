@@ -56,7 +56,7 @@ def train_epoch(model_forward: Callable, task: Any, opt: torch.optim.Optimizer, 
         TrainingError: When a batch's loss is NaN or infinite (before any update from it).
     """
     if dist is not None:
-        return _train_epoch_distributed(model_forward, task, opt, params, cfg, generator, dist)
+        return _train_epoch_distributed(model_forward, task, opt, params, cfg, generator, dist, phase, epoch)
     total, count = 0.0, 0
     # a supernet step uses a few hundred of its parameter tensors: clip, step and clear only
     # those that have a gradient (bit for bit the same update), when the optimiser holds
@@ -107,12 +107,14 @@ def step_with_gradients(opt: torch.optim.Optimizer, active: list) -> None:
 
 
 def _train_epoch_distributed(model_forward: Callable, task: Any, opt: torch.optim.Optimizer, params: list,
-                             cfg: Any, generator: torch.Generator, dist: Any) -> float:
+                             cfg: Any, generator: torch.Generator, dist: Any, phase: str,
+                             epoch: int | None) -> float:
     total, count = 0.0, 0
     batches = task.batches("train", shuffle=True, generator=generator, batch_size=cfg.batch_size)
-    for batch, share in dist.shard(batches):
+    for number, (batch, share) in enumerate(dist.shard(batches), 1):
         opt.zero_grad(set_to_none=True)
-        loss, union_loss = dist.step_loss(task.loss(model_forward(batch), batch), share)
+        where = f"epoch {epoch}, step {number}" if epoch else f"step {number}"
+        loss, union_loss = dist.step_loss(task.loss(model_forward(batch), batch), share, phase, where)
         loss.backward()
         dist.average_gradients(params)
         if cfg.grad_clip > 0:

@@ -1,8 +1,9 @@
 """Run the ``attnas`` command line in a child process, optionally killed by a fault.
 
-Shared by the tests that kill a search with SIGKILL (``ATTNAS_FAULT=<phase>:<n>``) and
-resume it. Not a test module: imported as ``from attnas_subprocess import run_attnas``
-(``tests/`` is on ``sys.path`` because it holds ``conftest.py``).
+Shared by the tests that kill a run with SIGKILL (after an event, ``ATTNAS_FAULT=<phase>:<n>``,
+or as a file is replaced, :func:`killed_at_replace`) and resume it. Not a test module:
+imported as ``from attnas_subprocess import run_attnas`` (``tests/`` is on ``sys.path``
+because it holds ``conftest.py``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,40 @@ def run_attnas(*args: str, fault: str | None = None, check: bool = True, threads
     if check and proc.returncode != 0:
         raise AssertionError(f"attnas {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return proc
+
+
+#: Runs ``attnas ARGS`` and SIGKILLs itself when a file named NAME (``*.ckpt``: any
+#: checkpoint) is about to replace its old version for the COUNT-th time: the new file is
+#: whole under its temporary name, the old one still in place.
+KILL_AT_REPLACE = """
+import os, signal, sys
+name, count, args = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+real, seen = os.replace, [0]
+def replace(src, dst):
+    base = os.path.basename(str(dst))
+    if base == name or (name == "*.ckpt" and base.endswith(".ckpt")):
+        seen[0] += 1
+        if seen[0] == count:
+            os.kill(os.getpid(), signal.SIGKILL)
+    return real(src, dst)
+os.replace = replace
+sys.argv = ["attnas", *args]
+from attnas.cli import main
+main()
+"""
+
+
+def killed_at_replace(name: str, count: int, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    """``attnas --threads 1 ARGS``, SIGKILLed as the COUNT-th replacement of a file NAME begins.
+
+    Args:
+        name: The base name of the file (``*.ckpt``: any checkpoint).
+        count: Which replacement of such a file kills (1: the first).
+    """
+    env = dict(os.environ, ATTNAS_PROGRESS="0")
+    env.pop("ATTNAS_FAULT", None)
+    return subprocess.run([sys.executable, "-c", KILL_AT_REPLACE, name, str(count), "--threads", "1", *args],
+                          env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def search_reference(folder, recipe: dict, threads: int | None = 1) -> tuple:

@@ -35,6 +35,24 @@ def restore_torch_threads():
     torch.set_num_threads(before)
 
 
+@pytest.fixture(scope="module")
+def local_ray():
+    """A local Ray of 2 worker CPUs (no dashboard) for the module, as a RayExecutor; skips without Ray.
+
+    Started once per test module and shut down at its end; the pipeline's executors find it
+    running and reuse it.
+    """
+    ray = pytest.importorskip("ray")
+    from attnas import parallel
+
+    ex = parallel.RayExecutor(workers=2)
+    try:
+        yield ex
+    finally:
+        ex.close()
+        assert not ray.is_initialized()
+
+
 @pytest.fixture
 def data_root() -> Path:
     """The real data root; skips the test when ../shared/data is absent."""

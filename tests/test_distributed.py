@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnas import distributed
-from attnas.errors import ConfigError
+from attnas.errors import ConfigError, TrainingError
 from attnas.train import train_epoch
 
 CFG = SimpleNamespace(batch_size=5, grad_clip=1.0)
@@ -42,13 +42,13 @@ def toy_data():
     return torch.randn(40, 4, generator=g), torch.randn(40, 3, generator=g)
 
 
-def toy_train(task, dist=None, epochs=3):
+def toy_train(task, dist=None, epochs=3, phase="training"):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
     params = list(model.parameters())
     opt = torch.optim.SGD(params, lr=0.1, momentum=0.9)
-    losses = [train_epoch(lambda b: model(b[0]), task, opt, params, CFG, torch.Generator(), dist=dist)
-              for _ in range(epochs)]
+    losses = [train_epoch(lambda b: model(b[0]), task, opt, params, CFG, torch.Generator(), dist=dist, phase=phase,
+                          epoch=e) for e in range(1, epochs + 1)]
     return model.state_dict(), losses
 
 
@@ -64,6 +64,13 @@ def _toy_ranks(out, recipe):
     state, losses = toy_train(ListTask(batches), dist=ctx)
     if ctx.is_main:
         torch.save({"state": state, "losses": losses}, Path(out) / "toy.pt")
+    # rank 1's part of the second step is NaN: every rank stops there with the same one line
+    # (test_a_nan_loss_on_one_rank_stops_every_rank_with_one_line)
+    poisoned = [(bx, by * float("nan")) if i == 3 else (bx, by) for i, (bx, by) in enumerate(batches)]
+    try:
+        toy_train(ListTask(poisoned), dist=ctx, phase="supernet")
+    except TrainingError as exc:
+        (Path(out) / f"nan-rank-{ctx.rank}.txt").write_text(str(exc))
     # first-order DARTS (test_two_process_darts_equals_one_process_on_the_union_batches)
     run = RunDir.create(Path(out) / "darts", "name: toy\n", {}) if ctx.is_main else None
     ctx.barrier()
@@ -104,6 +111,34 @@ def test_two_ranks_equal_one_process_on_the_union_batch(two_ranks):
     for k in state:
         torch.testing.assert_close(got["state"][k], state[k], rtol=1e-5, atol=1e-6)
     assert got["losses"] == pytest.approx(losses, rel=1e-6)
+
+
+NAN_AT_STEP_2 = ("supernet: the training loss became nan at epoch 1, step 2; "
+                 "lower the learning rate or clip gradients (grad_clip)")
+
+
+def test_a_nan_loss_on_one_rank_stops_every_rank_with_one_line(two_ranks):
+    """The all-reduced loss is checked by errors.check_finite_loss on every rank: one
+    TrainingError naming the phase and step, the same on both, before any update from it."""
+    assert [(two_ranks / f"nan-rank-{r}.txt").read_text() for r in (0, 1)] == [NAN_AT_STEP_2] * 2
+
+
+def test_step_loss_checks_the_union_loss_like_a_single_process(monkeypatch):
+    def all_reduce(t, op=None):  # a second rank with this rank's values (MAX: the same)
+        if op is None:
+            t.mul_(2)
+
+    ctx = distributed.DistContext(rank=0, world_size=2)
+    monkeypatch.setattr(distributed.tdist, "all_reduce", all_reduce)
+    scaled, value = ctx.step_loss(torch.tensor(0.25), 0.5)
+    assert value == 0.25 and float(scaled) == 0.25
+    x, y = toy_data()
+    batches = [(x[i : i + 5], y[i : i + 5] * (float("nan") if i == 10 else 1.0)) for i in range(0, 40, 5)]
+    with pytest.raises(TrainingError) as err:  # batch 3 is this rank's part of step 2
+        toy_train(ListTask(batches), dist=ctx, phase="supernet")
+    assert str(err.value) == NAN_AT_STEP_2
+    with pytest.raises(TrainingError, match=r"^darts: the training loss became inf at epoch 4, step 1; lower strategy"):
+        ctx.step_loss(torch.tensor(float("inf")), 0.5, "darts", "epoch 4, step 1", "lower strategy.lr?")
 
 
 def test_shard_of_a_stream_and_its_errors():

@@ -9,14 +9,11 @@ Kills after an event of a phase: ``tests/test_resume.py``; damaged checkpoints:
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 
 import pytest
 import yaml
-from attnas_subprocess import run_attnas
+from attnas_subprocess import killed_at_replace, run_attnas
 
 TINY = {
     "name": "tiny-kill",
@@ -29,34 +26,6 @@ TINY = {
     "retrain": {"epochs": 4, "patience": 0, "init": "supernet"},
 }
 TIMING = {"search_seconds"}
-
-#: Runs ``attnas ARGS`` and SIGKILLs itself when a file named NAME (``*.ckpt``: any
-#: checkpoint) is about to replace its old version for the COUNT-th time: the new file is
-#: whole under its temporary name, the old one still in place.
-KILL_AT_REPLACE = """
-import os, signal, sys
-name, count, args = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-real, seen = os.replace, [0]
-def replace(src, dst):
-    base = os.path.basename(str(dst))
-    if base == name or (name == "*.ckpt" and base.endswith(".ckpt")):
-        seen[0] += 1
-        if seen[0] == count:
-            os.kill(os.getpid(), signal.SIGKILL)
-    return real(src, dst)
-os.replace = replace
-sys.argv = ["attnas", *args]
-from attnas.cli import main
-main()
-"""
-
-
-def killed_at_replace(name: str, count: int, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, ATTNAS_PROGRESS="0")
-    env.pop("ATTNAS_FAULT", None)
-    return subprocess.run([sys.executable, "-c", KILL_AT_REPLACE, name, str(count), "--threads", "1", *args],
-                          env=env, capture_output=True, text=True, timeout=600)
-
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):

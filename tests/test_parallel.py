@@ -1,8 +1,9 @@
 """Parallel executors: Ray gives the same results as one process, survives a killed worker,
 and a missing Ray is a clear error.
 
-One local Ray (2 CPUs, no dashboard) is started for the whole module and shut down at
-its end; the pipeline's executors find it running and reuse it.
+The tests that use Ray take the ``local_ray`` fixture (``conftest.py``: one local Ray for
+the module, skipped when Ray is not installed); the others always run. Faults of Ray
+during a retrain: ``tests/test_ray_faults.py``.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ import pytest
 from attnas import parallel, pipeline, retraining
 from attnas.errors import ConfigError, UnsupportedError
 
-ray = pytest.importorskip("ray")
-
 TIMING = {"search_seconds"}
 
 
@@ -32,16 +31,6 @@ def small_recipe(base: dict) -> dict:
                      "rerank": {"top_k": 2, "epochs": 2}}
     r["retrain"] = {"epochs": 3, "patience": 0, "init": "supernet", "seeds": 2}
     return r
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    ex = parallel.RayExecutor(workers=2)
-    try:
-        yield ex
-    finally:
-        ex.close()
-        assert not ray.is_initialized()
 
 
 @pytest.fixture(scope="module")

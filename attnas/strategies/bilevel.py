@@ -147,10 +147,11 @@ def run_phase(phase: BilevelPhase, options: DartsConfig, run: RunDir, seed: int,
     def step(batch: Any, share: float, params: list) -> float:
         """Back-propagate the loss of ``batch`` into ``params`` (averaged over ranks); its value."""
         loss = phase.loss(batch)
-        if dist is not None:
-            loss, value = dist.step_loss(loss, share)  # raises on every rank when not finite
-        else:  # the epoch and step of the loop below
-            value = check_finite_loss(loss, phase.tag, f"epoch {epoch}, step {steps + 1}", "lower strategy.lr?")
+        where = f"epoch {epoch}, step {steps + 1}"  # of the loop below
+        if dist is not None:  # raises on every rank when the union's loss is not finite
+            loss, value = dist.step_loss(loss, share, phase.tag, where, "lower strategy.lr?")
+        else:
+            value = check_finite_loss(loss, phase.tag, where, "lower strategy.lr?")
         loss.backward(inputs=params)
         if dist is not None:
             dist.average_gradients(params)

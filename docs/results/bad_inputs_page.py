@@ -17,7 +17,17 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 BAD_INPUTS = "tests/test_bad_inputs.py"
 FAULTS = ["tests/test_kill_points.py", "tests/test_resume.py", "tests/test_exit_codes.py", "tests/test_faults.py",
-          "tests/strategies/test_cost_aware.py", "tests/comparison/test_compare.py"]
+          "tests/test_retrain_resume.py", "tests/test_nan_loss.py", "tests/strategies/test_cost_aware.py",
+          "tests/strategies/test_darts_resume.py", "tests/strategies/test_car_darts_resume.py",
+          "tests/strategies/test_latent_bo.py", "tests/strategies/test_graph_vae_strategy.py",
+          "tests/strategies/test_graph_vae_resume.py", "tests/strategies/test_mechanism_search.py",
+          "tests/comparison/test_compare.py", "tests/test_parallel.py", "tests/test_ray_faults.py",
+          "tests/test_distributed.py", "tests/test_distributed_launch.py"]
+#: A test of those files is a fault test when its name holds one of these ...
+FAULT_WORDS = ("kill", "resume", "interrupt", "sigint", "fault", "nan", "ctrl", "crash", "half_done", "damaged",
+               "dying", "every_rank", "gone")
+#: ... or when it is in one of these files (a NaN loss in each strategy, named by the strategy).
+ALL_FAULTS = ("tests/test_nan_loss.py",)
 
 
 class _Collect:
@@ -61,11 +71,12 @@ def main() -> None:
         n += 1
         lines.append(f"| {n} | {_doc(item)} | {case.replace('`', '') or '-'} | "
                      f"{_cell(message) if message else '(see the test)'} |")
-    faults = [i for i in _collect(FAULTS) if any(w in i.name for w in ("kill", "resume", "interrupt", "sigint",
-                                                                       "fault", "nan", "ctrl", "crash"))]
+    faults = [i for i in _collect(FAULTS) if any(w in i.name for w in FAULT_WORDS) or i.nodeid.startswith(ALL_FAULTS)]
     lines += ["", f"{n} bad inputs.", "", "## Faults injected", "",
-              "Each test kills, interrupts or breaks a run at the point named and checks that it resumes to the "
-              "same result as an uninterrupted run (nothing finished is lost).", "",
+              "Each test kills, interrupts or breaks a run at the point named (a SIGKILL after an event or "
+              "between files, Ctrl-C, a NaN loss, a damaged checkpoint, a Ray worker, a Ray head or a "
+              "distributed rank that dies or fails) and checks that it resumes to the same result as an "
+              "uninterrupted run, or stops with one line and resumes (nothing finished is lost).", "",
               "| # | test |", "|---|---|"]
     lines += [f"| {k} | `{i.nodeid}` |" for k, i in enumerate(faults, 1)]
     (HERE / "bad_inputs.md").write_text("\n".join(lines) + "\n")

@@ -146,22 +146,37 @@ def killed_search(recipe_file, out, fault):
 
 
 @pytest.fixture(scope="module")
-def prune_reference(tmp_path_factory):
-    d = tmp_path_factory.mktemp("prune-ref")
-    f = d / "tiny.yaml"
-    f.write_text(yaml.safe_dump(recipe("nas-prune")))
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        pipeline.search(f, out=d / "run")
-    finally:
-        torch.set_num_threads(before)
-    return f, d / "run"
+def references(tmp_path_factory):
+    """``references(mode) -> (recipe_file, run)``: the uninterrupted search of a mode, run once."""
+    made = {}
+
+    def reference(mode):
+        if mode not in made:
+            d = tmp_path_factory.mktemp(f"{mode}-ref")
+            f = d / "tiny.yaml"
+            f.write_text(yaml.safe_dump(recipe(mode)))
+            pipeline.search(f, out=d / "run")  # one thread (the autouse fixture), like the killed process
+            made[mode] = f, d / "run"
+        return made[mode]
+
+    return reference
 
 
-@pytest.mark.parametrize("fault", ["supernet:2", "prune:3"])
-def test_killed_prune_search_resumes_to_the_same_result(prune_reference, tmp_path, fault, restore_torch_threads):
-    recipe_file, ref = prune_reference
+def steps(run) -> list[tuple]:
+    """The event log as its sequence of steps (no times, losses or scores)."""
+    return [tuple(e.get(k) for k in ("phase", "epoch", "round", "index", "block"))
+            for e in (json.loads(line) for line in (run / "events.jsonl").read_text().splitlines())]
+
+
+# supernet:2 and final:1 die before that epoch's checkpoint; prune:3 after a drop, before its
+# round's checkpoint; scoring:<n> in the middle of a masked-drop trial (homogeneous: 2 of 4
+# blocks scored; NAS One-shot: 5 of 8; NAS Prune: 2 of round 2's 7), so that trial is redone.
+@pytest.mark.parametrize("mode, fault", [("nas-prune", "supernet:2"), ("nas-prune", "prune:3"),
+                                         ("nas-prune", "scoring:10"), ("homogeneous", "scoring:2"),
+                                         ("nas-one-shot", "scoring:5"), ("homogeneous", "final:1")])
+def test_killed_mechanism_search_resumes_to_the_same_result(references, tmp_path, mode, fault,
+                                                             restore_torch_threads):
+    recipe_file, ref = references(mode)
     out = tmp_path / "run"
     killed_search(recipe_file, out, fault)
     torch.set_num_threads(1)  # the killed process's threads (OMP_NUM_THREADS=1): a resume refuses others
@@ -172,9 +187,16 @@ def test_killed_prune_search_resumes_to_the_same_result(prune_reference, tmp_pat
     assert read(out, "arch.json") == read(ref, "arch.json")
     m_out, m_ref = read(out, "metrics.json"), read(ref, "metrics.json")
     m_out.pop("search_seconds"), m_ref.pop("search_seconds")
-    assert m_out == m_ref  # every drop score of every round, and the final model's accuracies
-    # the event log reads as one uninterrupted run
-    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    assert m_out == m_ref  # every drop score of every trial, and the final model's accuracies
+    # the event log reads as one uninterrupted run: every step once, in the same order
+    assert steps(out) == steps(ref)
+    assert [s[0] for s in steps(out)].count("search-done") == 1
+    assert not [p for folder in (out, out / "checkpoints") for p in folder.glob(".*.tmp-*")]
+
+
+def test_the_reference_logs_of_a_prune_search(references):
+    _, ref = references("nas-prune")
+    events = [json.loads(line) for line in (ref / "events.jsonl").read_text().splitlines()]
     assert [e["epoch"] for e in events if e["phase"] == "supernet"] == [1, 2, 3, 4]
     assert [e["round"] for e in events if e["phase"] == "prune"] == [1, 2, 3, 4, 5, 6]
     assert [e["index"] for e in events if e["phase"] == "scoring"] == list(range(8 + 7 + 6 + 5 + 4 + 3))

@@ -1,0 +1,72 @@
+"""Ranks launched as ``torchrun`` launches them (one process each, with ``RANK``,
+``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT``) stop together, within seconds and with
+the same one-line error, when rank 0 fails a check that only it makes: a search into a
+folder that is not an attnas run, a resume of a run another process holds.
+
+Without the shared check, rank 1 went on to the next barrier and failed there with gloo's
+"Connection closed by peer" (or, under ``torchrun``, was killed with SIGTERM).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import yaml
+from attnas_subprocess import FIXED_GCN
+
+from attnas import distributed, pipeline
+from attnas.runs import RunDir
+
+LIMIT = 90  # seconds for both ranks to start, fail and exit (Python and torch start-up included)
+
+
+def launch(*args: str, world: int = 2) -> tuple[list[tuple[int, str]], float]:
+    """``attnas --threads 1 ARGS`` on ``world`` ranks; their ``(exit status, stderr)`` and the seconds taken."""
+    port = str(distributed.free_port())
+    procs = []
+    for rank in range(world):
+        env = dict(os.environ, ATTNAS_PROGRESS="0", RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+        env.pop("ATTNAS_FAULT", None)
+        procs.append(subprocess.Popen([sys.executable, "-m", "attnas", "--threads", "1", *args], env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+    start = time.monotonic()
+    try:
+        results = []
+        for p in procs:
+            _, err = p.communicate(timeout=max(1.0, LIMIT - (time.monotonic() - start)))
+            results.append((p.returncode, err))
+        return results, time.monotonic() - start
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def test_search_into_a_foreign_folder_stops_every_rank_with_one_line(tmp_path):
+    recipe = tmp_path / "fixed.yaml"
+    recipe.write_text(yaml.safe_dump(FIXED_GCN))
+    foreign = tmp_path / "notes"
+    foreign.mkdir()
+    (foreign / "todo.txt").write_text("mine")
+    results, seconds = launch("search", str(recipe), "--out", str(foreign))
+    line = f"error: {foreign} is not empty and holds no attnas run; choose a new or empty folder with --out\n"
+    assert results == [(2, line), (2, line)], results
+    assert seconds < LIMIT and sorted(p.name for p in foreign.iterdir()) == ["todo.txt"]
+
+
+def test_resume_of_a_run_in_use_stops_every_rank_with_one_line(tmp_path):
+    run = pipeline.search(FIXED_GCN, out=tmp_path / "run")
+    holder = RunDir.open(run.path)
+    holder.lock()  # another attnas process, as far as the ranks can tell
+    try:
+        results, seconds = launch("search", "--resume", str(run.path))
+    finally:
+        holder.close()
+    line = f"error: {run.path} is in use by another attnas process\n"
+    assert results == [(2, line), (2, line)], results
+    assert seconds < LIMIT

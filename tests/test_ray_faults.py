@@ -1,0 +1,133 @@
+"""Ray faults during ``attnas retrain --workers 2``: a worker killed in the middle of a seed
+is replaced and the seed re-run, with the uninterrupted result; a seed whose worker dies
+on every try, or a Ray whose head is gone, ends the retrain with one line (exit status 1),
+every finished seed written, and the retrain run again trains only the missing seeds, to
+the same summary.
+
+The worker running the n-th task SIGKILLs itself (``ATTNAS_WORKER_FAULT``, see
+:mod:`attnas.parallel`). Skipped without Ray (the ``local_ray`` fixture). A killed
+worker during a search's scoring: ``tests/test_parallel.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from attnas_subprocess import FIXED_GCN
+
+from attnas import parallel, pipeline, retraining
+
+
+def untimed(summary: dict) -> dict:
+    """A retrain summary without the seeds' wall times."""
+    return {**summary, "per_seed": [{k: v for k, v in r.items() if k != "seconds"} for r in summary["per_seed"]]}
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A finished fixed-GCN run (never retrained) and the summary of its sequential 3-seed retrain."""
+    folder = tmp_path_factory.mktemp("ray-faults")
+    pipeline.search(FIXED_GCN, out=folder / "run")
+    shutil.copytree(folder / "run", folder / "sequential")
+    return folder / "run", retraining.retrain(folder / "sequential", seeds=3)
+
+
+@pytest.mark.slow  # about 45 s on a loaded 2-core machine, most of it the child's Ray starting
+def test_a_ray_head_gone_mid_retrain_is_one_line_within_seconds_and_the_retrain_continues(finished, tmp_path,
+                                                                                         restore_torch_threads):
+    """``attnas retrain --workers 2`` in a child process whose local Ray (its GCS, raylet and
+    workers: the child's descendants) is SIGKILLed once seed 0 is written: the child stops
+    with one line, before Ray's own minute-long wait ends it, and the retrain run again
+    ends as the uninterrupted one."""
+    pytest.importorskip("ray")
+    psutil = pytest.importorskip("psutil")
+    run, _ = finished
+    longer = ["--seeds", "3", "--set", "retrain.epochs=60"]  # seconds a seed: seed 2 runs at the kill
+    torch.set_num_threads(1)  # as the child (--threads 1): the same floats
+    shutil.copytree(run, tmp_path / "reference")
+    reference = retraining.retrain(tmp_path / "reference", seeds=3, overrides=["retrain.epochs=60"])
+    out = tmp_path / "run"
+    shutil.copytree(run, out)
+    folder = out / "retrain" / "digits-graph" / "scratch"
+    env = dict(os.environ, ATTNAS_PROGRESS="0")
+    env.pop("ATTNAS_WORKER_FAULT", None)
+    child = subprocess.Popen([sys.executable, "-m", "attnas", "--threads", "1", "retrain", str(out), "--workers", "2",
+                              *longer], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (folder / "seed-0.json").exists() and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert child.poll() is None and (folder / "seed-0.json").exists(), "the retrain ended before the kill"
+        for p in psutil.Process(child.pid).children(recursive=True):  # the child's own Ray, nothing else
+            p.kill()
+        killed = time.monotonic()
+        _, stderr = child.communicate(timeout=50)  # Ray alone would end the child after 60 s
+        seconds = time.monotonic() - killed
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 1, stderr
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in stderr, stderr
+    assert re.fullmatch(r"error: lost the local Ray: its head \(\S+:\d+\) does not answer \(.+\); what finished is "
+                        r"kept, run the command again to continue", errors[0]), errors[0]
+    assert seconds < 30, seconds
+    done = sorted(p.name for p in folder.iterdir())
+    assert "seed-0.json" in done and "seed-2.json" not in done and not list(out.rglob(".*.tmp-*")), done
+    kept = {f: (folder / f).stat().st_mtime_ns for f in done}
+    summary = retraining.retrain(out, seeds=3, overrides=["retrain.epochs=60"])  # run again: the seeds left
+    assert {f: (folder / f).stat().st_mtime_ns for f in kept} == kept
+    assert untimed(summary) == untimed(reference)
+
+
+def test_a_ray_worker_killed_during_a_seed_is_replaced_with_the_same_result(finished, local_ray, tmp_path,
+                                                                             monkeypatch):
+    run, sequential = finished
+    out = tmp_path / "run"
+    shutil.copytree(run, out)
+    marker = tmp_path / "worker-fault-happened"
+    monkeypatch.setenv("ATTNAS_WORKER_FAULT", f"2:{marker}")  # the worker training seed 1
+    summary = retraining.retrain(out, seeds=3, workers=2)
+    assert marker.exists()  # the worker really SIGKILLed itself ...
+    assert untimed(summary) == untimed(sequential)  # ... and seed 1 was re-run by a fresh one
+
+
+def test_a_seed_whose_worker_keeps_dying_fails_in_one_line_and_loses_no_finished_seed(finished, local_ray, tmp_path,
+                                                                                      monkeypatch):
+    from typer.testing import CliRunner
+
+    from attnas.cli import app
+
+    run, sequential = finished
+    out = tmp_path / "run"
+    shutil.copytree(run, out)
+
+    def no_retries(workers=None, address=None, threads=None, check_only=False):
+        return None if check_only else parallel.RayExecutor(workers, address, threads, retries=0)
+
+    monkeypatch.setattr(retraining, "make_executor", no_retries)
+    monkeypatch.setenv("ATTNAS_WORKER_FAULT", f"2:{tmp_path / 'worker-fault-happened'}")  # seed 1, no re-run
+    r = CliRunner().invoke(app, ["retrain", str(out), "--seeds", "3", "--workers", "2"])
+    assert r.exit_code == 1, r.output
+    # attnas's one line (Ray itself may add its own report of the dead worker, prefixed "(raylet)")
+    errors = [line for line in r.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in r.output, r.output
+    assert re.fullmatch(r"error: a Ray worker died 1 time running one task \(\w+\); see the Ray logs", errors[0])
+    folder = out / "retrain" / "digits-graph" / "scratch"
+    assert sorted(p.name for p in folder.iterdir()) == ["seed-0.json", "seed-2.json"]  # seed 2 finished after it
+    assert not list(out.rglob(".*.tmp-*"))
+    kept = {f: (folder / f).stat().st_mtime_ns for f in ("seed-0.json", "seed-2.json")}
+    monkeypatch.undo()
+    summary = retraining.retrain(out, seeds=3)  # run again: trains seed 1 alone
+    assert {f: (folder / f).stat().st_mtime_ns for f in kept} == kept
+    assert untimed(summary) == untimed(sequential)
+    assert json.loads((out / "metrics.json").read_text())["retrain_digits-graph_scratch_seeds"] == 3
