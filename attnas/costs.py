@@ -35,9 +35,15 @@ Measurement protocol:
   transductive graph task has one batch, the whole graph. Its tensors' shapes and dtypes
   are the *input size* recorded with every measurement.
 - Latencies are measured in this process with its torch threads, one architecture at a
-  time: ``warmup`` untimed runs, then ``repeats`` timed runs, and the median is kept. On
-  a GPU, timing waits for the device (``torch.cuda.synchronize``). They depend on the
-  machine's load; the other costs do not (they are the same on every run).
+  time: ``warmup`` untimed runs, then at least ``min_repeats`` and at most ``repeats``
+  timed runs, and the median is kept. Timing stops early once the median is stable: when
+  one more run moved it by at most ``rtol`` of its value (so a steady network costs
+  ``warmup + min_repeats`` runs, 1 + 2 by default, a noisy one up to ``warmup +
+  repeats``). On a GPU, timing waits for the device (``torch.cuda.synchronize``). They
+  depend on the machine's load; the other costs do not (they are the same on every run).
+  Each run of an example batch costs about as much as scoring a candidate on the
+  supernet, so a latency objective on a search whose candidates are scored quickly adds
+  a large share of its wall time (``benchmarks/bench_cost_overhead.py`` measures it).
 - Measuring leaves every random generator as it was (building a network draws its
   initial weights; a training step may draw dropout masks), so a search with costs
   samples the same architectures as one without.
@@ -70,7 +76,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnas.config import NonNegativeInt, PositiveInt, check_fields, to_mapping
+from attnas.config import NonNegativeFloat, NonNegativeInt, PositiveInt, check_fields, to_mapping
 from attnas.models.complexity import count_macs, count_parameters
 from attnas.rng import rng_state, set_rng_state
 from attnas.runs import read_jsonl
@@ -96,15 +102,24 @@ class CostsConfig:
         batch_size: Size of the example batch (where the task batches; a transductive
             graph is one batch); ``None``: the strategy's training batch size.
         warmup: Untimed runs before the latencies are timed.
-        repeats: Timed runs; the median is kept.
+        repeats: Most timed runs; the median is kept.
+        min_repeats: Fewest timed runs (``repeats`` when that is fewer).
+        rtol: Timing stops once a run moved the median by at most this fraction of it
+            (0: always ``repeats`` runs).
     """
 
     batch_size: PositiveInt | None = None
-    warmup: NonNegativeInt = 2
+    warmup: NonNegativeInt = 1
     repeats: PositiveInt = 5
+    min_repeats: PositiveInt = 2
+    rtol: NonNegativeFloat = 0.1
 
     def __post_init__(self) -> None:
         check_fields(self, "costs.")
+
+    def protocol(self) -> dict:
+        """The timing protocol (part of the cache key: a cost measured otherwise is not re-used)."""
+        return {"warmup": self.warmup, "repeats": self.repeats, "min_repeats": self.min_repeats, "rtol": self.rtol}
 
 
 def batch_signature(batch: Any) -> Any:
@@ -128,18 +143,32 @@ def batch_signature(batch: Any) -> Any:
     return None
 
 
-def _median_ms(run: Callable[[], Any], warmup: int, repeats: int, device: torch.device) -> float:
-    """Median wall time of ``run()`` in milliseconds after ``warmup`` untimed runs."""
+def stable_median(times: list[float], min_repeats: int, rtol: float) -> bool:
+    """Whether timing may stop: ``min_repeats`` runs done (two at least, to judge) and the
+    last one moved the median of ``times`` by at most ``rtol`` of it."""
+    if len(times) < max(min_repeats, 2):
+        return False
+    now, before = statistics.median(times), statistics.median(times[:-1])
+    return abs(now - before) <= rtol * now
+
+
+def _median_ms(run: Callable[[], Any], warmup: int, repeats: int, device: torch.device,
+               min_repeats: int | None = None, rtol: float = 0.0) -> float:
+    """Median wall time of ``run()`` in milliseconds after ``warmup`` untimed runs: at most
+    ``repeats`` timed runs, fewer once :func:`stable_median` says so."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    min_repeats = repeats if min_repeats is None else min(min_repeats, repeats)
     for _ in range(warmup):
         run()
     sync()
-    times = []
-    for _ in range(repeats):
+    times: list[float] = []
+    while len(times) < repeats:
         t0 = time.perf_counter()
         run()
         sync()
         times.append((time.perf_counter() - t0) * 1000.0)
+        if rtol > 0 and stable_median(times, min_repeats, rtol):
+            break
     return statistics.median(times)
 
 
@@ -167,7 +196,7 @@ def _tensors(batch: Any) -> Iterable[torch.Tensor]:
 
 
 def measure(model: nn.Module, task: Any, batch: Any, names: Iterable[str], warmup: int = 2,
-            repeats: int = 5) -> dict[str, float]:
+            repeats: int = 5, min_repeats: int | None = None, rtol: float = 0.0) -> dict[str, float]:
     """Measure the costs ``names`` of ``model`` on ``batch`` (see the module docstring).
 
     The model's mode is restored and its gradients are cleared afterwards; the random
@@ -179,7 +208,10 @@ def measure(model: nn.Module, task: Any, batch: Any, names: Iterable[str], warmu
         batch: The example batch.
         names: Which of :data:`COSTS` to measure.
         warmup: Untimed runs before timing.
-        repeats: Timed runs (median).
+        repeats: Most timed runs (median).
+        min_repeats: Fewest timed runs (``None``: ``repeats``).
+        rtol: Stop timing once a run moved the median by at most this fraction (0: never
+            early).
 
     Returns:
         ``{name: value}`` for each of ``names``; ``params`` and ``macs`` are integers.
@@ -208,10 +240,10 @@ def measure(model: nn.Module, task: Any, batch: Any, names: Iterable[str], warmu
             out["macs"] = int(count_macs(model, batch))
         if "latency_ms" in names:
             model.eval()
-            out["latency_ms"] = round(_median_ms(forward, warmup, repeats, device), 4)
+            out["latency_ms"] = round(_median_ms(forward, warmup, repeats, device, min_repeats, rtol), 4)
         if "train_step_ms" in names:
             model.train()
-            out["train_step_ms"] = round(_median_ms(train_step, warmup, repeats, device), 4)
+            out["train_step_ms"] = round(_median_ms(train_step, warmup, repeats, device, min_repeats, rtol), 4)
         if "peak_memory_mb" in names:
             model.train()
             model.zero_grad(set_to_none=True)
@@ -281,7 +313,7 @@ class CostModel:
         self.batch()
         return {"space": {"name": self.space.name, **(to_mapping(self.space.options) or {})},
                 "input": self._signature, "device": str(self.device), "threads": torch.get_num_threads(),
-                "protocol": {"warmup": self.options.warmup, "repeats": self.options.repeats}}
+                "protocol": self.options.protocol()}
 
     def key(self, arch: Any) -> str:
         """The cache key of ``arch``: a SHA-256 of :meth:`context` and its ``choices``."""
@@ -309,8 +341,9 @@ class CostModel:
                 model = self.space.build(arch, self.task).to(self.device)
             finally:
                 set_rng_state(saved)
-            new = measure(model, self.task, self.batch(), ["params", *missing], self.options.warmup,
-                          self.options.repeats)
+            o = self.options
+            new = measure(model, self.task, self.batch(), ["params", *missing], o.warmup, o.repeats,
+                          o.min_repeats, o.rtol)
             del model
             seconds = time.perf_counter() - t0
             self.seconds += seconds

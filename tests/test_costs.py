@@ -97,3 +97,40 @@ def test_costs_config_is_checked():
 
     with pytest.raises(ConfigError, match=r"costs.repeats: must be >= 1, got 0"):
         CostsConfig(repeats=0)
+    with pytest.raises(ConfigError, match=r"costs.rtol: must be >= 0, got -0.1"):
+        CostsConfig(rtol=-0.1)
+
+
+def test_timing_stops_once_the_median_is_stable():
+    from attnas.costs import stable_median
+
+    assert not stable_median([10.0], 1, 0.1)  # one run cannot judge
+    assert stable_median([10.0, 10.5], 2, 0.1) and not stable_median([10.0, 10.5], 3, 0.1)
+    assert not stable_median([10.0, 20.0], 2, 0.1)  # the second run moved the median by 25 %
+    assert not stable_median([10.0, 20.0, 10.5], 2, 0.1)  # 15.0 -> 10.5
+    assert stable_median([10.0, 20.0, 10.5, 10.2], 2, 0.1)  # 10.5 -> 10.35
+
+
+def test_a_steady_run_is_timed_min_repeats_times_and_a_noisy_one_repeats_times(monkeypatch):
+    import attnas.costs as costs
+
+    clock = [0.0]
+    monkeypatch.setattr(costs.time, "perf_counter", lambda: clock[0])
+
+    def runner(durations_ms):
+        calls = []
+
+        def run():
+            clock[0] += durations_ms[len(calls) % len(durations_ms)] / 1000.0
+            calls.append(1)
+        return run, calls
+
+    run, calls = runner([5.0])
+    assert costs._median_ms(run, 1, 5, torch.device("cpu"), 2, 0.1) == pytest.approx(5.0)
+    assert len(calls) == 1 + 2
+    run, calls = runner([5.0, 50.0])  # alternating: the median keeps moving
+    costs._median_ms(run, 1, 5, torch.device("cpu"), 2, 0.1)
+    assert len(calls) == 1 + 5
+    run, calls = runner([5.0])  # rtol 0: always every repeat
+    costs._median_ms(run, 1, 5, torch.device("cpu"), 2, 0.0)
+    assert len(calls) == 1 + 5
