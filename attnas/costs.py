@@ -71,12 +71,13 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
 
 from attnas.config import NonNegativeFloat, NonNegativeInt, PositiveInt, check_fields, to_mapping
+from attnas.errors import ConfigError
 from attnas.models.complexity import count_macs, count_parameters
 from attnas.rng import rng_state, set_rng_state
 from attnas.runs import read_jsonl
@@ -106,6 +107,12 @@ class CostsConfig:
         min_repeats: Fewest timed runs (``repeats`` when that is fewer).
         rtol: Timing stops once a run moved the median by at most this fraction of it
             (0: always ``repeats`` runs).
+        latency: ``network``: ``latency_ms`` is the whole network's forward time, timed for
+            every architecture. ``operations``: the sum of the times of its parts (stem,
+            each operation, each layer's merge, head; a network's ``latency_parts``, so
+            far the AutoAttend spaces'), each part timed once per signature (operation
+            and input shape) and shared by every architecture that has it: an estimate
+            that costs almost nothing per new architecture once its operations were seen.
     """
 
     batch_size: PositiveInt | None = None
@@ -113,33 +120,39 @@ class CostsConfig:
     repeats: PositiveInt = 5
     min_repeats: PositiveInt = 2
     rtol: NonNegativeFloat = 0.1
+    latency: Literal["network", "operations"] = "network"
 
     def __post_init__(self) -> None:
         check_fields(self, "costs.")
 
     def protocol(self) -> dict:
         """The timing protocol (part of the cache key: a cost measured otherwise is not re-used)."""
-        return {"warmup": self.warmup, "repeats": self.repeats, "min_repeats": self.min_repeats, "rtol": self.rtol}
+        return {"warmup": self.warmup, "repeats": self.repeats, "min_repeats": self.min_repeats, "rtol": self.rtol,
+                "latency": self.latency}
 
 
-def batch_signature(batch: Any) -> Any:
+def batch_signature(batch: Any, top: bool = True) -> Any:
     """The shapes and dtypes of the tensors in ``batch`` (its *input size*), as JSON data.
 
     Tensors become ``[shape..., dtype]`` lists; dataclasses, named tuples, tuples and lists
-    are walked; mappings (e.g. a graph batch's cache of derived structures, filled while a
-    model runs) and other values are left out, so the signature of a batch does not
-    change when a model has used it.
+    are walked, and so is the batch itself when it is a mapping (a sequence task's
+    ``{"tokens", "mask", "y"}``); mappings inside it (e.g. a graph batch's cache of derived
+    structures, filled while a model runs) and other values are left out, so the
+    signature of a batch does not change when a model has used it.
     """
+    if top and isinstance(batch, dict):
+        out = {str(k): batch_signature(v, False) for k, v in batch.items()}
+        return {k: v for k, v in out.items() if v is not None}
     if isinstance(batch, torch.Tensor):
         return [*batch.shape, str(batch.dtype).removeprefix("torch.")]
     if is_dataclass(batch) and not isinstance(batch, type):
-        out = {f.name: batch_signature(getattr(batch, f.name)) for f in fields(batch)}
+        out = {f.name: batch_signature(getattr(batch, f.name), False) for f in fields(batch)}
         return {k: v for k, v in out.items() if v is not None}
     if isinstance(batch, tuple) and hasattr(batch, "_fields"):
-        out = {k: batch_signature(v) for k, v in zip(batch._fields, batch)}
+        out = {k: batch_signature(v, False) for k, v in zip(batch._fields, batch)}
         return {k: v for k, v in out.items() if v is not None}
     if isinstance(batch, (list, tuple)):
-        return [batch_signature(v) for v in batch]
+        return [batch_signature(v, False) for v in batch]
     return None
 
 
@@ -184,15 +197,19 @@ def _peak_memory_mb(model: nn.Module, batch: Any, step: Callable[[], Any]) -> fl
     return max((snap["Total"] for snap in peak.values()), default=0) / 2**20
 
 
-def _tensors(batch: Any) -> Iterable[torch.Tensor]:
-    if isinstance(batch, torch.Tensor):
+def _tensors(batch: Any, top: bool = True) -> Iterable[torch.Tensor]:
+    """The tensors :func:`batch_signature` describes."""
+    if top and isinstance(batch, dict):
+        for v in batch.values():
+            yield from _tensors(v, False)
+    elif isinstance(batch, torch.Tensor):
         yield batch
     elif is_dataclass(batch) and not isinstance(batch, type):
         for f in fields(batch):
-            yield from _tensors(getattr(batch, f.name))
+            yield from _tensors(getattr(batch, f.name), False)
     elif isinstance(batch, (list, tuple)):
         for v in batch:
-            yield from _tensors(v)
+            yield from _tensors(v, False)
 
 
 def measure(model: nn.Module, task: Any, batch: Any, names: Iterable[str], warmup: int = 2,
@@ -268,6 +285,7 @@ class CostModel:
     Attributes:
         seconds: Wall time spent measuring in this process (cache hits cost nothing).
         measured: Measurements made in this process (not read from the cache).
+        parts_measured: Network parts timed in this process (``latency: operations``).
     """
 
     def __init__(self, space: Any, task: Any, run: Any = None, options: CostsConfig | None = None,
@@ -275,15 +293,18 @@ class CostModel:
         self.space, self.task, self.run = space, task, run
         self.options = options or CostsConfig()
         self.batch_size = self.options.batch_size or default_batch_size
-        self.seconds, self.measured = 0.0, 0
+        self.seconds, self.measured, self.parts_measured = 0.0, 0, 0
         self._batch: Any = None
         self._signature: Any = None
         self._cache: dict[str, dict] = {}
+        self._parts: dict[str, float] = {}  # part key -> latency_ms (latency: operations)
         self._fh = None
         self._cached_seconds = 0.0
         if run is not None:
             for row in read_jsonl(Path(run.path) / COSTS_FILE):
-                if isinstance(row, dict) and isinstance(row.get("costs"), dict) and "key" in row:
+                if isinstance(row, dict) and "part" in row and "key" in row and "latency_ms" in row:
+                    self._parts[row["key"]] = float(row["latency_ms"])
+                elif isinstance(row, dict) and isinstance(row.get("costs"), dict) and "key" in row:
                     self._cache.setdefault(row["key"], {}).update(row["costs"])
                     self._cached_seconds += float(row.get("seconds", 0.0))
 
@@ -342,8 +363,12 @@ class CostModel:
             finally:
                 set_rng_state(saved)
             o = self.options
-            new = measure(model, self.task, self.batch(), ["params", *missing], o.warmup, o.repeats,
+            by_parts = o.latency == "operations" and "latency_ms" in missing
+            rest = [n for n in missing if not (by_parts and n == "latency_ms")]
+            new = measure(model, self.task, self.batch(), ["params", *rest], o.warmup, o.repeats,
                           o.min_repeats, o.rtol)
+            if by_parts:
+                new["latency_ms"] = self._latency_by_parts(model)
             del model
             seconds = time.perf_counter() - t0
             self.seconds += seconds
@@ -353,6 +378,37 @@ class CostModel:
             self._append({"key": key, "arch": arch.choices, "costs": new, "seconds": round(seconds, 4),
                           "device": str(self.device), "threads": torch.get_num_threads(), "input": self._signature})
         return {n: have[n] for n in names}
+
+    def _latency_by_parts(self, model: nn.Module) -> float:
+        """``latency_ms`` of ``model`` as the sum of its parts' times (``latency: operations``),
+        each part timed once per signature and cached (``costs.jsonl`` rows with a ``part``).
+
+        Raises:
+            ConfigError: When the space's networks do not split into parts.
+        """
+        parts_of = getattr(model, "latency_parts", None)
+        if parts_of is None:
+            raise ConfigError(f"strategy.costs.latency: 'operations' needs networks that split into operations; "
+                              f"those of space '{self.space.name}' do not (use 'network')")
+        o = self.options
+        saved, was_training = rng_state(), model.training
+        model.eval()
+        total = 0.0
+        try:
+            with torch.no_grad():
+                for signature, run in parts_of(self.batch()):
+                    doc = json.dumps({**self.context(), "part": signature}, sort_keys=True, separators=(",", ":"))
+                    key = hashlib.sha256(doc.encode()).hexdigest()
+                    if key not in self._parts:
+                        ms = round(_median_ms(run, o.warmup, o.repeats, self.device, o.min_repeats, o.rtol), 4)
+                        self._parts[key] = ms
+                        self.parts_measured += 1
+                        self._append({"key": key, "part": signature, "latency_ms": ms})
+                    total += self._parts[key]
+        finally:
+            model.train(was_training)
+            set_rng_state(saved)
+        return round(total, 4)
 
     def _append(self, row: dict) -> None:
         if self.run is None:
