@@ -15,12 +15,18 @@ Default variants (on top of ``--set``):
 - ``latency-2+5``: ``objectives=[val_<metric>, latency_ms]`` with the protocol before the
   early stop (2 warm-up runs, 5 timed: ``costs.warmup=2, costs.repeats=5, costs.rtol=0``);
 - ``latency``: the same objectives with the default protocol (1 warm-up run, 2 to 5
-  timed, stopping once the median is stable).
+  timed, stopping once the median is stable);
+- ``latency-ops``: the same with ``costs.latency=operations`` (the sum of per-operation
+  timings, each operation shape timed once).
+
+Besides the wall time, the process CPU time of each search is reported (on a machine
+shared with other jobs it varies less than the wall time; with one torch thread the two
+agree on an idle machine).
 
 Usage::
 
     python benchmarks/bench_cost_overhead.py [--recipe autoattend-digits-quick] [--repeats 3] \\
-        [--set rerank.epochs=0] [--only none,latency]
+        [--set strategy.rerank.epochs=0] [--only none,latency,latency-ops]
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ def variants(metric: str) -> dict[str, list[str]]:
         "params": [f"strategy.objectives=[val_{metric}, params]"],
         "latency-2+5": [lat, "strategy.costs={warmup: 2, repeats: 5, rtol: 0}"],
         "latency": [lat],
+        "latency-ops": [lat, "strategy.costs.latency=operations"],
     }
 
 
@@ -74,6 +81,7 @@ def main() -> None:
     print(f"recipe {args.recipe}, --set {args.set}, torch threads {torch.get_num_threads()}, "
           f"repeats {args.repeats}, load {load_avg()}")
     wall: dict[str, list[float]] = {k: [] for k in todo}
+    cpu: dict[str, list[float]] = {k: [] for k in todo}
     costs: dict[str, list[float]] = {k: [] for k in todo}
     with tempfile.TemporaryDirectory() as tmp:
         for rep in range(args.repeats):
@@ -85,20 +93,23 @@ def main() -> None:
                 run = RunDir.create(f"{tmp}/{name}-{rep}", config.to_yaml(), {})
                 strategy = build_strategy(config, space, task, run)
                 before = load_avg()
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 result = strategy.search()
-                seconds = time.perf_counter() - t0
+                seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
                 run.close()
                 wall[name].append(seconds)
+                cpu[name].append(cpu_seconds)
                 costs[name].append(float(result.metrics.get("costs_seconds", 0.0)))
-                print(f"  repeat {rep} {name:12s} {seconds:7.1f} s  costs {costs[name][-1]:6.1f} s  "
-                      f"load {before} -> {load_avg()}", flush=True)
+                print(f"  repeat {rep} {name:12s} wall {seconds:7.1f} s  cpu {cpu_seconds:7.1f} s  "
+                      f"costs {costs[name][-1]:6.1f} s  load {before} -> {load_avg()}", flush=True)
     ref = statistics.median(wall["none"]) if "none" in wall else None
-    print(f"{'variant':12s} {'median s':>9s} {'costs s':>8s} {'ratio':>6s}")
+    ref_cpu = statistics.median(cpu["none"]) if "none" in cpu else None
+    print(f"{'variant':12s} {'wall s':>8s} {'ratio':>6s} {'cpu s':>8s} {'ratio':>6s} {'costs s':>8s}  (medians)")
     for name in todo:
-        med = statistics.median(wall[name])
+        med, med_cpu = statistics.median(wall[name]), statistics.median(cpu[name])
         ratio = f"{med / ref:6.3f}" if ref else "   n/a"
-        print(f"{name:12s} {med:9.1f} {statistics.median(costs[name]):8.1f} {ratio}")
+        ratio_cpu = f"{med_cpu / ref_cpu:6.3f}" if ref_cpu else "   n/a"
+        print(f"{name:12s} {med:8.1f} {ratio} {med_cpu:8.1f} {ratio_cpu} {statistics.median(costs[name]):8.1f}")
     print(f"load {load_avg()}")
 
 
