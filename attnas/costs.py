@@ -111,8 +111,11 @@ class CostsConfig:
             every architecture. ``operations``: the sum of the times of its parts (stem,
             each operation, each layer's merge, head; a network's ``latency_parts``, so
             far the AutoAttend spaces'), each part timed once per signature (operation
-            and input shape) and shared by every architecture that has it: an estimate
-            that costs almost nothing per new architecture once its operations were seen.
+            and input shape; ``warmup + 1`` untimed runs, all ``repeats`` timed) and
+            shared by every architecture that has it: an estimate that costs almost
+            nothing per new architecture once its operations were seen
+            (``benchmarks/bench_latency_by_operations.py`` compares it with timing the
+            whole network).
     """
 
     batch_size: PositiveInt | None = None
@@ -400,7 +403,8 @@ class CostModel:
                     doc = json.dumps({**self.context(), "part": signature}, sort_keys=True, separators=(",", ":"))
                     key = hashlib.sha256(doc.encode()).hexdigest()
                     if key not in self._parts:
-                        ms = round(_median_ms(run, o.warmup, o.repeats, self.device, o.min_repeats, o.rtol), 4)
+                        # timed once for every architecture that has it: the full protocol, no early stop
+                        ms = round(_median_ms(run, o.warmup + 1, o.repeats, self.device), 4)
                         self._parts[key] = ms
                         self.parts_measured += 1
                         self._append({"key": key, "part": signature, "latency_ms": ms})
