@@ -29,8 +29,9 @@ DARTS protocol). The relaxed network is scored on the task's ``val`` split after
 (:mod:`attnas.strategies.darts_config`).
 
 **Cost-aware search.** ``strategy.cost: {name: params, weight: 0.5}`` (off by default) adds
-``weight * E[cost] / max cost`` to the architecture step's loss: the network's parameters
-(or MACs) expected under ``softmax(alpha)``, from per-operation costs measured once on the
+``weight * (E[cost] - min) / (max - min)`` to the architecture step's loss: the network's
+parameters (or MACs) expected under ``softmax(alpha)`` (scaled to [0, 1] between the cheapest
+and the costliest architecture), from per-operation costs measured once on the
 space's standalone networks (:mod:`attnas.strategies.darts_cost`), so a larger weight
 derives cheaper operations. The epoch events carry ``expected_<name>`` and the metrics the
 final ``alpha``'s.

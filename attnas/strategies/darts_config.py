@@ -13,10 +13,11 @@ from attnas.errors import ConfigError
 class CostTermConfig:
     """The expected-cost term of the architecture step (``strategy.cost``; off by default).
 
-    The architecture loss becomes ``task loss + weight * E[cost] / max cost``: ``E[cost]``
-    is the cost of the network averaged over ``softmax(alpha)`` from per-operation costs
-    measured once (:mod:`attnas.strategies.darts_cost`), divided by the cost of the
-    costliest architecture, so ``weight`` is in units of the task's loss.
+    The architecture loss becomes ``task loss + weight * (E[cost] - min) / (max - min)``:
+    ``E[cost]`` is the cost of the network averaged over ``softmax(alpha)`` from
+    per-operation costs measured once (:mod:`attnas.strategies.darts_cost`), ``min`` and
+    ``max`` the cheapest and the costliest architecture's, so ``weight`` is the task loss
+    traded for going from the cheapest to the costliest architecture.
 
     Attributes:
         name: The cost: ``params`` or ``macs`` (both add up over operations).

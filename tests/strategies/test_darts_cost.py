@@ -35,8 +35,18 @@ def test_per_operation_costs_add_up_to_the_measured_cost_of_any_cell():
         assert float(cost.expected(one_hot)) == pytest.approx(_params(space, task, space.alpha_arch(choice)))
     costliest = cost.delta.argmax(dim=1).tolist()  # the costliest cell: the costliest operation per edge
     assert cost.top == pytest.approx(_params(space, task, space.alpha_arch(costliest)))
-    assert cost.top > cost.base
-    assert 0 < float(cost.fraction(torch.zeros(rows, cols))) <= 1
+    cheapest = cost.delta.argmin(dim=1).tolist()
+    assert cost.bottom == pytest.approx(_params(space, task, space.alpha_arch(cheapest)))
+    assert cost.top > cost.base >= cost.bottom
+    # the term: 0 at the cheapest cell, 1 at the costliest, in between for uniform mixing
+
+    def one_hot(choice):
+        a = torch.full((rows, cols), -1e4)
+        a[range(rows), choice] = 0.0
+        return a
+    assert float(cost.fraction(one_hot(cheapest))) == pytest.approx(0.0, abs=1e-6)
+    assert float(cost.fraction(one_hot(costliest))) == pytest.approx(1.0)
+    assert 0 < float(cost.fraction(torch.zeros(rows, cols))) < 1
 
 
 def _search(tmp_path, name, weight):
