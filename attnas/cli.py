@@ -5,8 +5,8 @@
     attnas list [spaces|strategies|tasks|datasets|ops|recipes]
     attnas show RECIPE [--set key=value ...]
     attnas search RECIPE [--set key=value ...] [--out RUN_DIR] [--data-dir DIR] [--seed N] [--device D]
-                  [--workers N] [--ray-address ADDR]
-    attnas search --resume RUN_DIR [--workers N] [--ray-address ADDR] [--force]
+                  [--workers N] [--ray-address ADDR] [--tensorboard DIR]
+    attnas search --resume RUN_DIR [--workers N] [--ray-address ADDR] [--force] [--tensorboard DIR]
     attnas retrain RUN_DIR [--dataset NAME] [--seeds N] [--init supernet|scratch] [--workers N]
     attnas sweep RECIPE [--seeds N] [--grid key=[v1,v2] ...] [--set key=value ...] [--out DIR] [--workers N]
     attnas compare RECIPE [--seeds N] [--baselines a,b] [--no-random] [--set key=value ...] [--out DIR] [--workers N]
@@ -195,8 +195,20 @@ def search(recipe: Optional[str] = typer.Argument(None, help="Recipe name (attna
            ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP),
            force: bool = typer.Option(False, "--force", help="With --resume: resume even when the torch threads, "
                                       "compiled kernels or torch/attnas version differ from the run's (run.json "
-                                      "records it).")) -> None:
+                                      "records it)."),
+           tensorboard: Optional[Path] = typer.Option(None, "--tensorboard", help="Mirror the run's events "
+                                                      "(losses, scores, costs) to TensorBoard logs in this folder "
+                                                      "while it goes (pip install \"attnas[tensorboard]\").")) -> None:
     """Search an architecture; writes arch.json, metrics.json and model.pt to the run directory."""
+    from attnas.tensorboard_mirror import mirroring
+
+    with mirroring(tensorboard):
+        _search(recipe, set_, out, data_dir, seed, device, resume, workers, ray_address, force)
+
+
+def _search(recipe: Optional[str], set_: list[str], out: Optional[Path], data_dir: Optional[Path], seed: Optional[int],
+            device: Optional[str], resume: Optional[Path], workers: Optional[int], ray_address: Optional[str],
+            force: bool) -> None:
     from attnas import pipeline
 
     if resume is not None:

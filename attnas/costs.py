@@ -35,9 +35,15 @@ Measurement protocol:
   transductive graph task has one batch, the whole graph. Its tensors' shapes and dtypes
   are the *input size* recorded with every measurement.
 - Latencies are measured in this process with its torch threads, one architecture at a
-  time: ``warmup`` untimed runs, then ``repeats`` timed runs, and the median is kept. On
-  a GPU, timing waits for the device (``torch.cuda.synchronize``). They depend on the
-  machine's load; the other costs do not (they are the same on every run).
+  time: ``warmup`` untimed runs, then at least ``min_repeats`` and at most ``repeats``
+  timed runs, and the median is kept. Timing stops early once the median is stable: when
+  one more run moved it by at most ``rtol`` of its value (so a steady network costs
+  ``warmup + min_repeats`` runs, 1 + 2 by default, a noisy one up to ``warmup +
+  repeats``). On a GPU, timing waits for the device (``torch.cuda.synchronize``). They
+  depend on the machine's load; the other costs do not (they are the same on every run).
+  Each run of an example batch costs about as much as scoring a candidate on the
+  supernet, so a latency objective on a search whose candidates are scored quickly adds
+  a large share of its wall time (``benchmarks/bench_cost_overhead.py`` measures it).
 - Measuring leaves every random generator as it was (building a network draws its
   initial weights; a training step may draw dropout masks), so a search with costs
   samples the same architectures as one without.
@@ -65,12 +71,13 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
 
-from attnas.config import NonNegativeInt, PositiveInt, check_fields, to_mapping
+from attnas.config import NonNegativeFloat, NonNegativeInt, PositiveInt, check_fields, to_mapping
+from attnas.errors import ConfigError
 from attnas.models.complexity import count_macs, count_parameters
 from attnas.rng import rng_state, set_rng_state
 from attnas.runs import read_jsonl
@@ -96,50 +103,88 @@ class CostsConfig:
         batch_size: Size of the example batch (where the task batches; a transductive
             graph is one batch); ``None``: the strategy's training batch size.
         warmup: Untimed runs before the latencies are timed.
-        repeats: Timed runs; the median is kept.
+        repeats: Most timed runs; the median is kept.
+        min_repeats: Fewest timed runs (``repeats`` when that is fewer).
+        rtol: Timing stops once a run moved the median by at most this fraction of it
+            (0: always ``repeats`` runs).
+        latency: ``network``: ``latency_ms`` is the whole network's forward time, timed for
+            every architecture. ``operations``: the sum of the times of its parts (stem,
+            each operation, each layer's merge, head; a network's ``latency_parts``, so
+            far the AutoAttend spaces'), each part timed once per signature (operation
+            and input shape; ``warmup + 1`` untimed runs, all ``repeats`` timed) and
+            shared by every architecture that has it: an estimate that costs almost
+            nothing per new architecture once its operations were seen
+            (``benchmarks/bench_latency_by_operations.py`` compares it with timing the
+            whole network).
     """
 
     batch_size: PositiveInt | None = None
-    warmup: NonNegativeInt = 2
+    warmup: NonNegativeInt = 1
     repeats: PositiveInt = 5
+    min_repeats: PositiveInt = 2
+    rtol: NonNegativeFloat = 0.1
+    latency: Literal["network", "operations"] = "network"
 
     def __post_init__(self) -> None:
         check_fields(self, "costs.")
 
+    def protocol(self) -> dict:
+        """The timing protocol (part of the cache key: a cost measured otherwise is not re-used)."""
+        return {"warmup": self.warmup, "repeats": self.repeats, "min_repeats": self.min_repeats, "rtol": self.rtol,
+                "latency": self.latency}
 
-def batch_signature(batch: Any) -> Any:
+
+def batch_signature(batch: Any, top: bool = True) -> Any:
     """The shapes and dtypes of the tensors in ``batch`` (its *input size*), as JSON data.
 
     Tensors become ``[shape..., dtype]`` lists; dataclasses, named tuples, tuples and lists
-    are walked; mappings (e.g. a graph batch's cache of derived structures, filled while a
-    model runs) and other values are left out, so the signature of a batch does not
-    change when a model has used it.
+    are walked, and so is the batch itself when it is a mapping (a sequence task's
+    ``{"tokens", "mask", "y"}``); mappings inside it (e.g. a graph batch's cache of derived
+    structures, filled while a model runs) and other values are left out, so the
+    signature of a batch does not change when a model has used it.
     """
+    if top and isinstance(batch, dict):
+        out = {str(k): batch_signature(v, False) for k, v in batch.items()}
+        return {k: v for k, v in out.items() if v is not None}
     if isinstance(batch, torch.Tensor):
         return [*batch.shape, str(batch.dtype).removeprefix("torch.")]
     if is_dataclass(batch) and not isinstance(batch, type):
-        out = {f.name: batch_signature(getattr(batch, f.name)) for f in fields(batch)}
+        out = {f.name: batch_signature(getattr(batch, f.name), False) for f in fields(batch)}
         return {k: v for k, v in out.items() if v is not None}
     if isinstance(batch, tuple) and hasattr(batch, "_fields"):
-        out = {k: batch_signature(v) for k, v in zip(batch._fields, batch)}
+        out = {k: batch_signature(v, False) for k, v in zip(batch._fields, batch)}
         return {k: v for k, v in out.items() if v is not None}
     if isinstance(batch, (list, tuple)):
-        return [batch_signature(v) for v in batch]
+        return [batch_signature(v, False) for v in batch]
     return None
 
 
-def _median_ms(run: Callable[[], Any], warmup: int, repeats: int, device: torch.device) -> float:
-    """Median wall time of ``run()`` in milliseconds after ``warmup`` untimed runs."""
+def stable_median(times: list[float], min_repeats: int, rtol: float) -> bool:
+    """Whether timing may stop: ``min_repeats`` runs done (two at least, to judge) and the
+    last one moved the median of ``times`` by at most ``rtol`` of it."""
+    if len(times) < max(min_repeats, 2):
+        return False
+    now, before = statistics.median(times), statistics.median(times[:-1])
+    return abs(now - before) <= rtol * now
+
+
+def _median_ms(run: Callable[[], Any], warmup: int, repeats: int, device: torch.device,
+               min_repeats: int | None = None, rtol: float = 0.0) -> float:
+    """Median wall time of ``run()`` in milliseconds after ``warmup`` untimed runs: at most
+    ``repeats`` timed runs, fewer once :func:`stable_median` says so."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    min_repeats = repeats if min_repeats is None else min(min_repeats, repeats)
     for _ in range(warmup):
         run()
     sync()
-    times = []
-    for _ in range(repeats):
+    times: list[float] = []
+    while len(times) < repeats:
         t0 = time.perf_counter()
         run()
         sync()
         times.append((time.perf_counter() - t0) * 1000.0)
+        if rtol > 0 and stable_median(times, min_repeats, rtol):
+            break
     return statistics.median(times)
 
 
@@ -155,19 +200,23 @@ def _peak_memory_mb(model: nn.Module, batch: Any, step: Callable[[], Any]) -> fl
     return max((snap["Total"] for snap in peak.values()), default=0) / 2**20
 
 
-def _tensors(batch: Any) -> Iterable[torch.Tensor]:
-    if isinstance(batch, torch.Tensor):
+def _tensors(batch: Any, top: bool = True) -> Iterable[torch.Tensor]:
+    """The tensors :func:`batch_signature` describes."""
+    if top and isinstance(batch, dict):
+        for v in batch.values():
+            yield from _tensors(v, False)
+    elif isinstance(batch, torch.Tensor):
         yield batch
     elif is_dataclass(batch) and not isinstance(batch, type):
         for f in fields(batch):
-            yield from _tensors(getattr(batch, f.name))
+            yield from _tensors(getattr(batch, f.name), False)
     elif isinstance(batch, (list, tuple)):
         for v in batch:
-            yield from _tensors(v)
+            yield from _tensors(v, False)
 
 
 def measure(model: nn.Module, task: Any, batch: Any, names: Iterable[str], warmup: int = 2,
-            repeats: int = 5) -> dict[str, float]:
+            repeats: int = 5, min_repeats: int | None = None, rtol: float = 0.0) -> dict[str, float]:
     """Measure the costs ``names`` of ``model`` on ``batch`` (see the module docstring).
 
     The model's mode is restored and its gradients are cleared afterwards; the random
@@ -179,7 +228,10 @@ def measure(model: nn.Module, task: Any, batch: Any, names: Iterable[str], warmu
         batch: The example batch.
         names: Which of :data:`COSTS` to measure.
         warmup: Untimed runs before timing.
-        repeats: Timed runs (median).
+        repeats: Most timed runs (median).
+        min_repeats: Fewest timed runs (``None``: ``repeats``).
+        rtol: Stop timing once a run moved the median by at most this fraction (0: never
+            early).
 
     Returns:
         ``{name: value}`` for each of ``names``; ``params`` and ``macs`` are integers.
@@ -208,10 +260,10 @@ def measure(model: nn.Module, task: Any, batch: Any, names: Iterable[str], warmu
             out["macs"] = int(count_macs(model, batch))
         if "latency_ms" in names:
             model.eval()
-            out["latency_ms"] = round(_median_ms(forward, warmup, repeats, device), 4)
+            out["latency_ms"] = round(_median_ms(forward, warmup, repeats, device, min_repeats, rtol), 4)
         if "train_step_ms" in names:
             model.train()
-            out["train_step_ms"] = round(_median_ms(train_step, warmup, repeats, device), 4)
+            out["train_step_ms"] = round(_median_ms(train_step, warmup, repeats, device, min_repeats, rtol), 4)
         if "peak_memory_mb" in names:
             model.train()
             model.zero_grad(set_to_none=True)
@@ -236,6 +288,7 @@ class CostModel:
     Attributes:
         seconds: Wall time spent measuring in this process (cache hits cost nothing).
         measured: Measurements made in this process (not read from the cache).
+        parts_measured: Network parts timed in this process (``latency: operations``).
     """
 
     def __init__(self, space: Any, task: Any, run: Any = None, options: CostsConfig | None = None,
@@ -243,15 +296,18 @@ class CostModel:
         self.space, self.task, self.run = space, task, run
         self.options = options or CostsConfig()
         self.batch_size = self.options.batch_size or default_batch_size
-        self.seconds, self.measured = 0.0, 0
+        self.seconds, self.measured, self.parts_measured = 0.0, 0, 0
         self._batch: Any = None
         self._signature: Any = None
         self._cache: dict[str, dict] = {}
+        self._parts: dict[str, float] = {}  # part key -> latency_ms (latency: operations)
         self._fh = None
         self._cached_seconds = 0.0
         if run is not None:
             for row in read_jsonl(Path(run.path) / COSTS_FILE):
-                if isinstance(row, dict) and isinstance(row.get("costs"), dict) and "key" in row:
+                if isinstance(row, dict) and "part" in row and "key" in row and "latency_ms" in row:
+                    self._parts[row["key"]] = float(row["latency_ms"])
+                elif isinstance(row, dict) and isinstance(row.get("costs"), dict) and "key" in row:
                     self._cache.setdefault(row["key"], {}).update(row["costs"])
                     self._cached_seconds += float(row.get("seconds", 0.0))
 
@@ -281,7 +337,7 @@ class CostModel:
         self.batch()
         return {"space": {"name": self.space.name, **(to_mapping(self.space.options) or {})},
                 "input": self._signature, "device": str(self.device), "threads": torch.get_num_threads(),
-                "protocol": {"warmup": self.options.warmup, "repeats": self.options.repeats}}
+                "protocol": self.options.protocol()}
 
     def key(self, arch: Any) -> str:
         """The cache key of ``arch``: a SHA-256 of :meth:`context` and its ``choices``."""
@@ -309,8 +365,13 @@ class CostModel:
                 model = self.space.build(arch, self.task).to(self.device)
             finally:
                 set_rng_state(saved)
-            new = measure(model, self.task, self.batch(), ["params", *missing], self.options.warmup,
-                          self.options.repeats)
+            o = self.options
+            by_parts = o.latency == "operations" and "latency_ms" in missing
+            rest = [n for n in missing if not (by_parts and n == "latency_ms")]
+            new = measure(model, self.task, self.batch(), ["params", *rest], o.warmup, o.repeats,
+                          o.min_repeats, o.rtol)
+            if by_parts:
+                new["latency_ms"] = self._latency_by_parts(model)
             del model
             seconds = time.perf_counter() - t0
             self.seconds += seconds
@@ -320,6 +381,38 @@ class CostModel:
             self._append({"key": key, "arch": arch.choices, "costs": new, "seconds": round(seconds, 4),
                           "device": str(self.device), "threads": torch.get_num_threads(), "input": self._signature})
         return {n: have[n] for n in names}
+
+    def _latency_by_parts(self, model: nn.Module) -> float:
+        """``latency_ms`` of ``model`` as the sum of its parts' times (``latency: operations``),
+        each part timed once per signature and cached (``costs.jsonl`` rows with a ``part``).
+
+        Raises:
+            ConfigError: When the space's networks do not split into parts.
+        """
+        parts_of = getattr(model, "latency_parts", None)
+        if parts_of is None:
+            raise ConfigError(f"strategy.costs.latency: 'operations' needs networks that split into operations; "
+                              f"those of space '{self.space.name}' do not (use 'network')")
+        o = self.options
+        saved, was_training = rng_state(), model.training
+        model.eval()
+        total = 0.0
+        try:
+            with torch.no_grad():
+                for signature, run in parts_of(self.batch()):
+                    doc = json.dumps({**self.context(), "part": signature}, sort_keys=True, separators=(",", ":"))
+                    key = hashlib.sha256(doc.encode()).hexdigest()
+                    if key not in self._parts:
+                        # timed once for every architecture that has it: the full protocol, no early stop
+                        ms = round(_median_ms(run, o.warmup + 1, o.repeats, self.device), 4)
+                        self._parts[key] = ms
+                        self.parts_measured += 1
+                        self._append({"key": key, "part": signature, "latency_ms": ms})
+                    total += self._parts[key]
+        finally:
+            model.train(was_training)
+            set_rng_state(saved)
+        return round(total, 4)
 
     def _append(self, row: dict) -> None:
         if self.run is None:

@@ -21,6 +21,7 @@ import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402
 
 from attnas.arch import Arch  # noqa: E402
+from attnas.report_mechanisms import mechanism_section  # noqa: E402
 from attnas.report_pareto import pareto_section  # noqa: E402
 from attnas.runs import RunDir, atomic_write_file, atomic_write_text  # noqa: E402
 
@@ -205,7 +206,9 @@ def write_report(run_dir: str | Path) -> Path:
               f"- task: `{config.task.name}` ({config.task.get('dataset', '')}), space: `{config.space.name}`, "
               f"strategy: `{config.strategy.name}`, seed: {config.seed}", ""]
     if metrics:
-        lines += ["## Metrics", "", _table({k: v for k, v in metrics.items() if k != "arch"}), ""]
+        lines += ["## Metrics", "", _table({k: v for k, v in metrics.items()
+                                            if k not in ("arch", "mechanism_costs", "mechanism_costs_input")}), ""]
+        lines += mechanism_section(metrics)  # a mechanism search's drop scores beside its costs
     if run.exists(RunDir.ARCH):
         arch = Arch.from_json(run.file(RunDir.ARCH).read_text(), source="arch.json")
         lines += ["## Architecture", "", f"`{space.describe(arch)}`", ""]

@@ -43,6 +43,22 @@ from attnas.errors import CheckpointError, RunDirError
 _MAGIC = b"ATTNAS-CKPT-1 "
 _KEEP = 2
 
+#: Called as ``listener(run_path, event)`` after every event a run logs in this process
+#: (e.g. :mod:`attnas.tensorboard_mirror`); see :func:`add_event_listener`.
+_event_listeners: list[Callable[[Path, dict], None]] = []
+
+
+def add_event_listener(listener: Callable[[Path, dict], None]) -> None:
+    """Call ``listener(run_path, event)`` after each event any run logs in this process
+    (the event as written to ``events.jsonl``, with its ``time``)."""
+    _event_listeners.append(listener)
+
+
+def remove_event_listener(listener: Callable[[Path, dict], None]) -> None:
+    """Stop calling ``listener`` (a listener not added is ignored)."""
+    if listener in _event_listeners:
+        _event_listeners.remove(listener)
+
 
 def run_folder_name(name: str, limit: int = 100) -> str:
     """``name`` (a recipe's) as one safe folder name, for default run directories.
@@ -379,8 +395,13 @@ class RunDir:
         """Append one event (a JSON object) to events.jsonl."""
         if self._events_fh is None:
             self._events_fh = open(self.path / self.EVENTS, "a", encoding="utf-8")
-        self._events_fh.write(json.dumps({"time": round(time.time(), 3), **event}, default=_json_default) + "\n")
+        line = json.dumps({"time": round(time.time(), 3), **event}, default=_json_default)
+        self._events_fh.write(line + "\n")
         self._events_fh.flush()
+        if _event_listeners:
+            logged = json.loads(line)
+            for listener in list(_event_listeners):
+                listener(self.path, logged)
         _maybe_inject_fault(event)
 
     def events_offset(self) -> int:

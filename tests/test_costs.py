@@ -49,6 +49,9 @@ def test_batch_signature_keeps_tensor_shapes_and_leaves_caches_out():
     assert sig == {"x": [5, 3, "float32"], "edge_index": [2, 7, "int64"], "y": [5, "int64"]}
     batch.cache["adj"] = torch.zeros(5, 5)  # filled while a model runs: the input size stays the same
     assert batch_signature(batch) == sig
+    # a sequence task's batch is a mapping: walked at the top, not below
+    seq = {"tokens": torch.zeros(4, 60, dtype=torch.long), "y": torch.zeros(4, dtype=torch.long), "extra": {"a": 1}}
+    assert batch_signature(seq) == {"tokens": [4, 60, "int64"], "y": [4, "int64"]}
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +100,94 @@ def test_costs_config_is_checked():
 
     with pytest.raises(ConfigError, match=r"costs.repeats: must be >= 1, got 0"):
         CostsConfig(repeats=0)
+    with pytest.raises(ConfigError, match=r"costs.rtol: must be >= 0, got -0.1"):
+        CostsConfig(rtol=-0.1)
+
+
+def test_timing_stops_once_the_median_is_stable():
+    from attnas.costs import stable_median
+
+    assert not stable_median([10.0], 1, 0.1)  # one run cannot judge
+    assert stable_median([10.0, 10.5], 2, 0.1) and not stable_median([10.0, 10.5], 3, 0.1)
+    assert not stable_median([10.0, 20.0], 2, 0.1)  # the second run moved the median by 25 %
+    assert not stable_median([10.0, 20.0, 10.5], 2, 0.1)  # 15.0 -> 10.5
+    assert stable_median([10.0, 20.0, 10.5, 10.2], 2, 0.1)  # 10.5 -> 10.35
+
+
+def test_a_steady_run_is_timed_min_repeats_times_and_a_noisy_one_repeats_times(monkeypatch):
+    import attnas.costs as costs
+
+    clock = [0.0]
+    monkeypatch.setattr(costs.time, "perf_counter", lambda: clock[0])
+
+    def runner(durations_ms):
+        calls = []
+
+        def run():
+            clock[0] += durations_ms[len(calls) % len(durations_ms)] / 1000.0
+            calls.append(1)
+        return run, calls
+
+    run, calls = runner([5.0])
+    assert costs._median_ms(run, 1, 5, torch.device("cpu"), 2, 0.1) == pytest.approx(5.0)
+    assert len(calls) == 1 + 2
+    run, calls = runner([5.0, 50.0])  # alternating: the median keeps moving
+    costs._median_ms(run, 1, 5, torch.device("cpu"), 2, 0.1)
+    assert len(calls) == 1 + 5
+    run, calls = runner([5.0])  # rtol 0: always every repeat
+    costs._median_ms(run, 1, 5, torch.device("cpu"), 2, 0.0)
+    assert len(calls) == 1 + 5
+
+
+def test_latency_by_operations_times_each_part_once_and_reuses_it(tmp_path, digits_parts):
+    from attnas.runs import RunDir
+
+    space, task = digits_parts
+    run = RunDir.create(tmp_path / "run", "name: x\n", {})
+    options = CostsConfig(warmup=0, repeats=1, latency="operations")
+    archs = [space.sample(random.Random(i)) for i in range(4)]
+    first = CostModel(space, task, run, options, default_batch_size=64)
+    lat = first.costs(archs[0], ["latency_ms"])["latency_ms"]
+    timed = first.parts_measured
+    model = space.build(archs[0], task)
+    with torch.no_grad():
+        parts = model.latency_parts(first.batch())
+    assert timed == len({json.dumps(sig) for sig, _ in parts}) >= 3  # stem, operations, merges, head
+    rows = [json.loads(line) for line in run.file(COSTS_FILE).read_text().splitlines()]
+    part_ms = {json.dumps(r["part"]): r["latency_ms"] for r in rows if "part" in r}
+    assert len(part_ms) == timed  # the latency: every part's time, a repeated part counted each time
+    assert lat == pytest.approx(sum(part_ms[json.dumps(sig)] for sig, _ in parts), abs=1e-3)
+    for arch in archs[1:]:  # the stem and the head are shared: never timed twice
+        first.costs(arch, ["latency_ms"])
+    assert first.parts_measured < timed * 4
+    assert sum(1 for r in map(json.loads, run.file(COSTS_FILE).read_text().splitlines())
+               if r.get("part") == ["stem"]) == 1
+    first.close()
+    # a resumed search re-uses every part (and every architecture's latency)
+    second = CostModel(space, task, run, options, default_batch_size=64)
+    assert second.costs(archs[0], ["latency_ms"])["latency_ms"] == lat
+    fresh = space.sample(random.Random(99))
+    second.costs(fresh, ["latency_ms"])
+    assert second.measured == 1 and second.parts_measured <= len(space.build(fresh, task).latency_parts(second.batch()))
+    second.close()
+    # network timing and operation timing are different protocols: different cache keys
+    assert CostModel(space, task, None, CostsConfig(), 64).key(archs[0]) != first.key(archs[0])
+    run.close()
+
+
+def test_latency_by_operations_needs_networks_that_split(digits_parts):
+    from attnas.errors import ConfigError
+
+    space, task = digits_parts
+
+    class _Whole:
+        name = "whole"
+        options = None
+
+        def build(self, arch, task):
+            return torch.nn.Identity()
+
+    model = CostModel(_Whole(), task, None, CostsConfig(latency="operations"), default_batch_size=64)
+    with pytest.raises(ConfigError, match=r"^strategy.costs.latency: 'operations' needs networks that split into "
+                                          r"operations; those of space 'whole' do not \(use 'network'\)$"):
+        model.costs(space.sample(random.Random(0)), ["latency_ms"])

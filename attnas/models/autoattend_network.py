@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import operator
 from collections import OrderedDict
+from collections.abc import Callable
 from functools import reduce
 from typing import Any
 
@@ -308,6 +309,56 @@ class AutoAttendModel(_AutoAttendBase):
 
     def forward(self, batch: Any) -> torch.Tensor:
         return self.run(batch, self.steps)
+
+    def latency_parts(self, batch: Any) -> list[tuple[list, Callable[[], Any]]]:
+        """The parts of the forward pass on ``batch`` whose times add up to its latency
+        (``costs.latency: operations``, :mod:`attnas.costs`): the stem, every operation,
+        every layer's merge (attention or sum) and the head, each as ``(signature, run)``.
+
+        A signature names what the part's time depends on: the operation and its widths
+        (an operation reading the stem's output is marked ``input``: it may be sparse), so
+        parts of other architectures with the same signature share one measurement.
+        ``run()`` runs the part on inputs of the right shape (the stem's real output; random
+        hidden states drawn once from a fixed generator, the values do not change the
+        time). Call it in eval mode without autograd, as the latency is measured.
+        """
+        h0, ctx = self.stem(batch)
+        gen = torch.Generator(device=h0.device).manual_seed(0)
+        states: dict[int, torch.Tensor] = {}
+
+        def state(s: int) -> Any:
+            if s == 0:
+                return h0
+            if s not in states:
+                states[s] = torch.randn(*h0.shape[:-1], self.widths[s], generator=gen, device=h0.device)
+            return states[s]
+
+        parts: list[tuple[list, Callable[[], Any]]] = [(["stem"], lambda: self.stem(batch))]
+        for t, ltype, needed, conns in self.steps:
+            if not needed:
+                continue
+            present = 0
+            for slot, s, op, _ in conns:
+                if op == ZERO:
+                    continue
+                present += 1
+                if op != "identity":
+                    module, x = self.ops[f"L{t}_{slot}"], state(s)
+                    parts.append((["op", op, "input" if s == 0 else self.widths[s], self.widths[t], t == len(self.steps)],
+                                  lambda module=module, x=x: module(x, ctx)))
+            h = state(t)
+            if ltype == "add":
+                parts.append((["add", present, self.widths[t]],
+                              lambda n=present, h=h: reduce(operator.add, [h] * n) if n else torch.zeros_like(h)))
+            else:
+                attention = self._attention(t)
+                zeros = len(conns) - present
+                parts.append((["attention", zeros, self.widths[t]],
+                              lambda attention=attention, h=h, zeros=zeros, t=t: attention(
+                                  *([h] * (3 - zeros) + [self._zeros(h0, t) for _ in range(zeros)]), ctx)))
+        h_last = state(len(self.steps))
+        parts.append((["head", self.widths[-1]], lambda: self.head(h_last, ctx)))
+        return parts
 
     @torch.no_grad()
     def load_from_supernet(self, supernet: AutoAttendSupernet) -> None:

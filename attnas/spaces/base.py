@@ -115,6 +115,14 @@ class Space:
         """The discrete architecture a relaxed network encodes."""
         raise UnsupportedError(f"space '{self.name}' has no continuous relaxation")
 
+    def alpha_arch(self, choice: list[int]) -> Arch:
+        """The discrete architecture that takes column ``choice[r]`` on every row ``r`` of the
+        relaxed network's architecture weights (one 2-D ``alpha``: a row per edge or layer, a
+        column per operation); the per-operation costs of a differentiable search
+        (:mod:`attnas.strategies.darts_cost`) are measured on these."""
+        raise UnsupportedError(f"space '{self.name}' cannot name the architecture of a choice of alpha columns "
+                               f"(strategy.cost needs it)")
+
     def to_dag(self, arch: Arch) -> tuple[np.ndarray, list[str]]:
         """``(adjacency, operation labels)`` of ``arch``: a DAG in topological order."""
         raise UnsupportedError(f"space '{self.name}' does not describe its architectures as DAGs")

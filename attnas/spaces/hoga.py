@@ -237,6 +237,12 @@ class HOGASpace(Space):
                    for key, row in zip(self.edge_keys, probs.tolist())}
         return self.cell(edges, derived_from="argmax softmax(alpha)", edge_weights=weights)
 
+    def alpha_arch(self, choice: list[int]) -> Arch:
+        """The cell with operation ``ops[choice[r]]`` on edge ``r`` (the rows of ``alpha``)."""
+        if len(choice) != len(self.edge_keys):
+            raise ArchError(f"expected one column per edge ({len(self.edge_keys)}), got {len(choice)}")
+        return self.cell({key: self.options.ops[i] for key, i in zip(self.edge_keys, choice)})
+
     def to_dag(self, arch: Arch) -> tuple[np.ndarray, list[str]]:
         """The cell as a node-labelled DAG in topological order.
 

@@ -228,6 +228,12 @@ class StagewiseSpace(Space):
         self.validate(arch)
         return arch
 
+    def alpha_arch(self, choice: list[int]) -> Arch:
+        """The architecture with candidate ``choice[g]`` in every layer of group ``g`` (the rows of ``alpha``)."""
+        if len(choice) != self.num_groups:
+            raise ArchError(f"expected one column per layer group ({self.num_groups}), got {len(choice)}")
+        return self._expand([CANDIDATES[i] for i in choice])
+
     def to_dag(self, arch: Arch) -> tuple[np.ndarray, list[str]]:
         """The chain ``input -> stem -> 15 blocks -> output`` as ``(adjacency, labels)``.
 

@@ -70,12 +70,15 @@ class BilevelPhase:
         module: The module whose ``state_dict`` is checkpointed (holds weights and ``alpha``).
         weights: Parameters of the weight step.
         alpha: Parameters of the architecture step.
-        loss: ``batch -> scalar loss`` (used by both steps).
+        loss: ``batch -> scalar loss`` (the weight step's, and the architecture step's
+            unless ``arch_loss`` is given).
         splits: ``(weight split, architecture split)`` of the task.
         epochs: Passes over the weight split.
         arch_lr: Adam learning rate of ``alpha`` in this phase.
         evaluate: Extra per-epoch event fields (e.g. ``{"val": accuracy}``), or ``None``.
         describe: More per-epoch event fields (e.g. ``{"arch": choices}``), or ``None``.
+        arch_loss: ``batch -> scalar loss`` of the architecture step (``None``: ``loss``),
+            e.g. the loss plus an expected-cost term.
     """
 
     tag: str
@@ -88,6 +91,7 @@ class BilevelPhase:
     arch_lr: float
     evaluate: Optional[Callable[[], dict]] = None
     describe: Optional[Callable[[], dict]] = None
+    arch_loss: Optional[Callable[[Any], torch.Tensor]] = None
     summary: dict = field(default_factory=dict)
 
 
@@ -144,9 +148,9 @@ def run_phase(phase: BilevelPhase, options: DartsConfig, run: RunDir, seed: int,
         order = batches(split, gen)  # the same order on every rank (same generator state)
         return dist.shard(order) if dist is not None else ((b, 1.0) for b in order)
 
-    def step(batch: Any, share: float, params: list) -> float:
-        """Back-propagate the loss of ``batch`` into ``params`` (averaged over ranks); its value."""
-        loss = phase.loss(batch)
+    def step(batch: Any, share: float, params: list, loss_fn: Callable[[Any], torch.Tensor]) -> float:
+        """Back-propagate ``loss_fn(batch)`` into ``params`` (averaged over ranks); its value."""
+        loss = loss_fn(batch)
         where = f"epoch {epoch}, step {steps + 1}"  # of the loop below
         if dist is not None:  # raises on every rank when the union's loss is not finite
             loss, value = dist.step_loss(loss, share, phase.tag, where, "lower strategy.lr?")
@@ -167,7 +171,7 @@ def run_phase(phase: BilevelPhase, options: DartsConfig, run: RunDir, seed: int,
             for batch_a, share_a in stream(split_a, gen_a):
                 # weight step on train_A
                 w_opt.zero_grad(set_to_none=True)
-                w_total += step(batch_a, share_a, phase.weights)
+                w_total += step(batch_a, share_a, phase.weights, phase.loss)
                 if o.grad_clip > 0:
                     nn.utils.clip_grad_norm_(phase.weights, o.grad_clip)
                 w_opt.step()
@@ -177,7 +181,7 @@ def run_phase(phase: BilevelPhase, options: DartsConfig, run: RunDir, seed: int,
                     b_iter = stream(split_b, gen_b)
                     part_b = next(b_iter)
                 a_opt.zero_grad(set_to_none=True)
-                a_total += step(*part_b, phase.alpha)
+                a_total += step(*part_b, phase.alpha, phase.arch_loss or phase.loss)
                 a_opt.step()
                 steps += 1
             lr = w_opt.param_groups[0]["lr"]  # the rate this epoch used

@@ -28,6 +28,14 @@ DARTS protocol). The relaxed network is scored on the task's ``val`` split after
 :mod:`attnas.strategies.bilevel`; the options are :class:`DartsConfig`
 (:mod:`attnas.strategies.darts_config`).
 
+**Cost-aware search.** ``strategy.cost: {name: params, weight: 0.5}`` (off by default) adds
+``weight * (E[cost] - min) / (max - min)`` to the architecture step's loss: the network's
+parameters (or MACs) expected under ``softmax(alpha)`` (scaled to [0, 1] between the cheapest
+and the costliest architecture), from per-operation costs measured once on the
+space's standalone networks (:mod:`attnas.strategies.darts_cost`), so a larger weight
+derives cheaper operations. The epoch events carry ``expected_<name>`` and the metrics the
+final ``alpha``'s.
+
 **Reuse (extension points).** Other differentiable searches build on :class:`Darts`:
 
 * ``alpha_init`` (``space`` default, ``normal`` with ``alpha_init_scale``, or ``zeros``),
@@ -82,6 +90,7 @@ from attnas.rng import rng_state, seed_everything, set_rng_state
 from attnas.strategies.base import SearchResult, Strategy
 from attnas.strategies.bilevel import BilevelPhase, bilevel_splits, load_alpha, run_phase
 from attnas.strategies.darts_config import DartsConfig
+from attnas.strategies.darts_cost import ExpectedCost, single_alpha
 
 __all__ = ["ALPHA_EVENT_LIMIT", "BilevelPhase", "Darts", "DartsConfig", "bilevel_splits", "load_alpha"]
 
@@ -107,6 +116,7 @@ class Darts(Strategy):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.elapsed = 0.0
+        self.cost_term: ExpectedCost | None = None
 
     # ------------------------------------------------------------------ checks before the run
 
@@ -153,6 +163,8 @@ class Darts(Strategy):
             CheckpointError: When ``alpha_from``'s architecture weights do not fit it.
         """
         _check_parameters(model, space.name)
+        if options.cost.weight > 0:
+            space.alpha_arch([0] * single_alpha(model, space.name).shape[0])  # the space can name them
         if options.alpha_from:
             load_alpha(options.alpha_from, options.alpha_from_tag, [tuple(p.shape) for p in model.arch_parameters()])
 
@@ -192,9 +204,27 @@ class Darts(Strategy):
         """
         return {}
 
+    def expected_cost(self, model: nn.Module) -> ExpectedCost | None:
+        """The expected-cost term of ``strategy.cost`` (``None`` when its weight is 0); the
+        per-operation costs are measured on first use, cached in the run directory."""
+        o = self.options.cost
+        if o.weight <= 0:
+            return None
+        if self.cost_term is None:
+            dist = distributed.current()
+            run = self.run if dist is None or dist.is_main else None  # rank 0 alone writes costs.jsonl
+            self.cost_term = ExpectedCost(self.space, self.task, model, o.name, o.batch_size, run)
+        return self.cost_term
+
     def classification_phase(self, model: nn.Module) -> BilevelPhase:
-        """The main phase: the task's loss, ``val`` scored and the architecture derived per epoch."""
+        """The main phase: the task's loss (plus the expected-cost term in the architecture
+        step, with ``strategy.cost``), ``val`` scored and the architecture derived per epoch."""
         o, task = self.options, self.task
+        cost = self.expected_cost(model)
+        alpha = single_alpha(model, self.space.name) if cost is not None else None
+
+        def cost_aware_loss(batch: Any) -> torch.Tensor:
+            return task.loss(model(batch), batch) + o.cost.weight * cost.fraction(alpha)
 
         def evaluate() -> dict:
             if not o.eval_split:
@@ -212,12 +242,16 @@ class Darts(Strategy):
                 probs = [torch.softmax(p.detach().float().cpu(), dim=-1) for p in alpha]
                 out["alpha"] = [[[round(v, 4) for v in row] for row in p.reshape(-1, p.shape[-1]).tolist()]
                                 for p in probs]
+            if cost is not None:
+                with torch.no_grad():
+                    out[f"expected_{cost.name}"] = round(float(cost.expected(alpha[0])), 2)
             return out
 
         return BilevelPhase(tag="darts", module=model, weights=list(model.weight_parameters()),
                             alpha=list(model.arch_parameters()), loss=lambda batch: task.loss(model(batch), batch),
                             splits=bilevel_splits(task, o.splits), epochs=o.epochs, arch_lr=o.arch_lr,
-                            evaluate=evaluate, describe=describe)
+                            evaluate=evaluate, describe=describe,
+                            arch_loss=cost_aware_loss if cost is not None else None)
 
     # ------------------------------------------------------------------ the loop
 
@@ -246,4 +280,8 @@ class Darts(Strategy):
         metrics.update({"search_epochs": self.options.epochs, "search_seconds": round(seconds, 2)})
         if "val" in summary:
             metrics[f"relaxed_val_{metric}"] = summary["val"]
+        cost = self.expected_cost(model)
+        if cost is not None:
+            with torch.no_grad():
+                metrics[f"expected_{cost.name}"] = round(float(cost.expected(single_alpha(model, self.space.name))), 2)
         return SearchResult(arch, metrics)

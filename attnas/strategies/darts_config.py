@@ -2,11 +2,35 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Optional
 
 from attnas.config import Fraction, NonNegativeFloat, PositiveFloat, PositiveInt, check_fields
 from attnas.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class CostTermConfig:
+    """The expected-cost term of the architecture step (``strategy.cost``; off by default).
+
+    The architecture loss becomes ``task loss + weight * (E[cost] - min) / (max - min)``:
+    ``E[cost]`` is the cost of the network averaged over ``softmax(alpha)`` from
+    per-operation costs measured once (:mod:`attnas.strategies.darts_cost`), ``min`` and
+    ``max`` the cheapest and the costliest architecture's, so ``weight`` is the task loss
+    traded for going from the cheapest to the costliest architecture.
+
+    Attributes:
+        name: The cost: ``params`` or ``macs`` (both add up over operations).
+        weight: Its weight (0: no term, nothing measured).
+        batch_size: Size of the example batch the MACs are counted on.
+    """
+
+    name: Literal["params", "macs"] = "params"
+    weight: NonNegativeFloat = 0.0
+    batch_size: PositiveInt = 1
+
+    def __post_init__(self) -> None:
+        check_fields(self, "cost.")
 
 
 @dataclass(frozen=True)
@@ -34,6 +58,7 @@ class DartsConfig:
         splits: ``[weight_split, arch_split]``; null: the task's ``bilevel_splits``.
         eval_split: Split the relaxed network is scored on after each epoch (empty: never).
         checkpoint_every: Epochs between checkpoints.
+        cost: The expected-cost term of the architecture step (:class:`CostTermConfig`).
     """
 
     epochs: PositiveInt = 100
@@ -53,6 +78,7 @@ class DartsConfig:
     splits: Optional[tuple[str, ...]] = None
     eval_split: str = "val"
     checkpoint_every: PositiveInt = 1
+    cost: CostTermConfig = field(default_factory=CostTermConfig)
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -34,6 +34,15 @@ the strongest block), ``prune`` (round, dropped block, heads left).
 names are mechanism names in the homogeneous search, ``mechanism/i`` in the
 heterogeneous one), ``selection`` (kept and dropped blocks and every trial's scores),
 ``supernet_val_accuracy``, ``supernet_epochs``, ``search_mode`` and ``search_seconds``.
+
+**Costs** (issue 25): after the selection every candidate mechanism's ``report_costs``
+(default parameters and forward latency, :mod:`attnas.costs`) are measured on its
+homogeneous standalone network (the model a homogeneous search would retrain) at the
+run's input size (the first ``train`` batch at ``costs.batch_size``, default
+``supernet.batch_size``: the run's sequence length), cached in ``costs.jsonl``.
+``metrics.json`` gets ``mechanism_costs`` (``{mechanism: {cost: value}}``),
+``mechanism_costs_input`` (the batch's shapes) and ``costs_seconds``; ``attnas report``
+puts them beside the drop scores (:mod:`attnas.report_mechanisms`).
 """
 
 from __future__ import annotations
@@ -49,7 +58,8 @@ from torch import nn
 from attnas._registry import register_strategy
 from attnas.arch import Arch
 from attnas.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, TrainConfig, check_fields
-from attnas.errors import ConfigError, check_finite_loss
+from attnas.costs import COSTS, CostModel, CostsConfig
+from attnas.errors import ConfigError, check_finite_loss, unknown_name
 from attnas.progress import progress
 from attnas.rng import rng_state, seed_everything, set_rng_state
 from attnas.strategies._mechanism_selection import (
@@ -118,15 +128,24 @@ class MechanismSearchConfig:
         supernet: Supernet training.
         finetune_steps: NAS Prune: optimiser steps on training batches after each drop.
         score_batch_size: Batch size of masked-drop scoring (0: ``supernet.batch_size``).
+        report_costs: Costs of every candidate mechanism to measure and report
+            (:data:`attnas.costs.COSTS`; empty: none).
+        costs: How they are measured (:class:`~attnas.costs.CostsConfig`; the example
+            batch defaults to ``supernet.batch_size``).
     """
 
     mode: Literal["homogeneous", "nas-one-shot", "nas-prune"] = "homogeneous"
     supernet: SupernetTrainingConfig = field(default_factory=SupernetTrainingConfig)
     finetune_steps: NonNegativeInt = 100
     score_batch_size: NonNegativeInt = 0
+    report_costs: tuple[str, ...] = ("params", "latency_ms")
+    costs: CostsConfig = field(default_factory=CostsConfig)
 
     def __post_init__(self) -> None:
         check_fields(self)
+        for name in self.report_costs:
+            if name not in COSTS:
+                raise ConfigError("report_costs: " + unknown_name("cost", name, COSTS))
 
 
 def random_calls(model: nn.Module) -> list[int]:
@@ -339,6 +358,25 @@ class MechanismSearch(Strategy):
         self.elapsed = time.time() - t0
         return SelectionResult(list(model.active_names), dropped + res.dropped, trials + res.trials), model.kept()
 
+    # ------------------------------------------------------------------ costs
+
+    def mechanism_costs(self) -> dict:
+        """``mechanism_costs`` (``{mechanism: {cost: value}}``), ``mechanism_costs_input``
+        and ``costs_seconds`` of every candidate's homogeneous network (``{}`` without
+        ``report_costs``); measured once, cached in the run directory."""
+        names = list(self.options.report_costs)
+        if not names:
+            return {}
+        model = CostModel(self.space, self.task, self.run, self.options.costs,
+                          default_batch_size=self.options.supernet.batch_size)
+        try:
+            costs = {m: model.costs(self.space.arch({"mechanism": m}), names) for m in self.space.options.candidates}
+            context = model.context()
+        finally:
+            model.close()
+        return {"mechanism_costs": costs, "mechanism_costs_input": context["input"],
+                "costs_seconds": round(model.total_seconds, 2)}
+
     # ------------------------------------------------------------------ the search
 
     def search(self) -> SearchResult:
@@ -350,7 +388,8 @@ class MechanismSearch(Strategy):
         first = result.trials[0]
         metrics = {"search_mode": self.options.mode, **summary,
                    **{f"drop_score_{name}": s for name, s in first.scores.items()},
-                   "selection": result.to_dict(), "search_seconds": round(self.elapsed, 2)}
+                   "selection": result.to_dict(), "search_seconds": round(self.elapsed, 2),
+                   **self.mechanism_costs()}
         arch = self.space.arch_from_kept(kept)
         arch = Arch(arch.space, arch.choices, meta={"strategy": self.name, "mode": self.options.mode})
         return SearchResult(arch, metrics)

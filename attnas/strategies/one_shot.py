@@ -105,6 +105,16 @@ class _OneShot(Strategy):
     @classmethod
     def check_task(cls, options: Any, space: Any, task: Any) -> None:
         pareto.check_metric(getattr(options, "objectives", None), task.metric)
+        names = [*(getattr(options, "objectives", None) or ()), *(getattr(options, "constraints", None) or {})]
+        if "latency_ms" in names and options.costs.latency == "operations":
+            saved = rng_state()
+            try:
+                model = space.build(space.sample(random.Random(0)), task)
+            finally:
+                set_rng_state(saved)
+            if not hasattr(model, "latency_parts"):
+                raise ConfigError(f"strategy.costs.latency: 'operations' needs networks that split into operations; "
+                                  f"those of space '{space.name}' do not (use 'network')")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -173,3 +173,13 @@ def test_describe_and_uniform():
     sp = space(groups=2)
     text = sp.describe(sp.uniform("se"))
     assert "U_1 = se(U_0) + se(F_1)" in text
+
+
+def test_alpha_arch_takes_one_operation_per_edge():
+    space = HOGASpace(HOGAConfig())
+    choice = [i % len(space.options.ops) for i in range(len(space.edge_keys))]
+    arch = space.alpha_arch(choice)
+    space.validate(arch)
+    assert [arch.choices["edges"][k] for k in space.edge_keys] == [space.options.ops[i] for i in choice]
+    with pytest.raises(ArchError, match=r"one column per edge"):
+        space.alpha_arch([0])

@@ -175,3 +175,13 @@ def test_final_channels_widen_the_built_network_but_not_the_relaxation():
     assert space.relaxed(_task()).init_channels == 16
     with pytest.raises(ConfigError, match="final_channels=24"):
         StagewiseConfig(final_channels=24)
+
+
+def test_alpha_arch_takes_one_candidate_per_row_of_alpha():
+    space = StagewiseSpace(StagewiseConfig(shared_stages=True))
+    choice = [i % len(CANDIDATES) for i in range(space.num_groups)]
+    arch = space.alpha_arch(choice)
+    space.validate(arch)
+    assert arch.choices["layers"] == [CANDIDATES[choice[g]] for g in space.layer_groups]
+    with pytest.raises(ArchError, match=r"one column per layer group \(6\), got 2"):
+        space.alpha_arch([0, 1])

@@ -116,6 +116,30 @@ def test_the_front_is_the_non_dominated_set_of_the_scored_candidates(tmp_path, t
     assert member["objectives"]["params"] == smallest
 
 
+def test_a_latency_objective_by_operations_times_each_operation_once(tmp_path, tiny_recipe_data):
+    recipe = _small(tiny_recipe_data, objectives=["val_accuracy", "latency_ms"],
+                    costs={"latency": "operations", "warmup": 0, "repeats": 1})
+    run = pipeline.search(recipe, out=tmp_path / "run")
+    scored = run.events("evolution")
+    assert all(e["costs"]["latency_ms"] > 0 for e in scored)
+    rows = [json.loads(line) for line in run.file("costs.jsonl").read_text().splitlines()]
+    parts = [r for r in rows if "part" in r]
+    archs = [r for r in rows if "costs" in r]
+    assert len(archs) == len(scored)  # one row per architecture (its params, and the sum of its parts)
+    assert len({json.dumps(r["part"]) for r in parts}) == len(parts) < len(archs)  # each part timed once
+    assert run.read_json("pareto.json")["members"]
+
+
+def test_latency_by_operations_is_refused_for_networks_that_do_not_split(tmp_path, tiny_recipe_data, monkeypatch):
+    from attnas.models.autoattend_network import AutoAttendModel
+
+    monkeypatch.delattr(AutoAttendModel, "latency_parts")
+    recipe = _small(tiny_recipe_data, objectives=["val_accuracy", "latency_ms"], costs={"latency": "operations"})
+    with pytest.raises(ConfigError, match=r"strategy.costs.latency: 'operations' needs networks that split"):
+        pipeline.search(recipe, out=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
 def test_export_command_and_training_the_export(tmp_path, tiny_recipe_data):
     from attnas_subprocess import run_attnas
 

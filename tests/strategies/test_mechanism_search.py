@@ -72,6 +72,22 @@ def test_homogeneous_search_picks_the_highest_drop_score(tmp_path):
     # the chosen model was trained as an ordinary 1-layer Transformer with that mechanism
     model = pipeline.load_model(run.path)
     assert model.layers[0].attention.mechanism == best and model.layers[0].attention.heads == 2
+    # every mechanism's costs beside its score: the parameters of its homogeneous network,
+    # latency on the first training batch (16 sequences of the run's length)
+    costs = metrics["mechanism_costs"]
+    assert list(costs) == CANDIDATES
+    assert costs[best]["params"] == sum(p.numel() for p in model.parameters())
+    assert all(c["latency_ms"] > 0 for c in costs.values())
+    assert metrics["mechanism_costs_input"]["tokens"][0] == 16
+    assert len(run.file("costs.jsonl").read_text().splitlines()) == len(CANDIDATES)
+    from attnas.report import write_report
+
+    report = write_report(run.path).read_text()
+    section = report[report.index("## Mechanisms"):]
+    for m in CANDIDATES:
+        row = next(line for line in section.splitlines() if line.startswith(f"| {m}"))
+        assert f"| {scores[m]:.4f} | {costs[m]['params']:g} | {costs[m]['latency_ms']:g} |" in row
+    assert f"| {best} **(kept)** |" in section
 
 
 def test_nas_one_shot_keeps_the_top_h_heads_of_one_trial(tmp_path):
@@ -112,6 +128,9 @@ def test_nas_prune_drops_the_weakest_head_each_round_until_h_remain(tmp_path):
     ({"strategy.finetune_steps": -1}, ConfigError, r"finetune_steps: must be >= 0"),
     ({"strategy.supernet.patiense": 2}, ConfigError, r"strategy.supernet.patiense: unknown key \(did you mean"),
     ({"space.candidates": ["softmax", "lineer"]}, ConfigError, r"unknown attention mechanism 'lineer'"),
+    ({"strategy.report_costs": ["params", "latency"]}, ConfigError,
+     r"^strategy: report_costs: unknown cost 'latency' \(did you mean 'latency_ms'\?\); valid choices: "),
+    ({"strategy.costs.repeats": 0}, ConfigError, r"^strategy.costs.repeats: must be >= 1, got 0"),
 ])
 def test_bad_configs_fail_before_anything_is_written(tmp_path, change, error, message):
     (key, value), = change.items()
@@ -186,8 +205,10 @@ def test_killed_mechanism_search_resumes_to_the_same_result(references, tmp_path
     assert not [w for w in caught if "falling back" in str(w.message)]  # every checkpoint loaded cleanly
     assert read(out, "arch.json") == read(ref, "arch.json")
     m_out, m_ref = read(out, "metrics.json"), read(ref, "metrics.json")
-    m_out.pop("search_seconds"), m_ref.pop("search_seconds")
-    assert m_out == m_ref  # every drop score of every trial, and the final model's accuracies
+    for m in (m_out, m_ref):  # wall times differ from run to run
+        m.pop("search_seconds"), m.pop("costs_seconds")
+        assert all(c.pop("latency_ms") > 0 for c in m["mechanism_costs"].values())
+    assert m_out == m_ref  # every drop score of every trial, the costs, and the final model's accuracies
     # the event log reads as one uninterrupted run: every step once, in the same order
     assert steps(out) == steps(ref)
     assert [s[0] for s in steps(out)].count("search-done") == 1
