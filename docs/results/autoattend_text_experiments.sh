@@ -35,6 +35,6 @@ $A search autoattend-sst5-baseline-space --out $OUT/sst5-baseline-space-cpu $CPU
 $A retrain $OUT/sst5-baseline-space-cpu --seeds 3
 # The quick recipe as shipped
 $A search autoattend-sst5-quick --out $OUT/sst5-quick
-# Speed of the paper-scale (24-layer) supernet (round 4; the TARGET lines are the figures;
+# Speed of the paper-scale (24-layer) supernet (the TARGET lines are the figures;
 # on a quiet machine use --threads 2)
 PYTHONPATH=. nice -n 10 python benchmarks/bench_autoattend_text.py --threads 1 --steps 10 --epochs 1 --archs 10
