@@ -33,9 +33,15 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import yaml
 
-def train(run_dir: str, out: Path, seeds: int, top_k: int, init: str, part: tuple[int, int]) -> None:
-    """Train each of the run's ``top_k`` candidates ``seeds`` times, one JSON line each."""
+
+def train(run_dir: str, out: Path, seeds: int, top_k: int, init: str, part: tuple[int, int],
+          overrides: dict | None = None) -> None:
+    """Train each of the run's ``top_k`` candidates ``seeds`` times, one JSON line each.
+
+    ``overrides`` replaces fields of the run's ``retrain`` section (e.g. ``{"lr": 5e-4}``).
+    """
     import torch
 
     from attnas.arch import Arch
@@ -53,7 +59,7 @@ def train(run_dir: str, out: Path, seeds: int, top_k: int, init: str, part: tupl
     done = set()
     if out.exists():
         done = {(r["rank"], r["seed"]) for r in map(json.loads, out.read_text().splitlines())}
-    settings = replace(config.retrain, init=init)
+    settings = replace(config.retrain, init=init, **(overrides or {}))
     metric = task.metric
     jobs = [(i, k) for i in range(len(ranked)) for k in range(seeds)]
     for j, (i, k) in enumerate(jobs):
@@ -64,7 +70,7 @@ def train(run_dir: str, out: Path, seeds: int, top_k: int, init: str, part: tupl
         res = train_final(None, config, space, task, strategy, arch, train=settings, seed=config.seed + 100 + k)
         row = {"rank": i, "seed": k, "init": init, "supernet": ranked[i]["score"],
                "rerank": reranked.get(json.dumps(ranked[i]["arch"], sort_keys=True)),
-               "val": res.val, "test": res.test, "metric": metric, "epochs": res.epochs,
+               "retrain": overrides or {}, "val": res.val, "test": res.test, "metric": metric, "epochs": res.epochs,
                "arch": space.describe(arch), "chosen": ranked[i]["arch"] == chosen.choices,
                "seconds": round(time.perf_counter() - t0, 2)}
         with out.open("a") as f:
@@ -118,6 +124,8 @@ def main() -> None:
     t.add_argument("--top-k", type=int, default=10)
     t.add_argument("--init", choices=("supernet", "scratch"), default="supernet")
     t.add_argument("--part", default="0/1", help="I/N: this process takes every N-th training from the I-th")
+    t.add_argument("--retrain", action="append", default=[], metavar="KEY=VALUE",
+                   help="replace a field of the run's retrain section, e.g. lr=0.0005 (repeatable)")
     s = sub.add_parser("summary", help="the selection rules' picks, as a markdown table")
     s.add_argument("files", nargs="+")
     s.add_argument("--top-k", default="3,5,10")
@@ -126,7 +134,8 @@ def main() -> None:
     if args.command == "train":
         i, n = (int(x) for x in args.part.split("/"))
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        train(args.run_dir, args.out, args.seeds, args.top_k, args.init, (i, n))
+        overrides = {k: yaml.safe_load(v) for k, v in (o.split("=", 1) for o in args.retrain)}
+        train(args.run_dir, args.out, args.seeds, args.top_k, args.init, (i, n), overrides)
     else:
         print(summary(args.files, tuple(int(x) for x in args.top_k.split(",")),
                       tuple(int(x) for x in args.seeds.split(","))))
