@@ -30,6 +30,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -245,8 +246,9 @@ def train_final(run: RunDir | None, config: RunConfig, space: Any, task: Any, st
                 desc: str = "final training") -> Any:
     """Train ``arch`` with ``train`` (default: the recipe's ``retrain``), resumably.
 
-    Fine-tunes from the strategy's shared weights when ``train.init == 'supernet'`` and the
-    strategy has them; otherwise trains from scratch.
+    Fine-tunes from the strategy's shared weights, at ``train.finetune_lr`` when it is set,
+    when ``train.init == 'supernet'`` and the strategy has them; otherwise trains from scratch
+    at ``train.lr``.
     """
     train = train or config.retrain
     seed = config.seed if seed is None else seed
@@ -257,6 +259,8 @@ def train_final(run: RunDir | None, config: RunConfig, space: Any, task: Any, st
         model = strategy.initial_model(arch)
     if model is None:
         model = space.build(arch, task).to(task.device)
+    elif train.finetune_lr is not None:
+        train = replace(train, lr=train.finetune_lr)
 
     def checkpoint(epoch: int, state: dict) -> None:
         run.save_checkpoint(tag, epoch, state)

@@ -77,6 +77,9 @@ class TrainConfig(OptimConfig):
         patience: Stop after this many epochs without a better validation score (0: never).
         init: ``supernet`` fine-tunes from the search's shared weights when the strategy has
             them; ``scratch`` trains from a fresh initialisation.
+        finetune_lr: Learning rate of a fine-tuning from shared weights (``init: supernet``);
+            ``None``: ``lr``. Training from scratch (``init: scratch``, the baselines of
+            ``attnas compare``) always uses ``lr``.
         seeds: Default number of seeds for ``attnas retrain``.
         eval_every: Evaluate on the validation split every this many epochs.
     """
@@ -84,6 +87,7 @@ class TrainConfig(OptimConfig):
     epochs: PositiveInt = 200
     patience: NonNegativeInt = 100
     init: Literal["supernet", "scratch"] = "scratch"
+    finetune_lr: PositiveFloat | None = None
     seeds: PositiveInt = 1
     eval_every: PositiveInt = 1
 

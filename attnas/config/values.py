@@ -303,9 +303,11 @@ def check_fields(obj: Any, prefix: str = "") -> None:
         prefix: Put before each field name in messages (e.g. ``"csv."``).
 
     Raises:
-        ConfigError: ``<prefix><field>: must be >= 1, got 0`` for the first field out of bounds.
+        ConfigError: ``<prefix><field>: must be >= 1, got 0`` for the first field out of
+            bounds, or ``must be a finite number`` for a NaN or infinite one.
     """
     for name, tp in _checked_hints(type(obj)):
+        check_finite(getattr(obj, name), prefix + name)
         _check_bounds(getattr(obj, name), tp, prefix + name)
 
 
