@@ -1,7 +1,9 @@
 """Run the ``attnas`` command line in a child process, optionally killed by a fault.
 
 Shared by the tests that kill a run with SIGKILL (after an event, ``ATTNAS_FAULT=<phase>:<n>``,
-or as a file is replaced, :func:`killed_at_replace`) and resume it. Not a test module:
+or as a file is replaced, :func:`killed_at_replace`) and resume it; the uninterrupted
+reference and the resume can run in the test's own process instead (:func:`search_here`,
+:func:`resume_here`: no child's start-up of seconds). Not a test module:
 imported as ``from attnas_subprocess import run_attnas`` (``tests/`` is on ``sys.path``
 because it holds ``conftest.py``).
 """
