@@ -1,7 +1,9 @@
 """Run the ``attnas`` command line in a child process, optionally killed by a fault.
 
 Shared by the tests that kill a run with SIGKILL (after an event, ``ATTNAS_FAULT=<phase>:<n>``,
-or as a file is replaced, :func:`killed_at_replace`) and resume it. Not a test module:
+or as a file is replaced, :func:`killed_at_replace`) and resume it; the uninterrupted
+reference and the resume can run in the test's own process instead (:func:`search_here`,
+:func:`resume_here`: no child's start-up of seconds). Not a test module:
 imported as ``from attnas_subprocess import run_attnas`` (``tests/`` is on ``sys.path``
 because it holds ``conftest.py``).
 """
@@ -91,3 +93,54 @@ FIXED_GCN = {
     "strategy": {"name": "fixed", "arch": {"model": "gcn"}},
     "retrain": {"epochs": 2, "patience": 0},
 }
+
+
+#: Warning categories a child's stderr does not show (Python's default filter).
+_HIDDEN_IN_A_CHILD = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
+
+
+def resume_here(run_dir, threads: int, **kwargs) -> list[str]:
+    """``attnas.pipeline.resume(run_dir)`` in this process, with torch on ``threads`` meanwhile.
+
+    What ``attnas search --resume RUN_DIR`` runs, without a child's seconds of start-up. A
+    resume refuses another thread count than the killed run's (``run.json``), so give the
+    ``--threads`` of the killed child.
+
+    Returns:
+        The messages of the warnings a child would have printed on stderr (every warning of
+        the resume, less those Python's default filter hides).
+    """
+    import warnings
+
+    import torch
+
+    from attnas import pipeline
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            pipeline.resume(run_dir, **kwargs)
+    finally:
+        torch.set_num_threads(before)
+    return [str(w.message) for w in caught if not issubclass(w.category, _HIDDEN_IN_A_CHILD)]
+
+
+def search_here(folder, recipe: dict, threads: int, **kwargs) -> tuple:
+    """:func:`search_reference` in this process (torch on ``threads`` meanwhile): the same
+    result as a child given ``--threads threads``, without its start-up."""
+    import torch
+    import yaml
+
+    from attnas import pipeline
+
+    path = folder / "tiny.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        pipeline.search(path, out=folder / "run", **kwargs)
+    finally:
+        torch.set_num_threads(before)
+    return path, folder / "run"

@@ -46,7 +46,7 @@ def recipe_file(tmp_path_factory, tiny_recipe_data):
 @pytest.fixture(scope="module")
 def reference(recipe_file, tmp_path_factory):
     out = tmp_path_factory.mktemp("ref") / "run"
-    attnas("search", str(recipe_file), "--out", str(out))
+    pipeline.search(recipe_file, out=out)  # in this process, on the threads the killed child is given
     return out
 
 

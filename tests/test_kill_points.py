@@ -4,6 +4,11 @@ uninterrupted run: during a checkpoint write, during the write of ``model.pt``, 
 
 Kills after an event of a phase: ``tests/test_resume.py``; damaged checkpoints:
 ``tests/test_faults.py``.
+
+Only the killed runs are children; the uninterrupted references and the resumes
+(``attnas.pipeline.resume`` and ``attnas.sweep.sweep``, what ``attnas search --resume`` and
+``attnas sweep`` run) run in the test's process, on one thread as the children: a child's
+start-up costs seconds per call.
 """
 
 from __future__ import annotations
@@ -12,8 +17,9 @@ import json
 import signal
 
 import pytest
+import torch
 import yaml
-from attnas_subprocess import killed_at_replace, run_attnas
+from attnas_subprocess import killed_at_replace, resume_here, run_attnas, search_here
 
 TINY = {
     "name": "tiny-kill",
@@ -27,13 +33,22 @@ TINY = {
 }
 TIMING = {"search_seconds"}
 
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("reference")
-    recipe = folder / "tiny.yaml"
-    recipe.write_text(yaml.safe_dump(TINY))
-    run_attnas("search", str(recipe), "--out", str(folder / "run"), threads=1)
-    return recipe, folder / "run"
+    return search_here(tmp_path_factory.mktemp("reference"), TINY, threads=1)
+
+
+def sweep_here(recipe, out, seeds: int) -> None:
+    """``attnas --threads 1 sweep RECIPE --seeds SEEDS --out OUT``, in this process."""
+    from attnas.sweep import sweep
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        sweep(recipe, seeds=seeds, out=out)
+    finally:
+        torch.set_num_threads(before)
 
 
 def events(run) -> list[dict]:
@@ -66,7 +81,7 @@ def test_a_kill_between_files_resumes_to_the_same_result(reference, tmp_path, na
     assert len(temporaries) == 1, temporaries  # the write the kill cut short
     if name == "metrics.json":
         assert (out / "model.pt").exists()
-    run_attnas("search", "--resume", str(out), threads=1)
+    resume_here(out, threads=1)
     same_result(out, ref)
     assert not [p for folder in (out, out / "checkpoints") for p in folder.glob(".*.tmp-*")]
 
@@ -75,7 +90,7 @@ def test_a_half_done_sweep_continues_to_the_same_summary(tmp_path):
     recipe = tmp_path / "tiny.yaml"
     recipe.write_text(yaml.safe_dump(TINY))
     args = ["sweep", str(recipe), "--seeds", "2"]
-    run_attnas(*args, "--out", str(tmp_path / "whole"), threads=1)
+    sweep_here(recipe, tmp_path / "whole", seeds=2)
     # killed in the second run's supernet training (the first run logged 6 supernet epochs)
     out = tmp_path / "half"
     killed = run_attnas(*args, "--out", str(out), fault="supernet:9", check=False, threads=1)
@@ -83,7 +98,7 @@ def test_a_half_done_sweep_continues_to_the_same_summary(tmp_path):
     first, second = out / "000_seed-0", out / "001_seed-1"
     assert (first / "metrics.json").exists() and not (second / "metrics.json").exists()
     finished_before = (first / "metrics.json").stat().st_mtime_ns
-    run_attnas(*args, "--out", str(out), threads=1)
+    sweep_here(recipe, out, seeds=2)
     assert (first / "metrics.json").stat().st_mtime_ns == finished_before  # the finished run was kept, not redone
     whole, half = (json.loads((p / "summary.json").read_text()) for p in (tmp_path / "whole", out))
 

@@ -5,7 +5,10 @@ the cut write is left in the run.
 
 The kills (:func:`attnas_subprocess.killed_at_replace`): as seed 1's result replaces its
 temporary file (seed 0 finished), as ``summary.json`` is written (every seed finished),
-and as ``metrics.json`` takes the summary (``summary.json`` written).
+and as ``metrics.json`` takes the summary (``summary.json`` written). Only the killed
+retrains are children: the reference run, the uninterrupted retrain and the continuations
+(``attnas.retraining.retrain``, what ``attnas retrain`` runs) run in the test's process, on
+one thread as the children: a child's start-up costs seconds per call.
 """
 
 from __future__ import annotations
@@ -15,10 +18,22 @@ import shutil
 import signal
 
 import pytest
-import yaml
-from attnas_subprocess import FIXED_GCN, killed_at_replace, run_attnas
+import torch
+from attnas_subprocess import FIXED_GCN, killed_at_replace, search_here
 
 SEEDS = ["--seeds", "3"]
+
+
+def retrain_here(run) -> None:
+    """``attnas --threads 1 retrain RUN --seeds 3``, in this process."""
+    from attnas.retraining import retrain
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        retrain(run, seeds=3)
+    finally:
+        torch.set_num_threads(before)
 
 
 def timeless(d):
@@ -38,11 +53,9 @@ def temporaries(run) -> list:
 def finished(tmp_path_factory):
     """A finished fixed-GCN run (never retrained) and, beside it, a copy retrained uninterrupted."""
     folder = tmp_path_factory.mktemp("retrain-ref")
-    recipe = folder / "fixed.yaml"
-    recipe.write_text(yaml.safe_dump(FIXED_GCN))
-    run_attnas("search", str(recipe), "--out", str(folder / "run"))
+    search_here(folder, FIXED_GCN, threads=1)
     shutil.copytree(folder / "run", folder / "retrained")
-    run_attnas("retrain", str(folder / "retrained"), *SEEDS)
+    retrain_here(folder / "retrained")
     return folder / "run", folder / "retrained"
 
 
@@ -60,7 +73,7 @@ def test_a_killed_retrain_continues_to_the_same_summary(finished, tmp_path, name
     assert len(temporaries(out)) == 1, temporaries(out)  # the write the kill cut short
     assert (folder / "summary.json").exists() == (name == "metrics.json")
     before = {k: (folder / k).stat().st_mtime_ns for k in kept}
-    run_attnas("retrain", str(out), *SEEDS)
+    retrain_here(out)
     assert {k: (folder / k).stat().st_mtime_ns for k in kept} == before  # finished seeds kept, not retrained
     ref_folder = ref / "retrain" / "digits-graph" / "scratch"
     for f in ("seed-0.json", "seed-1.json", "seed-2.json", "summary.json"):

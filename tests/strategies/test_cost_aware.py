@@ -159,27 +159,42 @@ def test_export_command_and_training_the_export(tmp_path, tiny_recipe_data):
     assert trained.read_json("metrics.json")["params"] == members[-1]["objectives"]["params"]
 
 
-@pytest.mark.parametrize("fault", ["rejected:3", "evolution:40"])
-def test_a_killed_constrained_search_resumes_to_the_same_front_reusing_its_costs(tmp_path, tiny_recipe_data, fault):
-    """Killed while candidates are drawn (after the 3rd rejection) or scored, then resumed.
+def _constrained(tiny_recipe_data: dict) -> dict:
+    """:func:`_small` with a params limit, a loose latency one, and a population of 12 and 3
+    rounds of 4 children (24 scored)."""
+    recipe = _small(tiny_recipe_data, objectives=["val_accuracy", "params"],
+                    constraints={"params": 2600, "latency_ms": 1e6}, costs={"warmup": 0, "repeats": 1})
+    recipe["strategy"]["evolution"].update(population=12, parents=3, children=4)
+    return recipe
+
+
+@pytest.fixture(scope="module")
+def constrained_reference(tmp_path_factory, tiny_recipe_data):
+    """The uninterrupted constrained search, run once (in this process, on one thread as the killed children)."""
+    from attnas_subprocess import search_here
+
+    return search_here(tmp_path_factory.mktemp("ref"), _constrained(tiny_recipe_data), threads=1)
+
+
+@pytest.mark.parametrize("fault", ["rejected:3", "evolution:18"])
+def test_a_killed_constrained_search_resumes_to_the_same_front_reusing_its_costs(tmp_path, constrained_reference,
+                                                                                fault):
+    """Killed while candidates are drawn (after the 3rd rejection) or scored (in the second
+    round), then resumed (in this process: what ``attnas search --resume`` runs).
 
     Latency is measured (a loose constraint, so the admitted set is the same on every run)
     and cached: the resumed run measures no architecture twice.
     """
-    from attnas_subprocess import run_attnas, search_reference
+    from attnas_subprocess import resume_here, run_attnas
 
-    recipe = _small(tiny_recipe_data, objectives=["val_accuracy", "params"],
-                    constraints={"params": 2600, "latency_ms": 1e6}, costs={"warmup": 0, "repeats": 1})
-    ref_dir = tmp_path / "ref"
-    ref_dir.mkdir()
-    recipe_path, ref = search_reference(ref_dir, recipe)
+    recipe_path, ref = constrained_reference
     out = tmp_path / "run"
     killed = run_attnas("search", str(recipe_path), "--out", str(out), fault=fault, check=False)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert not (out / "pareto.json").exists()
     before = (out / "costs.jsonl").read_text().splitlines()
     assert before
-    run_attnas("search", "--resume", str(out))
+    resume_here(out, threads=1)
     after = (out / "costs.jsonl").read_text().splitlines()
     assert after[: len(before)] == before  # what was measured before the kill is kept ...
     keys = [json.loads(line)["key"] for line in after]
@@ -192,7 +207,7 @@ def test_a_killed_constrained_search_resumes_to_the_same_front_reusing_its_costs
     for key in ("val_accuracy", "test_accuracy", "evaluated", "rejected", "pareto_size", "params"):
         assert m_out[key] == m_ref[key], key
     events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
-    assert [e["index"] for e in events if e["phase"] == "evolution"] == list(range(48))
+    assert [e["index"] for e in events if e["phase"] == "evolution"] == list(range(24))
     rejected = [json.dumps(e["arch"], sort_keys=True) for e in events if e["phase"] == "rejected"]
     assert len(rejected) == len(set(rejected)) == m_ref["rejected"]  # no rejection logged twice
     assert np.all([json.loads(line)["costs"]["latency_ms"] > 0 for line in after])

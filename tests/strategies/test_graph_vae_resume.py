@@ -5,7 +5,9 @@ before that step's checkpoint: in the evaluation (Table 2's first sparse GP done
 saved) and in the latent BO (two proposals of the second round logged, the round not
 saved). The resumed run redoes that step from the previous checkpoint and must end with
 the uninterrupted run's metrics, ``bo.json``, architecture and event log. A kill during
-the VAE training: ``test_graph_vae_strategy.py``.
+the VAE training: ``test_graph_vae_strategy.py``. Only the killed runs are children: the
+reference and the resumes (``attnas.pipeline.resume``, what ``attnas search --resume``
+runs) run in the test's process, on one thread as the children.
 """
 
 from __future__ import annotations
@@ -14,8 +16,7 @@ import json
 import signal
 
 import pytest
-import yaml
-from attnas_subprocess import run_attnas
+from attnas_subprocess import resume_here, run_attnas, search_here
 from enas_table import RECIPE, write_enas
 
 
@@ -38,11 +39,8 @@ def steps(run) -> list[tuple]:
 def reference(tmp_path_factory):
     folder = tmp_path_factory.mktemp("graph-vae-ref")
     write_enas(folder / "data", 60)
-    recipe = folder / "tiny.yaml"
-    recipe.write_text(yaml.safe_dump(RECIPE))
-    data = ["--data-dir", str(folder / "data")]
-    run_attnas("search", str(recipe), "--out", str(folder / "run"), *data)
-    return recipe, data, folder / "run"
+    recipe, run = search_here(folder, RECIPE, threads=1, data_dir=folder / "data")
+    return recipe, folder / "data", run
 
 
 @pytest.mark.parametrize("fault, redone", [("evaluation:2", ("evaluation", "table2", None, None, None)),
@@ -50,11 +48,11 @@ def reference(tmp_path_factory):
 def test_killed_graph_vae_run_resumes_to_the_same_result(reference, tmp_path, fault, redone):
     recipe, data, ref = reference
     out = tmp_path / "run"
-    killed = run_attnas("search", str(recipe), "--out", str(out), *data, fault=fault, check=False)
+    killed = run_attnas("search", str(recipe), "--out", str(out), "--data-dir", str(data), fault=fault, check=False)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert not (out / "metrics.json").exists() and redone in steps(out)
-    resumed = run_attnas("search", "--resume", str(out), *data)
-    assert "warning" not in resumed.stderr.lower(), resumed.stderr  # every checkpoint loaded cleanly
+    warned = resume_here(out, threads=1, data_dir=data)
+    assert not warned, warned  # every checkpoint loaded cleanly
     assert read(out, "arch.json") == read(ref, "arch.json")
     assert timeless(read(out, "metrics.json")) == timeless(read(ref, "metrics.json"))
     assert read(out, "bo.json") == read(ref, "bo.json")

@@ -95,28 +95,29 @@ def test_protocol_recipe_has_the_papers_settings_and_checkpoints_every_epoch():
 
 
 def test_every_epoch_records_reconstruction_and_a_killed_run_resumes_to_the_same_curve(tmp_path):
+    """Only the killed run is a child: the reference and the resume (``attnas.pipeline.resume``,
+    what ``attnas search --resume`` runs) run here, on one thread as the child."""
     import signal
 
-    import yaml
-    from attnas_subprocess import run_attnas
+    from attnas_subprocess import resume_here, run_attnas, search_here
 
     write_enas(tmp_path / "data", 40)
     strategy = dict(RECIPE["strategy"], model="dvae", epochs=3, checkpoint_every=1, epoch_recon_graphs=3,
                     epoch_recon_decodes=2, beta=0.01, gp_repeats=1, properties=False, tsne_points=0, bo=None)
-    recipe = tmp_path / "tiny.yaml"
-    recipe.write_text(yaml.safe_dump(dict(RECIPE, strategy=strategy)))
-    data = ["--data-dir", str(tmp_path / "data")]
+    (tmp_path / "ref").mkdir()
+    recipe, ref_run = search_here(tmp_path / "ref", dict(RECIPE, strategy=strategy), threads=1,
+                                  data_dir=tmp_path / "data")
 
     def curve(run):
         events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
         return [{k: e[k] for k in ("epoch", "loss", "recon", "kld", "recon_accuracy", "recon_greedy")}
                 for e in events if e.get("phase") == "vae" and "epoch" in e]
 
-    run_attnas("search", str(recipe), "--out", str(tmp_path / "ref"), *data)
-    ref = curve(tmp_path / "ref")
+    ref = curve(ref_run)
     assert [e["epoch"] for e in ref] == [1, 2, 3]
     assert all(0.0 <= e["recon_accuracy"] <= 1.0 and 0.0 <= e["recon_greedy"] <= 1.0 for e in ref)
+    data = ["--data-dir", str(tmp_path / "data")]
     killed = run_attnas("search", str(recipe), "--out", str(tmp_path / "run"), *data, fault="vae:2", check=False)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-    run_attnas("search", "--resume", str(tmp_path / "run"), *data)
+    resume_here(tmp_path / "run", threads=1, data_dir=tmp_path / "data")
     assert curve(tmp_path / "run") == ref

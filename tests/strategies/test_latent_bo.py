@@ -1,4 +1,8 @@
-"""``latent-bo`` end to end on a tiny AutoAttend search: budget, events, metrics, resume after SIGKILL."""
+"""``latent-bo`` end to end on a tiny AutoAttend search: budget, events, metrics, resume after SIGKILL.
+
+Only the killed run is a child: the reference and the resume (``attnas.pipeline.resume``,
+what ``attnas search --resume`` runs) run in the test's process, on one thread as the child.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +11,10 @@ import json
 import signal
 
 import pytest
-import yaml
 
 from attnas import pipeline
 from attnas.errors import ConfigError
-from attnas_subprocess import run_attnas
+from attnas_subprocess import resume_here, run_attnas, search_here
 
 
 def tiny_latent_bo(tiny_recipe_data: dict) -> dict:
@@ -37,11 +40,7 @@ def attnas(*args, fault=None, check=True):
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory, tiny_recipe_data):
-    d = tmp_path_factory.mktemp("latent-bo")
-    recipe = d / "tiny.yaml"
-    recipe.write_text(yaml.safe_dump(tiny_latent_bo(tiny_recipe_data)))
-    attnas("search", str(recipe), "--out", str(d / "run"))
-    return recipe, d / "run"
+    return search_here(tmp_path_factory.mktemp("latent-bo"), tiny_latent_bo(tiny_recipe_data), threads=1)
 
 
 def events(run, phase):
@@ -83,7 +82,7 @@ def test_killed_search_resumes_to_the_same_result(reference, tmp_path, fault):
     out = tmp_path / "run"
     killed = attnas("search", str(recipe), "--out", str(out), fault=fault, check=False)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-    attnas("search", "--resume", str(out))
+    resume_here(out, threads=1)
     assert json.loads((out / "arch.json").read_text()) == json.loads((ref / "arch.json").read_text())
     strip = [{k: v for k, v in e.items() if k != "time"} for e in events(out, "latent-bo")]
     want = [{k: v for k, v in e.items() if k != "time"} for e in events(ref, "latent-bo")]
