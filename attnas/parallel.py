@@ -204,6 +204,20 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
         raise AttnasError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from None
 
 
+def _poll_seconds(default: float) -> float:
+    """``ATTNAS_RAY_POLL_SECONDS`` (a number > 0) when it is set, else ``default``."""
+    text = os.environ.get("ATTNAS_RAY_POLL_SECONDS", "")
+    if not text:
+        return default
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise ConfigError(f"ATTNAS_RAY_POLL_SECONDS={text!r}: expected a number of seconds > 0")
+    return seconds
+
+
 def _worker_fault_spec() -> tuple[int, str | None, str | None]:
     """``ATTNAS_WORKER_FAULT=<n>[:<marker file>]`` as ``(n, marker, temporary folder to remove)``.
 
@@ -239,7 +253,9 @@ class RayExecutor(Executor):
     """
 
     parallel = True
-    #: Seconds between checks that the cluster's head still answers, while a result is awaited.
+    #: Seconds between checks that the cluster's head still answers, while a result is awaited
+    #: (``ATTNAS_RAY_POLL_SECONDS`` sets another for the executors made after it is set: tests
+    #: that kill a head use a shorter one).
     poll_seconds = 2.0
 
     def __init__(self, workers: int | None = None, address: str | None = None, threads: int | None = None,
@@ -250,6 +266,7 @@ class RayExecutor(Executor):
         self._ray = ray
         self.address, self.retries = address, retries
         self.threads = threads or torch.get_num_threads()
+        self.poll_seconds = _poll_seconds(type(self).poll_seconds)
         self._owns = False
         if not ray.is_initialized():
             kwargs: dict[str, Any] = dict(include_dashboard=False, configure_logging=False, log_to_driver=True)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -82,16 +84,21 @@ def _toy_ranks(out, recipe):
 
     pipeline.search(recipe, out=Path(out) / "ddp")
     assert distributed.current() is None
+    # everything is written and closed: end the rank without the interpreter's teardown of
+    # torch and the search's modules (seconds on a loaded machine, and no part of the checks)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 @pytest.fixture(scope="module")
 def ddp_recipe(tiny_recipe_data):
     r = copy.deepcopy(tiny_recipe_data)
     r["strategy"] = {"name": "one-shot-evolution",
-                     "supernet": {"epochs": 6, "checkpoint_every": 3, "optimizer": "sgd", "lr": 0.05},
-                     "evolution": {"population": 6, "parents": 2, "children": 2, "rounds": 1},
+                     "supernet": {"epochs": 4, "checkpoint_every": 2, "optimizer": "sgd", "lr": 0.05},
+                     "evolution": {"population": 4, "parents": 2, "children": 2, "rounds": 1},
                      "rerank": {"top_k": 1, "epochs": 0}}
-    r["retrain"] = {"epochs": 2, "patience": 0, "init": "supernet"}
+    r["retrain"] = {"epochs": 1, "patience": 0, "init": "supernet"}
     return r
 
 
@@ -195,16 +202,16 @@ def test_two_process_supernet_training_equals_one_process(ddp_recipe, two_ranks,
     def weights(run, epoch):
         return load_checkpoint_file(run / "checkpoints" / f"supernet-{epoch:08d}.ckpt")["state"]["model"]
 
-    ddp, one = weights(two_ranks / "ddp", 6), weights(tmp_path / "one", 6)
+    ddp, one = weights(two_ranks / "ddp", 4), weights(tmp_path / "one", 4)
     assert ddp.keys() == one.keys()
     for k in one:
         torch.testing.assert_close(ddp[k], one[k], rtol=1e-5, atol=1e-6)
-    mid = weights(two_ranks / "ddp", 3)  # the comparison is not trivial: training moved the weights
+    mid = weights(two_ranks / "ddp", 2)  # the comparison is not trivial: training moved the weights
     assert max((ddp[k] - mid[k]).abs().max().item() for k in ddp) > 1e-3
     # rank 0 alone wrote the run: each epoch logged once, then it finished the search alone
     events = [json.loads(line) for line in (two_ranks / "ddp" / "events.jsonl").read_text().splitlines()]
     sup = [e for e in events if e["phase"] == "supernet"]
-    assert [e["epoch"] for e in sup] == list(range(1, 7))
+    assert [e["epoch"] for e in sup] == list(range(1, 5))
     ref = [json.loads(line) for line in (tmp_path / "one" / "events.jsonl").read_text().splitlines()]
     assert [e["loss"] for e in sup] == pytest.approx([e["loss"] for e in ref if e["phase"] == "supernet"], rel=1e-4)
     assert json.loads((two_ranks / "ddp" / "run.json").read_text())["world_size"] == 2

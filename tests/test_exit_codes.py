@@ -13,6 +13,7 @@ import sys
 import time
 
 import pytest
+import torch
 import yaml
 from attnas_subprocess import FIXED_GCN, run_attnas
 from typer.testing import CliRunner
@@ -113,12 +114,15 @@ def _default_sigint() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def test_a_real_sigint_stops_a_search_with_130_and_it_resumes_to_the_same_result(tmp_path, tiny_recipe_data):
-    # a supernet long enough that the interrupt lands in it even when this process is slow to
-    # send it (on a loaded machine the tiny recipe's 40 epochs ended first: a signal that
-    # arrives while the interpreter shuts down is ignored)
+def test_a_real_sigint_stops_a_search_with_130_and_it_resumes_to_the_same_result(tmp_path, tiny_recipe_data,
+                                                                                  restore_torch_threads):
+    # a supernet long enough that the interrupt lands in the search even when this process is
+    # slow to send it (a signal that arrives while the interpreter shuts down is ignored); the
+    # phases after it small (they run twice: resumed and in the reference)
     data = copy.deepcopy(tiny_recipe_data)
-    data["strategy"]["supernet"]["epochs"] = 200
+    data["strategy"]["supernet"]["epochs"] = 60
+    data["strategy"]["evolution"].update(population=10, parents=4, children=4, rounds=2)
+    data["retrain"]["epochs"] = 10
     recipe = recipe_file(tmp_path, data)
     out = tmp_path / "run"
     env = dict(os.environ, ATTNAS_PROGRESS="0")
@@ -144,9 +148,20 @@ def test_a_real_sigint_stops_a_search_with_130_and_it_resumes_to_the_same_result
                              "continues it"], stderr
     assert run_json(out)["status"] == "interrupted" and not (out / "metrics.json").exists()
 
-    run_attnas("search", "--resume", str(out), threads=1)
-    reference = tmp_path / "reference"
-    run_attnas("search", recipe, "--out", str(reference), threads=1)
+    log = tmp_path / "resume.stderr"
+    with log.open("w") as err:  # (a file: nobody reads a pipe while the reference is searched)
+        resumed = subprocess.Popen([sys.executable, "-m", "attnas", "--threads", "1", "search", "--resume", str(out)],
+                                   env=env, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        # the uninterrupted reference, searched here (on one thread, as the child) while the child resumes
+        torch.set_num_threads(1)
+        reference = pipeline.search(data, out=tmp_path / "reference").path
+        resumed.wait(timeout=600)
+    finally:
+        if resumed.poll() is None:
+            resumed.kill()
+            resumed.wait()
+    assert resumed.returncode == 0, log.read_text()[-3000:]
     assert (out / "arch.json").read_text() == (reference / "arch.json").read_text()
     metrics, expected = (json.loads((p / "metrics.json").read_text()) for p in (out, reference))
     assert metrics["test_accuracy"] == expected["test_accuracy"]

@@ -26,10 +26,10 @@ TIMING = {"search_seconds"}
 
 def small_recipe(base: dict) -> dict:
     r = copy.deepcopy(base)
-    r["strategy"] = {"name": "one-shot-evolution", "supernet": {"epochs": 5, "checkpoint_every": 5},
-                     "evolution": {"population": 12, "parents": 4, "children": 4, "rounds": 2, "checkpoint_every": 5},
-                     "rerank": {"top_k": 2, "epochs": 2}}
-    r["retrain"] = {"epochs": 3, "patience": 0, "init": "supernet", "seeds": 2}
+    r["strategy"] = {"name": "one-shot-evolution", "supernet": {"epochs": 3, "checkpoint_every": 3},
+                     "evolution": {"population": 8, "parents": 2, "children": 2, "rounds": 2, "checkpoint_every": 3},
+                     "rerank": {"top_k": 2, "epochs": 1}}
+    r["retrain"] = {"epochs": 2, "patience": 0, "init": "supernet", "seeds": 2}
     return r
 
 
@@ -104,7 +104,7 @@ def test_killed_search_resumed_with_other_workers(recipe, sequential_run, local_
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump(recipe))
     out = tmp_path / "run"
-    env = dict(os.environ, ATTNAS_PROGRESS="0", ATTNAS_FAULT="evolution:9")
+    env = dict(os.environ, ATTNAS_PROGRESS="0", ATTNAS_FAULT="evolution:5")
     import torch
 
     # as many torch threads as this process (which made sequential_run): CPU results are
@@ -114,7 +114,7 @@ def test_killed_search_resumed_with_other_workers(recipe, sequential_run, local_
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     run = pipeline.resume(out, workers=2)  # killed sequential, resumed on 2 workers
     same_result(run, sequential_run)
-    assert [e["index"] for e in run.events("evolution")] == list(range(20))
+    assert [e["index"] for e in run.events("evolution")] == list(range(12))
     assert run.read_json("run.json")["workers"] == 2
 
 
@@ -225,3 +225,14 @@ def test_workers_without_ray_name_the_extra(recipe, tmp_path, monkeypatch):
             call()
     assert not (tmp_path / "run").exists()
     assert not parallel.make_executor(1).parallel  # one worker needs no Ray
+
+
+def test_ray_poll_seconds_from_the_environment(monkeypatch):
+    monkeypatch.delenv("ATTNAS_RAY_POLL_SECONDS", raising=False)
+    assert parallel._poll_seconds(2.0) == 2.0  # the default
+    monkeypatch.setenv("ATTNAS_RAY_POLL_SECONDS", "0.5")
+    assert parallel._poll_seconds(2.0) == 0.5
+    for bad in ("0", "-1", "x", "inf", "nan"):
+        monkeypatch.setenv("ATTNAS_RAY_POLL_SECONDS", bad)
+        with pytest.raises(ConfigError, match="ATTNAS_RAY_POLL_SECONDS"):
+            parallel._poll_seconds(2.0)
