@@ -26,13 +26,14 @@ def compare_markdown(result: dict) -> str:
     unit = " (%)" if scale == 100.0 else ""
     task = result["task"]
     rt = result["retrain"]
+    finetune = f", lr {rt['finetune_lr']}" if rt.get("finetune_lr") is not None else ""
     paper = f" (the paper used {result['paper_seeds']})" if result.get("paper_seeds") else ""
     lines = [f"# Is the search better? `{result['recipe']}`", "",
              f"- task: `{task.get('name')}` on `{task.get('dataset', '')}`, metric: test {metric}",
              f"- {result['seeds']} retraining seeds per row, paired across rows{paper}",
              f"- one training budget for every row: {rt['epochs']} epochs, {rt['optimizer']} lr {rt['lr']}, "
              f"weight decay {rt['weight_decay']}, patience {rt['patience']}; rows with shared weights "
-             f"start from them (init `supernet`), the others from scratch",
+             f"start from them (init `supernet`{finetune}), the others from scratch",
              "", f"| row | what | test {metric}{unit} mean ± std | 95 % CI | val {metric}{unit} | params | "
              "search s | training s | init |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:

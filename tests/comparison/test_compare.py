@@ -110,3 +110,12 @@ def test_rows_and_seeds_on_ray_workers_give_the_same_result(reference, local_ray
     # it running and reuse it and its workers, instead of starting and stopping a Ray 3 times)
     _, expected = reference
     assert _without_times(compare(**ARGS, out=tmp_path / "par", workers=2)) == _without_times(expected)
+
+
+def test_the_budget_line_names_the_fine_tuning_rate_when_the_recipe_sets_one(reference):
+    from attnas.comparison.report import compare_markdown
+
+    _, result = reference
+    assert "init `supernet`)" in compare_markdown(result)  # the tiny recipe sets none
+    tuned = {**result, "retrain": {**result["retrain"], "finetune_lr": 0.0005}}
+    assert "init `supernet`, lr 0.0005)" in compare_markdown(tuned)
