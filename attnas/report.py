@@ -169,6 +169,28 @@ def rerank_section(events: list[dict], space: Any, run: RunDir, metric: str) -> 
     return lines + ["![re-ranking](rerank.png)", ""]
 
 
+def top_candidates_section(events: list[dict], space: Any, chosen: Arch | None, metric: str,
+                           top_k: int) -> list[str]:
+    """Markdown listing a one-shot run's best ``top_k`` candidates by supernet score, for
+    runs that choose without re-ranking (``rerank.epochs: 0``), so that a reader sees how
+    close the runners-up were; empty when the run has re-ranking events or no scored
+    candidates."""
+    if any(e.get("phase") == "rerank" for e in events):
+        return []
+    scored = [e for e in events if e.get("phase") == "evolution" and metric in e and "arch" in e]
+    if not scored:
+        return []
+    best = sorted(scored, key=lambda e: -e[metric])[:max(1, top_k)]
+    lines = ["## Best candidates", "",
+             f"The top {len(best)} of {len(scored)} scored candidates by supernet validation {metric} "
+             "(the search keeps the first; no re-ranking).", "",
+             f"| rank | architecture | supernet val {metric} |", "|---|---|---|"]
+    for i, e in enumerate(best):
+        mark = " **(chosen)**" if chosen is not None and e["arch"] == chosen.choices else ""
+        lines.append(f"| {i + 1} | `{space.describe(Arch(space.name, e['arch']))}`{mark} | {e[metric]:.4f} |")
+    return lines + [""]
+
+
 def _table(rows: dict[str, Any]) -> str:
     out = ["| key | value |", "|---|---|"]
     for k, v in rows.items():
@@ -209,6 +231,7 @@ def write_report(run_dir: str | Path) -> Path:
         lines += ["## Metrics", "", _table({k: v for k, v in metrics.items()
                                             if k not in ("arch", "mechanism_costs", "mechanism_costs_input")}), ""]
         lines += mechanism_section(metrics)  # a mechanism search's drop scores beside its costs
+    arch = None
     if run.exists(RunDir.ARCH):
         arch = Arch.from_json(run.file(RunDir.ARCH).read_text(), source="arch.json")
         lines += ["## Architecture", "", f"`{space.describe(arch)}`", ""]
@@ -226,6 +249,8 @@ def write_report(run_dir: str | Path) -> Path:
     if plot_progress(events, run.file("search_progress.png"), metric):
         lines += ["## Search progress", "", "![search progress](search_progress.png)", ""]
     lines += rerank_section(events, space, run, metric)
+    rerank = getattr(config.strategy.options, "rerank", None)
+    lines += top_candidates_section(events, space, arch, metric, rerank.top_k if rerank is not None else 10)
     lines += pareto_section(run, space)  # a cost-aware search's front, if it has one
     retrain_dir = run.path / "retrain"
     if retrain_dir.exists():

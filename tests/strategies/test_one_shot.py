@@ -37,6 +37,25 @@ def test_evolution_evaluates_the_budget_of_distinct_architectures(tiny_recipe, t
     assert (run.path / "rerank.png").exists()
 
 
+def test_without_re_ranking_the_best_supernet_score_wins_and_the_report_lists_the_runners_up(tiny_recipe, tmp_path):
+    from attnas.report import write_report
+
+    run = pipeline.search(tiny_recipe, ["strategy.supernet.epochs=5", "strategy.rerank.epochs=0"],
+                          out=tmp_path / "run")
+    assert run.events("rerank") == []
+    scored = run.events("evolution")
+    best = max(scored, key=lambda e: e["accuracy"])  # the first of any tie, as the search keeps it
+    assert json.loads(run.file("arch.json").read_text())["choices"] == best["arch"]
+    report = write_report(run.path).read_text()
+    assert "## Best candidates" in report and "## Re-ranking" not in report
+    section = report.split("## Best candidates")[1].split("\n## ")[0]
+    table = [line for line in section.splitlines() if line.startswith("| ") and "`L1=" in line]
+    assert len(table) == 3  # the tiny recipe's rerank.top_k
+    assert "**(chosen)**" in table[0] and sum("**(chosen)**" in line for line in table) == 1
+    scores = [float(line.rsplit("|", 2)[1]) for line in table]
+    assert scores == sorted(scores, reverse=True) and scores[0] == pytest.approx(best["accuracy"], abs=1e-4)
+
+
 def test_rerank_averages_the_validation_of_several_seeds_with_early_stopping(tiny_recipe, tmp_path):
     run = pipeline.search(tiny_recipe, ["strategy.supernet.epochs=5", "strategy.rerank.epochs=40",
                                         "strategy.rerank.patience=2", "strategy.rerank.seeds=2"],
