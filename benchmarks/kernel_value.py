@@ -33,7 +33,6 @@ ROOT = Path(kernels.__file__).resolve().parent
 
 #: kernel -> (its C++ source, the steps it serves)
 SERVES = {
-    "layout": ("layout.cpp", ("autola_retrain_cl",)),
     "small_conv": ("small_conv.cpp", ("autola_darts",)),
     "hoga_gates": ("hoga_gates.cpp", ("autola_darts",)),
     "attention_gates": ("attention_gates.cpp", ("autola_retrain",)),
@@ -63,11 +62,8 @@ def make_step(name: str, batch: int, size: int) -> Callable[[], None]:
     y = torch.randint(0, 10, (batch,))
     if name == "autola_darts":
         model = RelaxedHOGANetwork("resnet20", width=16)
-    elif name in ("autola_retrain", "autola_retrain_cl"):
+    elif name == "autola_retrain":
         model = hoga_network("resnet20", FIGURE3_EDGES, width=16)
-        if name == "autola_retrain_cl":
-            model = model.to(memory_format=torch.channels_last)
-            x = x.contiguous(memory_format=torch.channels_last)
     elif name in ("fullattn_darts", "fullattn_darts_fast"):  # the relaxed full-attention NAS network
         from attnas.models.stagewise_network import RelaxedStagewiseNetwork
 

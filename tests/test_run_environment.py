@@ -150,4 +150,4 @@ def test_the_kernel_state_comes_from_the_switches_without_building_anything(tmp_
 
     assert kernels_with() == sorted(kernels.KERNELS)
     assert kernels_with(ATTNAS_NO_KERNELS="1") == []
-    assert kernels_with(ATTNAS_DISABLE_KERNELS="dropout,layout") == sorted(set(kernels.KERNELS) - {"dropout", "layout"})
+    assert kernels_with(ATTNAS_DISABLE_KERNELS="dropout,small_conv") == sorted(set(kernels.KERNELS) - {"dropout", "small_conv"})

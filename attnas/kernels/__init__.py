@@ -17,8 +17,7 @@ loads them (a per-user cache whose files are checked before loading).
 
 Kernels (:data:`KERNELS`): ``attention_gates`` (AutoLA's gated attention modules, Eqs. 4-8),
 ``fused_phi`` (the HOGA cell's projection, Eq. 3), ``hoga_gates`` (the relaxed cell's full-size
-passes), ``small_conv`` (stride-1 convolutions with few channels per group), ``layout``
-(channels-last <-> NCHW channel groups), ``local_attention_flat`` (SASA local self-attention
+passes), ``small_conv`` (stride-1 convolutions with few channels per group), ``local_attention_flat`` (SASA local self-attention
 without unfolded copies: PyTorch, any device), ``local_attention`` (the same compiled for the
 CPU), ``dropout`` (the hashed dropout mask).
 """
@@ -31,7 +30,7 @@ from attnas.kernels._build import disabled_by_environment
 from attnas.ops import overrides
 
 #: Every kernel, in the order they are registered.
-KERNELS = ("layout", "small_conv", "hoga_gates", "attention_gates", "fused_phi", "local_attention_flat",
+KERNELS = ("small_conv", "hoga_gates", "attention_gates", "fused_phi", "local_attention_flat",
            "local_attention", "dropout")
 
 _disabled: set[str] = set()
@@ -67,7 +66,7 @@ def enabled(name: str) -> bool:
 
 def _register_all() -> None:
     from attnas.kernels import (attention_gates, dropout, fused_phi, hoga_gates,  # noqa: F401
-                                layout, local_attention, local_attention_flat, small_conv)
+                                local_attention, local_attention_flat, small_conv)
 
 
 _register_all()

@@ -41,7 +41,7 @@ from torch.autograd.function import once_differentiable
 
 from attnas.kernels._build import KERNEL_DTYPES, Library
 from attnas.kernels._running_stats import count_batch
-from attnas.kernels.layout import as_channels_last, planes_contiguous
+from attnas.kernels._planes import planes_contiguous
 from attnas.ops import overrides
 from attnas.ops.memory_format import as_nchw, is_channels_last
 from attnas.ops.vision_attention import (CBAM, ChannelAttention, ChannelAttentionV2, NormalizationAttention,
@@ -89,7 +89,7 @@ def _batch_stride(x: torch.Tensor) -> int:
 
 
 def _in_format(y: torch.Tensor, fmt: torch.memory_format) -> torch.Tensor:
-    return y if fmt == torch.contiguous_format else as_channels_last(y)
+    return y if fmt == torch.contiguous_format else y.contiguous(memory_format=torch.channels_last)
 
 
 class GateKernel:

@@ -28,7 +28,7 @@ from torch import nn
 
 from attnas.kernels._build import KERNEL_DTYPES, Library, int64_array, pointer_table
 from attnas.kernels._running_stats import count_batch
-from attnas.kernels.layout import planes_contiguous
+from attnas.kernels._planes import planes_contiguous
 from attnas.ops import overrides
 from attnas.ops.hoga_cell import HOGAProjection
 

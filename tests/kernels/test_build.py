@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-import attnas.kernels.layout as layout
+import attnas.kernels.dropout as dropout_kernel
 from attnas.kernels._build import Library, compiler
 
 
@@ -21,7 +21,7 @@ def cache(tmp_path, monkeypatch):
 
 
 def _fresh() -> Library:
-    return Library(layout.LIBRARY.name, layout.LIBRARY.signatures)
+    return Library(dropout_kernel.LIBRARY.name, dropout_kernel.LIBRARY.signatures)
 
 
 def test_build_records_the_sha256_and_a_second_load_uses_the_cache(cache):
