@@ -86,3 +86,31 @@ def test_bad_input_shapes_are_named():
         local_attention(q, k, v, rr[:, :2], rc[:, :2], 4)
     with pytest.raises(ConfigError, match="cannot be split into 3 heads"):
         local_attention(q, k, v, rr, rc, 3)
+
+
+@pytest.mark.parametrize("impl", ["fast", "fused"])
+def test_a_process_started_with_no_kernels_runs_the_unfold_definition(impl):
+    """With ``ATTNAS_NO_KERNELS=1`` from the start no override is active, so every ``impl``
+    computes the eager ``unfold`` form bit for bit (the flat and fused kernels would differ
+    in the last float bits)."""
+    import os
+    import subprocess
+    import sys
+
+    code = f"""
+import torch
+from attnas.ops import overrides
+from attnas.ops.local_self_attention import LocalSelfAttention, local_attention
+import attnas.kernels
+assert not any(overrides.active(h) for h in ("local_attention", "local_self_attention")), overrides.registered()
+torch.manual_seed(0)
+layer = LocalSelfAttention(4, 8, kernel_size=3, heads=2, impl={impl!r})
+x = torch.randn(2, 4, 9, 11)
+q, k, v = layer.project(x)
+assert torch.equal(layer(x), local_attention(q, k, v, layer.rel_row, layer.rel_col, 2))
+print("unfold")
+"""
+    env = dict(os.environ, ATTNAS_NO_KERNELS="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "unfold"
