@@ -34,25 +34,34 @@ class EdgeScaledDotProductAttention(nn.Module):
     Where the width d is not divisible by h (an attention layer over class scores), the
     layer uses the largest number of heads below h that divides d.
 
+    With ``qk_norm`` each head's query and key are first divided by their root mean square,
+    :math:`\mathbf{q}_{v,i} \leftarrow \mathbf{q}_{v,i} / \sqrt{\operatorname{mean}(\mathbf{q}_{v,i}^2) + \epsilon}`
+    (not in the paper): the energies then do not vanish when the query and key
+    operations output small vectors.
+
     Args:
         heads: Number of heads h (the paper uses 4 for graphs).
         dropout: Dropout on the attention coefficients (as GAT does).
+        qk_norm: Scale queries and keys to unit root-mean-square per head.
 
     Shapes:
         - q, k, v: [N, d]
         - output: [N, d]
     """
 
-    def __init__(self, heads: int = 4, dropout: float = 0.0):
+    def __init__(self, heads: int = 4, dropout: float = 0.0, qk_norm: bool = False):
         super().__init__()
         self.heads = heads
         self.dropout = dropout
+        self.qk_norm = qk_norm
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
         n, d = q.shape
         h = max(i for i in range(1, min(self.heads, d) + 1) if d % i == 0)
         src, dst = ctx.edge_index_with_self_loops
         qh, kh, vh = q.view(n, h, d // h), k.view(n, h, d // h), v.view(n, h, d // h)
+        if self.qk_norm:
+            qh, kh = _unit_rms(qh), _unit_rms(kh)
         energy = (qh.index_select(0, dst) * kh.index_select(0, src)).sum(-1) / math.sqrt(d / h)  # [E, h]
         alpha = softmax(energy, dst, num_nodes=n)
         alpha = fast_dropout(alpha, self.dropout, self.training)
@@ -61,7 +70,12 @@ class EdgeScaledDotProductAttention(nn.Module):
         return out.view(n, d)
 
     def extra_repr(self) -> str:
-        return f"heads={self.heads}, dropout={self.dropout}"
+        return f"heads={self.heads}, dropout={self.dropout}" + (", qk_norm=True" if self.qk_norm else "")
+
+
+def _unit_rms(x: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
+    """``x`` divided by the root mean square of its last dimension."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
 
 
 def dense_masked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, adj: torch.Tensor,

@@ -88,6 +88,9 @@ class AutoAttendConfig:
             (graphs).
         out_act: Activation of the last layer's operations when ``head`` is ``none``
             (``linear``: none, as GCN's and GAT's output layers).
+        qk_norm: Graphs: scale each head's query and key to unit root-mean-square before
+            Eq. 8 (not in the paper; without it the hidden attention layers of the Cora
+            recipe get near-zero energies and average uniformly, docs/results/autoattend_graph.md).
         options: Domain-specific extras (e.g. text: ``{max_len: 64}``).
     """
 
@@ -106,6 +109,7 @@ class AutoAttendConfig:
     stem: Literal["project", "raw"] = "project"
     head: Literal["linear", "none"] = "linear"
     out_act: str = "linear"
+    qk_norm: bool = False
     options: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:

@@ -96,7 +96,7 @@ class GraphAdapter:
         return GraphHead(self.opts.hidden, self.info.num_classes)
 
     def attention(self) -> nn.Module:
-        return EdgeScaledDotProductAttention(self.opts.heads, self.opts.attn_dropout)
+        return EdgeScaledDotProductAttention(self.opts.heads, self.opts.attn_dropout, qk_norm=self.opts.qk_norm)
 
     def op(self, name: str, in_dim: int, out_dim: int, last: bool) -> nn.Module:
         """Operation ``name`` of the space's pool, ``in_dim -> out_dim``; on a last layer of class

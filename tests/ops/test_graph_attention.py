@@ -36,3 +36,27 @@ def test_large_sparse_graph_runs_without_an_n_squared_matrix():
     q = torch.randn(n, d, generator=g)
     out = EdgeScaledDotProductAttention(heads=4).eval()(q, q, q, GraphContext(ei, n))
     assert out.shape == (n, d) and torch.isfinite(out).all()
+
+
+def test_qk_norm_attends_where_tiny_queries_and_keys_would_average():
+    g = torch.Generator().manual_seed(1)
+    n, d, h = 30, 16, 4
+    ei = torch.randint(0, n, (2, 120), generator=g)
+    ei = torch.unique(ei[:, ei[0] != ei[1]], dim=1)
+    q, k, v = (torch.randn(n, d, generator=g) for _ in range(3))
+    ctx = GraphContext(ei, n)
+    plain = EdgeScaledDotProductAttention(heads=h).eval()
+    normed = EdgeScaledDotProductAttention(heads=h, qk_norm=True).eval()
+    # the plain layer with queries and keys scaled down to 1e-4 is the neighbourhood mean of v
+    adj = torch.eye(n, dtype=torch.bool)
+    adj[ei[1], ei[0]] = True
+    mean = (adj.float() @ v) / adj.sum(1, keepdim=True)
+    assert torch.allclose(plain(q * 1e-4, k * 1e-4, v, ctx), mean, atol=1e-5)
+    # with qk_norm the scale of q and k does not matter, and the result is Eq. 8 on the
+    # per-head unit-RMS queries and keys, not the mean
+    tiny = normed(q * 1e-4, k * 1e-4, v, ctx)
+    assert torch.allclose(tiny, normed(q, k, v, ctx), atol=1e-3)
+    unit = [x.view(n, h, d // h) / x.view(n, h, d // h).pow(2).mean(-1, keepdim=True).sqrt() for x in (q, k)]
+    assert torch.allclose(tiny, dense_masked_attention(unit[0].reshape(n, d), unit[1].reshape(n, d), v, adj, h),
+                          atol=1e-3)
+    assert not torch.allclose(tiny, mean, atol=1e-2)
