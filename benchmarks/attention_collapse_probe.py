@@ -6,7 +6,7 @@ plain mean of the value connection over each neighbourhood: the Q and K operatio
 not matter, and candidates that differ only in them tie in the supernet's score. For the
 architecture a finished one-shot run found, this prints per attention layer the mean |q| and
 |k|, the spread of the energies and the mean distance of the coefficients from the uniform
-weights 1/deg, with the supernet's weights and after a training from scratch with the run's
+weights 1/deg (with ``space.qk_norm``, of the normalised q and k), with the supernet's weights and after a training from scratch with the run's
 ``retrain`` protocol (``--retrain KEY=VALUE`` replaces its fields, e.g. ``weight_decay=0``).
 
 Usage::
@@ -28,14 +28,17 @@ import yaml
 def _probe(model: torch.nn.Module, forward, stats: list) -> None:
     from torch_geometric.utils import softmax
 
-    from attnas.ops.graph_attention import EdgeScaledDotProductAttention
+    from attnas.ops.graph_attention import EdgeScaledDotProductAttention, _unit_rms
 
     def hook(mod, args, out):
         q, k, _, ctx = args
         n, d = q.shape
         h = max(i for i in range(1, min(mod.heads, d) + 1) if d % i == 0)
         src, dst = ctx.edge_index_with_self_loops
-        energy = (q.view(n, h, d // h)[dst] * k.view(n, h, d // h)[src]).sum(-1) / math.sqrt(d / h)
+        qh, kh = q.view(n, h, d // h), k.view(n, h, d // h)
+        if getattr(mod, "qk_norm", False):  # space.qk_norm: the energies of the normalised q and k
+            qh, kh = _unit_rms(qh), _unit_rms(kh)
+        energy = (qh[dst] * kh[src]).sum(-1) / math.sqrt(d / h)
         alpha = softmax(energy, dst, num_nodes=n)
         uniform = 1.0 / torch.zeros(n).index_add_(0, dst, torch.ones(len(dst)))[dst]
         stats.append({"|q|": q.abs().mean().item(), "|k|": k.abs().mean().item(), "energy std": energy.std().item(),
