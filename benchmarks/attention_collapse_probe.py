@@ -18,7 +18,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import math
 from dataclasses import replace
 
 import torch
@@ -28,17 +27,13 @@ import yaml
 def _probe(model: torch.nn.Module, forward, stats: list) -> None:
     from torch_geometric.utils import softmax
 
-    from attnas.ops.graph_attention import EdgeScaledDotProductAttention, _unit_rms
+    from attnas.ops.graph_attention import EdgeScaledDotProductAttention
 
     def hook(mod, args, out):
         q, k, _, ctx = args
-        n, d = q.shape
-        h = max(i for i in range(1, min(mod.heads, d) + 1) if d % i == 0)
-        src, dst = ctx.edge_index_with_self_loops
-        qh, kh = q.view(n, h, d // h), k.view(n, h, d // h)
-        if getattr(mod, "qk_norm", False):  # space.qk_norm: the energies of the normalised q and k
-            qh, kh = _unit_rms(qh), _unit_rms(kh)
-        energy = (qh[dst] * kh[src]).sum(-1) / math.sqrt(d / h)
+        n = q.shape[0]
+        dst = ctx.edge_index_with_self_loops[1]
+        energy = mod.energies(q, k, ctx)  # the layer's own (with qk_norm: of the normalised q and k)
         alpha = softmax(energy, dst, num_nodes=n)
         uniform = 1.0 / torch.zeros(n).index_add_(0, dst, torch.ones(len(dst)))[dst]
         stats.append({"|q|": q.abs().mean().item(), "|k|": k.abs().mean().item(), "energy std": energy.std().item(),

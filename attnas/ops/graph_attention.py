@@ -55,15 +55,27 @@ class EdgeScaledDotProductAttention(nn.Module):
         self.dropout = dropout
         self.qk_norm = qk_norm
 
-    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
+    def heads_for(self, d: int) -> int:
+        """The heads used at width ``d``: the largest number up to ``heads`` that divides it."""
+        return max(i for i in range(1, min(self.heads, d) + 1) if d % i == 0)
+
+    def energies(self, q: torch.Tensor, k: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
+        """The scaled dot products ``q_v . k_u / sqrt(d/h)`` of Eq. 8, one per edge ``u -> v``
+        of ``ctx.edge_index_with_self_loops`` and head: ``[E, h]``."""
         n, d = q.shape
-        h = max(i for i in range(1, min(self.heads, d) + 1) if d % i == 0)
+        h = self.heads_for(d)
         src, dst = ctx.edge_index_with_self_loops
-        qh, kh, vh = q.view(n, h, d // h), k.view(n, h, d // h), v.view(n, h, d // h)
+        qh, kh = q.view(n, h, d // h), k.view(n, h, d // h)
         if self.qk_norm:
             qh, kh = _unit_rms(qh), _unit_rms(kh)
-        energy = (qh.index_select(0, dst) * kh.index_select(0, src)).sum(-1) / math.sqrt(d / h)  # [E, h]
-        alpha = softmax(energy, dst, num_nodes=n)
+        return (qh.index_select(0, dst) * kh.index_select(0, src)).sum(-1) / math.sqrt(d / h)
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
+        n, d = q.shape
+        h = self.heads_for(d)
+        src, dst = ctx.edge_index_with_self_loops
+        vh = v.view(n, h, d // h)
+        alpha = softmax(self.energies(q, k, ctx), dst, num_nodes=n)
         alpha = fast_dropout(alpha, self.dropout, self.training)
         msg = vh.index_select(0, src) * alpha.unsqueeze(-1)  # [E, h, d/h]
         out = torch.zeros_like(vh).index_add_(0, dst, msg)
