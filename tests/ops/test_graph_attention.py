@@ -8,16 +8,22 @@ from attnas.ops.graph_attention import EdgeScaledDotProductAttention, dense_mask
 from attnas.ops.graph_context import GraphContext
 
 
-def test_edge_attention_equals_dense_masked_attention():
-    g = torch.Generator().manual_seed(0)
-    n, d, h = 40, 32, 4
-    ei = torch.randint(0, n, (2, 150), generator=g)
+def _random_graph(seed: int, n: int, d: int, edges: int):
+    """Random q, k, v ``[n, d]``, a graph without self-loops, its context and its dense
+    attention mask (self-loops added; ``adj[v, u]``: target v attends to source u)."""
+    g = torch.Generator().manual_seed(seed)
+    ei = torch.randint(0, n, (2, edges), generator=g)
     ei = torch.unique(ei[:, ei[0] != ei[1]], dim=1)
     q, k, v = (torch.randn(n, d, generator=g) for _ in range(3))
-    ctx = GraphContext(ei, n)
-    out = EdgeScaledDotProductAttention(heads=h).eval()(q, k, v, ctx)
     adj = torch.eye(n, dtype=torch.bool)
-    adj[ei[1], ei[0]] = True  # target v attends to source u
+    adj[ei[1], ei[0]] = True
+    return q, k, v, GraphContext(ei, n), adj
+
+
+def test_edge_attention_equals_dense_masked_attention():
+    h = 4
+    q, k, v, ctx, adj = _random_graph(0, 40, 32, 150)
+    out = EdgeScaledDotProductAttention(heads=h).eval()(q, k, v, ctx)
     assert torch.allclose(out, dense_masked_attention(q, k, v, adj, h), atol=1e-5)
 
 
@@ -39,17 +45,11 @@ def test_large_sparse_graph_runs_without_an_n_squared_matrix():
 
 
 def test_qk_norm_attends_where_tiny_queries_and_keys_would_average():
-    g = torch.Generator().manual_seed(1)
     n, d, h = 30, 16, 4
-    ei = torch.randint(0, n, (2, 120), generator=g)
-    ei = torch.unique(ei[:, ei[0] != ei[1]], dim=1)
-    q, k, v = (torch.randn(n, d, generator=g) for _ in range(3))
-    ctx = GraphContext(ei, n)
+    q, k, v, ctx, adj = _random_graph(1, n, d, 120)
     plain = EdgeScaledDotProductAttention(heads=h).eval()
     normed = EdgeScaledDotProductAttention(heads=h, qk_norm=True).eval()
     # the plain layer with queries and keys scaled down to 1e-4 is the neighbourhood mean of v
-    adj = torch.eye(n, dtype=torch.bool)
-    adj[ei[1], ei[0]] = True
     mean = (adj.float() @ v) / adj.sum(1, keepdim=True)
     assert torch.allclose(plain(q * 1e-4, k * 1e-4, v, ctx), mean, atol=1e-5)
     # with qk_norm the scale of q and k does not matter, and the result is Eq. 8 on the
