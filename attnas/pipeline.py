@@ -313,7 +313,7 @@ def load_model(run_dir: str | Path, data_dir: str | Path | None = None, device: 
     run, config, arch, space = open_finished(run_dir, final_model=True)
     if not run.exists(RunDir.MODEL):
         raise RunDirError(f"{run.path} has no model.pt (the final training has not finished)")
-    task = build_task(config, resolve_data_root(data_dir or saved_data_root(run)), pick_device(device))
+    task = run_task(run, config, data_dir, device)
     ck = load_checkpoint_file(run.file(RunDir.MODEL))
     model = space.build(arch, task).to(task.device)
     model.load_state_dict(ck["state_dict"])
@@ -326,10 +326,16 @@ def saved_data_root(run: RunDir) -> str | None:
     return run.read_json(RunDir.RUN).get("data_root") if run.exists(RunDir.RUN) else None
 
 
+def run_task(run: RunDir, config: RunConfig, data_dir: str | Path | None = None, device: str | None = None) -> Any:
+    """The task of a run, on ``data_dir`` (default: the data root the run was created with) and
+    ``device`` (a ``--device`` value)."""
+    return build_task(config, resolve_data_root(data_dir or saved_data_root(run)), pick_device(device))
+
+
 def evaluate(run_dir: str | Path, data_dir: str | Path | None = None, device: str | None = None) -> dict:
     """Score a run's final model on its validation and test splits (writes evaluation.json)."""
     run, config, arch, space = open_finished(run_dir, final_model=True)
-    task = build_task(config, resolve_data_root(data_dir or saved_data_root(run)), pick_device(device))
+    task = run_task(run, config, data_dir, device)
     model = load_model(run_dir, data_dir, device)
     metric = task.metric
     out = {f"val_{metric}": task.evaluate(model, "val"), f"test_{metric}": task.evaluate(model, "test"),

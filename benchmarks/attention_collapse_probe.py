@@ -56,13 +56,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
 
-    from attnas.build import build_strategy, build_task
-    from attnas.data.root import resolve_data_root
-    from attnas.pipeline import open_finished, saved_data_root, train_final
+    from attnas.build import build_strategy
+    from attnas.pipeline import open_finished, run_task, train_final
 
     torch.set_num_threads(1)
     run, config, arch, space = open_finished(args.run_dir)
-    task = build_task(config, resolve_data_root(saved_data_root(run)), torch.device("cpu"))
+    task = run_task(run, config, device="cpu")
     batch = next(iter(task.batches("val")))
     print(space.describe(arch))
     supernet = build_strategy(config, space, task, run).load_supernet()

@@ -45,13 +45,12 @@ def train(run_dir: str, out: Path, seeds: int, top_k: int, init: str, part: tupl
     import torch
 
     from attnas.arch import Arch
-    from attnas.build import build_strategy, build_task
-    from attnas.data.root import resolve_data_root
-    from attnas.pipeline import open_finished, saved_data_root, train_final
+    from attnas.build import build_strategy
+    from attnas.pipeline import open_finished, run_task, train_final
 
     torch.set_num_threads(1)
     run, config, chosen, space = open_finished(run_dir)
-    task = build_task(config, resolve_data_root(saved_data_root(run)), torch.device("cpu"))
+    task = run_task(run, config, device="cpu")
     strategy = build_strategy(config, space, task, run) if init == "supernet" else None
     population = run.load_checkpoint("evolution")["state"]["population"]
     ranked = sorted(population, key=lambda p: -p["score"])[:top_k]

@@ -26,13 +26,12 @@ def study(run_dir: str, seeds: int) -> dict:
     import torch
 
     from attnas.arch import Arch
-    from attnas.build import build_strategy, build_task
-    from attnas.data.root import resolve_data_root
-    from attnas.pipeline import open_finished, saved_data_root, train_final
+    from attnas.build import build_strategy
+    from attnas.pipeline import open_finished, run_task, train_final
 
     torch.set_num_threads(1)
     run, config, chosen, space = open_finished(run_dir)
-    task = build_task(config, resolve_data_root(saved_data_root(run)), torch.device("cpu"))
+    task = run_task(run, config, device="cpu")
     strategy = build_strategy(config, space, task, run)
     supernet = strategy.load_supernet()
     supernet.eval()
