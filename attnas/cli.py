@@ -5,8 +5,9 @@
     attnas list [spaces|strategies|tasks|datasets|ops|recipes]
     attnas show RECIPE [--set key=value ...]
     attnas search RECIPE [--set key=value ...] [--out RUN_DIR] [--data-dir DIR] [--seed N] [--device D]
-                  [--workers N] [--ray-address ADDR] [--tensorboard DIR]
+                  [--workers N] [--ray-address ADDR] [--tensorboard DIR] [--mlflow URI [--mlflow-experiment NAME]]
     attnas search --resume RUN_DIR [--workers N] [--ray-address ADDR] [--force] [--tensorboard DIR]
+                  [--mlflow URI [--mlflow-experiment NAME]]
     attnas retrain RUN_DIR [--dataset NAME] [--seeds N] [--init supernet|scratch] [--workers N]
     attnas sweep RECIPE [--seeds N] [--grid key=[v1,v2] ...] [--set key=value ...] [--out DIR] [--workers N]
     attnas compare RECIPE [--seeds N] [--baselines a,b] [--no-random] [--set key=value ...] [--out DIR] [--workers N]
@@ -51,7 +52,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                        "full-attention NAS, operation embeddings).")
 
 
-WORKERS_HELP = "Score candidates on N parallel Ray workers (needs attnas[ray]); the result is the same."
+WORKERS_HELP = "Score candidates on N parallel Ray workers (needs attnas\\[ray]); the result is the same."
 RAY_HELP = "Use the Ray cluster at ADDR (e.g. ray://head:10001) instead of a local Ray."
 
 #: The commands that train or run models: the console script tunes the process for these
@@ -198,11 +199,20 @@ def search(recipe: Optional[str] = typer.Argument(None, help="Recipe name (attna
                                       "records it)."),
            tensorboard: Optional[Path] = typer.Option(None, "--tensorboard", help="Mirror the run's events "
                                                       "(losses, scores, costs) to TensorBoard logs in this folder "
-                                                      "while it goes (pip install \"attnas[tensorboard]\").")) -> None:
+                                                      "while it goes (pip install \"attnas\\[tensorboard]\")."),
+           mlflow: Optional[str] = typer.Option(None, "--mlflow", help="Mirror the run's events as metrics of an "
+                                                "MLflow run at this tracking URI (http://host:5000, file:./mlruns) "
+                                                "while it goes (pip install \"attnas\\[mlflow]\")."),
+           mlflow_experiment: Optional[str] = typer.Option(None, "--mlflow-experiment", help="With --mlflow: the "
+                                                           "MLflow experiment (default attnas).")) -> None:
     """Search an architecture; writes arch.json, metrics.json and model.pt to the run directory."""
-    from attnas.tensorboard_mirror import mirroring
+    from attnas import mlflow_mirror, tensorboard_mirror
 
-    with mirroring(tensorboard):
+    if mlflow_experiment is not None and mlflow is None:
+        from attnas.errors import ConfigError
+
+        raise ConfigError("--mlflow-experiment goes with --mlflow URI")
+    with tensorboard_mirror.mirroring(tensorboard), mlflow_mirror.mirroring(mlflow, mlflow_experiment or "attnas"):
         _search(recipe, set_, out, data_dir, seed, device, resume, workers, ray_address, force)
 
 

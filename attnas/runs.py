@@ -44,7 +44,8 @@ _MAGIC = b"ATTNAS-CKPT-1 "
 _KEEP = 2
 
 #: Called as ``listener(run_path, event)`` after every event a run logs in this process
-#: (e.g. :mod:`attnas.tensorboard_mirror`); see :func:`add_event_listener`.
+#: (e.g. :mod:`attnas.tensorboard_mirror`, :mod:`attnas.mlflow_mirror`); see
+#: :func:`add_event_listener`.
 _event_listeners: list[Callable[[Path, dict], None]] = []
 
 

@@ -5,8 +5,9 @@ TensorBoard scalars under ``DIR/<run folder name>/``, while the run goes; the ru
 directory itself is not touched. An event's numbers become scalars tagged
 ``<phase>/<key>`` (losses, validation scores, candidate scores, learning rates), the
 numbers of a nested mapping ``<phase>/<key>/<name>`` (a candidate's ``costs``), at the
-event's ``epoch``, else ``index``, else ``round``, else a count of the phase's events.
-A resumed run repeats the steps redone after its last checkpoint.
+event's ``epoch``, else ``index``, else ``round``, else a count of the phase's events
+(:mod:`attnas.event_mirrors`). A resumed run repeats the steps redone after its last
+checkpoint.
 
 Needs the ``tensorboard`` package (``pip install "attnas[tensorboard]"``).
 """
@@ -21,10 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from attnas.errors import ConfigError
-from attnas.runs import add_event_listener, remove_event_listener
-
-#: Event keys that say where an event is, not what was measured (not mirrored as scalars).
-STEP_KEYS = ("epoch", "index", "round", "step", "stage", "time")
+from attnas.event_mirrors import StepCounter, listening, stop_message
 
 
 def require_tensorboard() -> None:
@@ -34,30 +32,6 @@ def require_tensorboard() -> None:
     except ImportError as exc:
         raise ConfigError(f"--tensorboard needs the tensorboard package ({exc}); "
                           f"pip install \"attnas[tensorboard]\"") from None
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def scalars(event: dict, count: int) -> tuple[int, list[tuple[str, float]]]:
-    """The step and the ``(tag, value)`` scalars of one event (see the module docstring).
-
-    Args:
-        event: The event as logged (with its ``phase``).
-        count: How many events of its phase came before it (the step when it names none).
-    """
-    phase = str(event.get("phase", "event"))
-    step = next((int(event[k]) for k in ("epoch", "index", "round") if _is_number(event.get(k))), count)
-    out = []
-    for key, value in event.items():
-        if key in STEP_KEYS or key == "phase":
-            continue
-        if _is_number(value):
-            out.append((f"{phase}/{key}", float(value)))
-        elif isinstance(value, dict):
-            out += [(f"{phase}/{key}/{k}", float(v)) for k, v in value.items() if _is_number(v)]
-    return step, out
 
 
 class EventMirror:
@@ -70,7 +44,7 @@ class EventMirror:
     def __init__(self, log_dir: str | Path):
         self.log_dir = Path(log_dir)
         self._writers: dict[Path, Any] = {}
-        self._counts: dict[tuple[Path, str], int] = {}
+        self._steps = StepCounter()
         self._failed = False
 
     def __call__(self, run_path: Path, event: dict) -> None:
@@ -82,19 +56,16 @@ class EventMirror:
             writer = self._writers.get(run_path)
             if writer is None:
                 writer = self._writers[run_path] = SummaryWriter(str(self.log_dir / Path(run_path).name))
-            phase = str(event.get("phase", "event"))
-            count = self._counts.get((run_path, phase), 0)
-            self._counts[(run_path, phase)] = count + 1
-            step, values = scalars(event, count)
+            step, values = self._steps(run_path, event)
             for tag, value in values:
                 writer.add_scalar(tag, value, step)
             writer.flush()
         except Exception as exc:  # noqa: BLE001 - the live view must never stop the run
             self._failed = True
-            warnings.warn(f"--tensorboard: stopped mirroring events ({type(exc).__name__}: {exc})", stacklevel=2)
+            warnings.warn(stop_message("--tensorboard", exc), stacklevel=2)
 
-    def close(self) -> None:
-        """Flush and close every writer."""
+    def close(self, error: BaseException | None = None) -> None:
+        """Flush and close every writer (``error``, what ended the run if anything did, is not used)."""
         for writer in self._writers.values():
             writer.close()
         self._writers.clear()
@@ -112,10 +83,5 @@ def mirroring(log_dir: str | Path | None) -> Iterator[EventMirror | None]:
         yield None
         return
     require_tensorboard()
-    mirror = EventMirror(log_dir)
-    add_event_listener(mirror)
-    try:
+    with listening(EventMirror(log_dir)) as mirror:
         yield mirror
-    finally:
-        remove_event_listener(mirror)
-        mirror.close()

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from attnas.cli import app
 from attnas.runs import _event_listeners
-from attnas.tensorboard_mirror import scalars
+from attnas.event_mirrors import scalars
 
 runner = CliRunner()
 
