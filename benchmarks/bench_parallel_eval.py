@@ -1,7 +1,7 @@
 """Candidate-evaluation throughput: in-process vs 1 and 2 Ray workers (issue 8).
 
 Scores the same candidates with supernet weights, exactly as the one-shot strategies do
-(:func:`attnas.strategies.one_shot.score_candidates` on contiguous chunks, weights in the
+(:func:`attnas.strategies.supernet_scoring.score_candidates` on contiguous chunks, weights in the
 object store once), three ways, round-robin over repeats so every way sees the same load:
 
 - ``in-process``: the sequential loop of a run without ``--workers``;
@@ -48,7 +48,7 @@ def main() -> None:
     from attnas.config import load_config
     from attnas.data.root import resolve_data_root
     from attnas.rng import seed_everything
-    from attnas.strategies.one_shot import score_candidates, supernet_score
+    from attnas.strategies.supernet_scoring import score_candidates, supernet_score
 
     cfg = load_config(args.recipe)
     space = build_space(cfg)

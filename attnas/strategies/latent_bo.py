@@ -48,7 +48,8 @@ from attnas.graphvae.vae import paper_model
 from attnas.progress import progress
 from attnas.strategies.base import SearchResult
 from attnas.strategies.graph_vae import MODELS
-from attnas.strategies.one_shot import _OneShot, random_search_section
+from attnas.strategies.one_shot import random_search_section
+from attnas.strategies.one_shot_base import _OneShot
 from attnas.strategies.one_shot_config import RerankConfig, SupernetConfig
 
 
