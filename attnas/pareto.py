@@ -248,7 +248,8 @@ def export_member(run_dir: str | Path, pick: str, out: str | Path) -> tuple[Path
         ConfigError: When ``pick`` names no member.
     """
     from attnas.arch import Arch
-    from attnas.runs import RunDir, atomic_write_text
+    from attnas.atomic_files import atomic_write_text
+    from attnas.runs import RunDir
     from attnas.errors import RunDirError
 
     run = RunDir.open(run_dir)

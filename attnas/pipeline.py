@@ -41,12 +41,13 @@ from attnas import _registry, distributed, run_environment
 from attnas._version import __version__
 from attnas.arch import Arch, load_arch
 from attnas.build import build_space, build_strategy, build_task, check_strategy, check_task, pick_device
+from attnas.checkpoint_files import load_checkpoint_file, save_checkpoint_file
 from attnas.config import RunConfig, TrainConfig, config_from_dict, load_config
 from attnas.data.root import resolve_data_root
 from attnas.errors import RunDirError, UnsupportedError
 from attnas.parallel import Executor, RunSpec, SequentialExecutor, make_executor
 from attnas.rng import seed_everything
-from attnas.runs import RunDir, load_checkpoint_file, run_folder_name, save_checkpoint_file
+from attnas.runs import RunDir, run_folder_name
 from attnas.train import fit
 
 

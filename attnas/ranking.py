@@ -30,12 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from attnas.arch import Arch
+from attnas.atomic_files import atomic_write_file, atomic_write_json, atomic_write_text
 from attnas.config import load_config
 from attnas.data.root import resolve_data_root
 from attnas.errors import ConfigError, RunDirError
 from attnas.progress import progress
 from attnas.rng import seed_everything
-from attnas.runs import RunDir, atomic_write_file, atomic_write_json, atomic_write_text, read_jsonl, run_folder_name
+from attnas.runs import RunDir, read_jsonl, run_folder_name
 
 
 def sample_architectures(space: Any, n: int, seed: int) -> list[Arch]:

@@ -3,7 +3,7 @@
 :func:`write_report` reads only the run directory (config, events, arch, metrics,
 retrain summaries), so it works on finished and unfinished runs alike and can be run
 again at any time. Every file it writes, figures included, is written to a temporary
-file and renamed over the old one (:func:`attnas.runs.atomic_write_file`), so a report
+file and renamed over the old one (:func:`attnas.atomic_files.atomic_write_file`), so a report
 killed half-way leaves the previous files whole.
 """
 
@@ -21,9 +21,10 @@ import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402
 
 from attnas.arch import Arch  # noqa: E402
+from attnas.atomic_files import atomic_write_file, atomic_write_text  # noqa: E402
 from attnas.report_mechanisms import mechanism_section  # noqa: E402
 from attnas.report_pareto import pareto_section  # noqa: E402
-from attnas.runs import RunDir, atomic_write_file, atomic_write_text  # noqa: E402
+from attnas.runs import RunDir  # noqa: E402
 
 
 def _moving_average(y: np.ndarray, k: int) -> np.ndarray:

@@ -15,8 +15,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from attnas.arch import Arch  # noqa: E402
+from attnas.atomic_files import atomic_write_bytes  # noqa: E402
 from attnas.pareto import PARETO_FILE, is_metric  # noqa: E402
-from attnas.runs import RunDir, atomic_write_bytes  # noqa: E402
+from attnas.runs import RunDir  # noqa: E402
 
 
 def plot_front(front: dict, candidates: list[dict], path: Any) -> None:

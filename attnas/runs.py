@@ -14,8 +14,9 @@ Layout::
 
 Every file is written to a temporary name in the same folder, flushed, fsynced and
 renamed over the target, so a reader sees either the old or the new file, never half
-of one. Checkpoints carry a SHA-256 of their payload; a truncated or corrupt one is
-detected on load and the previous good one is used, with a warning. A lock file keeps
+of one (:mod:`attnas.atomic_files`). Checkpoints carry a SHA-256 of their payload
+(:mod:`attnas.checkpoint_files`); a truncated or corrupt one is detected on load and the
+previous good one is used, with a warning. A lock file keeps
 two processes from writing one run directory. A run directory is created only in a new
 or empty folder, so no file that was there before is read as part of the run.
 """
@@ -23,8 +24,6 @@ or empty folder, so no file that was there before is read as part of the run.
 from __future__ import annotations
 
 import fcntl
-import hashlib
-import io
 import json
 import os
 import re
@@ -35,12 +34,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import torch
 import yaml
 
+from attnas.atomic_files import atomic_write_bytes, atomic_write_json, atomic_write_text, json_default
+from attnas.checkpoint_files import checkpoint_events_offset, load_checkpoint_file, save_checkpoint_file
 from attnas.errors import CheckpointError, RunDirError
 
-_MAGIC = b"ATTNAS-CKPT-1 "
 _KEEP = 2
 
 #: Called as ``listener(run_path, event)`` after every event a run logs in this process
@@ -81,118 +80,6 @@ def run_folder_name(name: str, limit: int = 100) -> str:
     """
     safe = re.sub(r"[^\w.-]+", "-", name)[:limit].strip(".-")
     return safe or "run"
-
-
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temp file, fsync, rename, fsync folder: :func:`atomic_write_file`).
-
-    A failed write (a full disk) leaves ``path`` as it was and no temporary file behind.
-    """
-    atomic_write_file(path, lambda tmp: tmp.write_bytes(data))
-
-
-def atomic_write_file(path: str | os.PathLike, write: Callable[[Path], Any]) -> None:
-    """Let ``write(tmp)`` write a file that then replaces ``path`` atomically.
-
-    ``tmp`` is in the same folder and ends like ``path`` (a figure library picks the format
-    from it). A reader sees the old file or the whole new one, never half of one; when
-    ``write`` fails the temporary file is removed and ``path`` is left as it was.
-
-    Args:
-        path: The file to (re)place.
-        write: Writes the whole new file to the path it is given.
-    """
-    path = Path(path)
-    tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
-    try:
-        write(tmp)
-        with open(tmp, "rb") as fh:  # on disk before the rename makes it the file
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except OSError:
-        pass
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically."""
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
-    """Write ``obj`` as indented JSON to ``path`` atomically."""
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n")
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, torch.Tensor):
-        return obj.tolist()
-    if hasattr(obj, "item"):
-        return obj.item()
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
-
-
-def save_checkpoint_file(path: str | os.PathLike, state: dict, events_offset: int = 0) -> None:
-    """Save ``state`` (tensors and plain data only) with a checksum header, atomically.
-
-    The header line is ``ATTNAS-CKPT-1 <sha256 of payload> <events offset>``.
-    """
-    buf = io.BytesIO()
-    torch.save(state, buf)
-    payload = buf.getvalue()
-    digest = hashlib.sha256(payload).hexdigest()
-    atomic_write_bytes(path, _MAGIC + f"{digest} {int(events_offset)}".encode() + b"\n" + payload)
-
-
-def _read_verified(path: Path) -> tuple[int, bytes]:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise CheckpointError(f"cannot read checkpoint {path}: {exc.strerror}") from None
-    if not raw.startswith(_MAGIC):
-        raise CheckpointError(f"{path} is not an attnas checkpoint (bad header)")
-    header_end = raw.find(b"\n", len(_MAGIC))
-    if header_end < 0:
-        raise CheckpointError(f"{path} is truncated (no checksum line)")
-    fields = raw[len(_MAGIC) : header_end].decode(errors="replace").split()
-    if len(fields) != 2 or not fields[1].isdigit():
-        raise CheckpointError(f"{path} has a malformed header")
-    payload = raw[header_end + 1 :]
-    if hashlib.sha256(payload).hexdigest() != fields[0]:
-        raise CheckpointError(f"{path} is corrupt or truncated (checksum mismatch)")
-    return int(fields[1]), payload
-
-
-def checkpoint_events_offset(path: str | os.PathLike) -> int:
-    """The events.jsonl offset stored in a checkpoint (verifying its checksum)."""
-    return _read_verified(Path(path))[0]
-
-
-def load_checkpoint_file(path: str | os.PathLike) -> dict:
-    """Load a checkpoint written by :func:`save_checkpoint_file`, verifying its checksum.
-
-    Loading uses ``torch.load(weights_only=True)``: a checkpoint can hold tensors and
-    plain data, never code.
-
-    Raises:
-        CheckpointError: When the file is missing, truncated, corrupt or not a checkpoint.
-    """
-    path = Path(path)
-    _, payload = _read_verified(path)
-    try:
-        return torch.load(io.BytesIO(payload), map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unpickling failure means a bad file
-        raise CheckpointError(f"{path} could not be loaded: {exc}") from None
 
 
 _fault_counts: dict[str, int] = {}
@@ -396,7 +283,7 @@ class RunDir:
         """Append one event (a JSON object) to events.jsonl."""
         if self._events_fh is None:
             self._events_fh = open(self.path / self.EVENTS, "a", encoding="utf-8")
-        line = json.dumps({"time": round(time.time(), 3), **event}, default=_json_default)
+        line = json.dumps({"time": round(time.time(), 3), **event}, default=json_default)
         self._events_fh.write(line + "\n")
         self._events_fh.flush()
         if _event_listeners:

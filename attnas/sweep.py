@@ -28,12 +28,13 @@ from typing import Any
 import torch
 
 from attnas import pipeline
+from attnas.atomic_files import atomic_write_json
 from attnas.build import build_space, build_task, check_strategy, check_task
 from attnas.config import check_seeds, config_from_dict, load_config, parse_override, read_yaml, recipe_path
 from attnas.data.root import resolve_data_root
 from attnas.errors import ConfigError, RunDirError
 from attnas.parallel import make_executor
-from attnas.runs import RunDir, atomic_write_json, run_folder_name
+from attnas.runs import RunDir, run_folder_name
 
 PLAN = "sweep.json"
 SUMMARY = "summary.json"

@@ -61,6 +61,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
+from attnas.checkpoint_files import load_checkpoint_file, save_checkpoint_file  # noqa: E402
 from attnas.graphvae.bo import BOSettings, BOState, latent_bo  # noqa: E402
 from attnas.graphvae.dag_batch import DagBatch  # noqa: E402
 from attnas.graphvae.dag_dataset import DagDataset  # noqa: E402
@@ -69,7 +70,6 @@ from attnas.graphvae.gp import SparseGPSettings, fit_sparse_gp  # noqa: E402
 from attnas.graphvae.train import TrainSettings, fit, new_state  # noqa: E402
 from attnas.graphvae.validity import is_valid_enas  # noqa: E402
 from attnas.graphvae.vae import GraphVAE, paper_model  # noqa: E402
-from attnas.runs import load_checkpoint_file, save_checkpoint_file  # noqa: E402
 
 MODELS = {"dvae": "D-VAE", "dvae-emb": "DVAE-EMB", "gcn": "GCN", "gcn-emb": "GCN-EMB"}
 

@@ -28,9 +28,9 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
+from attnas.checkpoint_files import load_checkpoint_file  # noqa: E402
 from attnas.graphvae.gp import SparseGPSettings, gp_prediction  # noqa: E402
 from attnas.graphvae.vae import GraphVAE  # noqa: E402
-from attnas.runs import load_checkpoint_file  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

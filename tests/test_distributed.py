@@ -190,7 +190,7 @@ def test_follower_run_writes_nothing(tmp_path):
 def test_two_process_supernet_training_equals_one_process(ddp_recipe, two_ranks, tmp_path):
     """Full-batch graph: each rank scores half the training nodes; dropout stays in (same masks)."""
     from attnas import pipeline
-    from attnas.runs import load_checkpoint_file
+    from attnas.checkpoint_files import load_checkpoint_file
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as the spawned ranks
@@ -281,7 +281,8 @@ def toy_darts(run, per_batch):
 def test_two_process_darts_equals_one_process_on_the_union_batches(two_ranks, tmp_path):
     """Both steps of first-order DARTS (SGD on the weights, Adam on alpha) on 2 gloo ranks with
     batches of 5 end where one process ends with batches of 10 (each the union of the two ranks')."""
-    from attnas.runs import RunDir, load_checkpoint_file
+    from attnas.checkpoint_files import load_checkpoint_file
+    from attnas.runs import RunDir
 
     one = RunDir.create(tmp_path / "one", "name: toy\n", {})
     threads = torch.get_num_threads()

@@ -7,8 +7,8 @@ import random
 import numpy as np
 import torch
 
+from attnas.checkpoint_files import load_checkpoint_file, save_checkpoint_file
 from attnas.rng import rng_state, seed_everything, set_rng_state
-from attnas.runs import load_checkpoint_file, save_checkpoint_file
 
 
 def draw(r):

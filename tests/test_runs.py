@@ -7,8 +7,9 @@ import os
 import pytest
 import torch
 
+from attnas.checkpoint_files import load_checkpoint_file, save_checkpoint_file
 from attnas.errors import CheckpointError, RunDirError
-from attnas.runs import RunDir, load_checkpoint_file, save_checkpoint_file
+from attnas.runs import RunDir
 
 
 def test_checkpoint_round_trip_and_corruption(tmp_path):
@@ -164,7 +165,7 @@ def test_a_failed_atomic_write_keeps_the_old_file_and_leaves_no_temporary_file(t
     import errno
     from pathlib import Path
 
-    from attnas.runs import atomic_write_bytes, atomic_write_file
+    from attnas.atomic_files import atomic_write_bytes, atomic_write_file
 
     target = tmp_path / "metrics.json"
     atomic_write_bytes(target, b"old")

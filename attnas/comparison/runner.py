@@ -32,6 +32,7 @@ from pathlib import Path
 import torch
 
 from attnas import pipeline
+from attnas.atomic_files import atomic_write_json
 from attnas.build import build_space, build_task, check_strategy, check_task
 from attnas.comparison.plan import Row, plan_rows
 from attnas.comparison.report import write_compare_files
@@ -41,7 +42,7 @@ from attnas.data.root import resolve_data_root
 from attnas.errors import RunDirError
 from attnas.parallel import make_executor
 from attnas.retraining import retrain
-from attnas.runs import RunDir, atomic_write_json, run_folder_name
+from attnas.runs import RunDir, run_folder_name
 
 PLAN = "compare-plan.json"
 RESULT = "compare.json"

@@ -12,7 +12,7 @@ per graph id, node ids relabelled from 0, self-loops removed), from JSON and fro
 ``.npy`` files read with ``allow_pickle=False``: no file is unpickled. Because building
 them takes a while, the result is cached in the per-user cache, under the SHA-256 of the
 raw files, as a checksummed file of tensors that loads with ``weights_only=True``
-(:func:`attnas.runs.load_checkpoint_file`); the data root itself is never written.
+(:func:`attnas.checkpoint_files.load_checkpoint_file`); the data root itself is never written.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from torch_geometric.data import Data
 from torch_geometric.utils import remove_self_loops
 
 from attnas._registry import register_dataset
+from attnas.checkpoint_files import load_checkpoint_file, save_checkpoint_file
 from attnas.data.graphs import GraphDataset, validate_graph
 from attnas.data.root import default_cache_dir, require_files
 from attnas.errors import CheckpointError, DataError
-from attnas.runs import load_checkpoint_file, save_checkpoint_file
 
 PPI_FILES = tuple(f"{s}_{kind}" for s in ("train", "valid", "test")
                   for kind in ("graph.json", "feats.npy", "labels.npy", "graph_id.npy"))

@@ -36,6 +36,7 @@ import torch
 
 from attnas._registry import register_strategy
 from attnas.arch import Arch
+from attnas.checkpoint_files import save_checkpoint_file
 from attnas.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Range, check_fields
 from attnas.errors import ArchError, ConfigError
 from attnas.graphvae.bo import INVALID, BOSettings, BOState, latent_bo
@@ -45,7 +46,6 @@ from attnas.graphvae.metrics import Table1Settings, table1
 from attnas.graphvae.space_dags import SpaceDecoder
 from attnas.graphvae.train import TrainSettings, TrainState, fit, new_state
 from attnas.graphvae.vae import GraphVAE, paper_model
-from attnas.runs import save_checkpoint_file
 from attnas.strategies.base import SearchResult, Strategy
 
 #: Recipe names of paper 004's models.

@@ -17,10 +17,10 @@ import torch
 
 
 def main() -> None:
+    from attnas.checkpoint_files import load_checkpoint_file
     from attnas.data.enas import load_enas6
     from attnas.graphvae.analysis import tsne_embedding
     from attnas.graphvae.vae import GraphVAE
-    from attnas.runs import load_checkpoint_file
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+", type=Path)
