@@ -12,8 +12,8 @@ The derived masks are computed once per batch and cached, since a 24-layer netwo
 uses them dozens of times. Zeroing multiplies by a cached ``[B, L, 1]`` float mask and
 filling adds one: on CPU a broadcast ``masked_fill`` is about 9x slower than a
 multiplication (measured 280 us vs 31 us for ``[128, 40, 64]``, one thread), and text
-models zero pads after almost every operation. Both need finite inputs (``0 * inf`` is
-NaN); :meth:`SequenceContext.fill_pads` accepts any value.
+models zero pads after almost every operation. Both need finite inputs (``0 * inf``
+is NaN).
 """
 
 from __future__ import annotations
@@ -70,11 +70,6 @@ class SequenceContext:
         return cls(batch.mask, batch.lengths, getattr(batch, "lengths_cpu", None))
 
     @property
-    def batch_size(self) -> int:
-        """Number of sequences ``B``."""
-        return self.mask.shape[0]
-
-    @property
     def max_len(self) -> int:
         """Padded length ``L``."""
         return self.mask.shape[1]
@@ -95,11 +90,6 @@ class SequenceContext:
     def has_pad(self) -> bool:
         """Whether any position is padding (when not, masking can be skipped)."""
         return bool((self.lengths_cpu < self.max_len).any())
-
-    @cached_property
-    def key_mask(self) -> torch.Tensor:
-        """``[B, 1, 1, L]`` bool, True where a key may be attended to (SDPA ``attn_mask``)."""
-        return self.mask[:, None, None, :]
 
     def keep(self, dtype: torch.dtype) -> torch.Tensor:
         """``[B, L, 1]`` of ``dtype``: 1 at real tokens, 0 at pads (cached per dtype)."""
@@ -126,7 +116,3 @@ class SequenceContext:
         and stays finite (so :meth:`zero_pads` can clear it) when there is none.
         """
         return torch.addcmul(self.lowest(x.dtype), x, self.keep(x.dtype)) if self.has_pad else x
-
-    def fill_pads(self, x: torch.Tensor, value: float) -> torch.Tensor:
-        """Set the pad positions of ``x`` (``[B, L, H]``) to ``value``."""
-        return x.masked_fill(self.pad, value) if self.has_pad else x
