@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch_geometric.utils import softmax
 
@@ -89,18 +88,3 @@ def _unit_rms(x: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
     """``x`` divided by the root mean square of its last dimension."""
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
 
-
-def dense_masked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, adj: torch.Tensor,
-                           heads: int) -> torch.Tensor:
-    """Reference: Eq. 8 with the N x N energy masked to ``-inf`` outside ``adj`` (tests only).
-
-    Args:
-        q, k, v: [N, d] representations.
-        adj: [N, N] bool, ``adj[v, u]`` True when u is attended by v.
-        heads: Number of heads.
-    """
-    n, d = q.shape
-    qh, kh, vh = (t.view(n, heads, d // heads).transpose(0, 1) for t in (q, k, v))
-    energy = qh @ kh.transpose(1, 2) / math.sqrt(d / heads)
-    energy = energy.masked_fill(~adj.unsqueeze(0), float("-inf"))
-    return (torch.softmax(energy, -1) @ vh).transpose(0, 1).reshape(n, d)

@@ -2,10 +2,28 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
-from attnas.ops.graph_attention import EdgeScaledDotProductAttention, dense_masked_attention
+from attnas.ops.graph_attention import EdgeScaledDotProductAttention
 from attnas.ops.graph_context import GraphContext
+
+
+def dense_masked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, adj: torch.Tensor,
+                           heads: int) -> torch.Tensor:
+    """Reference: Eq. 8 with the N x N energy masked to ``-inf`` outside ``adj``.
+
+    Args:
+        q, k, v: [N, d] representations.
+        adj: [N, N] bool, ``adj[v, u]`` True when u is attended by v.
+        heads: Number of heads.
+    """
+    n, d = q.shape
+    qh, kh, vh = (t.view(n, heads, d // heads).transpose(0, 1) for t in (q, k, v))
+    energy = qh @ kh.transpose(1, 2) / math.sqrt(d / heads)
+    energy = energy.masked_fill(~adj.unsqueeze(0), float("-inf"))
+    return (torch.softmax(energy, -1) @ vh).transpose(0, 1).reshape(n, d)
 
 
 def _random_graph(seed: int, n: int, d: int, edges: int):
