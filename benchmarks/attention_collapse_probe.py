@@ -56,15 +56,13 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
 
-    from attnas.build import build_strategy
-    from attnas.pipeline import open_finished, run_task, train_final
+    from attnas.pipeline import train_final
+    from finished_search import open_search
 
-    torch.set_num_threads(1)
-    run, config, arch, space = open_finished(args.run_dir)
-    task = run_task(run, config, device="cpu")
+    found = open_search(args.run_dir)
+    config, arch, space, task, supernet = found.config, found.chosen, found.space, found.task, found.supernet
     batch = next(iter(task.batches("val")))
     print(space.describe(arch))
-    supernet = build_strategy(config, space, task, run).load_supernet()
     stats: list = []
     _probe(supernet, lambda: supernet(batch, arch), stats)
     overrides = {k: yaml.safe_load(v) for k, v in (o.split("=", 1) for o in args.retrain)}

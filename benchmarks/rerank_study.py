@@ -42,18 +42,14 @@ def train(run_dir: str, out: Path, seeds: int, top_k: int, init: str, part: tupl
 
     ``overrides`` replaces fields of the run's ``retrain`` section (e.g. ``{"lr": 5e-4}``).
     """
-    import torch
-
     from attnas.arch import Arch
-    from attnas.build import build_strategy
-    from attnas.pipeline import open_finished, run_task, train_final
+    from attnas.pipeline import train_final
+    from finished_search import open_search
 
-    torch.set_num_threads(1)
-    run, config, chosen, space = open_finished(run_dir)
-    task = run_task(run, config, device="cpu")
-    strategy = build_strategy(config, space, task, run) if init == "supernet" else None
-    population = run.load_checkpoint("evolution")["state"]["population"]
-    ranked = sorted(population, key=lambda p: -p["score"])[:top_k]
+    found = open_search(run_dir)
+    run, config, chosen, space, task = found.run, found.config, found.chosen, found.space, found.task
+    strategy = found.strategy if init == "supernet" else None
+    ranked = sorted(found.population, key=lambda p: -p["score"])[:top_k]
     reranked = {json.dumps(e["arch"], sort_keys=True): e["val"] for e in run.events("rerank")}
     done = set()
     if out.exists():

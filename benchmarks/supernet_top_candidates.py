@@ -32,18 +32,12 @@ def study(run_dir: str, top: int, prior: int, sample_seed: int) -> dict:
     import torch
 
     from attnas.arch import Arch
-    from attnas.build import build_strategy
-    from attnas.pipeline import open_finished, run_task
+    from finished_search import open_search
 
-    torch.set_num_threads(1)
-    run, config, chosen, space = open_finished(run_dir)
-    task = run_task(run, config, device="cpu")
-    strategy = build_strategy(config, space, task, run)
-    supernet = strategy.load_supernet()
-    supernet.eval()
-    population = run.load_checkpoint("evolution")["state"]["population"]
+    found = open_search(run_dir)
+    chosen, space, task, supernet = found.chosen, found.space, found.task, found.supernet
     ranked, seen = [], set()
-    for p in sorted(population, key=lambda p: -p["score"]):  # stable: ties keep the evaluation order
+    for p in sorted(found.population, key=lambda p: -p["score"]):  # stable: ties keep the evaluation order
         key = json.dumps(p["arch"], sort_keys=True)
         if key not in seen:
             seen.add(key)

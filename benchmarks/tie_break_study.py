@@ -26,16 +26,12 @@ def study(run_dir: str, seeds: int) -> dict:
     import torch
 
     from attnas.arch import Arch
-    from attnas.build import build_strategy
-    from attnas.pipeline import open_finished, run_task, train_final
+    from attnas.pipeline import train_final
+    from finished_search import open_search
 
-    torch.set_num_threads(1)
-    run, config, chosen, space = open_finished(run_dir)
-    task = run_task(run, config, device="cpu")
-    strategy = build_strategy(config, space, task, run)
-    supernet = strategy.load_supernet()
-    supernet.eval()
-    population = run.load_checkpoint("evolution")["state"]["population"]
+    found = open_search(run_dir)
+    config, chosen, space, task, strategy = found.config, found.chosen, found.space, found.task, found.strategy
+    supernet, population = found.supernet, found.population
     top = max(p["score"] for p in population)
     tied = [p["arch"] for p in population if p["score"] == top]
     batch = next(iter(task.batches("val")))

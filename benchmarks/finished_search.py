@@ -1,0 +1,58 @@
+"""A finished one-shot search opened for a study: its task, strategy, supernet and population.
+
+Shared by the study scripts of this folder (``rerank_study.py``, ``tie_break_study.py``,
+``supernet_top_candidates.py``, ``attention_collapse_probe.py``), which run as
+``python benchmarks/<script>.py`` and so import it by its module name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+
+@dataclass
+class FinishedSearch:
+    """What a study needs of a finished one-shot run, on the CPU with one torch thread.
+
+    Attributes:
+        run: The run directory.
+        config: Its configuration.
+        chosen: The architecture the search chose (``arch.json``).
+        space: Its space.
+        task: Its task, on the data root the run was created with.
+        strategy: Its strategy, built on the run (nothing is trained by building it).
+    """
+
+    run: Any
+    config: Any
+    chosen: Any
+    space: Any
+    task: Any
+    strategy: Any
+
+    @cached_property
+    def supernet(self):
+        """The trained supernet, in evaluation mode."""
+        supernet = self.strategy.load_supernet()
+        supernet.eval()
+        return supernet
+
+    @cached_property
+    def population(self) -> list[dict]:
+        """Every scored candidate (``arch``, ``score``), from the search's last checkpoint."""
+        return self.run.load_checkpoint("evolution")["state"]["population"]
+
+
+def open_search(run_dir: str) -> FinishedSearch:
+    """Open the finished one-shot run ``run_dir`` (one torch thread, CPU)."""
+    import torch
+
+    from attnas.build import build_strategy
+    from attnas.pipeline import open_finished, run_task
+
+    torch.set_num_threads(1)
+    run, config, chosen, space = open_finished(run_dir)
+    task = run_task(run, config, device="cpu")
+    return FinishedSearch(run, config, chosen, space, task, build_strategy(config, space, task, run))
