@@ -5,6 +5,12 @@
 least ``threshold``, else 0 -- the same mask, bit for bit, as
 :func:`attnas.ops.dropout.mask_reference` (0.26 ms for a ``128 x 64 x 64`` tensor on one core
 against 1.9 ms for ``rand_like(x) >= p``). Overrides the hook ``dropout_mask`` on CPU floats.
+
+The compiled call is the custom operator ``torch.ops.attnas.dropout_mask(x, p, seed)``
+(:mod:`torch.library`; not defined under ``ATTNAS_NO_KERNELS=1``), so ``torch.compile`` sees one
+opaque operation (shape and dtype from its fake implementation: ``x``'s, contiguous) instead of
+breaking the graph on a ctypes call. Its output is not differentiable (a mask; ``x`` gives only
+its shape, dtype and device).
 """
 
 from __future__ import annotations
@@ -13,23 +19,25 @@ import ctypes
 
 import torch
 
-from attnas.kernels._build import KERNEL_DTYPES, Library
+from attnas.kernels._build import KERNEL_DTYPES, Library, disabled_by_environment
 from attnas.ops import overrides
-from attnas.ops.dropout import threshold_of
+from attnas.ops.dropout import mask_reference, threshold_of
 
 LIBRARY = Library("dropout", {
     "attnas_dropout_mask": [ctypes.c_int, ctypes.c_void_p, ctypes.c_int64, ctypes.c_uint64, ctypes.c_uint32,
                             ctypes.c_double, ctypes.c_int],
 })
 
+#: The operator's qualified name (``torch.ops.attnas.dropout_mask``).
+OP_NAME = "attnas::dropout_mask"
 
-def dropout_mask(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
-    """Override of the mask (other float dtypes: the float32 mask, rounded once, as the reference rounds)."""
-    if x.device.type != "cpu" or not x.is_floating_point():
-        return NotImplemented
+
+def compiled_mask(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
+    """The mask from the compiled library (other float dtypes: the float32 mask, rounded once, as
+    the reference rounds); :func:`mask_reference` when the library is unavailable (same bits)."""
     lib = LIBRARY.load()
     if lib is None:
-        return NotImplemented
+        return mask_reference(x.shape, seed, p, x.dtype, x.device)
     dtype = x.dtype if x.dtype in KERNEL_DTYPES else torch.float32
     mask = torch.empty(x.shape, dtype=dtype)
     if mask.numel():
@@ -38,4 +46,36 @@ def dropout_mask(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     return mask.to(x.dtype)
 
 
+def _define_op() -> None:
+    """``attnas::dropout_mask``: :func:`compiled_mask` as a CPU custom operator."""
+    op = torch.library.custom_op(OP_NAME, mutates_args=(), device_types="cpu")(compiled_mask)
+
+    @op.register_fake
+    def _(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
+        return x.new_empty(x.shape)
+
+    def setup_context(ctx, inputs, output) -> None:
+        ctx.mark_non_differentiable(output)
+
+    def backward(ctx, grad):
+        return None, None, None
+
+    op.register_autograd(backward, setup_context=setup_context)
+
+
+@torch.compiler.assume_constant_result
+def _available() -> bool:
+    """Whether the compiled library loads (a constant to ``torch.compile``, asked once per trace)."""
+    return LIBRARY.load() is not None
+
+
+def dropout_mask(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
+    """Override of the mask: the operator ``attnas::dropout_mask`` on CPU floats."""
+    if x.device.type != "cpu" or not x.is_floating_point() or not _available():
+        return NotImplemented
+    return torch.ops.attnas.dropout_mask(x, p, seed)
+
+
+if not disabled_by_environment():
+    _define_op()
 overrides.register("dropout_mask", "dropout", dropout_mask)

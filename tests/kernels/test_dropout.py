@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
 import attnas.kernels.dropout as kernel_module
-from compiled_kernels import fresh_library, loaded_kernel
+from compiled_kernels import fresh_library, kernel_enabled, loaded_kernel
 from attnas.ops.dropout import FastDropout, dropout_mask, fast_dropout, mask_reference, threshold_of
 
 SEED = 0x0123456789ABCDEF
@@ -99,3 +104,47 @@ def test_keep_rate_scale_independence_and_eval_identity():
     assert torch.all(fast_dropout(x, 1.0, True) == 0)
     m = FastDropout(0.3).eval()
     assert m(x) is x
+
+
+def test_the_compiled_call_is_the_operator_attnas_dropout_mask(kernel):
+    x = torch.randn(6, 301, dtype=torch.float64, requires_grad=True)
+    got = torch.ops.attnas.dropout_mask(x, 0.3, SEED)
+    assert torch.equal(got, mask_reference(x.shape, SEED, 0.3, torch.float64))
+    assert not got.requires_grad  # a mask: not differentiable
+    for dtype in (torch.float32, torch.bfloat16):
+        y = torch.empty(3, 17, dtype=dtype)
+        assert torch.equal(torch.ops.attnas.dropout_mask(y, 0.1, SEED), mask_reference(y.shape, SEED, 0.1, dtype))
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_the_operator_passes_opcheck(kernel, requires_grad):
+    x = torch.randn(4, 33, requires_grad=requires_grad)
+    results = torch.library.opcheck(torch.ops.attnas.dropout_mask.default, (x, 0.5, SEED))
+    assert set(results.values()) == {"SUCCESS"}, results
+
+
+def test_torch_compile_sees_one_operator_and_the_eager_result(kernel):
+    kernel_enabled("dropout")
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm.code)
+        return gm
+
+    def f(x):
+        return torch.relu(x) * dropout_mask(x, 0.3, seed=SEED)
+
+    compiled = torch.compile(f, backend=backend, fullgraph=True)
+    x = torch.randn(5, 77)
+    assert torch.equal(compiled(x), f(x))
+    assert len(graphs) == 1 and "attnas.dropout_mask" in graphs[0]
+    assert torch.equal(torch.compile(f, backend="aot_eager", fullgraph=True)(x), f(x))
+
+
+def test_no_operator_is_defined_under_attnas_no_kernels():
+    code = ("import torch, attnas.kernels, attnas.build\n"
+            "assert not hasattr(torch.ops.attnas, 'dropout_mask')\n")
+    root = str(Path(kernel_module.__file__).resolve().parents[2])
+    env = {**os.environ, "ATTNAS_NO_KERNELS": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
