@@ -21,10 +21,21 @@ as a DAG and trained one-shot (capabilities ``one-shot`` and ``dag``, e.g. AutoA
    rounds have run.
 4. ``rerank``: the best scored architectures are re-ranked as in ``one-shot-evolution``.
 
+``strategy.constraints`` (and ``strategy.costs``, how costs are measured) work as in
+``one-shot-evolution`` (:mod:`attnas.pareto`, :mod:`attnas.costs`): the ``initial``
+architectures are the first of the VAE's prior sample that meet every limit (a space with
+too few feasible ones is an error), and a BO proposal whose decoding is over a limit is not
+scored: it is logged as a ``rejected`` event and enters the GP with the worst observed
+score, as an invalid decoding does. The VAE still trains on the whole prior sample.
+Metrics count the rejected proposals (``bo_rejected``) and the distinct rejected
+architectures (``rejected``). ``strategy.objectives`` may only name the validation metric:
+a Pareto front of two or more objectives is ``one-shot-evolution``'s.
+
 Every scored architecture is an event with its ``index`` and the task's metric, so
 ``attnas report`` plots it like evolution's candidates (``stage`` 0: the initial sample,
-``k``: BO round ``k``). The state of every phase is checkpointed; a killed search resumes
-and ends with the same architecture.
+``k``: BO round ``k``). The state of every phase is checkpointed (the initial sample and
+the rejected architectures included) and measured costs are cached in ``costs.jsonl``; a
+killed search resumes, re-using the costs, and ends with the same architecture.
 """
 
 from __future__ import annotations
@@ -39,6 +50,7 @@ import torch
 from attnas._registry import register_strategy
 from attnas.arch import Arch
 from attnas.config import PositiveFloat, PositiveInt, check_fields
+from attnas.costs import CostsConfig
 from attnas.errors import ConfigError
 from attnas.graphvae.bo import BOSettings, propose
 from attnas.graphvae.gp import SparseGPSettings
@@ -50,7 +62,7 @@ from attnas.strategies.base import SearchResult
 from attnas.strategies.graph_vae import MODELS
 from attnas.strategies.one_shot import random_search_section
 from attnas.strategies.one_shot_base import _OneShot
-from attnas.strategies.one_shot_config import RerankConfig, SupernetConfig
+from attnas.strategies.one_shot_config import RerankConfig, SupernetConfig, check_cost_options
 
 
 @dataclass(frozen=True)
@@ -105,6 +117,14 @@ class LatentBOConfig:
             8-12 times faster than greedy selection here and reached a higher batch EI.
         checkpoint_every: Scored architectures between checkpoints of the initial sample.
         rerank: Re-ranking of the best scored architectures (as ``one-shot-evolution``).
+        objectives: ``None`` or the validation metric alone (``[val_<metric>]``): the BO
+            maximises one score; a Pareto front of two or more objectives is
+            ``one-shot-evolution``'s.
+        constraints: Upper limits on measured costs, as in ``one-shot-evolution``: the
+            initial sample is drawn among the architectures that meet them, and a BO
+            proposal over one is not scored (a ``rejected`` event; it enters the GP with the
+            worst observed score, as an invalid decoding does).
+        costs: How costs are measured (:class:`~attnas.costs.CostsConfig`).
     """
 
     supernet: SupernetConfig = field(default_factory=SupernetConfig)
@@ -116,9 +136,16 @@ class LatentBOConfig:
         maxiter=100, sequential=False, gp=SparseGPSettings(inducing=256)))
     checkpoint_every: PositiveInt = 100
     rerank: RerankConfig = field(default_factory=RerankConfig)
+    objectives: list[str] | None = None
+    constraints: dict[str, PositiveFloat] | None = None
+    costs: CostsConfig = field(default_factory=CostsConfig)
 
     def __post_init__(self) -> None:
         check_fields(self)
+        if self.objectives is not None and len(self.objectives) >= 2:
+            raise ConfigError(f"strategy.objectives: latent-bo optimises the validation metric alone, got "
+                              f"{list(self.objectives)}; one-shot-evolution keeps a Pareto front of two or more")
+        check_cost_options(self)
         if not 2 <= self.initial <= self.vae.samples:
             raise ConfigError(f"initial: must be in 2..vae.samples={self.vae.samples}, got {self.initial}")
         if self.budget < self.initial:
@@ -199,6 +226,8 @@ class LatentBO(_OneShot):
         cfg = self.options
         metric = self.task.metric
         ck = self.run.load_checkpoint("latent-bo")
+        if ck is not None:
+            self.rejected = set(ck["state"].get("rejected", ()))
         if ck is not None and ck["state"]["finished"]:
             self.elapsed, self.stats = ck["state"]["elapsed"], ck["state"]["stats"]
             return ck["state"]["population"]
@@ -213,10 +242,12 @@ class LatentBO(_OneShot):
             x, y = st["x"], st["y"]
             gen = torch.Generator()
             gen.set_state(st["generator"])
+            stats.setdefault("rejected", 0)  # a checkpoint of a version without constraints
+            initial = [Arch(self.space.name, c) for c in st["initial"]] if "initial" in st else None
         else:
             population, rnd = [], 0
-            stats = {"invalid": 0, "repeats": 0, "proposed": 0}
-            x = y = None
+            stats = {"invalid": 0, "repeats": 0, "rejected": 0, "proposed": 0}
+            x = y = initial = None
             gen = torch.Generator().manual_seed(bo.seed)
         t0 = time.time() - self.elapsed
         scored = {Arch(self.space.name, p["arch"]).key(): p["score"] for p in population}
@@ -225,16 +256,20 @@ class LatentBO(_OneShot):
             self.elapsed = time.time() - t0
             self.run.save_checkpoint("latent-bo", step, {
                 "population": population, "round": rnd, "stats": stats, "x": x, "y": y,
-                "generator": gen.get_state(), "elapsed": self.elapsed, "finished": finished})
+                "generator": gen.get_state(), "elapsed": self.elapsed, "finished": finished,
+                "initial": [a.choices for a in initial], "rejected": sorted(self.rejected)})
 
         def record(arch: Arch, score: float, stage: int) -> None:
-            population.append({"arch": arch.choices, "score": score, "stage": stage})
+            costs = {"costs": c} if (c := self.costs(arch)) else {}  # measured when it was admitted
+            population.append({"arch": arch.choices, "score": score, "stage": stage, **costs})
             scored[arch.key()] = score
             self.run.log({"phase": "latent-bo", "stage": stage, "index": len(population) - 1, metric: score,
-                          "arch": arch.choices})
+                          "arch": arch.choices, **costs})
 
+        if initial is None:  # the first feasible ones of the VAE's prior sample (all of them without constraints)
+            initial = self.sample_unique(cfg.initial, set(), source=self.vae_samples())
+            save(len(population))
         with progress("latent BO: scored architectures", cfg.budget, completed=len(population)) as bar:
-            initial = self.vae_samples()[: cfg.initial]
             for i in range(len(population), cfg.initial):  # the BO's initial data
                 record(initial[i], self.score(initial[i]), 0)
                 bar.advance(1, score=population[-1]["score"])
@@ -251,14 +286,16 @@ class LatentBO(_OneShot):
                 for i, g in enumerate(decoded):
                     stats["proposed"] += 1
                     arch = None if g is None else decoder.archs(g)[0]
-                    if arch is None:
-                        stats["invalid"] += 1
-                        keep.append(i)
-                        values.append(float(y.min()))
-                    elif arch.key() in scored:
+                    if arch is not None and arch.key() in scored:
                         stats["repeats"] += 1
                         keep.append(i)
                         values.append(scored[arch.key()])
+                    elif arch is None or arch.key() in self.rejected or (len(population) < cfg.budget
+                                                                         and not self.admit(arch)):
+                        # no architecture, or one over a constraint: not scored, the worst observed score
+                        stats["invalid" if arch is None else "rejected"] += 1
+                        keep.append(i)
+                        values.append(float(y.min()))
                     elif len(population) < cfg.budget:
                         record(arch, self.score(arch), rnd)
                         bar.advance(1, score=population[-1]["score"])
@@ -284,6 +321,9 @@ class LatentBO(_OneShot):
                    f"initial_best_{metric}": max(p["score"] for p in population if p["stage"] == 0),
                    f"bo_best_{metric}": max(bo_found) if bo_found else None,
                    "bo_evaluated": len(bo_found), "bo_proposed": self.stats["proposed"],
-                   "bo_invalid": self.stats["invalid"], "bo_repeats": self.stats["repeats"], **extra}
+                   "bo_invalid": self.stats["invalid"], "bo_repeats": self.stats["repeats"],
+                   "bo_rejected": self.stats.get("rejected", 0), **extra, **self.cost_metrics(best)}
+        if self._cost_model is not None:
+            self._cost_model.close()
         arch = Arch(self.space.name, best["arch"], meta={"strategy": self.name, "stage": best["stage"]})
         return SearchResult(arch, metrics)

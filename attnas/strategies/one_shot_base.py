@@ -16,7 +16,7 @@ import random
 import statistics
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
@@ -93,6 +93,14 @@ class _OneShot(Strategy):
         """The costs of ``arch`` the search needs (:meth:`cost_names`; ``{}`` when none)."""
         names = self.cost_names()
         return self.cost_model().costs(arch, names) if names else {}
+
+    def cost_metrics(self, best: dict) -> dict:
+        """The metrics of a search with costs: the chosen member's costs, how many distinct
+        candidates were rejected and the seconds spent measuring (``{}`` without costs)."""
+        if not self.cost_names():
+            return {}
+        return {**best.get("costs", {}), "rejected": len(self.rejected),
+                "costs_seconds": round(self.cost_model().total_seconds, 2)}
 
     def admit(self, arch: Arch) -> bool:
         """Whether ``arch`` meets every constraint; a rejected one is logged and remembered."""
@@ -229,19 +237,27 @@ class _OneShot(Strategy):
             return 1
         return torch.get_num_threads() if n is None else n
 
-    def sample_unique(self, n: int, seen: set[str], strict: bool = True) -> list[Arch]:
+    def sample_unique(self, n: int, seen: set[str], strict: bool = True,
+                      source: Iterable[Arch] | None = None) -> list[Arch]:
         """Up to ``n`` architectures from the prior, none in ``seen`` (which is updated).
 
         Candidates over a constraint are rejected (:meth:`admit`) and others drawn.
+
+        Args:
+            source: The architectures to take them from, in order (``latent-bo``: its VAE's
+                prior sample); ``None``: drawn from the prior with the strategy's generator.
 
         Raises:
             ConfigError: With ``strict``, when constraints rejected so many that fewer than
                 ``n`` feasible architectures were found in ``50 n + 100`` draws.
         """
+        draws = None if source is None else iter(source)
         out, tries, rejected = [], 0, 0
         while len(out) < n and tries < 50 * n + 100:
+            a = self.space.sample(self.py_rng) if draws is None else next(draws, None)
+            if a is None:  # the source is used up
+                break
             tries += 1
-            a = self.space.sample(self.py_rng)
             if a.key() not in seen:
                 seen.add(a.key())
                 if not self.admit(a):
@@ -405,9 +421,7 @@ class _OneShot(Strategy):
         metric = self.task.metric
         metrics = {f"supernet_val_{metric}": best["score"], "evaluated": len(population),
                    "search_seconds": round(self.elapsed, 2), **extra}
-        if self.cost_names():
-            metrics.update(best.get("costs", {}), rejected=len(self.rejected),
-                           costs_seconds=round(self.cost_model().total_seconds, 2))
+        metrics.update(self.cost_metrics(best))
         if front is not None:
             self.write_front(front, best)
             metrics["pareto_size"] = len(front)

@@ -4,6 +4,7 @@ evolution, random sampling and re-ranking."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from attnas.config import Fraction, NonNegativeInt, OptimConfig, PositiveFloat, PositiveInt, check_fields
 from attnas.costs import CostsConfig
@@ -78,9 +79,10 @@ class EvolutionConfig:
     checkpoint_every: PositiveInt = 100
 
 
-def check_cost_options(options: OneShotEvolutionConfig | OneShotRandomConfig) -> None:
-    """Check ``objectives`` and ``constraints`` (names, limits, pymoo for two or more
-    objectives) and store the limits as floats (:mod:`attnas.pareto`)."""
+def check_cost_options(options: Any) -> None:
+    """Check the ``objectives`` and ``constraints`` of a one-shot strategy's options
+    (``one-shot-evolution``, ``one-shot-random``, ``latent-bo``: names, limits, pymoo for two
+    or more objectives) and store the limits as floats (:mod:`attnas.pareto`)."""
     from attnas.pareto import check_objectives, normalize_constraints, require_pymoo
 
     check_objectives(options.objectives, options.constraints)
