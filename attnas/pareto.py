@@ -5,14 +5,16 @@ A one-shot search takes, in its ``strategy`` section:
 ``constraints``
     Upper limits on measured costs (:data:`attnas.costs.COSTS`), e.g.
     ``{params: 1e6, latency_ms: 5}``. A candidate over any limit is rejected before it
-    is scored: it never joins the population, and sampling or mutation draws another.
+    is scored: it never joins the population, and sampling or mutation draws another
+    (``latent-bo``: its initial sample is drawn among feasible architectures, and a BO
+    proposal over a limit enters the GP with the worst observed score).
 ``objectives``
     What the search trades off, e.g. ``[val_accuracy, params]``: the task's validation
-    metric (``val_<metric>``, maximised) and any costs (minimised). With two or more the
-    search keeps a Pareto front: evolution picks its parents by NSGA-II's rank and
-    crowding distance (pymoo's ``RankAndCrowding``), the run writes ``pareto.json`` with
-    every front member, and ``attnas export RUN --pick ...`` writes a member's
-    ``arch.json``.
+    metric (``val_<metric>``, maximised) and any costs (minimised). With two or more
+    (not ``latent-bo``) the search keeps a Pareto front: evolution picks its parents by
+    NSGA-II's rank and crowding distance (pymoo's ``RankAndCrowding``), the run writes
+    ``pareto.json`` with every front member, and ``attnas export RUN --pick ...`` writes
+    a member's ``arch.json``.
 
 The names are checked when the recipe is read (:func:`check_objectives`); the validation
 metric's name is checked against the task before anything is written
