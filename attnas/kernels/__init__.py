@@ -20,28 +20,6 @@ Kernels (:data:`KERNELS`): ``attention_gates`` (AutoLA's gated attention modules
 passes), ``small_conv`` (stride-1 convolutions with few channels per group), ``local_attention_flat`` (SASA local self-attention
 without unfolded copies: PyTorch, any device), ``local_attention`` (the same compiled for the
 CPU), ``dropout`` (the hashed dropout mask).
-
-Custom operators (:mod:`torch.library`, so that autograd and ``torch.compile`` see one opaque
-operation instead of a graph break on a ctypes call; none is defined under
-``ATTNAS_NO_KERNELS=1``): ``attnas::dropout_mask`` (kernel ``dropout``; not differentiable) and
-``attnas::small_conv2d`` with its backward ``attnas::small_conv2d_backward`` (the ``small_conv``
-overrides ``small_conv2d`` and ``gate_conv``). Not registered, for now:
-
-* ``small_conv``'s ``depthwise_pair``: two outputs, either of which may get no gradient, and
-  optional biases; an operator pair like ``small_conv2d``'s, but not done yet;
-* ``local_attention``: its :class:`torch.autograd.Function` keeps the ctypes library and eight
-  layout integers in ``ctx`` and addresses q, k, v and their gradients as byte offsets into one
-  padded buffer, so an operator needs a schema for all of that and fake layouts;
-* ``attention_gates``: one autograd function over a Python ``GateKernel`` object (four kinds,
-  each saving different tensors and reading its module's batch norm), which an operator cannot
-  take; each kind would be an operator pair of its own;
-* ``hoga_gates``: three autograd functions (up to four outputs, saved arg-max index tensors,
-  a variable number of normalization gates), each needing an operator pair with fakes: not a
-  few lines, so left as it is;
-* ``fused_phi``: takes the projection module, updates its batch norms' running statistics in
-  place through a ctypes pointer table (a mutating operator) and saves fourteen tensors plus
-  ctypes arrays for the backward;
-* ``local_attention_flat``: PyTorch already, which ``torch.compile`` traces as it is.
 """
 
 from __future__ import annotations

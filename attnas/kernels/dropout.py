@@ -65,9 +65,8 @@ def _define_op() -> None:
 
 @torch.compiler.assume_constant_result
 def _available() -> bool:
-    """Whether the operator is defined and the compiled library loads (a constant to
-    ``torch.compile``, asked once per trace)."""
-    return LIBRARY.load() is not None and DEFINED
+    """Whether the compiled library loads (a constant to ``torch.compile``, asked once per trace)."""
+    return LIBRARY.load() is not None
 
 
 def dropout_mask(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
@@ -77,8 +76,6 @@ def dropout_mask(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     return torch.ops.attnas.dropout_mask(x, p, seed)
 
 
-#: Whether ``attnas::dropout_mask`` is defined (not under ``ATTNAS_NO_KERNELS=1`` at import).
-DEFINED = not disabled_by_environment()
-if DEFINED:
+if not disabled_by_environment():
     _define_op()
 overrides.register("dropout_mask", "dropout", dropout_mask)

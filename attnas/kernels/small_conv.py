@@ -10,11 +10,7 @@ weight gradient is summed per thread and then over the threads in order (determi
 given thread count). Also two depth-wise banks on one input in one call each way
 (:func:`~attnas.ops.small_conv.depthwise_pair`, the relaxed HOGA cell's normalization gates).
 
-Overrides ``small_conv2d``, ``depthwise_pair`` and the relaxed cell's ``gate_conv``. The single
-convolution is the custom operator ``torch.ops.attnas.small_conv2d`` (backward:
-``attnas::small_conv2d_backward``; :mod:`torch.library`, not defined under ``ATTNAS_NO_KERNELS=1``),
-so ``torch.compile`` sees it forward and backward as opaque operations; the pair is an
-autograd function (not visible to ``torch.compile``).
+Overrides ``small_conv2d``, ``depthwise_pair`` and the relaxed cell's ``gate_conv``.
 """
 
 from __future__ import annotations
@@ -23,7 +19,7 @@ import ctypes
 
 import torch
 
-from attnas.kernels._build import KERNEL_DTYPES, Library, disabled_by_environment
+from attnas.kernels._build import KERNEL_DTYPES, Library
 from attnas.ops import overrides
 
 _SHAPE = [ctypes.c_int64] + [ctypes.c_int] * 7 + [ctypes.c_int]
@@ -42,60 +38,32 @@ def _shape(x: torch.Tensor, weight: torch.Tensor, groups: int, dilation: int) ->
     return [B, Cin, weight.shape[0], groups, H, W, weight.shape[-1], dilation]
 
 
-def conv_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, dilation: int,
-                 groups: int) -> torch.Tensor:
-    """The compiled forward (operator ``attnas::small_conv2d``), NCHW-contiguous."""
-    x, weight = x.contiguous(), weight.contiguous()
-    b = None if bias is None else bias.contiguous()
-    out = x.new_empty(x.shape[0], weight.shape[0], x.shape[2], x.shape[3])
-    LIBRARY.call("attnas_small_conv_forward", KERNEL_DTYPES[x.dtype], x, weight, b, out,
-                 *_shape(x, weight, groups, dilation), torch.get_num_threads())
-    return out
+class _SmallConv(torch.autograd.Function):
+    """The compiled kernel's forward and backward (input, weight and bias gradients)."""
 
-
-def conv_backward(x: torch.Tensor, weight: torch.Tensor, gout: torch.Tensor, dilation: int, groups: int,
-                  need_x: bool, need_w: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """The compiled input and weight gradients (operator ``attnas::small_conv2d_backward``); a
-    gradient not asked for is an empty tensor (an operator returns no ``None``)."""
-    x, weight, gout = x.contiguous(), weight.contiguous(), gout.contiguous()
-    gx = torch.empty_like(x) if need_x else None
-    gw = torch.empty_like(weight) if need_w else None
-    if need_x or need_w:
-        LIBRARY.call("attnas_small_conv_backward", KERNEL_DTYPES[x.dtype], x, weight, gout, gx,
-                     gw, *_shape(x, weight, groups, dilation), torch.get_num_threads())
-    return (x.new_empty(0) if gx is None else gx), (weight.new_empty(0) if gw is None else gw)
-
-
-def _define_ops() -> None:
-    """``attnas::small_conv2d`` and its backward ``attnas::small_conv2d_backward`` (CPU custom operators)."""
-    forward = torch.library.custom_op("attnas::small_conv2d", mutates_args=(), device_types="cpu")(conv_forward)
-    backward_op = torch.library.custom_op("attnas::small_conv2d_backward", mutates_args=(),
-                                          device_types="cpu")(conv_backward)
-
-    @forward.register_fake
-    def _(x, weight, bias, dilation, groups):
-        return x.new_empty(x.shape[0], weight.shape[0], x.shape[2], x.shape[3])
-
-    @backward_op.register_fake
-    def _(x, weight, gout, dilation, groups, need_x, need_w):
-        return (x.new_empty(x.shape) if need_x else x.new_empty(0),
-                weight.new_empty(weight.shape) if need_w else weight.new_empty(0))
-
-    def setup_context(ctx, inputs, output) -> None:
-        x, weight, bias, dilation, groups = inputs
+    @staticmethod
+    def forward(ctx, x, weight, bias, dilation, groups):  # noqa: D102 (autograd protocol)
+        x, weight = x.contiguous(), weight.contiguous()
+        b = None if bias is None else bias.contiguous()
+        out = x.new_empty(x.shape[0], weight.shape[0], x.shape[2], x.shape[3])
+        LIBRARY.call("attnas_small_conv_forward", KERNEL_DTYPES[x.dtype], x, weight, b, out,
+                                        *_shape(x, weight, groups, dilation), torch.get_num_threads())
         ctx.save_for_backward(x, weight)
         ctx.dilation, ctx.groups, ctx.has_bias = dilation, groups, bias is not None
+        return out
 
-    def backward(ctx, gout):
+    @staticmethod
+    def backward(ctx, gout):  # noqa: D102 (autograd protocol)
         x, weight = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
-        gx = gw = None
+        gout = gout.contiguous()
+        gx = torch.empty_like(x) if need_x else None
+        gw = torch.empty_like(weight) if need_w else None
         if need_x or need_w:
-            gx, gw = backward_op(x, weight, gout, ctx.dilation, ctx.groups, need_x, need_w)
+            LIBRARY.call("attnas_small_conv_backward", KERNEL_DTYPES[x.dtype], x, weight, gout, gx,
+                                            gw, *_shape(x, weight, ctx.groups, ctx.dilation), torch.get_num_threads())
         gb = gout.sum((0, 2, 3)) if need_b and ctx.has_bias else None
-        return (gx if need_x else None), (gw if need_w else None), gb, None, None
-
-    forward.register_autograd(backward, setup_context=setup_context)
+        return gx, gw, gb, None, None
 
 
 class _DepthwisePair(torch.autograd.Function):
@@ -133,15 +101,9 @@ class _DepthwisePair(torch.autograd.Function):
         return gx, gw1, gb1, gw2, gb2, None, None
 
 
-@torch.compiler.assume_constant_result
-def _available() -> bool:
-    """Whether the operators are defined and the library loads (a constant to ``torch.compile``)."""
-    return LIBRARY.load() is not None and DEFINED
-
-
 def kernel_applies(x: torch.Tensor) -> bool:
     """Whether the kernel runs for ``x`` (CPU float32 / float64, library built)."""
-    return x.device.type == "cpu" and x.dtype in KERNEL_DTYPES and _available()
+    return x.device.type == "cpu" and x.dtype in KERNEL_DTYPES and LIBRARY.load() is not None
 
 
 def small_conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, dilation: int = 1,
@@ -154,7 +116,7 @@ def small_conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
                   and weight.shape[0] % groups == 0)  # else conv2d raises its own error
     if (shapes_fit and x.dtype == weight.dtype and (bias is None or bias.dtype == x.dtype)
             and weight.device == x.device and kernel_applies(x)):
-        return torch.ops.attnas.small_conv2d(x, weight, bias, dilation, groups)
+        return _SmallConv.apply(x, weight, bias, dilation, groups)
     return NotImplemented
 
 
@@ -179,10 +141,6 @@ def depthwise_pair(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, d
     return NotImplemented
 
 
-#: Whether the operators are defined (not under ``ATTNAS_NO_KERNELS=1`` at import).
-DEFINED = not disabled_by_environment()
-if DEFINED:
-    _define_ops()
 overrides.register("small_conv2d", "small_conv", small_conv2d)
 overrides.register("depthwise_pair", "small_conv", depthwise_pair)
 overrides.register("gate_conv", "small_conv", gate_conv)

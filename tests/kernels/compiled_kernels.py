@@ -82,15 +82,3 @@ def kernel_off(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
 
     monkeypatch.setattr(overrides, "_ACTIVE", {hook: fn for hook, fn in overrides._ACTIVE.items()
                                                if overrides._REGISTERED[hook][0] != name})
-
-
-def compile_recording(fn: Any) -> tuple[Any, list[str]]:
-    """``torch.compile(fn, fullgraph=True)`` with a backend that runs each captured graph as it
-    is and records its code (the list, filled as the compiled function is called)."""
-    graphs: list[str] = []
-
-    def backend(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
-        graphs.append(gm.code)
-        return gm
-
-    return torch.compile(fn, backend=backend, fullgraph=True), graphs

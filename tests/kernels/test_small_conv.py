@@ -7,8 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import attnas.kernels.small_conv as kernel_module
-from compiled_kernels import (compile_recording, disable_kernel, fresh_library, kernel_enabled, loaded_kernel,
-                              torch_threads)
+from compiled_kernels import disable_kernel, fresh_library, loaded_kernel, torch_threads
 from attnas.kernels.small_conv import kernel_applies
 from attnas.ops.small_conv import depthwise_pair, small_conv2d
 
@@ -209,35 +208,3 @@ def test_depthwise_pair_falls_back_without_the_kernel(monkeypatch):
     assert type(got[0].grad_fn).__name__ != "_DepthwisePairBackward"
     for g, w in zip(got, _pair_reference(x, w1, b1, 1, w2, b2, 2)):
         torch.testing.assert_close(g, w, rtol=1e-10, atol=1e-10)
-
-
-@pytest.mark.parametrize("bias", [True, False])
-def test_the_operator_passes_opcheck(kernel, bias):
-    x, w, b = _inputs(2, 4, 4, 2, 6, 7, 3, bias, torch.float64)
-    results = torch.library.opcheck(torch.ops.attnas.small_conv2d.default, (x, w, b, 2, 2))
-    assert set(results.values()) == {"SUCCESS"}, results
-    gout = torch.randn(2, 4, 6, 7, dtype=torch.float64)
-    for need in ((True, True), (True, False), (False, True)):
-        results = torch.library.opcheck(torch.ops.attnas.small_conv2d_backward.default,
-                                        (x.detach(), w.detach(), gout, 2, 2, *need))
-        assert set(results.values()) == {"SUCCESS"}, results
-
-
-def test_torch_compile_sees_the_operators_and_the_eager_gradients(kernel):
-    kernel_enabled("small_conv")
-
-    def f(x, w, b):
-        return torch.tanh(small_conv2d(x, w, b, 1, 2)).sum()
-
-    x, w, b = _inputs(2, 4, 2, 2, 9, 33, 3, True, torch.float32)
-    y = f(x, w, b)
-    grads = torch.autograd.grad(y, (x, w, b))
-    compiled, graphs = compile_recording(f)
-    yc = compiled(x, w, b)
-    assert len(graphs) == 1 and "attnas.small_conv2d" in graphs[0]
-    assert torch.equal(yc, y)
-    for got, want in zip(torch.autograd.grad(yc, (x, w, b)), grads):
-        assert torch.equal(got, want)
-    ya = torch.compile(f, backend="aot_eager", fullgraph=True)(x, w, b)
-    for got, want in zip(torch.autograd.grad(ya, (x, w, b)), grads):
-        assert torch.equal(got, want)
