@@ -20,6 +20,15 @@ Kernels (:data:`KERNELS`): ``attention_gates`` (AutoLA's gated attention modules
 passes), ``small_conv`` (stride-1 convolutions with few channels per group), ``local_attention_flat`` (SASA local self-attention
 without unfolded copies: PyTorch, any device), ``local_attention`` (the same compiled for the
 CPU), ``dropout`` (the hashed dropout mask).
+
+``torch.library``: the dropout mask is the custom operator ``attnas::dropout_mask``, which
+``torch.compile`` sees as one opaque operation (eager calls its implementation directly:
+the dispatcher's cost halved the kernel's gain). The others are not registered:
+``small_conv`` as an operator pair with ``register_autograd`` made the AutoLA DARTS step
+6.5 % slower (docs/results/kernels.md); ``local_attention``, ``attention_gates``,
+``hoga_gates`` and ``fused_phi`` are autograd functions that keep ctypes libraries, module
+objects or byte offsets into shared buffers in their context, which an operator cannot
+take; ``local_attention_flat`` is plain PyTorch, which ``torch.compile`` traces as it is.
 """
 
 from __future__ import annotations
