@@ -51,7 +51,7 @@ def study(run_dir: str, top: int, prior: int, sample_seed: int) -> dict:
              "test": accuracy(Arch(space.name, p["arch"]), "test")} for p in ranked[:top]]
     rng = random.Random(sample_seed)
     prior_val = [accuracy(space.sample(rng), "val") for _ in range(prior)]
-    metrics = json.loads((Path(run_dir) / "metrics.json").read_text())
+    metrics = found.run.read_json(found.run.METRICS)
     tests = [b["test"] for b in best]
     return {"run": str(run_dir), "chosen": space.describe(chosen), "final_test": metrics.get("test_accuracy"),
             "top": best, "top1_test": tests[0], "top_test_mean": statistics.fmean(tests), "top_test_max": max(tests),

@@ -260,7 +260,7 @@ class LatentBO(_OneShot):
                 "initial": [a.choices for a in initial], "rejected": sorted(self.rejected)})
 
         def record(arch: Arch, score: float, stage: int) -> None:
-            costs = {"costs": c} if (c := self.costs(arch)) else {}  # measured when it was admitted
+            costs = self.cost_entry(arch)
             population.append({"arch": arch.choices, "score": score, "stage": stage, **costs})
             scored[arch.key()] = score
             self.run.log({"phase": "latent-bo", "stage": stage, "index": len(population) - 1, metric: score,

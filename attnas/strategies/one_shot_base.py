@@ -94,6 +94,12 @@ class _OneShot(Strategy):
         names = self.cost_names()
         return self.cost_model().costs(arch, names) if names else {}
 
+    def cost_entry(self, arch: Arch) -> dict:
+        """``{"costs": ...}`` for a scored candidate's event and population entry (``{}``
+        without costs); measured when the candidate was admitted, so read from the cache."""
+        costs = self.costs(arch)
+        return {"costs": costs} if costs else {}
+
     def cost_metrics(self, best: dict) -> dict:
         """The metrics of a search with costs: the chosen member's costs, how many distinct
         candidates were rejected and the seconds spent measuring (``{}`` without costs)."""
@@ -345,15 +351,13 @@ class _OneShot(Strategy):
                     for choices, s in zip(block, self.score_many(block)):
                         scores.append(s)
                         idx = len(population) + len(scores) - 1
-                        costs = self.costs(Arch(self.space.name, choices))  # measured when it was admitted
                         self.run.log({"phase": "evolution", "stage": stage, "index": idx, metric: s,
-                                      "arch": choices, **({"costs": costs} if costs else {})})
+                                      "arch": choices, **self.cost_entry(Arch(self.space.name, choices))})
                         best = max([p["score"] for p in population] + scores)
                         bar.advance(1, score=s, best=best)
                         if len(scores) % every == 0 and len(scores) < len(pending):
                             save(idx + 1)
-                population += [{"arch": a, "score": s, "stage": stage,
-                                **({"costs": c} if (c := self.costs(Arch(self.space.name, a))) else {})}
+                population += [{"arch": a, "score": s, "stage": stage, **self.cost_entry(Arch(self.space.name, a))}
                                for a, s in zip(pending, scores)]
                 pending, scores = None, []
                 if stage >= self._stages():
