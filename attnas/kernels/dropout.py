@@ -65,8 +65,9 @@ def _define_op() -> None:
 
 @torch.compiler.assume_constant_result
 def _available() -> bool:
-    """Whether the compiled library loads (a constant to ``torch.compile``, asked once per trace)."""
-    return LIBRARY.load() is not None
+    """Whether the operator is defined and the compiled library loads (a constant to
+    ``torch.compile``, asked once per trace)."""
+    return DEFINED and LIBRARY.load() is not None
 
 
 def dropout_mask(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
@@ -80,6 +81,8 @@ def dropout_mask(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     return compiled_mask(x, p, seed)
 
 
-if not disabled_by_environment():
+#: Whether ``attnas::dropout_mask`` is defined (not under ``ATTNAS_NO_KERNELS=1`` at import).
+DEFINED = not disabled_by_environment()
+if DEFINED:
     _define_op()
 overrides.register("dropout_mask", "dropout", dropout_mask)
