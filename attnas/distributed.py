@@ -52,8 +52,23 @@ import torch
 import torch.distributed as tdist
 from torch import nn
 
-from attnas.errors import DIVERGED_HINT, AttnasError, ConfigError, check_finite_loss
-from attnas.runs import RunDir
+from attnas.errors import DIVERGED_HINT, AttnasError, ConfigError, WorkerError, check_finite_loss
+from attnas.runs import RunDir, _maybe_inject_fault
+
+
+def _collective(call: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """``call(*args, **kwargs)``, a ``torch.distributed`` collective; a peer that is gone is a
+    :class:`~attnas.errors.WorkerError` that says so (gloo's own words follow it).
+
+    A rank that stops (its own error line, or a kill) closes its connections, and the
+    ranks waiting for it in a collective would otherwise report only the transport's error.
+    """
+    try:
+        return call(*args, **kwargs)
+    except RuntimeError as exc:  # DistBackendError and gloo's transport errors
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise WorkerError(f"another rank of the distributed run stopped (its own output says why); this rank "
+                          f"lost it in {call.__name__}: {first}") from None
 
 
 @dataclass
@@ -84,25 +99,25 @@ class DistContext:
 
     def barrier(self) -> None:
         """Wait for every rank."""
-        tdist.barrier()
+        _collective(tdist.barrier)
 
     def broadcast_object(self, obj: Any, src: int = 0) -> Any:
         """``obj`` of rank ``src`` on every rank (picklable data)."""
         box = [obj]
-        tdist.broadcast_object_list(box, src=src)
+        _collective(tdist.broadcast_object_list, box, src=src)
         return box[0]
 
     @torch.no_grad()
     def broadcast_module(self, module: nn.Module, src: int = 0) -> None:
         """Copy rank ``src``'s parameters and buffers to every rank (as DDP does at start)."""
         for t in itertools.chain(module.parameters(), module.buffers()):
-            tdist.broadcast(t.data, src=src)
+            _collective(tdist.broadcast, t.data, src=src)
 
     def assert_same(self, value: Any, what: str) -> None:
         """Raise on every rank unless ``value`` (picklable) is equal on all ranks."""
         digest = hashlib.sha256(pickle.dumps(value)).hexdigest()
         seen = [None] * self.world_size
-        tdist.all_gather_object(seen, digest)
+        _collective(tdist.all_gather_object, seen, digest)
         if len(set(seen)) != 1:
             raise RuntimeError(f"distributed ranks disagree on the {what}: per-rank digests {seen}")
 
@@ -155,7 +170,7 @@ class DistContext:
         scale = share * self.world_size
         scaled = loss if scale == 1.0 else loss * scale
         total = scaled.detach().reshape(1).to(torch.float64)
-        tdist.all_reduce(total)
+        _collective(tdist.all_reduce, total)
         value = check_finite_loss(total.item() / self.world_size, phase, step, hint)
         return scaled, value
 
@@ -168,7 +183,7 @@ class DistContext:
         """
         grads = [p.grad for p in params if p.grad is not None]
         count = torch.tensor([len(grads), -len(grads)], dtype=torch.float64, device=self._device())
-        tdist.all_reduce(count, op=tdist.ReduceOp.MAX)
+        _collective(tdist.all_reduce, count, op=tdist.ReduceOp.MAX)
         if count[0].item() != len(grads) or -count[1].item() != len(grads):
             raise RuntimeError("distributed ranks used different parameters in one step "
                                "(they sampled different architectures)")
@@ -177,7 +192,7 @@ class DistContext:
         from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
         flat = _flatten_dense_tensors(grads)
-        tdist.all_reduce(flat)
+        _collective(tdist.all_reduce, flat)
         flat /= self.world_size
         for g, avg in zip(grads, _unflatten_dense_tensors(flat, grads)):
             g.copy_(avg)
@@ -291,8 +306,8 @@ class FollowerRun(RunDir):
     def lock(self) -> None:  # noqa: D102 - no-op on followers
         pass
 
-    def log(self, event: dict) -> None:  # noqa: D102
-        pass
+    def log(self, event: dict) -> None:  # noqa: D102 - nothing written (a test's ATTNAS_FAULT may still kill)
+        _maybe_inject_fault(event)
 
     def save_checkpoint(self, tag: str, step: int, state: dict):  # noqa: D102
         return self.checkpoint_dir / f"{tag}-{step:08d}.ckpt"

@@ -293,9 +293,11 @@ class RayExecutor(Executor):
         self._fault_at, self._fault_marker, self._fault_dir = _worker_fault_spec()
 
     def put(self, obj: Any) -> Any:
+        self._check_head()
         return self._ray.put(obj)
 
     def _submit(self, fn: Callable, items: Iterable, shared: tuple) -> list:
+        self._check_head()
         refs = []
         for item in items:
             self._submitted += 1

@@ -181,7 +181,7 @@ def graph(n=30, **change):
 
 
 def nan_x():
-    x = torch.rand(30, 4)
+    x = torch.rand(30, 4, generator=torch.Generator().manual_seed(0))
     x[7, 2] = float("nan")
     return x
 

@@ -1,12 +1,12 @@
-"""Ray faults during ``attnas retrain --workers 2``: a worker killed in the middle of a seed
-is replaced and the seed re-run, with the uninterrupted result; a seed whose worker dies
-on every try, or a Ray whose head is gone, ends the retrain with one line (exit status 1),
-every finished seed written, and the retrain run again trains only the missing seeds, to
-the same summary.
+"""Ray faults during ``attnas retrain``, ``search`` and ``sweep`` with ``--workers 2``: a
+worker killed in the middle of a seed is replaced and the seed re-run, with the
+uninterrupted result; a seed whose worker dies on every try, or a Ray whose head is gone,
+ends the command with one line (exit status 1), everything finished kept, and the command
+run again (``search --resume``) ends as the uninterrupted one.
 
 The worker running the n-th task SIGKILLs itself (``ATTNAS_WORKER_FAULT``, see
-:mod:`attnas.parallel`). Skipped without Ray (the ``local_ray`` fixture). A killed
-worker during a search's scoring: ``tests/test_parallel.py``.
+:mod:`attnas.parallel`); a head is lost by killing a child process's own local Ray.
+Skipped without Ray. A killed worker during a search's scoring: ``tests/test_parallel.py``.
 """
 
 from __future__ import annotations
@@ -41,25 +41,24 @@ def finished(tmp_path_factory):
     return folder / "run", retraining.retrain(folder / "sequential", seeds=3)
 
 
-@pytest.mark.slow  # about 30 s on a loaded 2-core machine, most of it the child's Ray starting
-def test_a_ray_head_gone_mid_retrain_is_one_line_within_seconds_and_the_retrain_continues(finished, tmp_path,
-                                                                                         restore_torch_threads):
-    """``attnas retrain --workers 2`` in a child process whose local Ray (its GCS, raylet and
-    workers: the child's descendants) is SIGKILLed once seed 0 is written: the child stops
-    with one line, before Ray's own minute-long wait ends it, and the retrain run again
-    ends as the uninterrupted one."""
-    pytest.importorskip("ray")
+HEAD_GONE = re.compile(r"error: lost the local Ray: its head \(\S+:\d+\) does not answer \(.+\); what finished is "
+                       r"kept, run the command again to continue(; .*)?")
+
+
+def lose_the_head(args: list[str], ready, meanwhile=lambda: None) -> tuple[int, str, float]:
+    """Run ``python -m attnas --threads 1 ARGS`` in a child process and, once ``ready()``,
+    SIGKILL the child's own local Ray (its GCS, raylet and workers: the child's
+    descendants, nothing else). ``meanwhile()`` runs here while the child notices.
+
+    Returns:
+        The child's exit status, its stderr and the seconds from the kill to its end.
+    """
     psutil = pytest.importorskip("psutil")
-    run, _ = finished
-    longer = ["--seeds", "3", "--set", "retrain.epochs=60"]  # seconds a seed: seed 2 runs at the kill
-    out = tmp_path / "run"
-    shutil.copytree(run, out)
-    folder = out / "retrain" / "digits-graph" / "scratch"
-    # the head is checked every 0.5 s instead of 2 s (each seed still awaited finds it gone)
+    # the head is checked every 0.5 s instead of 2 s (each result still awaited finds it gone)
     env = dict(os.environ, ATTNAS_PROGRESS="0", ATTNAS_RAY_POLL_SECONDS="0.5")
     env.pop("ATTNAS_WORKER_FAULT", None)
-    child = subprocess.Popen([sys.executable, "-m", "attnas", "--threads", "1", "retrain", str(out), "--workers", "2",
-                              *longer], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen([sys.executable, "-m", "attnas", "--threads", "1", *args], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     ended: dict = {}
 
     def wait_for_the_child():
@@ -71,36 +70,121 @@ def test_a_ray_head_gone_mid_retrain_is_one_line_within_seconds_and_the_retrain_
     waiter = threading.Thread(target=wait_for_the_child, daemon=True)
     try:
         deadline = time.monotonic() + 120
-        while not (folder / "seed-0.json").exists() and child.poll() is None and time.monotonic() < deadline:
+        while not ready() and child.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert child.poll() is None and (folder / "seed-0.json").exists(), "the retrain ended before the kill"
-        for p in psutil.Process(child.pid).children(recursive=True):  # the child's own Ray, nothing else
+        assert child.poll() is None and ready(), "the child ended before the kill"
+        for p in psutil.Process(child.pid).children(recursive=True):
             p.kill()
         killed = time.monotonic()
         waiter.start()
-        # the uninterrupted reference, trained here while the child notices and stops
-        torch.set_num_threads(1)  # as the child (--threads 1): the same floats
-        shutil.copytree(run, tmp_path / "reference")
-        reference = retraining.retrain(tmp_path / "reference", seeds=3, overrides=["retrain.epochs=60"])
+        meanwhile()
         waiter.join()
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
     assert "stderr" in ended, "the child did not end within 50 s"
-    stderr, seconds = ended["stderr"], ended["at"] - killed
-    assert child.returncode == 1, stderr
+    stderr = ended["stderr"]
     errors = [line for line in stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "Traceback" not in stderr, stderr
-    assert re.fullmatch(r"error: lost the local Ray: its head \(\S+:\d+\) does not answer \(.+\); what finished is "
-                        r"kept, run the command again to continue", errors[0]), errors[0]
+    assert len(errors) == 1 and HEAD_GONE.fullmatch(errors[0]) and "Traceback" not in stderr, stderr
+    return child.returncode, stderr, ended["at"] - killed
+
+
+@pytest.mark.slow  # about 30 s on a loaded 2-core machine, most of it the child's Ray starting
+def test_a_ray_head_gone_mid_retrain_is_one_line_within_seconds_and_the_retrain_continues(finished, tmp_path,
+                                                                                         restore_torch_threads):
+    """``attnas retrain --workers 2`` whose local Ray is killed once seed 0 is written stops
+    with one line, before Ray's own minute-long wait ends it, and the retrain run again
+    ends as the uninterrupted one."""
+    pytest.importorskip("ray")
+    run, _ = finished
+    longer = ["--seeds", "3", "--set", "retrain.epochs=60"]  # seconds a seed: seed 2 runs at the kill
+    out = tmp_path / "run"
+    shutil.copytree(run, out)
+    folder = out / "retrain" / "digits-graph" / "scratch"
+    reference = {}
+
+    def train_the_reference():  # uninterrupted, trained here while the child notices and stops
+        torch.set_num_threads(1)  # as the child (--threads 1): the same floats
+        shutil.copytree(run, tmp_path / "reference")
+        reference["summary"] = retraining.retrain(tmp_path / "reference", seeds=3, overrides=["retrain.epochs=60"])
+
+    status, stderr, seconds = lose_the_head(["retrain", str(out), "--workers", "2", *longer],
+                                            ready=lambda: (folder / "seed-0.json").exists(),
+                                            meanwhile=train_the_reference)
+    assert status == 1, stderr
     assert seconds < 30, seconds
     done = sorted(p.name for p in folder.iterdir())
     assert "seed-0.json" in done and "seed-2.json" not in done and not list(out.rglob(".*.tmp-*")), done
     kept = {f: (folder / f).stat().st_mtime_ns for f in done}
     summary = retraining.retrain(out, seeds=3, overrides=["retrain.epochs=60"])  # run again: the seeds left
     assert {f: (folder / f).stat().st_mtime_ns for f in kept} == kept
-    assert untimed(summary) == untimed(reference)
+    assert untimed(summary) == untimed(reference["summary"])
+
+
+@pytest.mark.slow  # about 30 s, most of it the child's Ray starting
+def test_a_ray_head_gone_before_a_search_scores_is_one_line_and_the_search_resumes(tiny_recipe_data, tmp_path,
+                                                                                   restore_torch_threads):
+    """``attnas search --workers 2`` whose local Ray is killed while the supernet trains (here,
+    without Ray) stops with one line at its first use of Ray (a ``ray.put`` to a dead head
+    used to end the process with no message), the run marked failed; resumed without
+    workers it ends as the uninterrupted search."""
+    pytest.importorskip("ray")
+    import yaml
+
+    recipe = dict(tiny_recipe_data)
+    recipe["strategy"] = {**recipe["strategy"], "supernet": {"epochs": 60, "checkpoint_every": 20}}
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    out = tmp_path / "run"
+    events = out / "events.jsonl"
+    status, stderr, _ = lose_the_head(["search", str(path), "--out", str(out), "--workers", "2"],
+                                      ready=lambda: events.exists() and '"supernet"' in events.read_text())
+    assert status == 1, stderr
+    assert f"`attnas search --resume {out}` continues it" in stderr
+    assert json.loads((out / "run.json").read_text())["status"] == "failed"
+    assert not list(out.rglob(".*.tmp-*"))
+    torch.set_num_threads(1)  # as the child: the same floats
+    resumed = pipeline.resume(out)
+    reference = pipeline.search(recipe, out=tmp_path / "reference")
+    assert resumed.file("arch.json").read_text() == reference.file("arch.json").read_text()
+    assert [(e["arch"], e["accuracy"]) for e in resumed.events("evolution")] == \
+           [(e["arch"], e["accuracy"]) for e in reference.events("evolution")]
+
+
+@pytest.mark.slow  # about 40 s, most of it the child's Ray starting
+def test_a_ray_head_gone_mid_sweep_is_one_line_and_the_sweep_run_again_completes_it(tiny_recipe_data, tmp_path,
+                                                                                    restore_torch_threads):
+    """``attnas sweep --workers 2`` whose local Ray is killed once its first search is done
+    (the searches on Ray's workers die with it) stops with one line; the same sweep run
+    again keeps the finished search and ends as the uninterrupted sweep."""
+    pytest.importorskip("ray")
+    import yaml
+
+    from attnas.sweep import sweep
+
+    recipe = dict(tiny_recipe_data)
+    recipe["strategy"] = {**recipe["strategy"], "rerank": {"top_k": 2, "epochs": 0}}
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    out = tmp_path / "sweep"
+    first = out / "000_seed-0" / "metrics.json"
+    status, stderr, seconds = lose_the_head(["sweep", str(path), "--seeds", "4", "--out", str(out), "--workers", "2"],
+                                            ready=first.exists)
+    assert status == 1, stderr
+    assert seconds < 30, seconds
+    assert not (out / "summary.json").exists() and not list(out.rglob(".*.tmp-*"))
+    kept = first.stat().st_mtime_ns
+    torch.set_num_threads(1)  # as the child's workers: the same floats
+    again = sweep(recipe, seeds=4, out=out)
+    assert first.stat().st_mtime_ns == kept
+    reference = sweep(recipe, seeds=4, out=tmp_path / "reference")
+
+    def results(summary):
+        return [(r["name"], {k: v for k, v in r["metrics"].items() if k != "search_seconds"})
+                for r in summary["runs"]]
+
+    assert results(again) == results(reference)
 
 
 def test_a_ray_worker_killed_during_a_seed_is_replaced_with_the_same_result(finished, local_ray, tmp_path,
