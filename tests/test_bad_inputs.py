@@ -295,8 +295,11 @@ def run_with_alpha(path, shape):
     (lambda r, tmp: darts(eval_split="tset"), "strategy.eval_split: unknown split 'tset'"),
     (lambda r, tmp: darts(splits=["train", "tset"]), "strategy.splits: unknown split 'tset'"),
     (lambda r, tmp: darts({"val_fraction": 0.0}, eval_split=""), "split 'val' is empty"),
+    (lambda r, tmp: {**r, "space": {**r["space"], "layers": 1, "ops": ["zero", "gcn"]},
+                     "strategy": {"name": "latent-bo", "initial": 5, "budget": 6, "vae": {"samples": 10}}},
+     "strategy.initial: 5 initial architectures, but the 'autoattend' space has only 3"),
 ], ids=["graph-vae-on-nodes", "one-mechanism", "alpha-from-missing", "alpha-from-other-shapes",
-        "unknown-eval-split", "unknown-bilevel-split", "empty-val-split"])
+        "unknown-eval-split", "unknown-bilevel-split", "empty-val-split", "latent-bo-initial-over-the-space"])
 def test_strategy_refuses_inputs_before_writing(recipe, tmp_path, make, message):
     """Checks that need the strategy's options, the space or the loaded task run before the
     run directory exists, so the folder stays free for the corrected run."""

@@ -161,6 +161,18 @@ class LatentBO(_OneShot):
     requires = ("one-shot", "dag")
 
     @classmethod
+    def check(cls, options: LatentBOConfig, space: Any) -> None:
+        """Also refuse an initial sample larger than the space, before anything is written."""
+        super().check(options, space)
+        try:
+            size = space.size()
+        except NotImplementedError:
+            return
+        if size < options.initial:
+            raise ConfigError(f"strategy.initial: {options.initial} initial architectures, but the '{space.name}' "
+                              f"space has only {size}")
+
+    @classmethod
     def random_counterpart(cls, options: LatentBOConfig, space: Any, seed: int) -> dict:
         """Random search with the same supernet, ``budget`` scored architectures and the same re-ranking."""
         return random_search_section(options, options.budget)
