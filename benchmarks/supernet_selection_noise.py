@@ -1,0 +1,112 @@
+"""Can a search beat random search under this supernet? Where validation stops predicting test.
+
+For each finished one-shot run, ``--samples`` architectures drawn from the space's prior
+(the same ones for every run: ``--sample-seed``) are scored with the supernet's weights in
+evaluation mode, on the validation and the test split. From these scores:
+
+- **rank agreement**: Kendall's tau between validation and test accuracy over all samples,
+  and over the ``--top`` samples with the best validation accuracy (the region a search
+  works in: when tau is near 0 there, a higher validation score picks no better test score);
+- **budget curve**: the validation and test accuracy of the best-by-validation sample among
+  N random samples (N = 10 ... ``--samples``; mean over ``--draws`` random subsets; ties
+  go to the earlier sample), i.e. what random search with budget N finds;
+- **the search's own best**: the best validation score among the candidates the run itself
+  evaluated (its population), to set beside random search's at the same budget.
+
+One JSON line per run goes to ``--out`` (with every sample's scores); a summary is printed.
+
+Usage::
+
+    python benchmarks/supernet_selection_noise.py runs/aa-cora-s0 runs/aa-cora-s1 --out runs/noise.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+from pathlib import Path
+
+BUDGETS = (10, 30, 100, 300, 1000, 3000, 10000)
+
+
+def score_samples(run_dir: str, samples: int, sample_seed: int) -> dict:
+    """Validation and test accuracy (supernet weights) of the prior samples, and the run's best."""
+    import torch
+
+    from finished_search import open_search
+
+    found = open_search(run_dir)
+    space, task, supernet = found.space, found.task, found.supernet
+    rng = random.Random(sample_seed)
+    archs = [space.sample(rng) for _ in range(samples)]
+    val, test = [], []
+    with torch.no_grad():
+        for arch in archs:
+            val.append(task.evaluate(lambda b, a=arch: supernet(b, a), "val", batch_size=10**9))
+            test.append(task.evaluate(lambda b, a=arch: supernet(b, a), "test", batch_size=10**9))
+    return {"run": str(run_dir), "val": val, "test": test,
+            "search_best_val": max(p["score"] for p in found.population),
+            "search_evaluated": len(found.population)}
+
+
+def summarise(row: dict, top: int, draws: int) -> dict:
+    """Rank agreement and the random-search budget curve of one run's scores."""
+    from scipy.stats import kendalltau
+
+    val, test = row["val"], row["test"]
+    n = len(val)
+    best = sorted(range(n), key=lambda i: -val[i])[:top]
+    curve = {}
+    rng = random.Random(0)
+    for budget in (b for b in BUDGETS if b <= n):
+        picks = []
+        for _ in range(draws if budget < n else 1):
+            subset = sorted(rng.sample(range(n), budget))
+            picks.append(max(subset, key=lambda i: (val[i], -i)))
+        curve[budget] = {"val": statistics.mean(val[i] for i in picks), "test": statistics.mean(test[i] for i in picks)}
+    return {"tau_all": float(kendalltau(val, test)[0]),
+            "tau_top": float(kendalltau([val[i] for i in best], [test[i] for i in best])[0]),
+            "curve": curve, "search_best_val": row["search_best_val"], "search_evaluated": row["search_evaluated"]}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="+", help="finished one-shot run directories")
+    p.add_argument("--samples", type=int, default=1000)
+    p.add_argument("--sample-seed", type=int, default=12345)
+    p.add_argument("--top", type=int, default=100)
+    p.add_argument("--draws", type=int, default=200)
+    p.add_argument("--out", type=Path, required=True, help="JSON lines, one per run (appended)")
+    args = p.parse_args()
+    done = {}
+    if args.out.exists():
+        for line in args.out.read_text().splitlines():
+            r = json.loads(line)
+            if len(r["val"]) == args.samples:
+                done[r["run"]] = r
+    summaries = []
+    for run in args.runs:
+        row = done.get(str(run))
+        if row is None:
+            row = score_samples(run, args.samples, args.sample_seed)
+            with args.out.open("a") as fh:
+                fh.write(json.dumps(row) + "\n")
+        s = summarise(row, args.top, args.draws)
+        summaries.append(s)
+        print(f"{run}: tau(val, test) all {s['tau_all']:.3f}, top {args.top} {s['tau_top']:.3f}; "
+              f"best val of the search's {s['search_evaluated']} {100 * s['search_best_val']:.2f}, "
+              f"of {args.samples} random {100 * s['curve'][max(s['curve'])]['val']:.2f}", flush=True)
+    print(f"\nmean over {len(summaries)} runs: tau all {statistics.mean(s['tau_all'] for s in summaries):.3f}, "
+          f"top {args.top} {statistics.mean(s['tau_top'] for s in summaries):.3f}; best val of the search "
+          f"{100 * statistics.mean(s['search_best_val'] for s in summaries):.2f}")
+    print("| random samples N | best-by-val: val % | its test % |")
+    print("|---|---|---|")
+    for budget in summaries[0]["curve"]:
+        print(f"| {budget} | {100 * statistics.mean(s['curve'][budget]['val'] for s in summaries):.2f} | "
+              f"{100 * statistics.mean(s['curve'][budget]['test'] for s in summaries):.2f} |")
+
+
+if __name__ == "__main__":
+    main()
