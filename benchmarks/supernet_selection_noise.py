@@ -11,7 +11,11 @@ evaluation mode, on the validation and the test split. From these scores:
   N random samples (N = 10 ... ``--samples``; mean over ``--draws`` random subsets; ties
   go to the earlier sample), i.e. what random search with budget N finds;
 - **the search's own best**: the best validation score among the candidates the run itself
-  evaluated (its population), to set beside random search's at the same budget.
+  evaluated (its population), to set beside random search's at the same budget;
+- with ``--pairs``, **two supernets instead of one**: for every pair of the runs, the sample
+  with the best mean validation accuracy of the two, and its mean test accuracy under the
+  two (a final model fine-tuned from either), beside the best-by-validation sample of one
+  supernet.
 
 One JSON line per run goes to ``--out`` (with every sample's scores); a summary is printed.
 
@@ -23,6 +27,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import statistics
@@ -78,6 +83,7 @@ def main() -> None:
     p.add_argument("--sample-seed", type=int, default=12345)
     p.add_argument("--top", type=int, default=100)
     p.add_argument("--draws", type=int, default=200)
+    p.add_argument("--pairs", action="store_true", help="also score every pair of runs together")
     p.add_argument("--out", type=Path, required=True, help="JSON lines, one per run (appended)")
     args = p.parse_args()
     done = {}
@@ -86,13 +92,14 @@ def main() -> None:
             r = json.loads(line)
             if len(r["val"]) == args.samples:
                 done[r["run"]] = r
-    summaries = []
+    summaries, rows = [], []
     for run in args.runs:
         row = done.get(str(run))
         if row is None:
             row = score_samples(run, args.samples, args.sample_seed)
             with args.out.open("a") as fh:
                 fh.write(json.dumps(row) + "\n")
+        rows.append(row)
         s = summarise(row, args.top, args.draws)
         summaries.append(s)
         print(f"{run}: tau(val, test) all {s['tau_all']:.3f}, top {args.top} {s['tau_top']:.3f}; "
@@ -106,6 +113,19 @@ def main() -> None:
     for budget in summaries[0]["curve"]:
         print(f"| {budget} | {100 * statistics.mean(s['curve'][budget]['val'] for s in summaries):.2f} | "
               f"{100 * statistics.mean(s['curve'][budget]['test'] for s in summaries):.2f} |")
+    if args.pairs:
+        single = [best_test(r["val"], [r["test"]]) for r in rows]
+        pairs = [best_test([a + b for a, b in zip(r["val"], q["val"])], [r["test"], q["test"]])
+                 for r, q in itertools.combinations(rows, 2)]
+        print(f"\ntest [%] of the best-by-validation sample: one supernet {100 * statistics.mean(single):.2f} "
+              f"(mean of {len(single)}), two supernets' mean validation {100 * statistics.mean(pairs):.2f} "
+              f"(mean of {len(pairs)} pairs)")
+
+
+def best_test(val: list[float], tests: list[list[float]]) -> float:
+    """Mean test accuracy (over ``tests``) of the sample with the best ``val`` (ties: the earlier)."""
+    i = max(range(len(val)), key=lambda k: (val[k], -k))
+    return statistics.mean(t[i] for t in tests)
 
 
 if __name__ == "__main__":
