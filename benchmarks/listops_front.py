@@ -55,7 +55,7 @@ def measure_costs(run_dir: str, mechanisms: list[str], repeats: int, batch_size:
     parameters of each mechanism's network, at the input size of the run ``run_dir``."""
     import torch
 
-    from attnas.costs import measure
+    from attnas.costs import batch_signature, measure
     from attnas.pipeline import open_finished, run_task
 
     run, config, _, space = open_finished(run_dir)
@@ -74,7 +74,7 @@ def measure_costs(run_dir: str, mechanisms: list[str], repeats: int, batch_size:
             params[m] = c["params"]
             for k in ("latency_ms", "train_step_ms"):
                 times[m][k].append(c[k])
-    shape = list(batch.x.shape) if hasattr(batch, "x") else None
+    shape = batch_signature(batch)
     return {m: {"params": params[m], "input": shape,
                 **{k: statistics.median(v) for k, v in times[m].items()}} for m in mechanisms}
 
