@@ -122,6 +122,16 @@ def test_a_ray_head_gone_mid_retrain_is_one_line_within_seconds_and_the_retrain_
     assert untimed(summary) == untimed(reference["summary"])
 
 
+def recipe_file(tmp_path, base: dict, **strategy) -> tuple[dict, str]:
+    """``base`` with ``strategy`` sections replaced, and the path of it written as YAML."""
+    import yaml
+
+    recipe = {**base, "strategy": {**base["strategy"], **strategy}}
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    return recipe, str(path)
+
+
 @pytest.mark.slow  # about 30 s, most of it the child's Ray starting
 def test_a_ray_head_gone_before_a_search_scores_is_one_line_and_the_search_resumes(tiny_recipe_data, tmp_path,
                                                                                    restore_torch_threads):
@@ -130,12 +140,7 @@ def test_a_ray_head_gone_before_a_search_scores_is_one_line_and_the_search_resum
     used to end the process with no message), the run marked failed; resumed without
     workers it ends as the uninterrupted search."""
     pytest.importorskip("ray")
-    import yaml
-
-    recipe = dict(tiny_recipe_data)
-    recipe["strategy"] = {**recipe["strategy"], "supernet": {"epochs": 60, "checkpoint_every": 20}}
-    path = tmp_path / "recipe.yaml"
-    path.write_text(yaml.safe_dump(recipe))
+    recipe, path = recipe_file(tmp_path, tiny_recipe_data, supernet={"epochs": 60, "checkpoint_every": 20})
     out = tmp_path / "run"
     events = out / "events.jsonl"
     status, stderr, _ = lose_the_head(["search", str(path), "--out", str(out), "--workers", "2"],
@@ -159,14 +164,9 @@ def test_a_ray_head_gone_mid_sweep_is_one_line_and_the_sweep_run_again_completes
     (the searches on Ray's workers die with it) stops with one line; the same sweep run
     again keeps the finished search and ends as the uninterrupted sweep."""
     pytest.importorskip("ray")
-    import yaml
-
     from attnas.sweep import sweep
 
-    recipe = dict(tiny_recipe_data)
-    recipe["strategy"] = {**recipe["strategy"], "rerank": {"top_k": 2, "epochs": 0}}
-    path = tmp_path / "recipe.yaml"
-    path.write_text(yaml.safe_dump(recipe))
+    recipe, path = recipe_file(tmp_path, tiny_recipe_data, rerank={"top_k": 2, "epochs": 0})
     out = tmp_path / "sweep"
     first = out / "000_seed-0" / "metrics.json"
     status, stderr, seconds = lose_the_head(["sweep", str(path), "--seeds", "4", "--out", str(out), "--workers", "2"],
