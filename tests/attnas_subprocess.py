@@ -71,6 +71,20 @@ def killed_at_replace(name: str, count: int, *args: str, timeout: int = 600) -> 
                           env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def recipe_file(folder, base: dict, **strategy) -> tuple[dict, str]:
+    """``base`` with the ``strategy`` sections given replaced, written to ``folder/recipe.yaml``.
+
+    Returns:
+        ``(recipe, path)``: the mapping, and the path to hand the command line.
+    """
+    import yaml
+
+    recipe = {**base, "strategy": {**base["strategy"], **strategy}}
+    path = folder / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    return recipe, str(path)
+
+
 def search_reference(folder, recipe: dict, threads: int | None = 1) -> tuple:
     """Write ``recipe`` to ``folder/tiny.yaml`` and run an uninterrupted search of it.
 

@@ -16,7 +16,7 @@ import sys
 import time
 
 import yaml
-from attnas_subprocess import FIXED_GCN
+from attnas_subprocess import FIXED_GCN, recipe_file
 
 from attnas import distributed, pipeline
 from attnas.runs import RunDir
@@ -79,13 +79,10 @@ def test_resume_of_a_run_in_use_stops_every_rank_with_one_line(tmp_path):
 
 
 def test_a_rank_killed_mid_supernet_stops_rank_0_with_one_line_and_the_run_resumes(tiny_recipe_data, tmp_path):
-    recipe = dict(tiny_recipe_data)
-    recipe["strategy"] = {**recipe["strategy"],
-                          "supernet": {"epochs": 30, "checkpoint_every": 10, "optimizer": "sgd", "lr": 0.05}}
-    path = tmp_path / "recipe.yaml"
-    path.write_text(yaml.safe_dump(recipe))
+    _, path = recipe_file(tmp_path, tiny_recipe_data,
+                          supernet={"epochs": 30, "checkpoint_every": 10, "optimizer": "sgd", "lr": 0.05})
     out = tmp_path / "run"
-    results, seconds = launch("search", str(path), "--out", str(out), faults={1: "supernet:15"})
+    results, seconds = launch("search", path, "--out", str(out), faults={1: "supernet:15"})
     (status0, err0), (status1, _) = results
     assert status1 == -9 and status0 == 1, results
     assert seconds < LIMIT

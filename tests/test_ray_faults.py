@@ -22,7 +22,7 @@ import time
 
 import pytest
 import torch
-from attnas_subprocess import FIXED_GCN
+from attnas_subprocess import FIXED_GCN, recipe_file
 
 from attnas import parallel, pipeline, retraining
 
@@ -41,14 +41,15 @@ def finished(tmp_path_factory):
     return folder / "run", retraining.retrain(folder / "sequential", seeds=3)
 
 
-HEAD_GONE = re.compile(r"error: lost the local Ray: its head \(\S+:\d+\) does not answer \(.+\); what finished is "
-                       r"kept, run the command again to continue(; .*)?")
+HEAD_GONE = (r"error: lost the local Ray: its head \(\S+:\d+\) does not answer \(.+\); what finished is "
+             r"kept, run the command again to continue")
 
 
-def lose_the_head(args: list[str], ready, meanwhile=lambda: None) -> tuple[int, str, float]:
+def lose_the_head(args: list[str], ready, meanwhile=lambda: None, then: str = "") -> tuple[int, str, float]:
     """Run ``python -m attnas --threads 1 ARGS`` in a child process and, once ``ready()``,
     SIGKILL the child's own local Ray (its GCS, raylet and workers: the child's
-    descendants, nothing else). ``meanwhile()`` runs here while the child notices.
+    descendants, nothing else). ``meanwhile()`` runs here while the child notices. The
+    child's one error line must be the lost-head line followed by exactly ``then``.
 
     Returns:
         The child's exit status, its stderr and the seconds from the kill to its end.
@@ -86,7 +87,8 @@ def lose_the_head(args: list[str], ready, meanwhile=lambda: None) -> tuple[int, 
     assert "stderr" in ended, "the child did not end within 50 s"
     stderr = ended["stderr"]
     errors = [line for line in stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and HEAD_GONE.fullmatch(errors[0]) and "Traceback" not in stderr, stderr
+    assert len(errors) == 1 and re.fullmatch(HEAD_GONE + re.escape(then), errors[0]) and "Traceback" not in stderr, \
+        stderr
     return child.returncode, stderr, ended["at"] - killed
 
 
@@ -122,16 +124,6 @@ def test_a_ray_head_gone_mid_retrain_is_one_line_within_seconds_and_the_retrain_
     assert untimed(summary) == untimed(reference["summary"])
 
 
-def recipe_file(tmp_path, base: dict, **strategy) -> tuple[dict, str]:
-    """``base`` with ``strategy`` sections replaced, and the path of it written as YAML."""
-    import yaml
-
-    recipe = {**base, "strategy": {**base["strategy"], **strategy}}
-    path = tmp_path / "recipe.yaml"
-    path.write_text(yaml.safe_dump(recipe))
-    return recipe, str(path)
-
-
 @pytest.mark.slow  # about 30 s, most of it the child's Ray starting
 def test_a_ray_head_gone_before_a_search_scores_is_one_line_and_the_search_resumes(tiny_recipe_data, tmp_path,
                                                                                    restore_torch_threads):
@@ -144,9 +136,9 @@ def test_a_ray_head_gone_before_a_search_scores_is_one_line_and_the_search_resum
     out = tmp_path / "run"
     events = out / "events.jsonl"
     status, stderr, _ = lose_the_head(["search", str(path), "--out", str(out), "--workers", "2"],
-                                      ready=lambda: events.exists() and '"supernet"' in events.read_text())
+                                      ready=lambda: events.exists() and '"supernet"' in events.read_text(),
+                                      then=f"; the run is kept: `attnas search --resume {out}` continues it")
     assert status == 1, stderr
-    assert f"`attnas search --resume {out}` continues it" in stderr
     assert json.loads((out / "run.json").read_text())["status"] == "failed"
     assert not list(out.rglob(".*.tmp-*"))
     torch.set_num_threads(1)  # as the child: the same floats
