@@ -53,7 +53,7 @@ import torch.distributed as tdist
 from torch import nn
 
 from attnas.errors import DIVERGED_HINT, AttnasError, ConfigError, WorkerError, check_finite_loss
-from attnas.runs import RunDir, _maybe_inject_fault
+from attnas.runs import RunDir, maybe_inject_fault
 
 
 def _collective(call: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
@@ -307,7 +307,7 @@ class FollowerRun(RunDir):
         pass
 
     def log(self, event: dict) -> None:  # noqa: D102 - nothing written (a test's ATTNAS_FAULT may still kill)
-        _maybe_inject_fault(event)
+        maybe_inject_fault(event)
 
     def save_checkpoint(self, tag: str, step: int, state: dict):  # noqa: D102
         return self.checkpoint_dir / f"{tag}-{step:08d}.ckpt"

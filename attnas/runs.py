@@ -85,7 +85,7 @@ def run_folder_name(name: str, limit: int = 100) -> str:
 _fault_counts: dict[str, int] = {}
 
 
-def _maybe_inject_fault(event: dict) -> None:
+def maybe_inject_fault(event: dict) -> None:
     """Fault injection for tests: ``ATTNAS_FAULT=<phase>:<n>`` SIGKILLs this process
     right after the n-th event of ``phase`` is logged (a real, unclean death)."""
     spec = os.environ.get("ATTNAS_FAULT")
@@ -290,7 +290,7 @@ class RunDir:
             logged = json.loads(line)
             for listener in list(_event_listeners):
                 listener(self.path, logged)
-        _maybe_inject_fault(event)
+        maybe_inject_fault(event)
 
     def events_offset(self) -> int:
         """Byte length of events.jsonl (stored in checkpoints, restored on resume)."""
