@@ -15,7 +15,13 @@ evaluation mode, on the validation and the test split. From these scores:
 - with ``--pairs``, **two supernets instead of one**: for every pair of the runs, the sample
   with the best mean validation accuracy of the two, and its mean test accuracy under the
   two (a final model fine-tuned from either), beside the best-by-validation sample of one
-  supernet.
+  supernet;
+- with ``--agreement`` (transductive node tasks), **the candidates' consensus instead of the
+  500 validation labels**: the ensemble of the ``--top`` best-by-validation samples (mean
+  of their class probabilities) and its test accuracy beside the best single sample's;
+  each sample's agreement with the ensemble's labels on the unlabelled nodes (neither
+  train, validation nor test), and the test accuracy of the sample picked by agreement,
+  and by validation accuracy plus agreement, beside the pick by validation accuracy.
 
 One JSON line per run goes to ``--out`` (with every sample's scores); a summary is printed.
 
@@ -56,6 +62,29 @@ def score_samples(run_dir: str, samples: int, sample_seed: int) -> dict:
             "search_evaluated": len(found.population)}
 
 
+def agreement(run_dir: str, samples: int, sample_seed: int, val: list[float], top: int) -> dict:
+    """The ensemble of the ``top`` best-by-validation samples and each sample's agreement with
+    its labels on the unlabelled nodes (``--agreement``; a transductive node task)."""
+    import torch
+
+    from finished_search import open_search
+
+    found = open_search(run_dir)
+    space, task, supernet = found.space, found.task, found.supernet
+    graph = task.dataset.graph
+    unlabelled = ~(graph.train_mask | graph.val_mask | graph.test_mask)
+    batch = next(iter(task.batches("val")))
+    rng = random.Random(sample_seed)
+    with torch.no_grad():
+        probs = torch.stack([torch.softmax(supernet(batch, space.sample(rng)), -1) for _ in range(samples)])
+    best = sorted(range(samples), key=lambda i: -val[i])[:top]
+    labels = probs[best].mean(0).argmax(-1)
+    y, test = graph.y, graph.test_mask
+    return {"ensemble_test": float((labels[test] == y[test]).float().mean()),
+            "unlabelled": int(unlabelled.sum()),
+            "agree": (probs.argmax(-1)[:, unlabelled] == labels[unlabelled]).float().mean(1).tolist()}
+
+
 def summarise(row: dict, top: int, draws: int) -> dict:
     """Rank agreement and the random-search budget curve of one run's scores."""
     from scipy.stats import kendalltau
@@ -84,19 +113,23 @@ def main() -> None:
     p.add_argument("--top", type=int, default=100)
     p.add_argument("--draws", type=int, default=200)
     p.add_argument("--pairs", action="store_true", help="also score every pair of runs together")
+    p.add_argument("--agreement", action="store_true",
+                   help="also select by agreement with the top samples' ensemble on the unlabelled nodes")
     p.add_argument("--out", type=Path, required=True, help="JSON lines, one per run (appended)")
     args = p.parse_args()
     done = {}
     if args.out.exists():
         for line in args.out.read_text().splitlines():
             r = json.loads(line)
-            if len(r["val"]) == args.samples:
+            if len(r["val"]) == args.samples and (not args.agreement or "agree" in r):
                 done[r["run"]] = r
     summaries, rows = [], []
     for run in args.runs:
         row = done.get(str(run))
         if row is None:
             row = score_samples(run, args.samples, args.sample_seed)
+            if args.agreement:
+                row.update(agreement(run, args.samples, args.sample_seed, row["val"], args.top))
             with args.out.open("a") as fh:
                 fh.write(json.dumps(row) + "\n")
         rows.append(row)
@@ -120,6 +153,14 @@ def main() -> None:
         print(f"\ntest [%] of the best-by-validation sample: one supernet {100 * statistics.mean(single):.2f} "
               f"(mean of {len(single)}), two supernets' mean validation {100 * statistics.mean(pairs):.2f} "
               f"(mean of {len(pairs)} pairs)")
+    if args.agreement:
+        by_val = [best_test(r["val"], [r["test"]]) for r in rows]
+        by_agree = [best_test(r["agree"], [r["test"]]) for r in rows]
+        by_both = [best_test([v + a for v, a in zip(r["val"], r["agree"])], [r["test"]]) for r in rows]
+        print(f"\nensemble of the top {args.top} by validation: test {100 * statistics.mean(r['ensemble_test'] for r in rows):.2f} "
+              f"(the best-by-validation sample: {100 * statistics.mean(by_val):.2f}); the sample picked by agreement with "
+              f"it on the {rows[0]['unlabelled']} unlabelled nodes: test {100 * statistics.mean(by_agree):.2f}, "
+              f"by validation + agreement {100 * statistics.mean(by_both):.2f} (means over {len(rows)} runs)")
 
 
 def best_test(val: list[float], tests: list[list[float]]) -> float:
