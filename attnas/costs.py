@@ -136,11 +136,11 @@ class CostsConfig:
             reference is the median of three whole-network timings), the estimate ranks
             architectures about as well as whole-network timings rank each other on
             both AutoAttend spaces: Spearman 0.90-0.98 on the text space
-            (``autoattend-sst5-quick``, 40 architectures, 3 runs) and 0.89-0.97 on the
-            graph space (``autoattend-digits-quick``, 60 architectures, 10 runs; 0.89
-            in two runs on a loaded machine where the timings' passes agreed with each
-            other at 0.88-0.93). So ``auto`` takes ``operations`` on both. Its absolute
-            level is looser (median estimate / timing 0.75-1.48 across runs, each part
+            (``autoattend-sst5-quick``, 40 architectures, 3 runs) and 0.89-0.92 on the
+            graph space (``autoattend-digits-quick``, 60 architectures, 3 runs, where
+            the timings' passes agreed with each other at 0.88-0.93; README.md has the
+            table). So ``auto`` takes ``operations`` on both. Its absolute
+            level is looser (median estimate / timing 0.75-1.06 across runs, each part
             being timed once, when the machine may be busier or quieter than when the
             networks run): a ``latency_ms`` constraint is an approximate limit, and a
             search that wants every network timed whole sets ``network``.
