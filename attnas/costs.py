@@ -23,7 +23,10 @@ change its cost) and measures:
     not included.
 ``latency_ms``
     Median wall time in milliseconds of one forward pass on the example batch, in eval
-    mode without autograd.
+    mode without autograd: the whole network timed (``CostsConfig.latency: network``),
+    or the sum of its parts' times, each part timed once (``operations``); ``auto``, the
+    default, picks ``operations`` where the networks split into parts, ``network``
+    elsewhere (:class:`CostsConfig`).
 ``train_step_ms``
     Median wall time in milliseconds of one training step (gradients zeroed, forward,
     the task's loss, backward; no optimiser step) in training mode.
@@ -42,8 +45,10 @@ Measurement protocol:
   repeats``). On a GPU, timing waits for the device (``torch.cuda.synchronize``). They
   depend on the machine's load; the other costs do not (they are the same on every run).
   Each run of an example batch costs about as much as scoring a candidate on the
-  supernet, so a latency objective on a search whose candidates are scored quickly adds
-  a large share of its wall time (``benchmarks/bench_cost_overhead.py`` measures it).
+  supernet, so timing every network whole (``latency: network``) adds a large share of
+  the wall time of a search whose candidates are scored quickly; timing each operation
+  once (``operations``, what ``auto`` picks for the AutoAttend spaces) adds little
+  (``benchmarks/bench_cost_overhead.py`` measures both).
 - Measuring leaves every random generator as it was (building a network draws its
   initial weights; a training step may draw dropout masks), so a search with costs
   samples the same architectures as one without.
@@ -51,9 +56,12 @@ Measurement protocol:
 
 Costs are cached per architecture in the run directory (``costs.jsonl``: one JSON line
 per measurement, appended and flushed), keyed by the space's config, the input size, the
-device, the torch threads, the protocol and the architecture's ``choices``. A resumed
-search reads the file and re-uses every cost measured before the kill instead of
-measuring it again, so it decides as the killed run would have, latency included.
+device, the torch threads, the protocol (with the latency method ``auto`` resolved to:
+a latency timed one way is never re-used as the other) and the architecture's
+``choices``; each row records that method too (``"latency"``). A resumed search reads
+the file and re-uses every cost measured before the kill instead of measuring it again,
+so it decides as the killed run would have, latency included (with ``auto``, it keeps
+the method its rows record).
 
 Example:
     >>> model = CostModel(space, task, run, CostsConfig(repeats=5), default_batch_size=128)  # doctest: +SKIP
@@ -66,6 +74,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import statistics
 import time
 from collections.abc import Callable, Iterable
@@ -91,6 +100,12 @@ COSTS: dict[str, str] = {
     "train_step_ms": "median training-step time (ms): forward, loss, backward",
 }
 
+#: How ``latency_ms`` can be measured (:attr:`CostsConfig.latency` with ``auto`` resolved), in words.
+LATENCY_METHODS: dict[str, str] = {
+    "network": "the whole network timed",
+    "operations": "the sum of its parts' timings",
+}
+
 #: The run-directory file of measured costs.
 COSTS_FILE = "costs.jsonl"
 
@@ -107,15 +122,28 @@ class CostsConfig:
         min_repeats: Fewest timed runs (``repeats`` when that is fewer).
         rtol: Timing stops once a run moved the median by at most this fraction of it
             (0: always ``repeats`` runs).
-        latency: ``network``: ``latency_ms`` is the whole network's forward time, timed for
-            every architecture. ``operations``: the sum of the times of its parts (stem,
-            each operation, each layer's merge, head; a network's ``latency_parts``, so
-            far the AutoAttend spaces'), each part timed once per signature (operation
-            and input shape; ``warmup + 1`` untimed runs, all ``repeats`` timed) and
-            shared by every architecture that has it: an estimate that costs almost
-            nothing per new architecture once its operations were seen
-            (``benchmarks/bench_latency_by_operations.py`` compares it with timing the
-            whole network).
+        latency: How ``latency_ms`` is measured. ``network``: the whole network's forward
+            time, timed for every architecture. ``operations``: the sum of the times of
+            its parts (stem, each operation, each layer's merge, head; a network's
+            ``latency_parts``, so far the AutoAttend spaces'), each part timed once per
+            signature (operation and input shape; ``warmup + 1`` untimed runs, all
+            ``repeats`` timed) and shared by every architecture that has it: an
+            estimate that costs almost nothing per new architecture once its operations
+            were seen. ``auto`` (default): ``operations`` where the space's networks have
+            ``latency_parts``, ``network`` elsewhere (:attr:`CostModel.latency` resolves
+            it; the cache key and ``costs.jsonl`` hold the resolved method). Measured
+            with ``benchmarks/bench_latency_by_operations.py`` (one torch thread; the
+            reference is the median of three whole-network timings), the estimate ranks
+            architectures about as well as whole-network timings rank each other on
+            both AutoAttend spaces: Spearman 0.90-0.98 on the text space
+            (``autoattend-sst5-quick``, 40 architectures, 3 runs) and 0.89-0.92 on the
+            graph space (``autoattend-digits-quick``, 60 architectures, 3 runs, where
+            the timings' passes agreed with each other at 0.88-0.93; README.md has the
+            table). So ``auto`` takes ``operations`` on both. Its absolute
+            level is looser (median estimate / timing 0.75-1.06 across runs, each part
+            being timed once, when the machine may be busier or quieter than when the
+            networks run): a ``latency_ms`` constraint is an approximate limit, and a
+            search that wants every network timed whole sets ``network``.
     """
 
     batch_size: PositiveInt | None = None
@@ -123,15 +151,25 @@ class CostsConfig:
     repeats: PositiveInt = 5
     min_repeats: PositiveInt = 2
     rtol: NonNegativeFloat = 0.1
-    latency: Literal["network", "operations"] = "network"
+    latency: Literal["auto", "network", "operations"] = "auto"
 
     def __post_init__(self) -> None:
         check_fields(self, "costs.")
 
-    def protocol(self) -> dict:
-        """The timing protocol (part of the cache key: a cost measured otherwise is not re-used)."""
+    def protocol(self, latency: str | None = None) -> dict:
+        """The timing protocol (part of the cache key: a cost measured otherwise is not re-used).
+
+        Args:
+            latency: The method ``latency`` resolved to (``network`` or ``operations``;
+                :attr:`CostModel.latency`); ``None``: :attr:`latency` as configured.
+        """
         return {"warmup": self.warmup, "repeats": self.repeats, "min_repeats": self.min_repeats, "rtol": self.rtol,
-                "latency": self.latency}
+                "latency": latency or self.latency}
+
+
+def splits_into_parts(model: nn.Module) -> bool:
+    """Whether ``model`` can be timed by its parts (``latency: operations``): it has ``latency_parts``."""
+    return callable(getattr(model, "latency_parts", None))
 
 
 def batch_signature(batch: Any, top: bool = True) -> Any:
@@ -282,7 +320,7 @@ class CostModel:
         space: The space whose architectures are measured.
         task: The task (its device and its ``train`` split give the example batch).
         run: The run directory holding ``costs.jsonl`` (``None``: cache in memory only).
-        options: The measurement protocol.
+        options: The measurement protocol (``latency: auto`` is resolved on first use: :attr:`latency`).
         default_batch_size: The example batch's size when ``options.batch_size`` is unset.
 
     Attributes:
@@ -303,6 +341,9 @@ class CostModel:
         self._parts: dict[str, float] = {}  # part key -> latency_ms (latency: operations)
         self._fh = None
         self._cached_seconds = 0.0
+        # the latency method: as configured, or what "auto" resolved to (on first use)
+        self._latency: str | None = None if self.options.latency == "auto" else self.options.latency
+        self._spare: tuple[str, nn.Module] | None = None  # (arch key, network) built to resolve "auto"
         if run is not None:
             for row in read_jsonl(Path(run.path) / COSTS_FILE):
                 if isinstance(row, dict) and "part" in row and "key" in row and "latency_ms" in row:
@@ -310,6 +351,8 @@ class CostModel:
                 elif isinstance(row, dict) and isinstance(row.get("costs"), dict) and "key" in row:
                     self._cache.setdefault(row["key"], {}).update(row["costs"])
                     self._cached_seconds += float(row.get("seconds", 0.0))
+                    if self._latency is None and row.get("latency") in LATENCY_METHODS:
+                        self._latency = row["latency"]  # a resumed run keeps the method it measured with
 
     @property
     def total_seconds(self) -> float:
@@ -332,15 +375,54 @@ class CostModel:
             self._signature = batch_signature(self._batch)
         return self._batch
 
+    @property
+    def latency(self) -> str:
+        """How ``latency_ms`` is measured here: ``network`` or ``operations``, with ``auto``
+        resolved (see :meth:`resolve_latency`)."""
+        return self.resolve_latency()
+
+    def resolve_latency(self, arch: Any = None) -> str:
+        """The latency method, ``auto`` resolved once: ``operations`` when the space's
+        networks split into parts (:func:`splits_into_parts`), else ``network``.
+
+        A run whose ``costs.jsonl`` records a method keeps it. Otherwise the network of
+        ``arch`` (default: an architecture drawn with ``random.Random(0)``) is built to
+        see (the random generators are left as they were); it is kept for measuring
+        ``arch``, so resolving costs no extra build.
+
+        Args:
+            arch: The architecture about to be measured, if any.
+        """
+        if self._latency is None:
+            if arch is None:
+                arch = self.space.sample(random.Random(0))
+            model = self._build(arch)
+            self._latency = "operations" if splits_into_parts(model) else "network"
+            self._spare = (arch.key(), model)
+        return self._latency
+
+    def _build(self, arch: Any) -> nn.Module:
+        """The standalone network of ``arch`` on the device (the random generators left as they were)."""
+        if self._spare is not None and self._spare[0] == arch.key():
+            model, self._spare = self._spare[1], None
+            return model
+        saved = rng_state()
+        try:
+            return self.space.build(arch, self.task).to(self.device)
+        finally:
+            set_rng_state(saved)
+
     def context(self) -> dict:
-        """What a measurement depends on besides the architecture (part of the cache key)."""
+        """What a measurement depends on besides the architecture (part of the cache key);
+        its ``protocol`` holds the resolved latency method (:attr:`latency`)."""
         self.batch()
         return {"space": {"name": self.space.name, **(to_mapping(self.space.options) or {})},
                 "input": self._signature, "device": str(self.device), "threads": torch.get_num_threads(),
-                "protocol": self.options.protocol()}
+                "protocol": self.options.protocol(self.latency)}
 
     def key(self, arch: Any) -> str:
         """The cache key of ``arch``: a SHA-256 of :meth:`context` and its ``choices``."""
+        self.resolve_latency(arch)
         doc = json.dumps({**self.context(), "arch": arch.choices}, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(doc.encode()).hexdigest()
 
@@ -358,15 +440,13 @@ class CostModel:
         key = self.key(arch)
         have = self._cache.get(key, {})
         missing = [n for n in names if n not in have]
-        if missing:
+        if not missing:
+            self._spare = None  # a network built to resolve "auto" that the cache made unnecessary
+        else:
             t0 = time.perf_counter()
-            saved = rng_state()
-            try:
-                model = self.space.build(arch, self.task).to(self.device)
-            finally:
-                set_rng_state(saved)
+            model = self._build(arch)
             o = self.options
-            by_parts = o.latency == "operations" and "latency_ms" in missing
+            by_parts = self.latency == "operations" and "latency_ms" in missing
             rest = [n for n in missing if not (by_parts and n == "latency_ms")]
             new = measure(model, self.task, self.batch(), ["params", *rest], o.warmup, o.repeats,
                           o.min_repeats, o.rtol)
@@ -379,7 +459,8 @@ class CostModel:
             have = self._cache.setdefault(key, {})
             have.update(new)
             self._append({"key": key, "arch": arch.choices, "costs": new, "seconds": round(seconds, 4),
-                          "device": str(self.device), "threads": torch.get_num_threads(), "input": self._signature})
+                          "device": str(self.device), "threads": torch.get_num_threads(), "input": self._signature,
+                          "latency": self.latency})
         return {n: have[n] for n in names}
 
     def _latency_by_parts(self, model: nn.Module) -> float:

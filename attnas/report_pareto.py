@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from attnas.arch import Arch  # noqa: E402
 from attnas.atomic_files import atomic_write_bytes  # noqa: E402
+from attnas.costs import LATENCY_METHODS  # noqa: E402
 from attnas.pareto import PARETO_FILE, is_metric  # noqa: E402
 from attnas.runs import RunDir  # noqa: E402
 
@@ -78,11 +79,15 @@ def pareto_section(run: RunDir, space: Any) -> list[str]:
                 candidates.append({metric: value, **ev["costs"]})
     limits = ", ".join(f"{k} <= {v:g}" for k, v in front.get("constraints", {}).items())
     measured = front.get("measured", {})
+    how = (measured.get("protocol") or {}).get("latency")
+    timed = ""
+    if how in LATENCY_METHODS and ("latency_ms" in objectives or "latency_ms" in front.get("constraints", {})):
+        timed = f"; `latency_ms`: {LATENCY_METHODS[how]} (`strategy.costs.latency`: {how})"
     lines = ["## Pareto front", "",
              f"{len(front['members'])} architectures of {len(candidates) or 'the'} scored candidates that no other "
              f"beats on every objective ({', '.join(objectives)}; {metric} up, costs down)"
              + (f", under the constraints {limits}" if limits else "") + ". Costs measured on "
-             f"`{measured.get('device', '?')}` with {measured.get('threads', '?')} torch threads. "
+             f"`{measured.get('device', '?')}` with {measured.get('threads', '?')} torch threads{timed}. "
              "`attnas export RUN --pick INDEX` (or e.g. `--pick \"latency_ms<5\"`) writes a member's arch.json.", "",
              "| # | " + " | ".join(objectives) + " | architecture |", "|---" * (len(objectives) + 2) + "|"]
     for m in front["members"]:

@@ -6,18 +6,23 @@ over repeats so every variant sees the same machine load, and times ``strategy.s
 (supernet training, scoring the candidates, re-ranking; not the final training). Prints,
 per variant, the median wall time over the repeats, the median ``costs_seconds`` the
 search reports, and the ratio of its median to the median of the variant without costs,
-with the load average before and after each run. Torch threads are pinned (``--threads``).
+with the load average before and after each run and, in brackets, how the run timed
+``latency_ms`` (``costs_latency``, ``auto`` resolved). Torch threads are pinned (``--threads``).
 
 Default variants (on top of ``--set``):
 
 - ``none``: no objectives, no constraints (nothing measured);
 - ``params``: ``objectives=[val_<metric>, params]`` (a standalone network built per candidate);
-- ``latency-2+5``: ``objectives=[val_<metric>, latency_ms]`` with the protocol before the
-  early stop (2 warm-up runs, 5 timed: ``costs.warmup=2, costs.repeats=5, costs.rtol=0``);
-- ``latency``: the same objectives with the default protocol (1 warm-up run, 2 to 5
-  timed, stopping once the median is stable);
-- ``latency-ops``: the same with ``costs.latency=operations`` (the sum of per-operation
-  timings, each operation shape timed once).
+- ``latency``: ``objectives=[val_<metric>, latency_ms]`` with the defaults, what a user
+  gets: ``costs.latency=auto`` (the sum of per-operation timings where the networks split
+  into operations, as AutoAttend's do; the whole network elsewhere) and the default
+  protocol (1 warm-up run, 2 to 5 timed, stopping once the median is stable);
+- ``latency-network``: the same with ``costs.latency=network`` (every candidate's whole
+  network timed: the default before ``auto``);
+- ``latency-ops``: the same with ``costs.latency=operations`` (each operation shape timed
+  once);
+- ``latency-2+5``: ``latency-network`` with the protocol before the early stop (2
+  warm-up runs, 5 timed: ``costs.warmup=2, costs.repeats=5, costs.rtol=0``).
 
 Besides the wall time, the process CPU time of each search is reported (on a machine
 shared with other jobs it varies less than the wall time; with one torch thread the two
@@ -26,7 +31,7 @@ agree on an idle machine).
 Usage::
 
     python benchmarks/bench_cost_overhead.py [--recipe autoattend-digits-quick] [--repeats 3] \\
-        [--set strategy.rerank.epochs=0] [--only none,latency,latency-ops]
+        [--set strategy.rerank.epochs=0] [--only none,latency,latency-network,latency-ops]
 """
 
 from __future__ import annotations
@@ -48,9 +53,10 @@ def variants(metric: str) -> dict[str, list[str]]:
     return {
         "none": [],
         "params": [f"strategy.objectives=[val_{metric}, params]"],
-        "latency-2+5": [lat, "strategy.costs={warmup: 2, repeats: 5, rtol: 0}"],
         "latency": [lat],
+        "latency-network": [lat, "strategy.costs.latency=network"],
         "latency-ops": [lat, "strategy.costs.latency=operations"],
+        "latency-2+5": [lat, "strategy.costs={warmup: 2, repeats: 5, rtol: 0, latency: network}"],
     }
 
 
@@ -100,16 +106,17 @@ def main() -> None:
                 wall[name].append(seconds)
                 cpu[name].append(cpu_seconds)
                 costs[name].append(float(result.metrics.get("costs_seconds", 0.0)))
-                print(f"  repeat {rep} {name:12s} wall {seconds:7.1f} s  cpu {cpu_seconds:7.1f} s  "
-                      f"costs {costs[name][-1]:6.1f} s  load {before} -> {load_avg()}", flush=True)
+                print(f"  repeat {rep} {name:15s} wall {seconds:7.1f} s  cpu {cpu_seconds:7.1f} s  "
+                      f"costs {costs[name][-1]:6.1f} s  ({result.metrics.get('costs_latency', '-')})  "
+                      f"load {before} -> {load_avg()}", flush=True)
     ref = statistics.median(wall["none"]) if "none" in wall else None
     ref_cpu = statistics.median(cpu["none"]) if "none" in cpu else None
-    print(f"{'variant':12s} {'wall s':>8s} {'ratio':>6s} {'cpu s':>8s} {'ratio':>6s} {'costs s':>8s}  (medians)")
+    print(f"{'variant':15s} {'wall s':>8s} {'ratio':>6s} {'cpu s':>8s} {'ratio':>6s} {'costs s':>8s}  (medians)")
     for name in todo:
         med, med_cpu = statistics.median(wall[name]), statistics.median(cpu[name])
         ratio = f"{med / ref:6.3f}" if ref else "   n/a"
         ratio_cpu = f"{med_cpu / ref_cpu:6.3f}" if ref_cpu else "   n/a"
-        print(f"{name:12s} {med:8.1f} {ratio} {med_cpu:8.1f} {ratio_cpu} {statistics.median(costs[name]):8.1f}")
+        print(f"{name:15s} {med:8.1f} {ratio} {med_cpu:8.1f} {ratio_cpu} {statistics.median(costs[name]):8.1f}")
     print(f"load {load_avg()}")
 
 

@@ -69,7 +69,7 @@ def test_costs_are_cached_in_the_run_directory_and_reused(tmp_path, digits_parts
 
     space, task = digits_parts
     run = RunDir.create(tmp_path / "run", "name: x\n", {})
-    options = CostsConfig(warmup=0, repeats=1)
+    options = CostsConfig(warmup=0, repeats=1, latency="network")
     archs = [space.sample(random.Random(i)) for i in range(3)]
     first = CostModel(space, task, run, options, default_batch_size=64)
     measured = [first.costs(a, ["params", "latency_ms"]) for a in archs]
@@ -88,7 +88,7 @@ def test_costs_are_cached_in_the_run_directory_and_reused(tmp_path, digits_parts
     # a cost not measured yet is measured and appended; another protocol is another key
     second.costs(archs[0], ["macs"])
     assert second.measured == 1
-    third = CostModel(space, task, run, CostsConfig(warmup=0, repeats=2), default_batch_size=64)
+    third = CostModel(space, task, run, CostsConfig(warmup=0, repeats=2, latency="network"), default_batch_size=64)
     assert third.key(archs[0]) != second.key(archs[0])
     third.costs(archs[0], ["params"])
     assert third.measured == 1
@@ -171,7 +171,8 @@ def test_latency_by_operations_times_each_part_once_and_reuses_it(tmp_path, digi
     assert second.measured == 1 and second.parts_measured <= len(space.build(fresh, task).latency_parts(second.batch()))
     second.close()
     # network timing and operation timing are different protocols: different cache keys
-    assert CostModel(space, task, None, CostsConfig(), 64).key(archs[0]) != first.key(archs[0])
+    assert CostModel(space, task, None, CostsConfig(warmup=0, repeats=1, latency="network"), 64).key(archs[0]) \
+        != first.key(archs[0])
     run.close()
 
 
@@ -191,3 +192,107 @@ def test_latency_by_operations_needs_networks_that_split(digits_parts):
     with pytest.raises(ConfigError, match=r"^strategy.costs.latency: 'operations' needs networks that split into "
                                           r"operations; those of space 'whole' do not \(use 'network'\)$"):
         model.costs(space.sample(random.Random(0)), ["latency_ms"])
+
+
+class _Counting:
+    """A space that delegates to ``inner`` and counts the networks it builds; with
+    ``whole=True`` its networks do not split into parts (no ``latency_parts``)."""
+
+    def __init__(self, inner, whole: bool = False):
+        self.inner, self.whole, self.builds = inner, whole, 0
+        self.name, self.options = inner.name, inner.options
+
+    def sample(self, rng):
+        return self.inner.sample(rng)
+
+    def build(self, arch, task):
+        self.builds += 1
+        model = self.inner.build(arch, task)
+        return _Plain(model) if self.whole else model
+
+
+class _Plain(torch.nn.Module):
+    """A network timed whole only: it runs ``inner`` but has no ``latency_parts``."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, batch):
+        return self.inner(batch)
+
+
+def _rows(run):
+    return [json.loads(line) for line in run.file(COSTS_FILE).read_text().splitlines()]
+
+
+def test_auto_latency_times_an_autoattend_network_by_its_operations(tmp_path, digits_parts):
+    from attnas.runs import RunDir
+
+    inner, task = digits_parts
+    space = _Counting(inner)
+    run = RunDir.create(tmp_path / "run", "name: x\n", {})
+    assert CostsConfig().latency == "auto"  # the default
+    auto = CostModel(space, task, run, CostsConfig(warmup=0, repeats=1), default_batch_size=64)
+    arch = inner.sample(random.Random(3))
+    lat = auto.costs(arch, ["params", "latency_ms"])["latency_ms"]
+    assert auto.latency == "operations" and auto.parts_measured >= 3 and lat > 0
+    assert space.builds == 1  # the network built to resolve "auto" is the one measured
+    # the resolved method is in the cache key (the same as an explicit "operations"), in the
+    # protocol, and in the row
+    ops = CostModel(inner, task, None, CostsConfig(warmup=0, repeats=1, latency="operations"), 64)
+    net = CostModel(inner, task, None, CostsConfig(warmup=0, repeats=1, latency="network"), 64)
+    assert auto.key(arch) == ops.key(arch) != net.key(arch)
+    assert auto.context()["protocol"]["latency"] == "operations"
+    assert CostsConfig().protocol()["latency"] == "auto"
+    assert [r["latency"] for r in _rows(run) if "costs" in r] == ["operations"]
+    # the sum of the parts' times, each timed once
+    part_ms = {json.dumps(r["part"]): r["latency_ms"] for r in _rows(run) if "part" in r}
+    with torch.no_grad():
+        sigs = [json.dumps(sig) for sig, _ in inner.build(arch, task).latency_parts(auto.batch())]
+    assert lat == pytest.approx(sum(part_ms[sig] for sig in sigs), abs=1e-3)
+    auto.close()
+    run.close()
+
+
+def test_auto_latency_times_a_network_without_parts_whole(digits_parts):
+    inner, task = digits_parts
+    space = _Counting(inner, whole=True)
+    auto = CostModel(space, task, None, CostsConfig(warmup=0, repeats=1), default_batch_size=64)
+    arch = inner.sample(random.Random(3))
+    assert auto.costs(arch, ["latency_ms"])["latency_ms"] > 0
+    assert auto.latency == "network" and auto.parts_measured == 0 and space.builds == 1
+    net = CostModel(space, task, None, CostsConfig(warmup=0, repeats=1, latency="network"), 64)
+    assert auto.key(arch) == net.key(arch)  # what an explicit "network" measures and caches
+    # without an architecture at hand (the protocol asked first), one drawn with Random(0) is built
+    fresh = CostModel(space, task, None, CostsConfig(warmup=0, repeats=1), default_batch_size=64)
+    assert fresh.context()["protocol"]["latency"] == "network" and space.builds == 2
+
+
+def test_a_cached_network_latency_is_not_reused_as_an_operations_one(tmp_path, digits_parts):
+    from attnas.runs import RunDir
+
+    space, task = digits_parts
+    arch = space.sample(random.Random(5))
+    run = RunDir.create(tmp_path / "run", "name: x\n", {})
+    net = CostModel(space, task, run, CostsConfig(warmup=0, repeats=1, latency="network"), 64)
+    whole = net.costs(arch, ["latency_ms"])["latency_ms"]
+    net.close()
+    rows = _rows(run)
+    assert [r["latency"] for r in rows] == ["network"]
+    # rows without the method (as written before "auto"): "auto" resolves to operations, a
+    # different key, so the whole network's figure is not taken for the sum of the parts
+    for r in rows:
+        del r["latency"]
+    for options in (CostsConfig(warmup=0, repeats=1), CostsConfig(warmup=0, repeats=1, latency="operations")):
+        run.file(COSTS_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
+        again = CostModel(space, task, run, options, 64)
+        again.costs(arch, ["latency_ms"])
+        assert again.latency == "operations" and again.measured == 1 and again.parts_measured >= 3
+        again.close()
+    # a run whose rows record "network" (a search resumed with "auto") keeps it: the same figure
+    run.file(COSTS_FILE).write_text(json.dumps({**rows[0], "latency": "network"}) + "\n")
+    resumed = CostModel(space, task, run, CostsConfig(warmup=0, repeats=1), 64)
+    assert resumed.costs(arch, ["latency_ms"])["latency_ms"] == whole
+    assert resumed.latency == "network" and resumed.measured == 0
+    run.close()

@@ -15,6 +15,10 @@ def test_heads_of_a_heterogeneous_search_take_their_mechanisms_costs():
     lines = mechanism_section(metrics)
     assert lines[0] == "## Mechanisms"
     assert "measured on the input tokens [16, 24], y [16]." in lines[2]
+    # how latency_ms was measured, where the search recorded it
+    lines = mechanism_section({**metrics, "costs_latency": "network"})
+    assert lines[2].endswith("measured on the input tokens [16, 24], y [16]; `latency_ms`: the whole network "
+                             "timed (`strategy.costs.latency`: network).")
     rows = [line for line in lines if line.startswith("| ") and not line.startswith("| block")]
     assert rows == ["| linear/0 **(kept)** | 0.3000 | 1100 | 1.25 |",  # highest drop score first
                     "| softmax/0 **(kept)** | 0.1000 | 1200 | 4.5 |",

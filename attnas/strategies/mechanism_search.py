@@ -41,8 +41,10 @@ homogeneous standalone network (the model a homogeneous search would retrain) at
 run's input size (the first ``train`` batch at ``costs.batch_size``, default
 ``supernet.batch_size``: the run's sequence length), cached in ``costs.jsonl``.
 ``metrics.json`` gets ``mechanism_costs`` (``{mechanism: {cost: value}}``),
-``mechanism_costs_input`` (the batch's shapes) and ``costs_seconds``; ``attnas report``
-puts them beside the drop scores (:mod:`attnas.report_mechanisms`).
+``mechanism_costs_input`` (the batch's shapes), ``costs_seconds`` and, with
+``latency_ms``, ``costs_latency`` (how it was timed: ``network``, what ``costs.latency:
+auto`` resolves to here, since these networks do not split into parts); ``attnas
+report`` puts them beside the drop scores (:mod:`attnas.report_mechanisms`).
 """
 
 from __future__ import annotations
@@ -361,8 +363,9 @@ class MechanismSearch(Strategy):
     # ------------------------------------------------------------------ costs
 
     def mechanism_costs(self) -> dict:
-        """``mechanism_costs`` (``{mechanism: {cost: value}}``), ``mechanism_costs_input``
-        and ``costs_seconds`` of every candidate's homogeneous network (``{}`` without
+        """``mechanism_costs`` (``{mechanism: {cost: value}}``), ``mechanism_costs_input``,
+        ``costs_seconds`` and, with ``latency_ms``, ``costs_latency`` (the latency method,
+        ``auto`` resolved) of every candidate's homogeneous network (``{}`` without
         ``report_costs``); measured once, cached in the run directory."""
         names = list(self.options.report_costs)
         if not names:
@@ -374,8 +377,9 @@ class MechanismSearch(Strategy):
             context = model.context()
         finally:
             model.close()
+        how = {"costs_latency": context["protocol"]["latency"]} if "latency_ms" in names else {}
         return {"mechanism_costs": costs, "mechanism_costs_input": context["input"],
-                "costs_seconds": round(model.total_seconds, 2)}
+                "costs_seconds": round(model.total_seconds, 2), **how}
 
     # ------------------------------------------------------------------ the search
 

@@ -25,7 +25,7 @@ from torch import nn
 from attnas import distributed, pareto
 from attnas.arch import Arch
 from attnas.config import TrainConfig
-from attnas.costs import CostModel
+from attnas.costs import CostModel, splits_into_parts
 from attnas.errors import CheckpointError, ConfigError
 from attnas.parallel import chunks, map_in_threads
 from attnas.progress import progress
@@ -55,7 +55,7 @@ class _OneShot(Strategy):
                 model = space.build(space.sample(random.Random(0)), task)
             finally:
                 set_rng_state(saved)
-            if not hasattr(model, "latency_parts"):
+            if not splits_into_parts(model):
                 raise ConfigError(f"strategy.costs.latency: 'operations' needs networks that split into operations; "
                                   f"those of space '{space.name}' do not (use 'network')")
 
@@ -102,11 +102,15 @@ class _OneShot(Strategy):
 
     def cost_metrics(self, best: dict) -> dict:
         """The metrics of a search with costs: the chosen member's costs, how many distinct
-        candidates were rejected and the seconds spent measuring (``{}`` without costs)."""
-        if not self.cost_names():
+        candidates were rejected, the seconds spent measuring and, with ``latency_ms``, how
+        it was measured (``costs_latency``: ``network`` or ``operations``, ``auto``
+        resolved); ``{}`` without costs."""
+        names = self.cost_names()
+        if not names:
             return {}
+        how = {"costs_latency": self.cost_model().latency} if "latency_ms" in names else {}
         return {**best.get("costs", {}), "rejected": len(self.rejected),
-                "costs_seconds": round(self.cost_model().total_seconds, 2)}
+                "costs_seconds": round(self.cost_model().total_seconds, 2), **how}
 
     def admit(self, arch: Arch) -> bool:
         """Whether ``arch`` meets every constraint; a rejected one is logged and remembered."""

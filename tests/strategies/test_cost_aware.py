@@ -116,9 +116,10 @@ def test_the_front_is_the_non_dominated_set_of_the_scored_candidates(tmp_path, t
     assert member["objectives"]["params"] == smallest
 
 
-def test_a_latency_objective_by_operations_times_each_operation_once(tmp_path, tiny_recipe_data):
-    recipe = _small(tiny_recipe_data, objectives=["val_accuracy", "latency_ms"],
-                    costs={"latency": "operations", "warmup": 0, "repeats": 1})
+def test_a_latency_objective_times_each_operation_once_by_default(tmp_path, tiny_recipe_data):
+    """``costs.latency: auto`` (the default) times an AutoAttend network by its operations,
+    and says so in costs.jsonl, metrics.json, pareto.json and report.md."""
+    recipe = _small(tiny_recipe_data, objectives=["val_accuracy", "latency_ms"], costs={"warmup": 0, "repeats": 1})
     run = pipeline.search(recipe, out=tmp_path / "run")
     scored = run.events("evolution")
     assert all(e["costs"]["latency_ms"] > 0 for e in scored)
@@ -127,7 +128,14 @@ def test_a_latency_objective_by_operations_times_each_operation_once(tmp_path, t
     archs = [r for r in rows if "costs" in r]
     assert len(archs) == len(scored)  # one row per architecture (its params, and the sum of its parts)
     assert len({json.dumps(r["part"]) for r in parts}) == len(parts) < len(archs)  # each part timed once
-    assert run.read_json("pareto.json")["members"]
+    assert {r["latency"] for r in archs} == {"operations"}
+    assert run.read_json("metrics.json")["costs_latency"] == "operations"
+    front = run.read_json("pareto.json")
+    assert front["members"] and front["measured"]["protocol"]["latency"] == "operations"
+    from attnas.report import write_report
+
+    section = write_report(run.path).read_text().split("## Pareto front")[1]
+    assert "`latency_ms`: the sum of its parts' timings (`strategy.costs.latency`: operations)" in section
 
 
 def test_latency_by_operations_is_refused_for_networks_that_do_not_split(tmp_path, tiny_recipe_data, monkeypatch):
@@ -210,4 +218,9 @@ def test_a_killed_constrained_search_resumes_to_the_same_front_reusing_its_costs
     assert [e["index"] for e in events if e["phase"] == "evolution"] == list(range(24))
     rejected = [json.dumps(e["arch"], sort_keys=True) for e in events if e["phase"] == "rejected"]
     assert len(rejected) == len(set(rejected)) == m_ref["rejected"]  # no rejection logged twice
-    assert np.all([json.loads(line)["costs"]["latency_ms"] > 0 for line in after])
+    rows = [json.loads(line) for line in after]
+    assert np.all([r["costs"]["latency_ms"] > 0 for r in rows if "costs" in r])
+    # latency "auto": timed by operations before the kill and after it, each part once
+    assert {r["latency"] for r in rows if "costs" in r} == {"operations"}
+    parts = [json.dumps(r["part"]) for r in rows if "part" in r]
+    assert parts and len(parts) == len(set(parts))

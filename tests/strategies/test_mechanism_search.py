@@ -79,7 +79,10 @@ def test_homogeneous_search_picks_the_highest_drop_score(tmp_path):
     assert costs[best]["params"] == sum(p.numel() for p in model.parameters())
     assert all(c["latency_ms"] > 0 for c in costs.values())
     assert metrics["mechanism_costs_input"]["tokens"][0] == 16
-    assert len(run.file("costs.jsonl").read_text().splitlines()) == len(CANDIDATES)
+    # latency "auto": these networks do not split into parts, so each one is timed whole
+    assert metrics["costs_latency"] == "network"
+    rows = [json.loads(line) for line in run.file("costs.jsonl").read_text().splitlines()]
+    assert len(rows) == len(CANDIDATES) and {r["latency"] for r in rows} == {"network"}
     from attnas.report import write_report
 
     report = write_report(run.path).read_text()
@@ -88,6 +91,7 @@ def test_homogeneous_search_picks_the_highest_drop_score(tmp_path):
         row = next(line for line in section.splitlines() if line.startswith(f"| {m}"))
         assert f"| {scores[m]:.4f} | {costs[m]['params']:g} | {costs[m]['latency_ms']:g} |" in row
     assert f"| {best} **(kept)** |" in section
+    assert "; `latency_ms`: the whole network timed (`strategy.costs.latency`: network)." in section
 
 
 def test_nas_one_shot_keeps_the_top_h_heads_of_one_trial(tmp_path):
