@@ -106,6 +106,14 @@ LATENCY_METHODS: dict[str, str] = {
     "operations": "the sum of its parts' timings",
 }
 
+
+def latency_clause(method: Any, used: bool) -> str:
+    """The report's clause on how ``latency_ms`` was measured (``"; `latency_ms`: ..."``), or
+    ``""`` when ``latency_ms`` is not ``used`` or ``method`` is not one of :data:`LATENCY_METHODS`."""
+    if not used or method not in LATENCY_METHODS:
+        return ""
+    return f"; `latency_ms`: {LATENCY_METHODS[method]} (`strategy.costs.latency`: {method})"
+
 #: The run-directory file of measured costs.
 COSTS_FILE = "costs.jsonl"
 

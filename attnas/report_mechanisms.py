@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnas.costs import LATENCY_METHODS
+from attnas.costs import latency_clause
 
 DROP_PREFIX = "drop_score_"
 
@@ -39,10 +39,7 @@ def mechanism_section(metrics: dict) -> list[str]:
     rows = [(block, scores[block], block.split("/")[0]) for block in sorted(scores, key=lambda b: -scores[b])]
     scored = {mech for _, _, mech in rows}
     rows += [(mech, None, mech) for mech in costs if mech not in scored]
-    how = metrics.get("costs_latency")
-    timed = ""
-    if how in LATENCY_METHODS and "latency_ms" in names:
-        timed = f"; `latency_ms`: {LATENCY_METHODS[how]} (`strategy.costs.latency`: {how})"
+    timed = latency_clause(metrics.get("costs_latency"), "latency_ms" in names)
     lines = ["## Mechanisms", "",
              "The first trial's masked-drop score of each block (higher: the supernet leans on it more) beside "
              "the costs of its mechanism's homogeneous network, measured on the input "

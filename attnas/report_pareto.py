@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from attnas.arch import Arch  # noqa: E402
 from attnas.atomic_files import atomic_write_bytes  # noqa: E402
-from attnas.costs import LATENCY_METHODS  # noqa: E402
+from attnas.costs import latency_clause  # noqa: E402
 from attnas.pareto import PARETO_FILE, is_metric  # noqa: E402
 from attnas.runs import RunDir  # noqa: E402
 
@@ -79,10 +79,8 @@ def pareto_section(run: RunDir, space: Any) -> list[str]:
                 candidates.append({metric: value, **ev["costs"]})
     limits = ", ".join(f"{k} <= {v:g}" for k, v in front.get("constraints", {}).items())
     measured = front.get("measured", {})
-    how = (measured.get("protocol") or {}).get("latency")
-    timed = ""
-    if how in LATENCY_METHODS and ("latency_ms" in objectives or "latency_ms" in front.get("constraints", {})):
-        timed = f"; `latency_ms`: {LATENCY_METHODS[how]} (`strategy.costs.latency`: {how})"
+    timed = latency_clause((measured.get("protocol") or {}).get("latency"),
+                           "latency_ms" in objectives or "latency_ms" in front.get("constraints", {}))
     lines = ["## Pareto front", "",
              f"{len(front['members'])} architectures of {len(candidates) or 'the'} scored candidates that no other "
              f"beats on every objective ({', '.join(objectives)}; {metric} up, costs down)"
