@@ -8,6 +8,9 @@ from pathlib import Path
 # Idle OpenMP threads sleep instead of spinning: on a shared, loaded machine spinning threads
 # slowed small torch ops by up to 70x. Must be set before torch is imported.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# Ray starts its workers at niceness 15: beside the other pytest-xdist worker (niceness 0)
+# they would get almost no CPU. The tests' Rays (also their child processes') run at 0.
+os.environ.setdefault("RAY_worker_niceness", "0")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
@@ -18,7 +21,9 @@ SHARED_DATA = (REPO / ".." / "shared" / "data").resolve()
 if "ATTNAS_DATA" not in os.environ and SHARED_DATA.exists():
     os.environ["ATTNAS_DATA"] = str(SHARED_DATA)
 
-torch.set_num_threads(min(2, torch.get_num_threads()))
+# Under pytest-xdist (``-n 2``) each worker is a process of its own: one thread each keeps the
+# workers from competing for the same cores.
+torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else min(2, torch.get_num_threads()))
 
 
 def shared_data() -> Path | None:

@@ -21,6 +21,10 @@ import pytest
 from attnas import parallel, pipeline, retraining
 from attnas.errors import ConfigError, UnsupportedError
 
+#: Tests on a local Ray run on one pytest-xdist worker (``--dist loadgroup``): two Rays
+#: started at once by two workers would compete for the same cores.
+pytestmark = pytest.mark.xdist_group("ray")
+
 TIMING = {"search_seconds"}
 
 

@@ -26,6 +26,10 @@ from attnas_subprocess import FIXED_GCN, recipe_file
 
 from attnas import parallel, pipeline, retraining
 
+#: Tests on a local Ray run on one pytest-xdist worker (``--dist loadgroup``): two Rays
+#: started at once by two workers would compete for the same cores.
+pytestmark = pytest.mark.xdist_group("ray")
+
 
 def untimed(summary: dict) -> dict:
     """A retrain summary without the seeds' wall times."""

@@ -105,6 +105,7 @@ def test_a_recipe_that_does_not_search_is_refused(tmp_path):
     assert res.exit_code == 2 and "fixed architecture" in res.output and not out.exists()
 
 
+@pytest.mark.xdist_group("ray")  # on the worker of the other Ray tests (tests/test_parallel.py)
 def test_rows_and_seeds_on_ray_workers_give_the_same_result(reference, local_ray, tmp_path):
     # (the module's local Ray, started once: the rows' executor and each row's retrain find
     # it running and reuse it and its workers, instead of starting and stopping a Ray 3 times)
