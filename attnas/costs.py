@@ -114,6 +114,7 @@ def latency_clause(method: Any, used: bool) -> str:
         return ""
     return f"; `latency_ms`: {LATENCY_METHODS[method]} (`strategy.costs.latency`: {method})"
 
+
 #: The run-directory file of measured costs.
 COSTS_FILE = "costs.jsonl"
 

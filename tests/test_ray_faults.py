@@ -165,16 +165,17 @@ def test_a_ray_head_gone_mid_sweep_is_one_line_and_the_sweep_run_again_completes
     recipe, path = recipe_file(tmp_path, tiny_recipe_data, rerank={"top_k": 2, "epochs": 0})
     out = tmp_path / "sweep"
     first = out / "000_seed-0" / "metrics.json"
-    status, stderr, seconds = lose_the_head(["sweep", str(path), "--seeds", "3", "--out", str(out), "--workers", "2"],
-                                            ready=first.exists)
+    seeds = 3  # two at once on the 2 workers: a search is left to run when the first ends
+    status, stderr, seconds = lose_the_head(["sweep", str(path), "--seeds", str(seeds), "--out", str(out),
+                                             "--workers", "2"], ready=first.exists)
     assert status == 1, stderr
     assert seconds < 30, seconds
     assert not (out / "summary.json").exists() and not list(out.rglob(".*.tmp-*"))
     kept = first.stat().st_mtime_ns
     torch.set_num_threads(1)  # as the child's workers: the same floats
-    again = sweep(recipe, seeds=3, out=out)
+    again = sweep(recipe, seeds=seeds, out=out)
     assert first.stat().st_mtime_ns == kept
-    reference = sweep(recipe, seeds=3, out=tmp_path / "reference")
+    reference = sweep(recipe, seeds=seeds, out=tmp_path / "reference")
 
     def results(summary):
         return [(r["name"], {k: v for k, v in r["metrics"].items() if k != "search_seconds"})
