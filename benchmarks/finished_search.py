@@ -14,7 +14,7 @@ from typing import Any
 
 @dataclass
 class FinishedSearch:
-    """What a study needs of a finished one-shot run, on the CPU with one torch thread.
+    """What a study needs of a finished one-shot run, with one torch thread.
 
     Attributes:
         run: The run directory.
@@ -46,7 +46,10 @@ class FinishedSearch:
 
 
 def open_search(run_dir: str) -> FinishedSearch:
-    """Open the finished one-shot run ``run_dir`` (one torch thread, CPU)."""
+    """Open the finished one-shot run ``run_dir`` (one torch thread; on the CPU, or on the device
+    that ``$ATTNAS_STUDY_DEVICE`` names, such as ``cuda``)."""
+    import os
+
     import torch
 
     from attnas.build import build_strategy
@@ -54,5 +57,5 @@ def open_search(run_dir: str) -> FinishedSearch:
 
     torch.set_num_threads(1)
     run, config, chosen, space = open_finished(run_dir)
-    task = run_task(run, config, device="cpu")
+    task = run_task(run, config, device=os.environ.get("ATTNAS_STUDY_DEVICE", "cpu"))
     return FinishedSearch(run, config, chosen, space, task, build_strategy(config, space, task, run))

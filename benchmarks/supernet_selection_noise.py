@@ -2,7 +2,8 @@
 
 For each finished one-shot run, ``--samples`` architectures drawn from the space's prior
 (the same ones for every run: ``--sample-seed``) are scored with the supernet's weights in
-evaluation mode, on the validation and the test split. From these scores:
+evaluation mode, on the validation and the test split (``$ATTNAS_STUDY_DEVICE`` picks the
+device, CPU by default). From these scores:
 
 - **rank agreement**: Kendall's tau between validation and test accuracy over all samples,
   and over the ``--top`` samples with the best validation accuracy (the region a search
@@ -10,6 +11,8 @@ evaluation mode, on the validation and the test split. From these scores:
 - **budget curve**: the validation and test accuracy of the best-by-validation sample among
   N random samples (N = 10 ... ``--samples``; mean over ``--draws`` random subsets; ties
   go to the earlier sample), i.e. what random search with budget N finds;
+- both for each reading of the validation split as one score (``SCORES``): its accuracy,
+  its cross-entropy loss (continuous, so no ties), and accuracy with ties broken by the loss;
 - **the search's own best**: the best validation score among the candidates the run itself
   evaluated (its population), to set beside random search's at the same budget;
 - with ``--pairs``, **two supernets instead of one**: for every pair of the runs, the sample
@@ -52,12 +55,22 @@ def score_samples(run_dir: str, samples: int, sample_seed: int) -> dict:
     space, task, supernet = found.space, found.task, found.supernet
     rng = random.Random(sample_seed)
     archs = [space.sample(rng) for _ in range(samples)]
-    val, test = [], []
+    val, test, val_loss = [], [], []
     with torch.no_grad():
         for arch in archs:
-            val.append(task.evaluate(lambda b, a=arch: supernet(b, a), "val", batch_size=10**9))
-            test.append(task.evaluate(lambda b, a=arch: supernet(b, a), "test", batch_size=10**9))
-    return {"run": str(run_dir), "val": val, "test": test,
+            outputs = {}  # one forward per batch: a transductive graph's splits are one batch
+
+            def forward(batch, arch=arch, outputs=outputs):
+                if batch.key not in outputs:
+                    outputs[batch.key] = supernet(batch, arch)
+                return outputs[batch.key]
+
+            val.append(task.evaluate(forward, "val", batch_size=10**9))
+            test.append(task.evaluate(forward, "test", batch_size=10**9))
+            losses = [(task.loss(forward(b), b).item(), len(b.y) if b.mask is None else int(b.mask.sum()))
+                      for b in task.batches("val", batch_size=10**9)]
+            val_loss.append(sum(l * n for l, n in losses) / sum(n for _, n in losses))
+    return {"run": str(run_dir), "val": val, "test": test, "val_loss": val_loss,
             "search_best_val": max(p["score"] for p in found.population),
             "search_evaluated": len(found.population)}
 
@@ -86,23 +99,38 @@ def agreement(run_dir: str, samples: int, sample_seed: int, val: list[float], to
 
 
 def summarise(row: dict, top: int, draws: int) -> dict:
-    """Rank agreement and the random-search budget curve of one run's scores."""
+    """Rank agreement and the random-search budget curve of one run's scores, for each way of
+    reading the validation split (``SCORES``: accuracy; cross-entropy; accuracy with ties broken
+    by the lower loss)."""
     from scipy.stats import kendalltau
 
-    val, test = row["val"], row["test"]
-    n = len(val)
-    best = sorted(range(n), key=lambda i: -val[i])[:top]
-    curve = {}
-    rng = random.Random(0)
-    for budget in (b for b in BUDGETS if b <= n):
-        picks = []
-        for _ in range(draws if budget < n else 1):
-            subset = sorted(rng.sample(range(n), budget))
-            picks.append(max(subset, key=lambda i: (val[i], -i)))
-        curve[budget] = {"val": statistics.mean(val[i] for i in picks), "test": statistics.mean(test[i] for i in picks)}
-    return {"tau_all": float(kendalltau(val, test)[0]),
-            "tau_top": float(kendalltau([val[i] for i in best], [test[i] for i in best])[0]),
-            "curve": curve, "search_best_val": row["search_best_val"], "search_evaluated": row["search_evaluated"]}
+    test, n = row["test"], len(row["test"])
+    out = {"search_best_val": row["search_best_val"], "search_evaluated": row["search_evaluated"]}
+    for name, key in SCORES.items():
+        score = [key(row, i) for i in range(n)]
+        best = sorted(range(n), key=lambda i: score[i], reverse=True)[:top]
+        curve = {}
+        rng = random.Random(0)
+        for budget in (b for b in BUDGETS if b <= n):
+            picks = []
+            for _ in range(draws if budget < n else 1):
+                subset = sorted(rng.sample(range(n), budget))
+                picks.append(max(subset, key=lambda i: (score[i], -i)))
+            curve[budget] = {"val": statistics.mean(row["val"][i] for i in picks),
+                             "test": statistics.mean(test[i] for i in picks)}
+        out[name] = {"tau_all": float(kendalltau(score, test)[0]),
+                     "tau_top": float(kendalltau([score[i] for i in best], [test[i] for i in best])[0]),
+                     "curve": curve}
+    return out
+
+
+# how a sample's validation result is read as one score (higher is better)
+SCORES = {
+    "accuracy": lambda row, i: row["val"][i],
+    "loss": lambda row, i: -row["val_loss"][i],
+    # accuracy moves in steps of one node (1/500 on Planetoid); a loss scaled by 1e-6 only orders ties
+    "accuracy, ties by loss": lambda row, i: row["val"][i] - 1e-6 * row["val_loss"][i],
+}
 
 
 def main() -> None:
@@ -121,7 +149,7 @@ def main() -> None:
     if args.out.exists():
         for line in args.out.read_text().splitlines():
             r = json.loads(line)
-            if len(r["val"]) == args.samples and (not args.agreement or "agree" in r):
+            if len(r["val"]) == args.samples and "val_loss" in r and (not args.agreement or "agree" in r):
                 done[r["run"]] = r
     summaries, rows = [], []
     for run in args.runs:
@@ -135,17 +163,20 @@ def main() -> None:
         rows.append(row)
         s = summarise(row, args.top, args.draws)
         summaries.append(s)
-        print(f"{run}: tau(val, test) all {s['tau_all']:.3f}, top {args.top} {s['tau_top']:.3f}; "
+        acc = s["accuracy"]
+        print(f"{run}: tau(val, test) all {acc['tau_all']:.3f}, top {args.top} {acc['tau_top']:.3f}; "
               f"best val of the search's {s['search_evaluated']} {100 * s['search_best_val']:.2f}, "
-              f"of {args.samples} random {100 * s['curve'][max(s['curve'])]['val']:.2f}", flush=True)
-    print(f"\nmean over {len(summaries)} runs: tau all {statistics.mean(s['tau_all'] for s in summaries):.3f}, "
-          f"top {args.top} {statistics.mean(s['tau_top'] for s in summaries):.3f}; best val of the search "
+              f"of {args.samples} random {100 * acc['curve'][max(acc['curve'])]['val']:.2f}", flush=True)
+    print(f"\nmean over {len(summaries)} runs; best val of the search "
           f"{100 * statistics.mean(s['search_best_val'] for s in summaries):.2f}")
-    print("| random samples N | best-by-val: val % | its test % |")
-    print("|---|---|---|")
-    for budget in summaries[0]["curve"]:
-        print(f"| {budget} | {100 * statistics.mean(s['curve'][budget]['val'] for s in summaries):.2f} | "
-              f"{100 * statistics.mean(s['curve'][budget]['test'] for s in summaries):.2f} |")
+    budgets = list(summaries[0]["accuracy"]["curve"])
+    print("| validation read as | tau all | tau top " + str(args.top) + " | "
+          + " | ".join(f"test % of the best of {b}" for b in budgets) + " |")
+    print("|---" * (3 + len(budgets)) + "|")
+    for name in SCORES:
+        mean = lambda f: statistics.mean(f(s[name]) for s in summaries)  # noqa: E731
+        print(f"| {name} | {mean(lambda r: r['tau_all']):.3f} | {mean(lambda r: r['tau_top']):.3f} | "
+              + " | ".join(f"{100 * mean(lambda r: r['curve'][b]['test']):.2f}" for b in budgets) + " |")
     if args.pairs:
         single = [best_test(r["val"], [r["test"]]) for r in rows]
         pairs = [best_test([a + b for a, b in zip(r["val"], q["val"])], [r["test"], q["test"]])
