@@ -12,18 +12,17 @@ PY=${PY:-python3}; R=${R:-/tmp/r}; mkdir -p $R
 $PY -c "import torch, torch_geometric; print(torch.__version__, torch_geometric.__version__, torch.cuda.is_available())"
 DEV=cpu; $PY -c "import torch; assert torch.cuda.is_available(); torch.ones(1).cuda()" && DEV=cuda
 export ATTNAS_STUDY_DEVICE=$DEV DEADLINE START R PY EXTRA DEV SAMPLES
+# seconds to the deadline (at least 1: timeout takes no negative limit)
+left() { l=$((DEADLINE - ($(date +%s) - START))); echo $(( l > 0 ? l : 1 )); }
 job() {
   name=$1; recipe=$2; shift 2
-  left=$((DEADLINE - ($(date +%s) - START)))
-  timeout $left $PY -m attnas --threads 1 search $recipe --device $DEV --set seed=$SEED "$@" $EXTRA --out $R/$name > $R/$name.log 2>&1 || { echo "$name: search rc $? at $(( $(date +%s) - START )) s"; return; }
+  timeout $(left) $PY -m attnas --threads 1 search $recipe --device $DEV --set seed=$SEED "$@" $EXTRA --out $R/$name > $R/$name.log 2>&1 || { echo "$name: search rc $? at $(( $(date +%s) - START )) s"; return; }
   echo "$name: search done at $(( $(date +%s) - START )) s"
-  left=$((DEADLINE - ($(date +%s) - START)))
-  timeout $left $PY benchmarks/supernet_top_candidates.py $R/$name --out $R/$name.top.jsonl >> $R/$name.log 2>&1 || echo "$name: top rc $?"
-  left=$((DEADLINE - ($(date +%s) - START)))
-  timeout $left $PY benchmarks/supernet_selection_noise.py $R/$name --samples ${SAMPLES:-1000} --out $R/$name.noise.jsonl >> $R/$name.log 2>&1 || echo "$name: noise rc $?"
+  timeout $(left) $PY benchmarks/supernet_top_candidates.py $R/$name --out $R/$name.top.jsonl >> $R/$name.log 2>&1 || echo "$name: top rc $?"
+  timeout $(left) $PY benchmarks/supernet_selection_noise.py $R/$name --samples ${SAMPLES:-1000} --out $R/$name.noise.jsonl >> $R/$name.log 2>&1 || echo "$name: noise rc $?"
   echo "$name: all done at $(( $(date +%s) - START )) s"
 }
-export -f job
+export -f job left
 for s in 0 1 2 3 4; do
   echo "SEED=$s job cs-wd2e-3-s$s autoattend-citeseer --set strategy.supernet.weight_decay=0.002"
   echo "SEED=$s job cora-wd1e-3-s$s autoattend-cora --set strategy.supernet.weight_decay=0.001"
