@@ -70,7 +70,7 @@ def score_samples(run_dir: str, samples: int, sample_seed: int) -> dict:
             losses = [(task.loss(forward(b), b).item(), len(b.y) if b.mask is None else int(b.mask.sum()))
                       for b in task.batches("val", batch_size=10**9)]
             val_loss.append(sum(l * n for l, n in losses) / sum(n for _, n in losses))
-    return {"run": str(run_dir), "val": val, "test": test, "val_loss": val_loss,
+    return {"run": str(run_dir), "val": val, "test": test, "val_loss": val_loss, "sample_seed": sample_seed,
             "search_best_val": max(p["score"] for p in found.population),
             "search_evaluated": len(found.population)}
 
