@@ -47,7 +47,7 @@ def study(run: str, noise: dict, elite: int, pool_size: int) -> list[dict]:
     """The cross-entropy method's pick and random search's, for each half of the samples as the start."""
     import torch
 
-    from finished_search import open_search
+    from finished_search import one_forward_per_batch, open_search
 
     found = open_search(run)
     space, task, supernet = found.space, found.task, found.supernet
@@ -60,13 +60,7 @@ def study(run: str, noise: dict, elite: int, pool_size: int) -> list[dict]:
     prior = Counter(x for a in pool for x in decisions(a))
 
     def score(arch) -> tuple[float, float]:
-        outputs = {}
-
-        def forward(batch):
-            if batch.key not in outputs:
-                outputs[batch.key] = supernet(batch, arch)
-            return outputs[batch.key]
-
+        forward = one_forward_per_batch(supernet, arch)
         with torch.no_grad():
             return task.evaluate(forward, "val", batch_size=10**9), task.evaluate(forward, "test", batch_size=10**9)
 

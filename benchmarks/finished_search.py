@@ -1,7 +1,8 @@
 """A finished one-shot search opened for a study: its task, strategy, supernet and population.
 
 Shared by the study scripts of this folder (``rerank_study.py``, ``tie_break_study.py``,
-``supernet_top_candidates.py``, ``attention_collapse_probe.py``), which run as
+``supernet_top_candidates.py``, ``attention_collapse_probe.py``, ``supernet_selection_noise.py``,
+``cem_vs_random.py``), which run as
 ``python benchmarks/<script>.py`` and so import it by its module name.
 """
 
@@ -43,6 +44,20 @@ class FinishedSearch:
     def population(self) -> list[dict]:
         """Every scored candidate (``arch``, ``score``), from the search's last checkpoint."""
         return self.run.load_checkpoint("evolution")["state"]["population"]
+
+
+def one_forward_per_batch(supernet, arch):
+    """``supernet``'s forward along ``arch`` that computes each batch once (by ``batch.key``):
+    the splits of a transductive graph are one batch, so scoring validation and test (and
+    the validation loss) costs one forward."""
+    outputs = {}
+
+    def forward(batch):
+        if batch.key not in outputs:
+            outputs[batch.key] = supernet(batch, arch)
+        return outputs[batch.key]
+
+    return forward
 
 
 def open_search(run_dir: str) -> FinishedSearch:

@@ -22,10 +22,15 @@ import statistics
 from pathlib import Path
 
 
+def noise_file(top_file: Path) -> Path:
+    """The ``RUN.noise.jsonl`` beside ``RUN.top.jsonl``."""
+    return top_file.with_name(top_file.name.replace(".top.", ".noise."))
+
+
 def pair(top_file: Path) -> dict:
     """The search's and random search's picks of one run (its ``.top.jsonl`` and ``.noise.jsonl``)."""
     top = json.loads(top_file.read_text().splitlines()[0])
-    noise = json.loads(top_file.with_name(top_file.name.replace(".top.", ".noise.")).read_text().splitlines()[0])
+    noise = json.loads(noise_file(top_file).read_text().splitlines()[0])
     val, test = noise["val"], noise["test"]
     order = sorted(range(len(val)), key=lambda i: (-val[i], i))  # ties: the earlier sample, as a search takes them
     return {"search_top1": top["top1_test"], "random_top1": test[order[0]],
@@ -40,7 +45,7 @@ def main() -> None:
     args = p.parse_args()
     from scipy.stats import ttest_rel
 
-    rows = [pair(f) for f in args.top_files if f.with_name(f.name.replace(".top.", ".noise.")).exists()]
+    rows = [pair(f) for f in args.top_files if noise_file(f).exists()]
     print(f"{len(rows)} runs | search | random search | difference (random - search) | paired t-test p | random better / worse")
     for what in ("top1", "top10", "top10_val"):
         s, r = [x[f"search_{what}"] for x in rows], [x[f"random_{what}"] for x in rows]

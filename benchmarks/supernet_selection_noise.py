@@ -49,7 +49,7 @@ def score_samples(run_dir: str, samples: int, sample_seed: int) -> dict:
     """Validation and test accuracy (supernet weights) of the prior samples, and the run's best."""
     import torch
 
-    from finished_search import open_search
+    from finished_search import one_forward_per_batch, open_search
 
     found = open_search(run_dir)
     space, task, supernet = found.space, found.task, found.supernet
@@ -58,13 +58,7 @@ def score_samples(run_dir: str, samples: int, sample_seed: int) -> dict:
     val, test, val_loss = [], [], []
     with torch.no_grad():
         for arch in archs:
-            outputs = {}  # one forward per batch: a transductive graph's splits are one batch
-
-            def forward(batch, arch=arch, outputs=outputs):
-                if batch.key not in outputs:
-                    outputs[batch.key] = supernet(batch, arch)
-                return outputs[batch.key]
-
+            forward = one_forward_per_batch(supernet, arch)
             val.append(task.evaluate(forward, "val", batch_size=10**9))
             test.append(task.evaluate(forward, "test", batch_size=10**9))
             losses = [(task.loss(forward(b), b).item(), len(b.y) if b.mask is None else int(b.mask.sum()))
