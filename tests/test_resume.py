@@ -89,3 +89,23 @@ def test_killed_search_with_a_context_warmup_resumes_to_the_same_result(warmup_r
         a, b = (json.loads((p / name).read_text()) for p in (out, ref))
         a.pop("search_seconds", None), b.pop("search_seconds", None)
         assert a == b, name
+
+
+@pytest.fixture(scope="module")
+def averaging_reference(tmp_path_factory, tiny_recipe_data):
+    data = small(tiny_recipe_data)
+    data["strategy"]["supernet"] = {"epochs": 20, "checkpoint_every": 5, "context_warmup": 0.25, "average": 0.5}
+    return search_here(tmp_path_factory.mktemp("avg"), data, torch.get_num_threads())
+
+
+def test_killed_search_with_weight_averaging_resumes_to_the_same_result(averaging_reference, tmp_path):
+    """Killed at epoch 17: the running mean of epochs 11-15 comes back from the epoch-15 checkpoint."""
+    recipe, ref = averaging_reference
+    out = tmp_path / "run"
+    killed = attnas("search", str(recipe), "--out", str(out), fault="supernet:17", check=False)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    resume_here(out, torch.get_num_threads())
+    for name in ("arch.json", "metrics.json"):
+        a, b = (json.loads((p / name).read_text()) for p in (out, ref))
+        a.pop("search_seconds", None), b.pop("search_seconds", None)
+        assert a == b, name

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.optim.swa_utils import AveragedModel
 
 from attnas import distributed, pareto
 from attnas.arch import Arch
@@ -162,9 +163,13 @@ class _OneShot(Strategy):
         sched = make_scheduler(opt, cfg, cfg.epochs)
         gen = torch.Generator().manual_seed(self.seed)
         start, self.elapsed = 0, 0.0
+        averaged = None  # the running mean of the last epochs' weights (``cfg.average``)
         if ck is not None:
             st = ck["state"]
             supernet.load_state_dict(st["model"])
+            if st.get("averaged") is not None:
+                averaged = AveragedModel(supernet)
+                averaged.load_state_dict(st["averaged"])
             opt.load_state_dict(st["optimizer"])
             if sched is not None:
                 sched.load_state_dict(st["scheduler"])
@@ -189,9 +194,17 @@ class _OneShot(Strategy):
                     sched.step()
                 if epoch == warmup:
                     supernet.split_contexts()
+                if epoch > cfg.epochs - cfg.average_epochs:
+                    if averaged is None:
+                        averaged = AveragedModel(supernet)
+                    averaged.update_parameters(supernet)
                 self.run.log({"phase": "supernet", "epoch": epoch, "loss": round(loss_mean, 6)})
                 bar.advance(1, loss=loss_mean)
                 done = epoch == cfg.epochs
+                if done and averaged is not None:
+                    with torch.no_grad():
+                        for weight, mean in zip(supernet.parameters(), averaged.module.parameters(), strict=True):
+                            weight.copy_(mean)
                 if done or epoch % cfg.checkpoint_every == 0:
                     if dist is not None:
                         dist.assert_same(self.py_rng.getstate(), "architecture sampler state")
@@ -200,7 +213,8 @@ class _OneShot(Strategy):
                              "elapsed": self.elapsed}
                     if not done:
                         state.update(optimizer=opt.state_dict(), generator=gen.get_state(),
-                                     scheduler=sched.state_dict() if sched is not None else None)
+                                     scheduler=sched.state_dict() if sched is not None else None,
+                                     averaged=averaged.state_dict() if averaged is not None else None)
                     self.run.save_checkpoint("supernet", epoch, state)
         if cfg.epochs == 0:
             self.run.save_checkpoint("supernet", 0, {"done": True, "model": supernet.state_dict(),

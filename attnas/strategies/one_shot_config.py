@@ -8,6 +8,7 @@ from typing import Any
 
 from attnas.config import Fraction, NonNegativeInt, OptimConfig, PositiveFloat, PositiveInt, check_fields
 from attnas.costs import CostsConfig
+from attnas.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -23,16 +24,34 @@ class SupernetConfig(OptimConfig):
             connection share one module (no context, Sec. 5.4.2); then each context's module
             starts from it and trains apart (context-aware sharing, Sec. 4.2.2). For supernets
             with contexts (AutoAttend); 0: contexts apart from the start, as in the paper.
+        average: Fraction of the epochs, at the end, whose weights are averaged into the
+            supernet that scores the candidates (stochastic weight averaging, Izmailov et al.
+            2018: the running mean of the weights after each of those epochs). A supernet
+            trains one sampled path per step, so its last weights favour the paths drawn
+            last; the average does not. 0: the last weights. The averaged epochs come after
+            the context warm-up.
     """
 
     epochs: NonNegativeInt = 2000
     checkpoint_every: PositiveInt = 200
     context_warmup: Fraction = 0.0
+    average: Fraction = 0.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.warmup_epochs + self.average_epochs > self.epochs:
+            raise ConfigError(f"strategy.supernet.average: the averaged epochs ({self.average}) overlap the "
+                              f"context warm-up ({self.context_warmup}); their sum must be at most 1")
 
     @property
     def warmup_epochs(self) -> int:
         """Epochs of the context warm-up."""
         return round(self.context_warmup * self.epochs)
+
+    @property
+    def average_epochs(self) -> int:
+        """Epochs, at the end, whose weights are averaged."""
+        return round(self.average * self.epochs)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from attnas import pipeline
 from attnas.errors import UnsupportedError
@@ -136,4 +137,38 @@ def test_context_warmup_is_a_fraction_of_the_epochs(tiny_recipe_data, tmp_path):
 
     with pytest.raises(ConfigError, match=r"strategy.supernet.context_warmup: must be in \[0, 1\), got 1.0"):
         pipeline.search(tiny_recipe_data, ["strategy.supernet.context_warmup=1.0"], out=tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
+
+
+def _supernet_weights(tiny_recipe_data, tmp_path, name, **supernet):
+    """The scoring supernet's weights of a seconds-long search (supernet options ``supernet``)."""
+    data = dict(tiny_recipe_data)
+    data["strategy"] = dict(data["strategy"], supernet={"checkpoint_every": 50, **supernet},
+                            evolution={"population": 4, "parents": 2, "children": 2, "rounds": 1},
+                            rerank={"top_k": 1, "epochs": 0})
+    data["retrain"] = dict(data["retrain"], epochs=1)
+    run = pipeline.search(data, [], out=tmp_path / name)
+    return run.load_checkpoint("supernet")["state"]["model"]
+
+
+def test_supernet_average_is_the_mean_of_the_weights_after_the_last_epochs(tiny_recipe_data, tmp_path):
+    """``strategy.supernet.average=0.2`` of 10 epochs scores with the mean of the weights after
+    epochs 9 and 10, which shorter runs without averaging end with."""
+    last = _supernet_weights(tiny_recipe_data, tmp_path, "ten", epochs=10)
+    before = _supernet_weights(tiny_recipe_data, tmp_path, "nine", epochs=9)
+    averaged = _supernet_weights(tiny_recipe_data, tmp_path, "avg", epochs=10, average=0.2)
+    assert any(not torch.equal(v, before[k]) for k, v in last.items())  # the tenth epoch moved weights
+    for k, v in last.items():
+        if v.is_floating_point():
+            torch.testing.assert_close(averaged[k], (v + before[k]) / 2)
+        else:
+            assert torch.equal(averaged[k], v), k
+
+
+def test_supernet_average_may_not_overlap_the_context_warmup(tiny_recipe_data, tmp_path):
+    from attnas.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"strategy.supernet.average: .*overlap the context warm-up"):
+        pipeline.search(tiny_recipe_data, ["strategy.supernet.context_warmup=0.5", "strategy.supernet.average=0.6"],
+                        out=tmp_path / "bad")
     assert not (tmp_path / "bad").exists()
