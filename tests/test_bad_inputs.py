@@ -88,6 +88,7 @@ def set_key(data, dotted, value):
     ("space.heads", 0, "space.heads: must be >= 1, got 0"),
     ("space.dropout", 1.0, "space.dropout: must be in [0, 1), got 1.0"),
     ("strategy.supernet.context_warmup", -0.5, "strategy.supernet.context_warmup: must be in [0, 1), got -0.5"),
+    ("strategy.supernet.average", 1.5, "strategy.supernet.average: must be in [0, 1), got 1.5"),
     ("retrain.patience", -1, "retrain.patience: must be >= 0, got -1"),
     ("strategy.rerank.top_k", -1, "strategy.rerank.top_k: must be >= 0, got -1"),
     ("retrain.lr", 0, "retrain.lr: must be > 0, got 0.0"),
