@@ -9,6 +9,8 @@ Usage::
 
     python benchmarks/autoattend_graph_tables.py table5 --row "AutoAttend=runs/t5/aa-cora-s*" \\
         --row "random search=runs/t5/rnd-cora-s*" --row "GAT=runs/base-gat-cora"
+    python benchmarks/autoattend_graph_tables.py paired --row "recipe=runs/t5/citeseer-s[01]/search" \
+        --row "averaged=runs/swa-cs-s[01]"
     python benchmarks/autoattend_graph_tables.py table7 runs/t7/cora-s0 runs/t7/cora-s1
     python benchmarks/autoattend_graph_tables.py ranking runs/rank-cora-final/ranking-*.json
     python benchmarks/autoattend_graph_tables.py figure runs/rank-cora-final/ranking-fc.json \
@@ -51,6 +53,41 @@ def table5(rows: list[str], metric: str) -> str:
             if pooled:
                 out.append(f"| {label} | {init} | {'; '.join(per_run)} | {_fmt(pooled)} (n={len(pooled)}) | "
                            f"{'; '.join(f'`{a}`' for a in archs[:1])} |")
+    return "\n".join(out)
+
+
+def _seed_scores(run: Path, init: str, metric: str) -> dict[int, float]:
+    """Test score per retraining seed of ``run``'s ``attnas retrain`` with ``init``."""
+    return {int(p.stem.split("-")[1]): json.loads(p.read_text())[f"test_{metric}"]
+            for p in sorted(run.glob(f"retrain/*/{init}/seed-*.json"))}
+
+
+def paired(rows: list[str], metric: str, init: str = "supernet") -> str:
+    """The first row's runs against each other row's, matched by search seed (the runs' sorted
+    order) and retraining seed: mean difference and paired t-test, per search seed and pooled."""
+    from scipy.stats import ttest_rel
+
+    labelled = [(label, sorted(Path(p) for p in glob.glob(pattern)))
+                for label, _, pattern in (row.partition("=") for row in rows)]
+    (base_label, base_runs), others = labelled[0], labelled[1:]
+    out = [f"| {init} | search seed | {base_label} | other | difference | paired t-test p |", "|---|---|---|---|---|---|"]
+    for label, runs in others:
+        if len(runs) != len(base_runs):
+            raise SystemExit(f"{label}: {len(runs)} runs against {base_label}'s {len(base_runs)}")
+        pooled_a, pooled_b = [], []
+        for k, (ra, rb) in enumerate(zip(base_runs, runs)):
+            a, b = _seed_scores(ra, init, metric), _seed_scores(rb, init, metric)
+            seeds = sorted(a.keys() & b.keys())
+            if len(seeds) < 2:
+                raise SystemExit(f"{ra} and {rb}: fewer than two common retraining seeds")
+            xa, xb = [a[i] for i in seeds], [b[i] for i in seeds]
+            pooled_a += xa
+            pooled_b += xb
+            out.append(f"| {label} | {k} ({rb.name}) | {_fmt(xa)} | {_fmt(xb)} | "
+                       f"{100 * (statistics.fmean(xb) - statistics.fmean(xa)):+.2f} | {ttest_rel(xb, xa).pvalue:.2g} |")
+        out.append(f"| {label} | all (n={len(pooled_a)}) | {_fmt(pooled_a)} | {_fmt(pooled_b)} | "
+                   f"{100 * (statistics.fmean(pooled_b) - statistics.fmean(pooled_a)):+.2f} | "
+                   f"{ttest_rel(pooled_b, pooled_a).pvalue:.2g} |")
     return "\n".join(out)
 
 
@@ -112,6 +149,10 @@ def main() -> None:
     t5 = sub.add_parser("table5")
     t5.add_argument("--row", action="append", required=True, help="LABEL=GLOB of run folders")
     t5.add_argument("--metric", default="accuracy")
+    pr = sub.add_parser("paired")
+    pr.add_argument("--row", action="append", required=True, help="LABEL=GLOB of run folders; the first is the base")
+    pr.add_argument("--metric", default="accuracy")
+    pr.add_argument("--init", default="supernet", choices=["supernet", "scratch"])
     t7 = sub.add_parser("table7")
     t7.add_argument("folders", nargs="+")
     t7.add_argument("--label", default="", help="appended to each context's name (e.g. ' + warm-up')")
@@ -123,6 +164,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.table == "table5":
         print(table5(args.row, args.metric))
+    elif args.table == "paired":
+        print(paired(args.row, args.metric, args.init))
     elif args.table == "table7":
         print(table7(args.folders, args.label))
     elif args.table == "ranking":
