@@ -80,8 +80,12 @@ def warmup_reference(tmp_path_factory, tiny_recipe_data):
 @pytest.mark.parametrize("fault", ["supernet:7", "supernet:13"])
 def test_killed_search_with_a_context_warmup_resumes_to_the_same_result(warmup_reference, tmp_path, fault):
     """Killed before and after the warm-up's end (epoch 10; checkpoints every 5 epochs)."""
-    recipe, ref = warmup_reference
-    out = tmp_path / "run"
+    kill_resume_and_compare(*warmup_reference, tmp_path / "run", fault)
+
+
+def kill_resume_and_compare(recipe, ref, out, fault):
+    """Run ``recipe`` into ``out`` killed at ``fault``, resume it, and check that it found and
+    scored what the uninterrupted ``ref`` did."""
     killed = attnas("search", str(recipe), "--out", str(out), fault=fault, check=False)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     resume_here(out, torch.get_num_threads())
@@ -100,12 +104,4 @@ def averaging_reference(tmp_path_factory, tiny_recipe_data):
 
 def test_killed_search_with_weight_averaging_resumes_to_the_same_result(averaging_reference, tmp_path):
     """Killed at epoch 17: the running mean of epochs 11-15 comes back from the epoch-15 checkpoint."""
-    recipe, ref = averaging_reference
-    out = tmp_path / "run"
-    killed = attnas("search", str(recipe), "--out", str(out), fault="supernet:17", check=False)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-    resume_here(out, torch.get_num_threads())
-    for name in ("arch.json", "metrics.json"):
-        a, b = (json.loads((p / name).read_text()) for p in (out, ref))
-        a.pop("search_seconds", None), b.pop("search_seconds", None)
-        assert a == b, name
+    kill_resume_and_compare(*averaging_reference, tmp_path / "run", "supernet:17")
