@@ -47,13 +47,12 @@ def study(run: str, noise: dict, elite: int, pool_size: int) -> list[dict]:
     """The cross-entropy method's pick and random search's, for each half of the samples as the start."""
     import torch
 
-    from finished_search import one_forward_per_batch, open_search
+    from finished_search import one_forward_per_batch, open_search, prior_samples
 
     found = open_search(run)
     space, task, supernet = found.space, found.task, found.supernet
     n = len(noise["val"])
-    rng = random.Random(noise.get("sample_seed", 12345))
-    archs = [space.sample(rng) for _ in range(n)]
+    archs = prior_samples(space, n, noise.get("sample_seed", 12345))
     key = lambda a: json.dumps(a.choices, sort_keys=True)  # noqa: E731
     pool_rng = random.Random(777)
     pool = [space.sample(pool_rng) for _ in range(pool_size)]

@@ -2,7 +2,7 @@
 
 Shared by the study scripts of this folder (``rerank_study.py``, ``tie_break_study.py``,
 ``supernet_top_candidates.py``, ``attention_collapse_probe.py``, ``supernet_selection_noise.py``,
-``cem_vs_random.py``), which run as
+``cem_vs_random.py``, ``supernet_score_stability.py``, ``random_pick_run.py``), which run as
 ``python benchmarks/<script>.py`` and so import it by its module name.
 """
 
@@ -58,6 +58,21 @@ def one_forward_per_batch(supernet, arch):
         return outputs[batch.key]
 
     return forward
+
+
+def prior_samples(space, samples: int, sample_seed: int) -> list:
+    """The first ``samples`` draws from ``space``'s prior with ``random.Random(sample_seed)``:
+    the same architectures, in the same order, for every study that names the same seed (the
+    score lists of their JSON lines follow this order)."""
+    import random
+
+    rng = random.Random(sample_seed)
+    return [space.sample(rng) for _ in range(samples)]
+
+
+def best_by_validation(val: list[float]) -> int:
+    """The index of the highest validation score (ties: the earlier sample, as a search takes them)."""
+    return max(range(len(val)), key=lambda k: (val[k], -k))
 
 
 def open_search(run_dir: str) -> FinishedSearch:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import shutil
 from pathlib import Path
 
@@ -31,6 +30,7 @@ def main() -> None:
 
     from attnas.arch import Arch
     from attnas.pipeline import open_finished
+    from finished_search import best_by_validation, prior_samples
 
     rows = [json.loads(line) for line in args.scores.read_text().splitlines()]
     rows = [r for r in rows if Path(r["run"]).resolve() == args.run.resolve() and r.get("checkpoint") is None]
@@ -38,9 +38,8 @@ def main() -> None:
         raise SystemExit(f"{args.scores}: no scores of {args.run}'s finished supernet")
     row = rows[-1]
     _, _, chosen, space = open_finished(args.run)
-    rng = random.Random(row["sample_seed"])
-    archs = [space.sample(rng) for _ in range(len(row["val"]))]
-    best = max(range(len(archs)), key=lambda k: (row["val"][k], -k))
+    archs = prior_samples(space, len(row["val"]), row["sample_seed"])
+    best = best_by_validation(row["val"])
     pick = Arch(space.name, archs[best].choices, meta={"strategy": f"best by validation of {len(archs)} prior samples "
                                                                f"(seed {row['sample_seed']}), supernet of {args.run}"})
     if args.out.exists():

@@ -18,9 +18,10 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import random
 import statistics
 from pathlib import Path
+
+from finished_search import best_by_validation
 
 
 def score_weights(run_dir: str, checkpoint: str | None, samples: int, sample_seed: int) -> dict:
@@ -29,33 +30,27 @@ def score_weights(run_dir: str, checkpoint: str | None, samples: int, sample_see
     import torch
 
     from attnas.checkpoint_files import load_checkpoint_file
-    from finished_search import one_forward_per_batch, open_search
+    from finished_search import one_forward_per_batch, open_search, prior_samples
 
     found = open_search(run_dir)
     space, task, supernet = found.space, found.task, found.supernet
     if checkpoint is not None:
         supernet.load_state_dict(load_checkpoint_file(Path(run_dir) / "checkpoints" / checkpoint)["state"]["model"])
         supernet.eval()
-    rng = random.Random(sample_seed)
     val, test = [], []
     with torch.no_grad():
-        for arch in (space.sample(rng) for _ in range(samples)):
+        for arch in prior_samples(space, samples, sample_seed):
             forward = one_forward_per_batch(supernet, arch)
             val.append(task.evaluate(forward, "val", batch_size=10**9))
             test.append(task.evaluate(forward, "test", batch_size=10**9))
     return {"run": str(run_dir), "checkpoint": checkpoint, "sample_seed": sample_seed, "val": val, "test": test}
 
 
-def pick(val: list[float]) -> int:
-    """The best-by-validation sample (ties: the earlier)."""
-    return max(range(len(val)), key=lambda k: (val[k], -k))
-
-
 def compare(a: dict, b: dict) -> dict:
     """Agreement of two scorers' validation scores, and each one's pick tested under both."""
     from scipy.stats import kendalltau, pearsonr
 
-    pa, pb = pick(a["val"]), pick(b["val"])
+    pa, pb = best_by_validation(a["val"]), best_by_validation(b["val"])
     return {"r": float(pearsonr(a["val"], b["val"])[0]), "tau": float(kendalltau(a["val"], b["val"])[0]),
             # a pick tested under the weights that picked it, and under the other weights
             "own": (a["test"][pa] + b["test"][pb]) / 2, "other": (b["test"][pa] + a["test"][pb]) / 2}
@@ -87,7 +82,7 @@ def main() -> None:
                 with args.out.open("a") as fh:
                     fh.write(json.dumps(row) + "\n")
             print(f"{run} {name or 'finished'}: best val {100 * max(row['val']):.2f}, its test "
-                  f"{100 * row['test'][pick(row['val'])]:.2f}", flush=True)
+                  f"{100 * row['test'][best_by_validation(row['val'])]:.2f}", flush=True)
             rows.append(row)
         groups.append(rows)
     # snapshots are compared within a run; final supernets across runs

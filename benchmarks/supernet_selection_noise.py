@@ -49,12 +49,11 @@ def score_samples(run_dir: str, samples: int, sample_seed: int) -> dict:
     """Validation and test accuracy (supernet weights) of the prior samples, and the run's best."""
     import torch
 
-    from finished_search import one_forward_per_batch, open_search
+    from finished_search import one_forward_per_batch, open_search, prior_samples
 
     found = open_search(run_dir)
     space, task, supernet = found.space, found.task, found.supernet
-    rng = random.Random(sample_seed)
-    archs = [space.sample(rng) for _ in range(samples)]
+    archs = prior_samples(space, samples, sample_seed)
     val, test, val_loss = [], [], []
     with torch.no_grad():
         for arch in archs:
@@ -74,16 +73,15 @@ def agreement(run_dir: str, samples: int, sample_seed: int, val: list[float], to
     its labels on the unlabelled nodes (``--agreement``; a transductive node task)."""
     import torch
 
-    from finished_search import open_search
+    from finished_search import open_search, prior_samples
 
     found = open_search(run_dir)
     space, task, supernet = found.space, found.task, found.supernet
     graph = task.dataset.graph
     unlabelled = ~(graph.train_mask | graph.val_mask | graph.test_mask)
     batch = next(iter(task.batches("val")))
-    rng = random.Random(sample_seed)
     with torch.no_grad():
-        probs = torch.stack([torch.softmax(supernet(batch, space.sample(rng)), -1) for _ in range(samples)])
+        probs = torch.stack([torch.softmax(supernet(batch, arch), -1) for arch in prior_samples(space, samples, sample_seed)])
     best = sorted(range(samples), key=lambda i: -val[i])[:top]
     labels = probs[best].mean(0).argmax(-1)
     y, test = graph.y, graph.test_mask
@@ -190,7 +188,9 @@ def main() -> None:
 
 def best_test(val: list[float], tests: list[list[float]]) -> float:
     """Mean test accuracy (over ``tests``) of the sample with the best ``val`` (ties: the earlier)."""
-    i = max(range(len(val)), key=lambda k: (val[k], -k))
+    from finished_search import best_by_validation
+
+    i = best_by_validation(val)
     return statistics.mean(t[i] for t in tests)
 
 
