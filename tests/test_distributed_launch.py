@@ -17,6 +17,7 @@ import time
 
 import yaml
 from attnas_subprocess import FIXED_GCN, recipe_file
+from forked_attnas import start_forked
 
 from attnas import distributed, pipeline
 from attnas.runs import RunDir
@@ -25,7 +26,8 @@ LIMIT = 90  # seconds for both ranks to start, fail and exit (Python and torch s
 
 
 def launch(*args: str, world: int = 2, faults: dict[int, str] | None = None) -> tuple[list[tuple[int, str]], float]:
-    """``attnas --threads 1 ARGS`` on ``world`` ranks; their ``(exit status, stderr)`` and the seconds taken.
+    """``attnas --threads 1 ARGS`` on ``world`` ranks (forked children where they can be: see
+    ``tests/forked_attnas.py``); their ``(exit status, stderr)`` and the seconds taken.
 
     ``faults`` maps a rank to its ``ATTNAS_FAULT`` (``phase:n``: SIGKILLed after its n-th event of the phase).
     """
@@ -37,8 +39,9 @@ def launch(*args: str, world: int = 2, faults: dict[int, str] | None = None) -> 
         env.pop("ATTNAS_FAULT", None)
         if faults and rank in faults:
             env["ATTNAS_FAULT"] = faults[rank]
-        procs.append(subprocess.Popen([sys.executable, "-m", "attnas", "--threads", "1", *args], env=env,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+        command = [sys.executable, "-m", "attnas", "--threads", "1", *args]
+        procs.append(start_forked(command, env) or subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                                                                    stderr=subprocess.PIPE, text=True))
     start = time.monotonic()
     try:
         results = []

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import shutil
 import signal
-import subprocess
 import sys
 
 import pytest
+from attnas_subprocess import run_attnas
 
 from attnas import parallel, pipeline, retraining
 from attnas.errors import ConfigError, UnsupportedError
@@ -108,13 +107,12 @@ def test_killed_search_resumed_with_other_workers(recipe, sequential_run, local_
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump(recipe))
     out = tmp_path / "run"
-    env = dict(os.environ, ATTNAS_PROGRESS="0", ATTNAS_FAULT="evolution:5")
     import torch
 
     # as many torch threads as this process (which made sequential_run): CPU results are
     # bit-identical only for the same thread count
-    killed = subprocess.run([sys.executable, "-m", "attnas", "--threads", str(torch.get_num_threads()), "search",
-                             str(path), "--out", str(out)], env=env, capture_output=True, text=True, timeout=600)
+    killed = run_attnas("search", str(path), "--out", str(out), fault="evolution:5", check=False,
+                        threads=torch.get_num_threads())
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     run = pipeline.resume(out, workers=2)  # killed sequential, resumed on 2 workers
     same_result(run, sequential_run)

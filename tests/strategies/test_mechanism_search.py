@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import signal
-import subprocess
-import sys
 import warnings
 
 import pytest
 import torch
 import yaml
+from attnas_subprocess import run_attnas
 
 from attnas import pipeline
 from attnas.errors import ConfigError, UnsupportedError
@@ -161,9 +159,7 @@ def test_other_spaces_and_single_candidates_are_refused(tmp_path):
 
 
 def killed_search(recipe_file, out, fault):
-    env = dict(os.environ, ATTNAS_PROGRESS="0", ATTNAS_FAULT=fault, OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, "-m", "attnas", "search", str(recipe_file), "--out", str(out)], env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = run_attnas("search", str(recipe_file), "--out", str(out), fault=fault, check=False, threads=1)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     assert not (out / "metrics.json").exists()
 
