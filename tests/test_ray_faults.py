@@ -162,7 +162,12 @@ def test_a_ray_head_gone_mid_sweep_is_one_line_and_the_sweep_run_again_completes
     pytest.importorskip("ray")
     from attnas.sweep import sweep
 
-    recipe, path = recipe_file(tmp_path, tiny_recipe_data, rerank={"top_k": 2, "epochs": 0})
+    # searches of a few seconds: five of them run here after the child (the sweep continued, the reference)
+    base = {**tiny_recipe_data, "retrain": {**tiny_recipe_data["retrain"], "epochs": 5, "seeds": 1}}
+    recipe, path = recipe_file(tmp_path, base, supernet={"epochs": 20, "checkpoint_every": 10},
+                               evolution={"population": 12, "parents": 4, "children": 4, "rounds": 2,
+                                          "checkpoint_every": 7},
+                               rerank={"top_k": 2, "epochs": 0})
     out = tmp_path / "sweep"
     first = out / "000_seed-0" / "metrics.json"
     seeds = 3  # two at once on the 2 workers: a search is left to run when the first ends
