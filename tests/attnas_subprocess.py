@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 
-from forked_attnas import forked_attnas
+from forked_attnas import run_child
 
 
 def run_attnas(*args: str, fault: str | None = None, check: bool = True, threads: int | None = 1,
@@ -22,7 +22,7 @@ def run_attnas(*args: str, fault: str | None = None, check: bool = True, threads
     """``python -m attnas [--threads N] ARGS`` with progress bars off.
 
     The child is forked from a process that has imported attnas already
-    (:func:`forked_attnas.forked_attnas`) where that is the same, else started as a new
+    (:func:`forked_attnas.run_child`) where that is the same, else started as a new
     Python.
 
     Args:
@@ -37,9 +37,7 @@ def run_attnas(*args: str, fault: str | None = None, check: bool = True, threads
         env["ATTNAS_FAULT"] = fault
     flags = ["--threads", str(threads)] if threads is not None else []
     command = [sys.executable, "-m", "attnas", *flags, *args]
-    proc = forked_attnas(command, env, timeout=timeout)
-    if proc is None:
-        proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+    proc = run_child(command, env, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"attnas {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return proc
@@ -76,9 +74,7 @@ def killed_at_replace(name: str, count: int, *args: str, timeout: int = 600) -> 
     env = dict(os.environ, ATTNAS_PROGRESS="0")
     env.pop("ATTNAS_FAULT", None)
     command = [sys.executable, "-c", KILL_AT_REPLACE, name, str(count), "--threads", "1", *args]
-    proc = forked_attnas(command, env, timeout=timeout)
-    return proc if proc is not None else subprocess.run(command, env=env, capture_output=True, text=True,
-                                                        timeout=timeout)
+    return run_child(command, env, timeout=timeout)
 
 
 def recipe_file(folder, base: dict, **strategy) -> tuple[dict, str]:

@@ -8,7 +8,8 @@ own (it can be SIGKILLed, its exit status is its own) that starts at once. The s
 never run a command, so a child starts as fresh as ``python -m attnas`` does.
 
 Not the same as a new Python, so these children are used only where that makes no
-difference, and :func:`forked_attnas` returns ``None`` (run a real child instead):
+difference; elsewhere :func:`start_forked` returns ``None`` and :func:`run_child` starts a new
+Python:
 - for a command line other than ``python -m attnas ...`` or ``python -c CODE ...``;
 - for the commands that start Ray (``--workers``, ``--address``): the child's exit does not
   run Ray's shutdown;
@@ -169,19 +170,16 @@ def start_forked(command: list[str], env: dict[str, str]) -> ForkedChild | None:
     return ForkedChild(context, command, env)
 
 
-def forked_attnas(command: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess | None:
-    """:func:`start_forked` and wait for the end, like ``subprocess.run(..., capture_output=True,
-    text=True, timeout=timeout)``.
-
-    Returns:
-        The finished child, or ``None`` (see :func:`start_forked`).
+def run_child(command: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    """``subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)``, the
+    child forked (:func:`start_forked`) where it would be the same as a new Python.
 
     Raises:
         subprocess.TimeoutExpired: The child ran longer than ``timeout`` seconds (it is killed).
     """
     child = start_forked(command, env)
     if child is None:
-        return None
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
     try:
         out, err = child.communicate(timeout)
     except subprocess.TimeoutExpired:

@@ -12,19 +12,25 @@ import sys
 
 import yaml
 from attnas_subprocess import FIXED_GCN
-from forked_attnas import forked_attnas
+from forked_attnas import start_forked
+
+
+def forked(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    """``command`` run in a forked child (which it must be)."""
+    child = start_forked(command, env)
+    assert child is not None, "the command line was not forked"
+    out, err = child.communicate(timeout=300)
+    return subprocess.CompletedProcess(command, child.returncode, out, err)
 
 
 def both(command: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
     """``command`` forked and as a new Python."""
-    forked = forked_attnas(command, env, timeout=300)
-    assert forked is not None, "the command line was not forked"
-    return forked, subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    return forked(command, env), subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_a_forked_child_starts_with_attnas_and_torch_imported():
-    proc = forked_attnas([sys.executable, "-c", "import sys; print(sorted({'torch', 'torch_geometric', "
-                          "'attnas.pipeline', 'sklearn'} & set(sys.modules)))"], dict(os.environ), timeout=120)
+    proc = forked([sys.executable, "-c", "import sys; print(sorted({'torch', 'torch_geometric', "
+                   "'attnas.pipeline', 'sklearn'} & set(sys.modules)))"], dict(os.environ))
     assert proc.returncode == 0 and proc.stdout == "['attnas.pipeline', 'sklearn', 'torch', 'torch_geometric']\n", proc
 
 
@@ -45,20 +51,19 @@ def test_a_fault_kills_the_child_alone_and_the_working_folder_and_environment_ar
     recipe.write_text(yaml.safe_dump({**FIXED_GCN, "retrain": {"epochs": 5, "patience": 0}}))
     monkeypatch.chdir(tmp_path)
     env = dict(os.environ, ATTNAS_PROGRESS="0", ATTNAS_FAULT="final:2")
-    proc = forked_attnas([sys.executable, "-m", "attnas", "--threads", "1", "search", "fixed.yaml", "--out", "run"],
-                         env, timeout=300)
-    assert proc is not None and proc.returncode == -signal.SIGKILL, proc
+    proc = forked([sys.executable, "-m", "attnas", "--threads", "1", "search", "fixed.yaml", "--out", "run"], env)
+    assert proc.returncode == -signal.SIGKILL, proc
     assert (tmp_path / "run" / "run.json").exists() and "ATTNAS_FAULT" not in os.environ
 
 
 def test_what_a_fork_would_change_runs_as_a_new_python():
     env = dict(os.environ)
     attnas = [sys.executable, "-m", "attnas"]
-    assert forked_attnas([*attnas, "retrain", "run", "--workers", "2"], env, timeout=60) is None  # Ray's shutdown
-    assert forked_attnas([*attnas, "sweep", "r.yaml", "--address=auto"], env, timeout=60) is None
-    assert forked_attnas([*attnas, "--version"], dict(env, ATTNAS_NO_KERNELS="1"), timeout=60) is None  # at import
-    assert forked_attnas([*attnas, "--version"], dict(env, OMP_NUM_THREADS="3"), timeout=60) is None
-    assert forked_attnas(["python2", "-m", "attnas", "--version"], env, timeout=60) is None
+    assert start_forked([*attnas, "retrain", "run", "--workers", "2"], env) is None  # Ray's shutdown
+    assert start_forked([*attnas, "sweep", "r.yaml", "--address=auto"], env) is None
+    assert start_forked([*attnas, "--version"], dict(env, ATTNAS_NO_KERNELS="1")) is None  # at import
+    assert start_forked([*attnas, "--version"], dict(env, OMP_NUM_THREADS="3")) is None
+    assert start_forked(["python2", "-m", "attnas", "--version"], env) is None
 
 
 def test_a_forked_search_computes_the_same_floats_as_a_new_python(tmp_path, tiny_recipe_data):
@@ -70,9 +75,9 @@ def test_a_forked_search_computes_the_same_floats_as_a_new_python(tmp_path, tiny
     for name in ("forked", "new"):
         command = [sys.executable, "-m", "attnas", "--threads", "1", "search", str(recipe), "--out", str(tmp_path / name)]
         env = dict(os.environ, ATTNAS_PROGRESS="0")
-        proc = forked_attnas(command, env, timeout=300) if name == "forked" else \
+        proc = forked(command, env) if name == "forked" else \
             subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
-        assert proc is not None and proc.returncode == 0, proc
+        assert proc.returncode == 0, proc
         metrics = json.loads((tmp_path / name / "metrics.json").read_text())
         runs.append(({k: v for k, v in metrics.items() if k != "search_seconds"},
                      (tmp_path / name / "arch.json").read_text()))
