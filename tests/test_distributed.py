@@ -23,6 +23,9 @@ from attnas import distributed
 from attnas.errors import ConfigError, TrainingError
 from attnas.train import train_epoch
 
+#: One pytest-xdist worker for the module: its two-rank spawn (seconds) is made once, not once per worker.
+pytestmark = pytest.mark.xdist_group("distributed")
+
 CFG = SimpleNamespace(batch_size=5, grad_clip=1.0)
 
 

@@ -16,6 +16,9 @@ import signal
 import pytest
 from attnas_subprocess import resume_here, run_attnas, search_here
 
+#: One pytest-xdist worker for the module: the uninterrupted reference search is made once.
+pytestmark = pytest.mark.xdist_group("car-darts-resume")
+
 RECIPE = {
     "name": "tiny-car-resume",
     "seed": 2,
