@@ -64,7 +64,8 @@ def _seed_scores(run: Path, init: str, metric: str) -> dict[int, float]:
 
 def paired(rows: list[str], metric: str, init: str = "supernet") -> str:
     """The first row's runs against each other row's, matched by search seed (the runs' sorted
-    order) and retraining seed: mean difference and paired t-test, per search seed and pooled."""
+    order) and retraining seed: mean difference and paired t-test, per search seed, pooled, and over
+    the search seeds' means (the search seed as the unit)."""
     from scipy.stats import ttest_rel
 
     labelled = [(label, sorted(Path(p) for p in glob.glob(pattern)))
@@ -74,7 +75,7 @@ def paired(rows: list[str], metric: str, init: str = "supernet") -> str:
     for label, runs in others:
         if len(runs) != len(base_runs):
             raise SystemExit(f"{label}: {len(runs)} runs against {base_label}'s {len(base_runs)}")
-        pooled_a, pooled_b = [], []
+        pooled_a, pooled_b, means_a, means_b = [], [], [], []
         for k, (ra, rb) in enumerate(zip(base_runs, runs)):
             a, b = _seed_scores(ra, init, metric), _seed_scores(rb, init, metric)
             seeds = sorted(a.keys() & b.keys())
@@ -83,11 +84,17 @@ def paired(rows: list[str], metric: str, init: str = "supernet") -> str:
             xa, xb = [a[i] for i in seeds], [b[i] for i in seeds]
             pooled_a += xa
             pooled_b += xb
+            means_a.append(statistics.fmean(xa))
+            means_b.append(statistics.fmean(xb))
             out.append(f"| {label} | {k} ({rb.name}) | {_fmt(xa)} | {_fmt(xb)} | "
                        f"{100 * (statistics.fmean(xb) - statistics.fmean(xa)):+.2f} | {ttest_rel(xb, xa).pvalue:.2g} |")
         out.append(f"| {label} | all (n={len(pooled_a)}) | {_fmt(pooled_a)} | {_fmt(pooled_b)} | "
                    f"{100 * (statistics.fmean(pooled_b) - statistics.fmean(pooled_a)):+.2f} | "
                    f"{ttest_rel(pooled_b, pooled_a).pvalue:.2g} |")
+        if len(means_a) > 1:  # the search seeds as the unit: their means paired
+            out.append(f"| {label} | search seeds' means (n={len(means_a)}) | {_fmt(means_a)} | {_fmt(means_b)} | "
+                       f"{100 * (statistics.fmean(means_b) - statistics.fmean(means_a)):+.2f} | "
+                       f"{ttest_rel(means_b, means_a).pvalue:.2g} |")
     return "\n".join(out)
 
 
