@@ -68,16 +68,18 @@ def paired(rows: list[str], metric: str, init: str = "supernet") -> str:
     the search seeds' means (the search seed as the unit)."""
     from scipy.stats import ttest_rel
 
-    labelled = [(label, sorted(Path(p) for p in glob.glob(pattern)))
-                for label, _, pattern in (row.partition("=") for row in rows)]
-    (base_label, base_runs), others = labelled[0], labelled[1:]
+    labelled = []
+    for label, _, pattern in (row.partition("=") for row in rows):
+        label, _, row_init = label.partition(":")  # LABEL:scratch=GLOB: that row's retraining init
+        labelled.append((label, sorted(Path(p) for p in glob.glob(pattern)), row_init or init))
+    (base_label, base_runs, base_init), others = labelled[0], labelled[1:]
     out = [f"| {init} | search seed | {base_label} | other | difference | paired t-test p |", "|---|---|---|---|---|---|"]
-    for label, runs in others:
+    for label, runs, row_init in others:
         if len(runs) != len(base_runs):
             raise SystemExit(f"{label}: {len(runs)} runs against {base_label}'s {len(base_runs)}")
         pooled_a, pooled_b, means_a, means_b = [], [], [], []
         for k, (ra, rb) in enumerate(zip(base_runs, runs)):
-            a, b = _seed_scores(ra, init, metric), _seed_scores(rb, init, metric)
+            a, b = _seed_scores(ra, base_init, metric), _seed_scores(rb, row_init, metric)
             seeds = sorted(a.keys() & b.keys())
             if len(seeds) < 2:
                 raise SystemExit(f"{ra} and {rb}: fewer than two common retraining seeds")
@@ -157,7 +159,8 @@ def main() -> None:
     t5.add_argument("--row", action="append", required=True, help="LABEL=GLOB of run folders")
     t5.add_argument("--metric", default="accuracy")
     pr = sub.add_parser("paired")
-    pr.add_argument("--row", action="append", required=True, help="LABEL=GLOB of run folders; the first is the base")
+    pr.add_argument("--row", action="append", required=True,
+                    help="LABEL=GLOB of run folders (LABEL:INIT=GLOB: that row's init); the first is the base")
     pr.add_argument("--metric", default="accuracy")
     pr.add_argument("--init", default="supernet", choices=["supernet", "scratch"])
     t7 = sub.add_parser("table7")
