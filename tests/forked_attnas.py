@@ -151,6 +151,20 @@ class ForkedChild:
         self._folder.cleanup()
         return out, err
 
+    def run(self, timeout: float) -> subprocess.CompletedProcess:
+        """Wait for the end like ``subprocess.run(..., capture_output=True, text=True, timeout=timeout)``.
+
+        Raises:
+            subprocess.TimeoutExpired: The child ran longer than ``timeout`` seconds (it is killed).
+        """
+        try:
+            out, err = self.communicate(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            self.communicate()
+            raise
+        return subprocess.CompletedProcess(self.args, self.returncode, out, err)
+
 
 def start_forked(command: list[str], env: dict[str, str]) -> ForkedChild | None:
     """Start ``command`` (``[python, "-m", "attnas", ...]`` or ``[python, "-c", CODE, ...]``)
@@ -180,13 +194,7 @@ def run_child(command: list[str], env: dict[str, str], timeout: float) -> subpro
     child = start_forked(command, env)
     if child is None:
         return subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
-    try:
-        out, err = child.communicate(timeout)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.communicate()
-        raise
-    return subprocess.CompletedProcess(command, child.returncode, out, err)
+    return child.run(timeout)
 
 
 def _text(path: str) -> str:

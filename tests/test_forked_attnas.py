@@ -19,8 +19,7 @@ def forked(command: list[str], env: dict[str, str]) -> subprocess.CompletedProce
     """``command`` run in a forked child (which it must be)."""
     child = start_forked(command, env)
     assert child is not None, "the command line was not forked"
-    out, err = child.communicate(timeout=300)
-    return subprocess.CompletedProcess(command, child.returncode, out, err)
+    return child.run(timeout=300)
 
 
 def both(command: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
