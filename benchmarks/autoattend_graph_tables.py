@@ -73,8 +73,10 @@ def paired(rows: list[str], metric: str, init: str = "supernet") -> str:
         label, _, row_init = label.partition(":")  # LABEL:scratch=GLOB: that row's retraining init
         labelled.append((label, sorted(Path(p) for p in glob.glob(pattern)), row_init or init))
     (base_label, base_runs, base_init), others = labelled[0], labelled[1:]
-    out = [f"| {init} | search seed | {base_label} | other | difference | paired t-test p |", "|---|---|---|---|---|---|"]
+    out = [f"| row (init) | search seed | {base_label} ({base_init}) | other | difference | paired t-test p |",
+           "|---|---|---|---|---|---|"]
     for label, runs, row_init in others:
+        name = f"{label} ({row_init})"
         if len(runs) != len(base_runs):
             raise SystemExit(f"{label}: {len(runs)} runs against {base_label}'s {len(base_runs)}")
         pooled_a, pooled_b, means_a, means_b = [], [], [], []
@@ -88,13 +90,13 @@ def paired(rows: list[str], metric: str, init: str = "supernet") -> str:
             pooled_b += xb
             means_a.append(statistics.fmean(xa))
             means_b.append(statistics.fmean(xb))
-            out.append(f"| {label} | {k} ({rb.name}) | {_fmt(xa)} | {_fmt(xb)} | "
+            out.append(f"| {name} | {k} ({rb.name}) | {_fmt(xa)} | {_fmt(xb)} | "
                        f"{100 * (statistics.fmean(xb) - statistics.fmean(xa)):+.2f} | {ttest_rel(xb, xa).pvalue:.2g} |")
-        out.append(f"| {label} | all (n={len(pooled_a)}) | {_fmt(pooled_a)} | {_fmt(pooled_b)} | "
+        out.append(f"| {name} | all (n={len(pooled_a)}) | {_fmt(pooled_a)} | {_fmt(pooled_b)} | "
                    f"{100 * (statistics.fmean(pooled_b) - statistics.fmean(pooled_a)):+.2f} | "
                    f"{ttest_rel(pooled_b, pooled_a).pvalue:.2g} |")
         if len(means_a) > 1:  # the search seeds as the unit: their means paired
-            out.append(f"| {label} | search seeds' means (n={len(means_a)}) | {_fmt(means_a)} | {_fmt(means_b)} | "
+            out.append(f"| {name} | search seeds' means (n={len(means_a)}) | {_fmt(means_a)} | {_fmt(means_b)} | "
                        f"{100 * (statistics.fmean(means_b) - statistics.fmean(means_a)):+.2f} | "
                        f"{ttest_rel(means_b, means_a).pvalue:.2g} |")
     return "\n".join(out)
