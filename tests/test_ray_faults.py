@@ -171,16 +171,21 @@ def test_a_ray_head_gone_mid_sweep_is_one_line_and_the_sweep_run_again_completes
     out = tmp_path / "sweep"
     first = out / "000_seed-0" / "metrics.json"
     seeds = 3  # two at once on the 2 workers: a search is left to run when the first ends
+    reference = {}
+
+    def sweep_the_reference():  # uninterrupted, here while the child notices and stops
+        torch.set_num_threads(1)  # as the child's workers: the same floats
+        reference["summary"] = sweep(recipe, seeds=seeds, out=tmp_path / "reference")
+
     status, stderr, seconds = lose_the_head(["sweep", str(path), "--seeds", str(seeds), "--out", str(out),
-                                             "--workers", "2"], ready=first.exists)
+                                             "--workers", "2"], ready=first.exists, meanwhile=sweep_the_reference)
     assert status == 1, stderr
     assert seconds < 30, seconds
     assert not (out / "summary.json").exists() and not list(out.rglob(".*.tmp-*"))
     kept = first.stat().st_mtime_ns
-    torch.set_num_threads(1)  # as the child's workers: the same floats
     again = sweep(recipe, seeds=seeds, out=out)
     assert first.stat().st_mtime_ns == kept
-    reference = sweep(recipe, seeds=seeds, out=tmp_path / "reference")
+    reference = reference["summary"]
 
     def results(summary):
         return [(r["name"], {k: v for k, v in r["metrics"].items() if k != "search_seconds"})
