@@ -86,6 +86,34 @@ def test_ray_executor_keeps_order_and_reraises_errors(local_ray):
         local_ray.map(operator.truediv, [1, 2], 0)
 
 
+def test_a_head_that_does_not_answer_stops_put_and_submit_with_one_line(local_ray):
+    """Before an object is put or a task submitted, the executor checks that the head answers:
+    a ``ray.put`` to a dead head used to end the process with no message (a head killed for
+    real: tests/test_ray_faults.py). Here the executor is pointed at a port nobody listens on."""
+    import operator
+    import re
+    import socket
+
+    from attnas.errors import WorkerError
+
+    with socket.socket() as s:  # a free port, closed again: connecting to it is refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    head, submitted = local_ray._head, local_ray._submitted
+    local_ray._head = ("127.0.0.1", port)
+    try:
+        message = re.escape(f"lost the local Ray: its head (127.0.0.1:{port}) does not answer (") + \
+            r".+\); what finished is kept, run the command again to continue"
+        with pytest.raises(WorkerError, match=message):
+            local_ray.put(5)
+        with pytest.raises(WorkerError, match=message):
+            local_ray.map(operator.add, [1, 2], 3)
+        assert local_ray._submitted == submitted  # nothing was sent
+    finally:
+        local_ray._head = head
+    assert local_ray.map(operator.add, [1, 2], 3) == [4, 5]  # the real head answers
+
+
 def test_parallel_scoring_equals_sequential(recipe, sequential_run, local_ray, tmp_path):
     run = pipeline.search(recipe, out=tmp_path / "run", workers=2)
     same_result(run, sequential_run)
