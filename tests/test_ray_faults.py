@@ -193,13 +193,12 @@ def test_a_ray_head_gone_mid_sweep_is_one_line_and_the_sweep_run_again_completes
     kept = first.stat().st_mtime_ns
     again = sweep(recipe, seeds=seeds, out=out)
     assert first.stat().st_mtime_ns == kept
-    reference = reference["summary"]
 
     def results(summary):
         return [(r["name"], {k: v for k, v in r["metrics"].items() if k != "search_seconds"})
                 for r in summary["runs"]]
 
-    assert results(again) == results(reference)
+    assert results(again) == results(reference["summary"])
 
 
 def test_a_ray_worker_killed_during_a_seed_is_replaced_with_the_same_result(finished, local_ray, tmp_path,
