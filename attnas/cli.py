@@ -10,7 +10,7 @@
                   [--mlflow URI [--mlflow-experiment NAME]]
     attnas retrain RUN_DIR [--dataset NAME] [--seeds N] [--init supernet|scratch] [--workers N]
     attnas sweep RECIPE [--seeds N] [--grid key=[v1,v2] ...] [--set key=value ...] [--out DIR] [--workers N]
-    attnas compare RECIPE [--seeds N] [--baselines a,b] [--no-random] [--set key=value ...] [--out DIR] [--workers N]
+    attnas compare RECIPE [--seeds N] [--search-seeds K] [--baselines a,b] [--no-random] [--set key=value ...] [--out DIR] [--workers N]
     attnas evaluate RUN_DIR
     attnas report RUN_DIR
     attnas check-arch ARCH_JSON RECIPE
@@ -291,7 +291,11 @@ def compare(recipe: str = typer.Argument(..., help="A recipe that searches (name
             seeds: Optional[int] = typer.Option(None, "--seeds", help="Retraining seeds per row (default compare.seeds: 10, fewer for GPU recipes)."),
             baselines: Optional[str] = typer.Option(None, "--baselines",
                                                     help="Comma-separated baselines of the space (default: all it declares)."),
-            random: bool = typer.Option(True, "--random/--no-random", help="Run random search at the same budget."),
+            search_seeds: Optional[int] = typer.Option(None, "--search-seeds",
+                                                       help="Independent searches per searching row; the verdict pairs their means (default compare.search_seeds: 3 for one-shot recipes, else 1)."),
+            random: bool = typer.Option(True, "--random/--no-random", help="Run random search at the same compute."),
+            random_architecture: bool = typer.Option(False, "--random-architecture",
+                                                     help="Also train one architecture drawn from the prior."),
             set_: list[str] = typer.Option([], "--set", help="Override for every row, e.g. task.dataset=graph-file."),
             out: Optional[Path] = typer.Option(None, "--out", help="Comparison folder (default runs/<name>-compare-<time>)."),
             data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
@@ -304,12 +308,17 @@ def compare(recipe: str = typer.Argument(..., help="A recipe that searches (name
 
     names = [b.strip() for b in baselines.split(",") if b.strip()] if baselines is not None else None
     result = run_compare(recipe, set_, seeds=seeds, baselines=names, random=random, out=out, data_dir=data_dir,
-                         device=device, workers=workers, ray_address=ray_address)
+                         device=device, workers=workers, ray_address=ray_address, search_seeds=search_seeds,
+                         random_architecture=random_architecture)
     metric = result["metric"]
+    k = result.get("search_seeds", 1)
     for r in result["rows"]:
         t = r["test"]
-        typer.echo(f"{r['name']:>12s}: test {metric} {t['mean']:.4f} +- {t['std']:.4f} "
-                   f"(95% CI {t['ci95'][0]:.4f}..{t['ci95'][1]:.4f}, {t['n']} seeds)")
+        line = (f"{r['name']:>12s}: test {metric} {t['mean']:.4f} +- {t['std']:.4f} "
+                f"(95% CI {t['ci95'][0]:.4f}..{t['ci95'][1]:.4f}, {t['n']} seeds")
+        if k > 1:
+            line += f"; per search seed {', '.join(f'{x:.4f}' for x in r['test_per_search'])}"
+        typer.echo(line + ")")
     for v in result["verdicts"]:
         typer.echo(f"{v['verdict']}: {v['sentence']}")
 

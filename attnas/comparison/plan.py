@@ -4,15 +4,18 @@ Each row is an ordinary recipe (a mapping) that differs from the searched recipe
 what the comparison is about:
 
 - ``search``: the recipe itself;
-- ``random``: the strategy's random counterpart in the same space
+- ``random``: random search at the search's compute in the same space
   (:meth:`~attnas.strategies.base.Strategy.random_counterpart`: the same supernet and as
-  many scored architectures for one-shot strategies, one draw from the prior for DARTS);
+  many scored architectures for one-shot strategies; for DARTS, CAR-DARTS and mechanism
+  search ``random-trained``, prior architectures each trained for a share of the search's
+  epochs with the recipe's ``retrain`` optimiser, the best on validation kept);
+- ``random-architecture`` (on request): one architecture drawn from the prior;
 - one row per baseline the space declares (:meth:`~attnas.spaces.base.Space.baselines`),
-  trained from scratch by the ``fixed`` strategy.
+  trained from scratch by the ``fixed`` strategy, with the training protocol of its own
+  paper where the baseline declares one (``Baseline.retrain``), else the recipe's.
 
-Every row keeps the recipe's task, seed and ``retrain`` section (one shared training
-budget; rows without shared weights train from scratch), so seed ``k`` of every row is
-retrained with the same random seed and the rows are paired.
+Every row keeps the recipe's task and seed, so seed ``k`` of every row is retrained with
+the same random seed and the rows are paired.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from attnas.config import RunConfig, load_config
 from attnas.errors import ConfigError, UnsupportedError, unknown_name
 
 #: Row names that baselines may not take.
-RESERVED = ("search", "random")
+RESERVED = ("search", "random", "random-architecture")
 
 
 @dataclass(frozen=True)
@@ -34,8 +37,9 @@ class Row:
     """One row of a comparison.
 
     Attributes:
-        name: ``search``, ``random`` or the baseline's name (also its run folder's name).
-        kind: ``search``, ``random`` or ``baseline``.
+        name: ``search``, ``random``, ``random-architecture`` or the baseline's name (also
+            its run folder's name).
+        kind: ``search``, ``random``, ``random-architecture`` or ``baseline``.
         recipe: The full recipe mapping the row's run is made from.
         description: One line for the table.
     """
@@ -51,7 +55,8 @@ class Row:
 
 
 def plan_rows(recipe: str | dict, overrides: list[str] | tuple[str, ...] = (),
-              baselines: list[str] | tuple[str, ...] | None = None, random: bool = True) -> tuple[RunConfig, list[Row]]:
+              baselines: list[str] | tuple[str, ...] | None = None, random: bool = True,
+              random_architecture: bool = False) -> tuple[RunConfig, list[Row]]:
     """The searched recipe's config and the rows that judge it (nothing is written).
 
     Args:
@@ -60,6 +65,7 @@ def plan_rows(recipe: str | dict, overrides: list[str] | tuple[str, ...] = (),
         baselines: Which of the space's baselines to train (default: the recipe's
             ``compare.baselines``, else all the space declares).
         random: Whether to add the random-search row.
+        random_architecture: Whether to add one architecture drawn from the prior.
 
     Raises:
         UnsupportedError: When the recipe does not search, its strategy trains no final
@@ -95,19 +101,39 @@ def plan_rows(recipe: str | dict, overrides: list[str] | tuple[str, ...] = (),
     if random:
         section = strategy_cls.random_counterpart(config.strategy.options, space, config.seed)
         if section is not None:
-            what = ("one architecture drawn from the prior" if section["name"] == "fixed"
-                    else f"{section['name']}, {section.get('samples', '?')} architectures scored")
-            rows.append(Row("random", "random", _variant(base, "random", strategy=section, scratch=section["name"] == "fixed"),
-                            f"random search ({what})"))
+            rows.append(_random_row(base, section))
+    if random_architecture:
+        section = strategy_cls.random_architecture(space, config.seed)
+        rows.append(Row("random-architecture", "random-architecture",
+                        _variant(base, "random-architecture", strategy=section, scratch=True),
+                        "one architecture drawn from the prior"))
     for name in chosen:
         b = declared[name]
         space_section = copy.deepcopy(b.space) if b.space is not None else base["space"]
-        rows.append(Row(name, "baseline", _variant(base, name, space=space_section,
-                                                   strategy={"name": "fixed", "arch": copy.deepcopy(b.arch)},
-                                                   scratch=True), b.description))
+        recipe = _variant(base, name, space=space_section, strategy={"name": "fixed", "arch": copy.deepcopy(b.arch)},
+                          scratch=True)
+        if b.retrain:
+            recipe["retrain"] = {**recipe["retrain"], **b.retrain}
+        rows.append(Row(name, "baseline", recipe, b.description))
     for row in rows:  # every row is a valid recipe
         load_config(row.recipe)
     return config, rows
+
+
+def _random_row(base: dict, section: dict) -> Row:
+    """The random-search row from the strategy's counterpart section."""
+    section = copy.deepcopy(section)
+    if section["name"] == "random-trained":
+        own = {k: v for k, v in base["retrain"].items() if k not in ("init", "finetune_lr", "seeds")}
+        section["train"] = {**own, **section.get("train", {})}
+        what = (f"random search: {section['samples']} prior architectures trained {section['train']['epochs']} "
+                f"epochs each, best on validation")
+    elif section["name"] == "fixed":
+        what = "one architecture drawn from the prior"
+    else:
+        what = f"random search: {section.get('samples', '?')} architectures scored ({section['name']})"
+    scratch = section["name"] in ("fixed", "random-trained")  # no shared weights to start from
+    return Row("random", "random", _variant(base, "random", strategy=section, scratch=scratch), what)
 
 
 def _variant(base: dict, row: str, space: dict | None = None, strategy: dict | None = None,

@@ -5,10 +5,10 @@
     attnas compare autoattend-cora-quick --seeds 10 --out runs/cmp
 
 runs, on the recipe's task and data, the recipe's search, random search in the same space
-at the same budget and every hand-designed baseline the space declares
+at the same compute and every hand-designed baseline the space declares
 (:mod:`attnas.comparison.plan`), then retrains each row's architecture with the same
-``N`` seeds under the recipe's ``retrain`` budget, and judges the search with paired
-tests (:mod:`attnas.comparison.stats`)::
+``N`` training seeds (the baselines with their own papers' protocols), and judges the
+search with paired tests (:mod:`attnas.comparison.stats`)::
 
     runs/cmp/
       compare-plan.json     the rows (full recipes) and the number of seeds
@@ -16,6 +16,15 @@ tests (:mod:`attnas.comparison.stats`)::
       compare.json          per row mean, std, 95 % CI, parameters, times; the verdicts
       compare.md            the same as a table, with the verdicts in words
       compare.png           every seed's score per row
+
+The search seed is the larger source of variance of a one-shot search, so with
+``search_seeds`` K > 1 (``--search-seeds``; default ``compare.search_seeds``, else 3 for
+one-shot strategies, 1 for the others) the comparison is repeated K times with the
+recipe's seed ``s, s + 1, ...`` (each repetition a folder ``search-seed-<s>/`` laid out as
+above: an independent search, random search and baselines, each retrained with that
+seed's training seeds), and the verdict is a paired t-test over the search seeds of the
+per-search means (the training seeds average inside), with the test over all training
+seeds pooled shown beside it. Below three pairs no verdict is given, only the means.
 
 Every row's config, strategy and data are checked before anything is written. Running
 the same command again into the same folder continues it: finished rows and seeds are
@@ -31,7 +40,7 @@ from pathlib import Path
 
 import torch
 
-from attnas import pipeline
+from attnas import _registry, pipeline
 from attnas.atomic_files import atomic_write_json
 from attnas.build import build_space, build_task, check_strategy, check_task
 from attnas.comparison.plan import Row, plan_rows
@@ -51,7 +60,8 @@ RESULT = "compare.json"
 def compare(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (), seeds: int | None = None,
             baselines: list[str] | tuple[str, ...] | None = None, random: bool = True,
             out: str | Path | None = None, data_dir: str | Path | None = None, device: str | None = None,
-            workers: int | None = None, ray_address: str | None = None) -> dict:
+            workers: int | None = None, ray_address: str | None = None, search_seeds: int | None = None,
+            random_architecture: bool = False) -> dict:
     """Compare a recipe's search against random search and hand-designed baselines.
 
     Args:
@@ -65,6 +75,9 @@ def compare(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = 
         device: Where rows train (Ray workers: CPU).
         workers: Rows, then seeds, side by side on this many Ray workers.
         ray_address: A Ray cluster address.
+        search_seeds: Independent searches per searching row (default: the recipe's
+            ``compare.search_seeds``, else the strategy's ``compare_search_seeds``).
+        random_architecture: Also train one architecture drawn from the prior.
 
     Returns:
         The comparison (also written to ``out/compare.json``).
@@ -72,12 +85,25 @@ def compare(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = 
     Raises:
         AttnasError: For bad input, before anything is written.
     """
-    config, rows = plan_rows(recipe, overrides, baselines, random)
+    config, rows = plan_rows(recipe, overrides, baselines, random, random_architecture)
     n = check_seeds(config.compare.seeds if seeds is None else seeds)
+    k = search_seeds if search_seeds is not None else config.compare.search_seeds
+    if k is None:
+        k = _registry.get("strategy", config.strategy.name).compare_search_seeds
+    k = check_seeds(k, "--search-seeds")
     make_executor(workers, ray_address, check_only=True)
     out = Path(out) if out else Path("runs") / f"{run_folder_name(config.name)}-compare-{time.strftime('%Y%m%d-%H%M%S')}"
-    plan = {"recipe": config.name, "overrides": list(overrides), "seeds": n, "rows": [r.to_dict() for r in rows]}
-    _check_folder(out, plan)
+    if k == 1:
+        plans = [(out, list(overrides), rows)]
+    else:
+        plans = []
+        for s in range(config.seed, config.seed + k):
+            sub = [*overrides, f"seed={s}"]
+            plans.append((out / f"search-seed-{s}", sub, plan_rows(recipe, sub, baselines, random, random_architecture)[1]))
+        _check_folder(out, {"recipe": config.name, "overrides": list(overrides), "seeds": n, "search_seeds": k,
+                            "folders": [p[0].name for p in plans]}, nested=True)
+    for folder, sub, sub_rows in plans:
+        _check_folder(folder, _plan(config.name, sub, n, sub_rows))
     root = resolve_data_root(data_dir)
     task = build_task(config, root, torch.device("cpu"))
     for row in rows:  # every row's space, strategy and data agree before anything is written
@@ -85,26 +111,54 @@ def compare(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = 
         space = build_space(cfg)
         check_strategy(cfg, space)
         check_task(cfg, space, task)
+    if k > 1:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(out / PLAN, {"recipe": config.name, "overrides": list(overrides), "seeds": n,
+                                       "search_seeds": k, "folders": [p[0].name for p in plans]})
+    results = [_compare_once(folder, sub_rows, _plan(config.name, sub, n, sub_rows), root, n, device, workers,
+                             ray_address, task.metric) for folder, sub, sub_rows in plans]
+    if k == 1:
+        return results[0]
+    result = pool_search_seeds(config.to_dict(), results, [p[0].name for p in plans])
+    atomic_write_json(out / RESULT, result)
+    write_compare_files(out, result)
+    return result
+
+
+def _plan(name: str, overrides: list[str], n: int, rows: list[Row]) -> dict:
+    return {"recipe": name, "overrides": list(overrides), "seeds": n, "rows": [r.to_dict() for r in rows]}
+
+
+def _compare_once(out: Path, rows: list[Row], plan: dict, root: Path, n: int, device: str | None,
+                  workers: int | None, ray_address: str | None, metric: str) -> dict:
+    """One search seed's comparison in ``out``: every row's run, its retraining seeds, the verdicts."""
+    config = load_config(rows[0].recipe)
     with make_executor(workers, ray_address) as executor:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_json(out / PLAN, plan)
         list(executor.imap(run_row, [r.to_dict() for r in rows], str(out.resolve()), str(root), device))
     summaries = {row.name: retrain(out / row.name, seeds=n, data_dir=root, device=device, workers=workers,
                                    ray_address=ray_address) for row in rows}
-    result = collect(out, config.to_dict(), rows, summaries, task.metric, n)
+    result = collect(out, config.to_dict(), rows, summaries, metric, n)
     atomic_write_json(out / RESULT, result)
     write_compare_files(out, result)
     return result
 
 
-def _check_folder(out: Path, plan: dict) -> None:
+def _check_folder(out: Path, plan: dict, nested: bool = False) -> None:
+    """Refuse a folder that holds something else than this comparison (``nested``: the top
+    folder of a comparison over several search seeds, whose sub-folders it may hold)."""
     RunDir.check_writable(out)
     if (out / PLAN).exists():
-        old = json.loads((out / PLAN).read_text())
+        try:
+            old = json.loads((out / PLAN).read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise RunDirError(f"{out / PLAN} is unreadable ({e}); choose another --out") from e
         if old != json.loads(json.dumps(plan)):
             raise RunDirError(f"{out} holds another comparison (its {PLAN} differs); choose another --out")
     elif out.is_dir() and any(out.iterdir()):
-        raise RunDirError(f"{out} is not empty and holds no comparison; choose a new or empty folder with --out")
+        if nested or not (out.parent / PLAN).exists():
+            raise RunDirError(f"{out} is not empty and holds no comparison; choose a new or empty folder with --out")
 
 
 def run_row(row: dict, out: str, data_dir: str | None, device: str | None) -> str:
@@ -135,16 +189,78 @@ def collect(out: Path, recipe: dict, rows: list[Row], summaries: dict[str, dict]
         table.append({"name": row.name, "kind": row.kind, "description": row.description,
                       "arch": metrics.get("arch"), "params": metrics.get("params"), "init": s["init"],
                       "search_seconds": _search_seconds(run) if row.kind != "baseline" else None,
+                      "train": _protocol(row.recipe["retrain"], s["init"]),
                       "train_seconds": round(sum(r.get("seconds", 0.0) for r in per_seed), 2),
                       "test": summarise(test), "val": summarise(val), "test_per_seed": test, "val_per_seed": val})
     by_name = {r["name"]: r for r in table}
     search = by_name["search"]
     baselines = [r for r in table if r["kind"] == "baseline"]
-    best = max(baselines, key=lambda r: r["test"]["mean"])
+    best = max(baselines, key=lambda r: r["val"]["mean"])  # chosen on validation, like everything else
     verdicts = [paired_verdict(search["test_per_seed"], best["test_per_seed"], "search", best["name"])]
+    if "random-architecture" in by_name:
+        verdicts.append(paired_verdict(search["test_per_seed"], by_name["random-architecture"]["test_per_seed"],
+                                       "search", "random-architecture"))
     if "random" in by_name:
         verdicts.append(paired_verdict(search["test_per_seed"], by_name["random"]["test_per_seed"], "search", "random"))
         verdicts.append(paired_verdict(by_name["random"]["test_per_seed"], best["test_per_seed"], "random", best["name"]))
     return {"recipe": recipe["name"], "task": recipe["task"], "metric": metric, "seeds": seeds,
             "paper_seeds": recipe.get("compare", {}).get("paper_seeds"), "retrain": to_mapping(recipe["retrain"]),
             "best_baseline": best["name"], "rows": table, "verdicts": verdicts}
+
+
+def _protocol(retrain_section: dict, init: str) -> str:
+    """A row's training protocol in a few words (for the table)."""
+    r = retrain_section
+    lr = r.get("finetune_lr") if init == "supernet" and r.get("finetune_lr") is not None else r.get("lr")
+    return (f"{r.get('epochs')} ep, {r.get('optimizer', 'adam')} lr {lr}, wd {r.get('weight_decay')}, "
+            f"patience {r.get('patience')}")
+
+
+def pool_search_seeds(recipe: dict, results: list[dict], folders: list[str]) -> dict:
+    """Pool the comparisons of several search seeds: per row the per-search means, and verdicts
+    paired over search seeds (with the test over every training seed pooled beside them).
+
+    Args:
+        recipe: The searched recipe (as a mapping).
+        results: One :func:`collect` result per search seed, in seed order.
+        folders: Their folder names.
+    """
+    names = [r["name"] for r in results[0]["rows"]]
+    table = []
+    for name in names:
+        per = [next(r for r in res["rows"] if r["name"] == name) for res in results]
+        test_means = [r["test"]["mean"] for r in per]
+        val_means = [r["val"]["mean"] for r in per]
+        pooled_test = [x for r in per for x in r["test_per_seed"]]
+        pooled_val = [x for r in per for x in r["val_per_seed"]]
+        table.append({"name": name, "kind": per[0]["kind"], "description": per[0]["description"],
+                      "train": per[0].get("train"), "init": per[0]["init"], "params": per[0].get("params"),
+                      "archs": [r["arch"] for r in per],
+                      "search_seconds": _sum_or_none([r.get("search_seconds") for r in per]),
+                      "train_seconds": round(sum(r["train_seconds"] for r in per), 2),
+                      "test": summarise(pooled_test), "val": summarise(pooled_val),
+                      "test_per_search": test_means, "val_per_search": val_means,
+                      "test_per_search_summary": summarise(test_means),
+                      "test_per_seed": pooled_test, "val_per_seed": pooled_val})
+    by_name = {r["name"]: r for r in table}
+    baselines = [r for r in table if r["kind"] == "baseline"]
+    best = max(baselines, key=lambda r: r["val"]["mean"])  # chosen on validation
+    pairs = [("search", best["name"])]
+    if "random" in by_name:
+        pairs += [("search", "random"), ("random", best["name"])]
+    if "random-architecture" in by_name:
+        pairs.append(("search", "random-architecture"))
+    verdicts = [paired_verdict(by_name[a]["test_per_search"], by_name[b]["test_per_search"], a, b, unit="search seeds")
+                for a, b in pairs]
+    training = [paired_verdict(by_name[a]["test_per_seed"], by_name[b]["test_per_seed"], a, b,
+                               unit="training seeds") for a, b in pairs]
+    first = results[0]
+    return {"recipe": recipe["name"], "task": recipe["task"], "metric": first["metric"], "seeds": first["seeds"],
+            "search_seeds": len(results), "folders": folders, "paper_seeds": first.get("paper_seeds"),
+            "retrain": first["retrain"], "best_baseline": best["name"], "rows": table, "verdicts": verdicts,
+            "training_seed_verdicts": training}
+
+
+def _sum_or_none(values: list) -> float | None:
+    return None if any(v is None for v in values) else round(sum(values), 2)
+

@@ -18,6 +18,12 @@ from scipy import stats
 ALPHA = 0.05
 #: Power with which :func:`seeds_to_detect` detects a difference.
 POWER = 0.8
+#: The fewest paired seeds a verdict is given for. With two, a paired t-test has one degree
+#: of freedom: its 95 % interval is 12.7 standard errors wide on each side, so "worse" or
+#: "better" from two seeds says next to nothing; below this only the means are printed.
+MIN_VERDICT_SEEDS = 3
+#: The difference whose detection power :func:`paired_verdict` states, in points.
+POWER_EFFECT_POINTS = 0.5
 
 
 def point_of(scores: Sequence[float]) -> float:
@@ -61,20 +67,46 @@ def seeds_to_detect(diff_std: float, effect: float, alpha: float = ALPHA, power:
     return None
 
 
-def paired_verdict(a: Sequence[float], b: Sequence[float], name_a: str, name_b: str) -> dict:
+def power_of(n: int, diff_std: float, effect: float, alpha: float = ALPHA) -> float:
+    """Power of a two-sided paired t-test with ``n`` pairs to detect a mean difference ``effect``.
+
+    The noncentral t distribution with ``n - 1`` degrees of freedom and noncentrality
+    ``effect * sqrt(n) / diff_std`` (the exact power of the test when the differences are
+    normal with standard deviation ``diff_std``).
+
+    Returns:
+        The probability of ``p < alpha``; 1.0 when the differences do not vary, NaN for ``n < 2``.
+    """
+    if n < 2:
+        return float("nan")
+    if diff_std <= 0:
+        return 1.0
+    df, nc = n - 1, effect * math.sqrt(n) / diff_std
+    t = stats.t.ppf(1 - alpha / 2, df)
+    return float(stats.nct.sf(t, df, nc) + stats.nct.cdf(-t, df, nc))
+
+
+def paired_verdict(a: Sequence[float], b: Sequence[float], name_a: str, name_b: str,
+                   unit: str = "seeds") -> dict:
     """Is ``a`` better than ``b``? A paired t-test on seed-matched scores and its verdict in words.
+
+    Below :data:`MIN_VERDICT_SEEDS` pairs no verdict is given: the sentence states the mean
+    difference and how many seeds a verdict needs.
 
     Args:
         a: Scores of row ``a``, one per seed.
         b: Scores of row ``b`` for the same seeds, in the same order.
         name_a: Row name of ``a`` (for the sentence).
         name_b: Row name of ``b``.
+        unit: What a pair is, for the sentence (``seeds``, ``search seeds``).
 
     Returns:
         ``{"a", "b", "n", "diff_mean", "diff_std", "p_value", "verdict", "sentence",
-        "seeds_for_1_point"}`` where ``verdict`` is ``better``, ``worse`` or
-        ``not distinguishable`` and ``seeds_for_1_point`` is how many seeds would detect a
-        one-point difference at the observed spread of the differences.
+        "seeds_for_1_point", "power_half_point"}`` where ``verdict`` is ``better``, ``worse``,
+        ``not distinguishable`` or ``no verdict`` (too few pairs), ``seeds_for_1_point`` is
+        how many pairs would detect a one-point difference at the observed spread of the
+        differences, and ``power_half_point`` the power these pairs have to detect a
+        :data:`POWER_EFFECT_POINTS`-point difference at that spread.
 
     Raises:
         ValueError: When the two rows have different numbers of scores.
@@ -93,19 +125,21 @@ def paired_verdict(a: Sequence[float], b: Sequence[float], name_a: str, name_b: 
     else:
         p = float(stats.ttest_rel(a, b).pvalue)
     needed = seeds_to_detect(std, point) if n > 1 else None
-    unit = "points" if point == 0.01 else "units"
-    delta = f"{mean / point:+.2f} {unit}"
-    if n < 2:
-        verdict = "not distinguishable"
-        sentence = f"{name_a} vs {name_b}: {delta} with 1 seed; a test needs at least 2 seeds"
+    power = power_of(n, std, POWER_EFFECT_POINTS * point)
+    units = "points" if point == 0.01 else "units"
+    delta = f"{mean / point:+.2f} {units}"
+    if n < MIN_VERDICT_SEEDS:
+        verdict = "no verdict"
+        sentence = (f"{name_a} vs {name_b}: {delta} with {n} {unit}; no verdict: a verdict needs at least "
+                    f"{MIN_VERDICT_SEEDS} {unit}")
     elif p < ALPHA:
         verdict = "better" if mean > 0 else "worse"
-        sentence = f"{name_a} is {verdict} than {name_b}: {delta} (paired t-test p = {p:.3g}, {n} seeds)"
+        sentence = f"{name_a} is {verdict} than {name_b}: {delta} (paired t-test p = {p:.3g}, {n} {unit})"
     else:
         verdict = "not distinguishable"
-        sentence = f"{name_a} and {name_b} are not distinguishable at {n} seeds: {delta} (p = {p:.3g})"
+        sentence = f"{name_a} and {name_b} are not distinguishable at {n} {unit}: {delta} (p = {p:.3g})"
         if needed is None or needed > n:
             more = f"about {needed}" if needed else "more than 1000"
-            sentence += f"; {more} seeds would detect a 1-point difference at this spread"
+            sentence += f"; {more} {unit} would detect a 1-point difference at this spread"
     return {"a": name_a, "b": name_b, "n": n, "diff_mean": mean, "diff_std": std, "p_value": p,
-            "verdict": verdict, "sentence": sentence, "seeds_for_1_point": needed}
+            "verdict": verdict, "sentence": sentence, "seeds_for_1_point": needed, "power_half_point": power}

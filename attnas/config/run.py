@@ -104,11 +104,15 @@ class CompareConfig:
             gap detectable where the paired seed-to-seed spread is about a point (Cora:
             11-19 seeds were needed at the measured spread, docs/results/compare.md);
             recipes that need a GPU for one training set fewer.
+        search_seeds: Independent searches per searching row when ``--search-seeds`` is not
+            given (``None``: the strategy's default, 3 for one-shot strategies, whose search
+            seed moves the result more than the retraining seed, 1 for the others).
     """
 
     baselines: list[str] | None = None
     paper_seeds: PositiveInt | None = None
     seeds: PositiveInt = 10
+    search_seeds: PositiveInt | None = None
 
 
 @dataclass(frozen=True)

@@ -311,12 +311,13 @@ def check_fields(obj: Any, prefix: str = "") -> None:
         _check_bounds(getattr(obj, name), tp, prefix + name)
 
 
-def check_seeds(seeds: Any) -> int:
-    """``--seeds`` of ``sweep`` and ``compare``: an integer >= 1 (not a bool).
+def check_seeds(seeds: Any, option: str = "--seeds") -> int:
+    """``--seeds`` of ``sweep`` and ``compare`` (or another seed count, named by ``option``):
+    an integer >= 1 (not a bool).
 
     Raises:
         ConfigError: Otherwise.
     """
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
-        raise ConfigError(f"--seeds must be an integer >= 1, got {seeds!r}")
+        raise ConfigError(f"{option} must be an integer >= 1, got {seeds!r}")
     return seeds

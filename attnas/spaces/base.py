@@ -42,11 +42,15 @@ class Baseline:
         space: The ``space`` section it is built in (``name`` and options); ``None``: the
             searched space itself, with the recipe's options.
         description: One line for the comparison table.
+        retrain: The training protocol of the baseline's own paper, as ``retrain`` keys
+            (``epochs``, ``lr``, ``weight_decay``, ``patience``, ...) that replace the
+            recipe's for this row; ``None``: the recipe's ``retrain`` budget.
     """
 
     arch: dict
     space: dict | None = None
     description: str = ""
+    retrain: dict | None = None
 
 
 class Space:
@@ -134,8 +138,8 @@ class Space:
     def baselines(self) -> dict[str, Baseline]:
         """The hand-designed attention a search of this space must beat, by name.
 
-        ``attnas compare`` trains each of them with the recipe's ``retrain`` budget next
-        to the searched architecture. A space without baselines returns ``{}``.
+        ``attnas compare`` trains each of them next to the searched architecture, with
+        its own protocol (``Baseline.retrain``) or the recipe's ``retrain`` budget. A space without baselines returns ``{}``.
         """
         return {}
 

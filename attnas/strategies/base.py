@@ -63,6 +63,10 @@ class Strategy:
     #: sets this to False: its metrics are the run's ``metrics.json`` and it writes its own
     #: artefacts into the run directory.
     final_training: ClassVar[bool] = True
+    #: Independent searches ``attnas compare`` runs per searching row by default (its
+    #: verdict pairs their means; one-shot strategies, whose result depends on the search
+    #: seed more than on the retraining seed, set 3).
+    compare_search_seeds: ClassVar[int] = 1
 
     def __init__(self, options: Any, space: Any, task: Any, run: RunDir, seed: int = 0):
         self.options = options if options is not None else (self.Config() if self.Config else None)
@@ -98,13 +102,29 @@ class Strategy:
     def random_counterpart(cls, options: Any, space: Any, seed: int) -> dict | None:
         """The ``strategy`` section of random search in ``space`` at this strategy's budget.
 
-        ``attnas compare`` runs it next to the search. The default suits a strategy that
-        scores no candidates but derives one architecture (DARTS and its variants): one
-        architecture drawn from the space's prior with ``seed``, trained like the found
-        one (AutoLA's Rand_HOGA, Table 6). Strategies that score candidates return random
-        search with the same number of scored architectures; random search itself returns
-        ``None`` (it is its own counterpart).
+        ``attnas compare`` runs it next to the search. A strategy whose cost is training
+        (:meth:`search_epochs` is not ``None``: DARTS and its variants, mechanism search)
+        gets ``random-trained``: distinct prior architectures, each trained for its share
+        of the search's epochs, the best on validation kept
+        (:func:`random_trained_section`). Without a training budget, one architecture drawn
+        from the prior (:meth:`random_architecture`). Strategies that score candidates
+        return random search with the same number of scored architectures; random search
+        itself returns ``None`` (it is its own counterpart).
         """
+        epochs = cls.search_epochs(options)
+        if epochs is None:
+            return cls.random_architecture(space, seed)
+        return random_trained_section(epochs)
+
+    @classmethod
+    def search_epochs(cls, options: Any) -> int | None:
+        """Passes over the training data the search makes (its compute), or ``None``."""
+        return None
+
+    @staticmethod
+    def random_architecture(space: Any, seed: int) -> dict:
+        """The ``strategy`` section of one architecture drawn from the prior with ``seed``
+        (AutoLA's Rand_HOGA, Table 6): ``attnas compare --random-architecture``."""
         return {"name": "fixed", "arch": space.sample(random.Random(seed)).choices}
 
     @property
@@ -123,3 +143,20 @@ class Strategy:
     def initial_model(self, arch: Arch) -> nn.Module | None:
         """A model of ``arch`` initialised from the search's shared weights, if it has any."""
         return None
+
+
+#: Most architectures a ``random-trained`` counterpart trains (the rest of the budget goes
+#: into training each one longer).
+RANDOM_TRAINED_SAMPLES = 8
+
+
+def random_trained_section(epochs: int) -> dict:
+    """``random-trained`` with ``epochs`` passes over the training data in all.
+
+    ``min(8, epochs)`` architectures, each trained ``epochs // samples`` epochs (so the
+    total never exceeds the search's). ``attnas compare`` fills the rest of ``train`` with
+    the recipe's ``retrain`` optimiser.
+    """
+    samples = min(RANDOM_TRAINED_SAMPLES, epochs)
+    return {"name": "random-trained", "samples": samples, "train": {"epochs": epochs // samples, "patience": 0}}
+

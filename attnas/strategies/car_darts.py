@@ -136,6 +136,11 @@ class CarDarts(Darts):
     requires = ("relaxed",)
 
     @classmethod
+    def search_epochs(cls, options: CarDartsConfig) -> int:
+        """The search phase's ``pretext_epochs`` (when ``car`` is on) plus the fine-tuning ``epochs``."""
+        return options.epochs + (options.pretext_epochs if options.car else 0)
+
+    @classmethod
     def check_relaxed(cls, options: CarDartsConfig, space: Any, task: Any, model: nn.Module) -> None:
         """Also refuse, when ``car`` is on, a task that is not an image task and a relaxed
         network without ``features(x)`` (the encoder of the context auto-regression).

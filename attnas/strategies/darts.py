@@ -118,6 +118,11 @@ class Darts(Strategy):
         self.elapsed = 0.0
         self.cost_term: ExpectedCost | None = None
 
+    @classmethod
+    def search_epochs(cls, options: DartsConfig) -> int:
+        """``epochs``: each is one pass over train_A (weights) and train_B (``alpha``)."""
+        return options.epochs
+
     # ------------------------------------------------------------------ checks before the run
 
     @classmethod

@@ -182,6 +182,11 @@ class MechanismSearch(Strategy):
             raise ConfigError(f"strategy '{cls.name}': the space has {len(candidates)} candidate mechanism(s), "
                               f"nothing to choose from; list at least two in space.candidates")
 
+    @classmethod
+    def search_epochs(cls, options: MechanismSearchConfig) -> int:
+        """The supernet's ``epochs`` (at most; its early stopping may end it sooner)."""
+        return options.supernet.epochs
+
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.elapsed = 0.0

@@ -40,6 +40,7 @@ class _OneShot(Strategy):
     """Supernet training, candidate generation and scoring shared by the one-shot strategies."""
 
     requires = ("one-shot",)
+    compare_search_seeds = 3
 
     @classmethod
     def check(cls, options: Any, space: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from attnas import retraining
@@ -16,7 +17,7 @@ from attnas.report import write_report
 TINY = ["strategy.supernet.epochs=6", "strategy.supernet.checkpoint_every=3", "strategy.evolution.population=4",
         "strategy.evolution.parents=2", "strategy.evolution.children=2", "strategy.evolution.rounds=1",
         "strategy.rerank.top_k=2", "strategy.rerank.epochs=1", "retrain.epochs=4", "retrain.patience=0"]
-ARGS = dict(recipe="autoattend-digits-quick", overrides=TINY, seeds=2, baselines=["gcn"], random=False)
+ARGS = dict(recipe="autoattend-digits-quick", overrides=TINY, seeds=2, baselines=["gcn"], random=False, search_seeds=1)
 TIMES = ("search_seconds", "train_seconds")
 
 
@@ -113,10 +114,54 @@ def test_rows_and_seeds_on_ray_workers_give_the_same_result(reference, local_ray
     assert _without_times(compare(**ARGS, out=tmp_path / "par", workers=2)) == _without_times(expected)
 
 
-def test_the_budget_line_names_the_fine_tuning_rate_when_the_recipe_sets_one(reference):
+def test_each_row_states_its_training_protocol_and_the_baseline_its_paper_s(reference):
     from attnas.comparison.report import compare_markdown
 
     _, result = reference
-    assert "init `supernet`)" in compare_markdown(result)  # the tiny recipe sets none
-    tuned = {**result, "retrain": {**result["retrain"], "finetune_lr": 0.0005}}
-    assert "init `supernet`, lr 0.0005)" in compare_markdown(tuned)
+    by = {r["name"]: r for r in result["rows"]}
+    assert by["search"]["train"].startswith("4 ep, adam lr 0.005") and by["search"]["init"] == "supernet"
+    assert by["gcn"]["train"] == "200 ep, adam lr 0.01, wd 0.0005, patience 100" and by["gcn"]["init"] == "scratch"
+    text = compare_markdown(result)
+    assert "| 200 ep, adam lr 0.01, wd 0.0005, patience 100 (init scratch) |" in text
+    assert "highest mean validation accuracy (`gcn`)" in text
+    # two training seeds: the means, but no verdict
+    assert result["verdicts"][0]["verdict"] == "no verdict" and "at least 3 seeds" in result["verdicts"][0]["sentence"]
+
+
+RANDOM_TRAINED = {
+    "name": "tiny-random-trained-compare", "seed": 2,
+    "task": {"name": "node-classification", "dataset": "digits-graph"},
+    "space": {"name": "autoattend", "layers": 1, "hidden": 16, "pool": "pyg", "stem": "raw", "head": "none",
+              "context": "fc", "heads": 2, "dropout": 0.5},
+    "strategy": {"name": "random-trained", "samples": 2, "train": {"epochs": 2, "patience": 0}},
+    "retrain": {"epochs": 3, "patience": 0, "init": "scratch"},
+}
+
+
+def test_search_seeds_pair_the_means_of_independent_searches(tmp_path):
+    out = tmp_path / "cmp"
+    result = compare(RANDOM_TRAINED, seeds=1, baselines=["gcn"], search_seeds=3, out=out)
+    folders = ["search-seed-2", "search-seed-3", "search-seed-4"]
+    assert result["search_seeds"] == 3 and result["folders"] == folders
+    subs = [json.loads((out / f / "compare.json").read_text()) for f in folders]
+    by = {r["name"]: r for r in result["rows"]}
+    for name in ("search", "gcn"):
+        assert by[name]["test_per_search"] == [next(r for r in s["rows"] if r["name"] == name)["test"]["mean"]
+                                               for s in subs]
+        assert len(by[name]["test_per_seed"]) == 3  # 3 searches x 1 training seed
+    # each search seed is its own search: the recipe's seed 2, 3, 4
+    assert [yaml.safe_load((out / f / "search" / "config.yaml").read_text())["seed"] for f in folders] == [2, 3, 4]
+    verdict = result["verdicts"][0]
+    assert (verdict["a"], verdict["b"], verdict["n"]) == ("search", "gcn", 3) and "search seeds" in verdict["sentence"]
+    assert verdict["verdict"] != "no verdict"
+    assert result["training_seed_verdicts"][0]["n"] == 3
+    text = (out / "compare.md").read_text()
+    assert "paired t-test over search seeds" in text and verdict["sentence"] in text
+    assert (out / "compare.png").stat().st_size > 1000
+    # two searches are too few for a verdict; the same command again reads the finished folders
+    two = runner.pool_search_seeds(RANDOM_TRAINED, subs[:2], folders[:2])
+    assert two["verdicts"][0]["verdict"] == "no verdict" and "at least 3 search seeds" in two["verdicts"][0]["sentence"]
+    again = compare(RANDOM_TRAINED, seeds=1, baselines=["gcn"], search_seeds=3, out=out)
+    assert _without_times(again) == _without_times(result)
+    with pytest.raises(Exception, match="holds another comparison"):
+        compare(RANDOM_TRAINED, seeds=1, baselines=["gcn"], search_seeds=4, out=out)

@@ -26,11 +26,14 @@ def test_every_searching_recipe_plans_rows_whose_architectures_are_valid(recipe)
     config, rows = plan_rows(recipe)
     assert rows[0].name == "search" and rows[0].recipe == config.to_dict()
     assert {r.kind for r in rows} >= {"search", "baseline"}
+    declared = build_space(config).baselines()
     for row in rows:
         cfg = load_config(row.recipe)
         assert cfg.task == config.task and cfg.seed == config.seed
-        assert {k: v for k, v in cfg.retrain.__dict__.items() if k != "init"} == \
-            {k: v for k, v in config.retrain.__dict__.items() if k != "init"}
+        own = declared[row.name].retrain if row.kind == "baseline" else None
+        expected = {**config.to_dict()["retrain"], **(own or {})}
+        assert {k: v for k, v in row.recipe["retrain"].items() if k != "init"} == \
+            {k: v for k, v in expected.items() if k != "init"}
         if row.kind == "baseline" or cfg.strategy.name == "fixed":
             space = build_space(cfg)
             space.validate(Arch(space.name, dict(cfg.strategy.options.arch)))
@@ -55,11 +58,39 @@ def test_random_search_recipe_has_no_random_row_and_baselines_can_be_chosen():
     assert [r.name for r in rows] == ["search", "gcn"]
 
 
-def test_darts_random_row_is_one_draw_from_the_prior_trained_from_scratch():
-    _, rows = plan_rows("autola-digits-quick")
+def test_darts_random_row_is_random_search_at_the_search_s_epochs_and_one_draw_is_on_request():
+    config, rows = plan_rows("autola-digits-quick", random_architecture=True)
     row = next(r for r in rows if r.name == "random")
-    assert row.recipe["strategy"]["name"] == "fixed" and row.recipe["retrain"]["init"] == "scratch"
-    assert [r.name for r in rows][2:] == ["plain", "se", "cbam", "hog_se", "hog_cbam"]
+    strategy = row.recipe["strategy"]
+    assert strategy["name"] == "random-trained" and row.recipe["retrain"]["init"] == "scratch"
+    epochs = config.strategy.options.epochs
+    assert strategy["samples"] == min(8, epochs)
+    assert strategy["samples"] * strategy["train"]["epochs"] <= epochs
+    assert epochs - strategy["samples"] * strategy["train"]["epochs"] < strategy["samples"]
+    # the candidates train with the recipe's optimiser
+    assert strategy["train"]["lr"] == config.retrain.lr and strategy["train"]["optimizer"] == config.retrain.optimizer
+    one = next(r for r in rows if r.name == "random-architecture")
+    assert one.recipe["strategy"]["name"] == "fixed" and one.recipe["retrain"]["init"] == "scratch"
+    assert [r.name for r in rows][3:] == ["plain", "se", "cbam", "hog_se", "hog_cbam"]
+
+
+def test_car_darts_and_mechanism_search_budgets_count_every_phase():
+    config, rows = plan_rows("fullattn-digits-quick")
+    o = config.strategy.options
+    strategy = next(r for r in rows if r.name == "random").recipe["strategy"]
+    total = o.epochs + (o.pretext_epochs if o.car else 0)
+    assert strategy["name"] == "random-trained" and strategy["samples"] * strategy["train"]["epochs"] <= total
+    config, rows = plan_rows("dartformer-listops-quick")
+    strategy = next(r for r in rows if r.name == "random").recipe["strategy"]
+    assert strategy["samples"] * strategy["train"]["epochs"] <= config.strategy.options.supernet.epochs
+
+
+def test_graph_baselines_train_with_their_own_papers_protocols():
+    _, rows = plan_rows("autoattend-cora-quick", baselines=["gcn", "gat"])
+    by = {r.name: r.recipe["retrain"] for r in rows}
+    assert by["gcn"]["lr"] == 0.01 and by["gcn"]["epochs"] == 200
+    assert by["gat"]["lr"] == 0.005 and by["gat"]["epochs"] == 1000 and by["gat"]["patience"] == 100
+    assert by["search"]["epochs"] == load_config("autoattend-cora-quick").retrain.epochs
 
 
 def test_bad_requests_are_refused_naming_the_problem(monkeypatch):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from attnas.comparison.stats import paired_verdict, point_of, seeds_to_detect, summarise
+from attnas.comparison.stats import paired_verdict, point_of, power_of, seeds_to_detect, summarise
 
 
 def test_summary_has_the_t_interval_of_the_mean():
@@ -48,13 +48,29 @@ def test_noise_is_not_distinguishable_and_says_how_many_seeds_would_do():
     assert f"about {v['seeds_for_1_point']} seeds" in v["sentence"]
 
 
-def test_one_seed_cannot_be_tested_and_identical_rows_are_level():
+def test_fewer_than_three_seeds_get_no_verdict_but_their_means():
     v = paired_verdict([0.9], [0.8], "a", "b")
-    assert v["verdict"] == "not distinguishable" and np.isnan(v["p_value"]) and "at least 2 seeds" in v["sentence"]
-    same = paired_verdict([0.8, 0.7], [0.8, 0.7], "a", "b")
+    assert v["verdict"] == "no verdict" and np.isnan(v["p_value"]) and "at least 3 seeds" in v["sentence"]
+    # two seeds whose t-test would call it "worse" (p < 0.05) still get no verdict
+    two = paired_verdict([0.70, 0.80], [0.80, 0.905], "search", "gat", unit="search seeds")
+    assert two["p_value"] < 0.05 and two["verdict"] == "no verdict"
+    assert two["sentence"] == "search vs gat: -10.25 points with 2 search seeds; no verdict: a verdict needs at least 3 search seeds"
+
+
+def test_identical_rows_are_level_and_a_constant_shift_is_better():
+    same = paired_verdict([0.8, 0.7, 0.75], [0.8, 0.7, 0.75], "a", "b")
     assert same["verdict"] == "not distinguishable" and same["p_value"] == 1.0
-    shifted = paired_verdict([0.81, 0.71], [0.8, 0.7], "a", "b")
-    assert shifted["verdict"] == "better" and shifted["p_value"] == 0.0
+    shifted = paired_verdict([0.81, 0.71, 0.76], [0.8, 0.7, 0.75], "a", "b")
+    assert shifted["verdict"] == "better" and shifted["p_value"] == 0.0 and shifted["power_half_point"] == 1.0
+
+
+def test_the_stated_power_matches_a_simulation():
+    rng = np.random.default_rng(0)
+    for n, sd in [(5, 0.005), (20, 0.008)]:
+        hits = np.mean([stats.ttest_rel(rng.normal(0.005, sd, size=n), np.zeros(n)).pvalue < 0.05
+                        for _ in range(3000)])
+        assert power_of(n, sd, 0.005) == pytest.approx(hits, abs=0.03)
+    assert np.isnan(power_of(1, 0.01, 0.005))
 
 
 def test_rows_of_different_lengths_are_refused():

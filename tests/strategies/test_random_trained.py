@@ -1,0 +1,64 @@
+"""``random-trained``: prior architectures trained briefly, the best on validation; resumable."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from attnas import pipeline
+from attnas.strategies import random_trained
+
+RECIPE = {
+    "name": "tiny-random-trained",
+    "seed": 2,
+    "task": {"name": "node-classification", "dataset": "digits-graph"},
+    "space": {"name": "autoattend", "layers": 2, "hidden": 16, "pool": "pyg", "stem": "raw", "head": "none",
+              "context": "fc", "heads": 2, "dropout": 0.5},
+    "strategy": {"name": "random-trained", "samples": 3, "train": {"epochs": 3, "patience": 0, "lr": 0.01}},
+    "retrain": {"epochs": 3, "patience": 0, "init": "scratch"},
+}
+
+
+def _events(run):
+    return [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rt") / "ref"
+    pipeline.search(RECIPE, out=out)
+    return out
+
+
+def test_the_best_validation_candidate_is_kept_and_test_is_not_read(reference):
+    scored = [e for e in _events(reference) if e["phase"] == "random-trained"]
+    assert [e["candidate"] for e in scored] == [0, 1, 2]
+    assert len({json.dumps(e["arch"], sort_keys=True) for e in scored}) == 3  # distinct
+    assert all(e["epochs"] == 3 for e in scored) and all("test_accuracy" not in e for e in scored)
+    best = max(scored, key=lambda e: e["val_accuracy"])
+    assert json.loads((reference / "arch.json").read_text())["choices"] == best["arch"]
+    metrics = json.loads((reference / "metrics.json").read_text())
+    assert metrics["random_samples"] == 3 and metrics["random_best_val_accuracy"] == best["val_accuracy"]
+
+
+def test_a_search_stopped_between_candidates_resumes_to_the_same_result(reference, tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    real, calls = random_trained.fit, []
+
+    def fit(*a, **k):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(random_trained, "fit", fit)
+    with pytest.raises(KeyboardInterrupt):
+        pipeline.search(RECIPE, out=out)
+    monkeypatch.undo()
+    pipeline.resume(out)
+    assert [e["candidate"] for e in _events(out) if e["phase"] == "random-trained"] == [0, 1, 2]
+    for name in ("arch.json",):
+        assert json.loads((out / name).read_text()) == json.loads((reference / name).read_text())
+    got, want = (json.loads((r / "metrics.json").read_text()) for r in (out, reference))
+    assert got["test_accuracy"] == want["test_accuracy"] and got["random_best_val_accuracy"] == want["random_best_val_accuracy"]
