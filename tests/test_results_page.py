@@ -33,3 +33,22 @@ def test_every_link_of_the_results_page_points_to_a_file():
 
 def test_the_comparison_section_is_in_place():
     assert "## Is the search better than hand-designed attention? (attnas compare)" in (DOCS / "results.md").read_text()
+
+
+#: A path that names one machine's folders: an absolute path under a system or home folder.
+MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:work|home|tmp|root|Users|mnt|scratch|opt|srv|var|usr/local)/[\w./-]*")
+
+
+def test_pages_name_no_machine_s_folders():
+    pages = [DOCS / "results.md", DOCS / "developing.md", *sorted((DOCS / "results").rglob("*.md")),
+             DOCS.parent / "README.md"]
+    found = [f"{p.relative_to(DOCS.parent)}:{n}: {m.group(0)}" for p in pages
+             for n, line in enumerate(p.read_text().splitlines(), 1) for m in MACHINE_PATH.finditer(line)]
+    assert not found, "commands and text must use paths relative to a fresh clone:\n" + "\n".join(found)
+
+
+def test_the_pattern_catches_machine_paths_and_spares_relative_ones():
+    assert MACHINE_PATH.search("attnas search x --out /tmp/i4/fm/run")
+    assert MACHINE_PATH.search("ATTNAS_DATA=/work/shared/data attnas ...")
+    assert not MACHINE_PATH.search("ATTNAS_DATA=../shared/data attnas search x --out runs/fm")
+    assert not MACHINE_PATH.search("see docs/results/autola.md and https://example.org/tmp/x")
