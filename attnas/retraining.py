@@ -137,7 +137,7 @@ def _retrain_row(config: RunConfig, space: Any, task: Any, strategy: Any, arch: 
                       desc=f"retrain seed {k + 1}/{n}")
     metric = task.metric
     return {"seed": k, f"val_{metric}": res.val, f"test_{metric}": res.test, "epochs": res.epochs,
-            "init": train.init, "train_config": to_mapping(train), "seconds": round(time.perf_counter() - t0, 3)}
+            "best_epoch": res.best_epoch, "init": train.init, "train_config": to_mapping(train), "seconds": round(time.perf_counter() - t0, 3)}
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,8 @@ def compare_markdown(result: dict) -> str:
         params = f"{r['params']:,}" if isinstance(r.get("params"), int) else "-"
         search = f"{r['search_seconds']:.0f}" if r.get("search_seconds") is not None else "-"
         training = f"{r.get('train') or '-'} (init {r['init']})"
+        if r.get("still_improving"):
+            training += f"; still improving at the end of its budget on {r['still_improving']} of {t['n']} seeds"
         per = (" | " + ", ".join(_pct(x, scale) for x in r["test_per_search"])) if k > 1 else ""
         lines.append(f"| {r['name']} | {r['description']} | {_pct(t['mean'], scale)} ± {_pct(t['std'], scale)} | "
                      f"[{_pct(t['ci95'][0], scale)}, {_pct(t['ci95'][1], scale)}] | "

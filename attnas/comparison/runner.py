@@ -190,6 +190,7 @@ def collect(out: Path, recipe: dict, rows: list[Row], summaries: dict[str, dict]
                       "arch": metrics.get("arch"), "params": metrics.get("params"), "init": s["init"],
                       "search_seconds": _search_seconds(run) if row.kind != "baseline" else None,
                       "train": _protocol(row.recipe["retrain"], s["init"]),
+                      "still_improving": still_improving(per_seed, row.recipe["retrain"]),
                       "train_seconds": round(sum(r.get("seconds", 0.0) for r in per_seed), 2),
                       "test": summarise(test), "val": summarise(val), "test_per_seed": test, "val_per_seed": val})
     by_name = {r["name"]: r for r in table}
@@ -206,6 +207,19 @@ def collect(out: Path, recipe: dict, rows: list[Row], summaries: dict[str, dict]
     return {"recipe": recipe["name"], "task": recipe["task"], "metric": metric, "seeds": seeds,
             "paper_seeds": recipe.get("compare", {}).get("paper_seeds"), "retrain": to_mapping(recipe["retrain"]),
             "best_baseline": best["name"], "rows": table, "verdicts": verdicts}
+
+
+def still_improving(per_seed: list[dict], retrain_section: dict) -> int | None:
+    """How many training seeds used their whole budget and found their best validation score
+    in its last tenth: a row whose validation curve had not flattened (under-trained).
+
+    ``None`` when the seeds do not record their best epoch (results of older versions).
+    """
+    budget = retrain_section.get("epochs")
+    if not budget or any("best_epoch" not in r for r in per_seed):
+        return None
+    last = budget - max(1, budget // 10)
+    return sum(1 for r in per_seed if r["epochs"] >= budget and r["best_epoch"] > last)
 
 
 def _protocol(retrain_section: dict, init: str) -> str:
@@ -235,6 +249,7 @@ def pool_search_seeds(recipe: dict, results: list[dict], folders: list[str]) -> 
         pooled_val = [x for r in per for x in r["val_per_seed"]]
         table.append({"name": name, "kind": per[0]["kind"], "description": per[0]["description"],
                       "train": per[0].get("train"), "init": per[0]["init"], "params": per[0].get("params"),
+                      "still_improving": _sum_or_none([r.get("still_improving") for r in per]),
                       "archs": [r["arch"] for r in per],
                       "search_seconds": _sum_or_none([r.get("search_seconds") for r in per]),
                       "train_seconds": round(sum(r["train_seconds"] for r in per), 2),

@@ -165,3 +165,12 @@ def test_search_seeds_pair_the_means_of_independent_searches(tmp_path):
     assert _without_times(again) == _without_times(result)
     with pytest.raises(Exception, match="holds another comparison"):
         compare(RANDOM_TRAINED, seeds=1, baselines=["gcn"], search_seeds=4, out=out)
+
+
+def test_a_row_still_improving_at_the_end_of_its_budget_is_counted():
+    budget = {"epochs": 100}
+    seeds = [{"epochs": 100, "best_epoch": 95},   # used it all, best in the last tenth: under-trained
+             {"epochs": 100, "best_epoch": 40},   # used it all, flat since epoch 40
+             {"epochs": 61, "best_epoch": 11}]    # stopped early by its patience
+    assert runner.still_improving(seeds, budget) == 1
+    assert runner.still_improving([{"epochs": 100}], budget) is None  # results of older versions
