@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Weight-decay sweep of the AutoAttend graph supernets (Cora: 5e-4, 1e-3, 2e-3; CiteSeer: 2e-3,
-# 5e-3, 1e-2; five search seeds each): whole searches, SLOTS at a time, then each run's top-10
-# candidates (supernet_top_candidates.py) and 1,000 prior samples (supernet_selection_noise.py) scored.
+# 5e-3, 1e-2, each set explicitly where it is not the recipe's; five search seeds each): whole
+# searches, SLOTS at a time, then each run's top-10 candidates (supernet_top_candidates.py) and
+# 1,000 prior samples (supernet_selection_noise.py) scored.
 # usage: R=RESULTS_DIR bash benchmarks/autoattend_weight_decay_sweep.sh DEADLINE_S SLOTS [--set ... for every search]
 # (run from the repository root; searches still running DEADLINE_S seconds after the start are
 # stopped, unfinished steps leave no row; on a GPU machine the searches and the scoring use it)
@@ -27,11 +28,11 @@ for s in 0 1 2 3 4; do
   echo "SEED=$s job cs-wd2e-3-s$s autoattend-citeseer --set strategy.supernet.weight_decay=0.002"
   echo "SEED=$s job cora-wd1e-3-s$s autoattend-cora --set strategy.supernet.weight_decay=0.001"
   echo "SEED=$s job cs-wd1e-2-s$s autoattend-citeseer --set strategy.supernet.weight_decay=0.01"
-  echo "SEED=$s job cs-wd5e-3-s$s autoattend-citeseer"
+  echo "SEED=$s job cs-wd5e-3-s$s autoattend-citeseer --set strategy.supernet.weight_decay=0.005"
   echo "SEED=$s job cora-wd5e-4-s$s autoattend-cora"
   echo "SEED=$s job cora-wd2e-3-s$s autoattend-cora --set strategy.supernet.weight_decay=0.002"
 done > $R/jobs.txt
-for s in 0 1 2 3 4; do echo "SEED=$s job cs-wd5e-3-e4k-s$s autoattend-citeseer --set strategy.supernet.epochs=4000"; done >> $R/jobs.txt
+for s in 0 1 2 3 4; do echo "SEED=$s job cs-wd5e-3-e4k-s$s autoattend-citeseer --set strategy.supernet.weight_decay=0.005 --set strategy.supernet.epochs=4000"; done >> $R/jobs.txt
 (sleep 90; nvidia-smi > $R/smi.txt 2>&1; uptime >> $R/smi.txt) &
 head -n ${NJOBS:-1000} $R/jobs.txt | xargs -P $SLOTS -I{} bash -c "{}"
 echo "finished at $(( $(date +%s) - START )) s"

@@ -31,9 +31,12 @@ What attnas reproduces of each paper, and what it does not. Each section puts th
 table beside ours, with the command and the commit behind every figure, and says what is
 not reproduced and why. "Code of" names the commit a measurement ran on; "recorded in" names
 the commit that added a figure to the documentation (measured on the code of that time).
-Unless a section says otherwise the machine is a 2-core CPU box shared with other jobs,
-with no GPU, so most rows ran at a reduced scale that the section states. Each section
-links a detail page under `docs/results/` with the full tables and measurements.
+Unless a section says otherwise the machine is a 2-core CPU without a GPU (the load average
+is given with each timing), so most rows ran at a reduced scale that the section states.
+Each recipe setting that departs from its paper names the data that chose it (validation
+data only, docs/developing.md, "Selection discipline"; where a setting was chosen on test
+accuracy, the section says so), and each verdict says over which seeds it was computed.
+Each section links a detail page under `docs/results/` with the full tables and measurements.
 
 This page is assembled by `python docs/build_results.py` from `docs/results/summaries/`.
 """

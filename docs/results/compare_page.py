@@ -22,10 +22,13 @@ FIGURES = HERE.parent / "figures"
 INTRO = """# Is the search better than hand-designed attention? (`attnas compare`)
 
 One recipe per method at CPU scale, each run by `attnas compare` (README, "Is it better on
-my data?"): the recipe's search, random search in the same space at the same budget, and
-the hand-designed baselines of the space, every row retrained with the same seeds under
-the recipe's one `retrain` budget; verdicts are paired t-tests over the seeds (two-sided,
-5 %).
+my data?"): the recipe's search, random search in the same space at the search's compute,
+and the hand-designed baselines of the space (each with its own paper's training protocol
+where it declares one, else the recipe's `retrain`), every row retrained with the same
+seeds. With `--search-seeds K` (default 3 for one-shot recipes) the verdicts are paired
+t-tests over the K searches' means (two-sided, 5 %), the test over all training seeds
+beside them; below three search seeds no verdict is given. The best baseline is the one
+with the highest validation mean.
 """
 
 

@@ -190,7 +190,7 @@ def main() -> None:
         for line in body.splitlines()[2:]:
             result = line.rsplit("|", 2)[-2].strip().split(":")[0]
             counts[result] = counts.get(result, 0) + 1
-        note = f"Run of {stamp} ({seconds:.0f} s of pytest), load average when the tables were written {load} (2 cores shared with other sessions).\n\n"
+        note = f"Run of {stamp} ({seconds:.0f} s of pytest), load average when the tables were written {load} (2 cores).\n\n"
         page = fill(page, name, note + body)
         if args.print:
             print(f"## {name}\n\n{note}{body}\n")
