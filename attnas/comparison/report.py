@@ -74,7 +74,7 @@ def compare_markdown(result: dict) -> str:
         if r["kind"] != "baseline":
             for i, arch in enumerate(r.get("archs") or [r["arch"]]):
                 text = "; ".join(line.strip() for line in str(arch).splitlines() if line.strip())
-                label = f"{r['name']} (search seed {i + 1})" if k > 1 else r["name"]
+                label = f"{r['name']} (`{result['folders'][i]}`)" if k > 1 else r["name"]
                 lines.append(f"- {label}: `{text}`")
     lines += ["", "Each row is a run directory of this folder (`attnas report <folder>/<row>` draws it).", ""]
     return "\n".join(lines)

@@ -131,9 +131,11 @@ class AutoAttendConfig:
 
 
 #: GCN's training protocol (Kipf & Welling, ICLR 2017, Sec. 5.3: Adam, lr 0.01, weight
-#: decay 5e-4, 200 epochs; kept weights: the best validation accuracy, as every row of
-#: ``attnas compare``, with a patience of 100 instead of the paper's 10-epoch loss window).
-GCN_PROTOCOL = {"epochs": 200, "lr": 0.01, "weight_decay": 5e-4, "patience": 100, "optimizer": "adam",
+#: decay 5e-4), trained until its validation accuracy stops improving (a patience of 100
+#: epochs, at most 1,000; kept weights: the best validation accuracy, as every row of
+#: ``attnas compare``): after the paper's 200 epochs the best validation accuracy was still
+#: in the last 20 epochs on 7 of 9 Cora trainings, i.e. not converged in this harness.
+GCN_PROTOCOL = {"epochs": 1000, "lr": 0.01, "weight_decay": 5e-4, "patience": 100, "optimizer": "adam",
                 "scheduler": "none"}
 #: GAT's training protocol (Velickovic et al., ICLR 2018, Sec. 3.3: Adam, lr 0.005, weight
 #: decay 5e-4 on Cora and CiteSeer, early stopping with a patience of 100 epochs; at most

@@ -88,7 +88,7 @@ def test_car_darts_and_mechanism_search_budgets_count_every_phase():
 def test_graph_baselines_train_with_their_own_papers_protocols():
     _, rows = plan_rows("autoattend-cora-quick", baselines=["gcn", "gat"])
     by = {r.name: r.recipe["retrain"] for r in rows}
-    assert by["gcn"]["lr"] == 0.01 and by["gcn"]["epochs"] == 200
+    assert by["gcn"]["lr"] == 0.01 and by["gcn"]["epochs"] == 1000 and by["gcn"]["patience"] == 100
     assert by["gat"]["lr"] == 0.005 and by["gat"]["epochs"] == 1000 and by["gat"]["patience"] == 100
     assert by["search"]["epochs"] == load_config("autoattend-cora-quick").retrain.epochs
 
