@@ -165,6 +165,20 @@ class Space:
             raise UnsupportedError(f"space '{self.name}' builds networks for {', '.join(map(repr, self.task_kinds))} "
                                    f"tasks, not '{kind}' ({type(task).__name__})")
 
+    def sample_distinct(self, n: int, rng: random.Random) -> list[Arch]:
+        """Up to ``n`` distinct architectures from the prior, in the order drawn with ``rng``
+        (at most ``50 n + 100`` draws: a small space may give fewer)."""
+        seen: set[str] = set()
+        out: list[Arch] = []
+        for _ in range(50 * n + 100):
+            if len(out) == n:
+                break
+            a = self.sample(rng)
+            if a.key() not in seen:
+                seen.add(a.key())
+                out.append(a)
+        return out
+
     def arch(self, choices: dict, **meta: Any) -> Arch:
         """Wrap ``choices`` in an :class:`Arch` of this space."""
         return Arch(space=self.name, choices=choices, meta=meta)

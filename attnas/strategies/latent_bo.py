@@ -186,17 +186,7 @@ class LatentBO(_OneShot):
     def vae_samples(self) -> list[Arch]:
         """``vae.samples`` distinct prior architectures (drawn from their own seeded generator)."""
         if self._samples is None:
-            n = self.options.vae.samples
-            rng = random.Random(self.seed + 1)
-            seen: set[str] = set()
-            out: list[Arch] = []
-            for _ in range(50 * n + 100):
-                if len(out) == n:
-                    break
-                a = self.space.sample(rng)
-                if a.key() not in seen:
-                    seen.add(a.key())
-                    out.append(a)
+            out = self.space.sample_distinct(self.options.vae.samples, random.Random(self.seed + 1))
             if len(out) < self.options.initial:
                 raise ConfigError(f"the space has only {len(out)} distinct architectures reachable by sampling; "
                                   f"initial={self.options.initial} is too many")

@@ -67,15 +67,7 @@ class RandomTrained(Strategy):
 
     def candidates(self) -> list[Arch]:
         """The ``samples`` distinct prior architectures, in the order they are trained."""
-        rng = random.Random(self.seed)
-        out, seen = [], set()
-        for _ in range(50 * self.options.samples + 100):
-            if len(out) == self.options.samples:
-                break
-            arch = self.space.sample(rng)
-            if arch.key() not in seen:
-                seen.add(arch.key())
-                out.append(arch)
+        out = self.space.sample_distinct(self.options.samples, random.Random(self.seed))
         if len(out) < self.options.samples:
             raise ConfigError(f"strategy.samples: the space has only {len(out)} distinct architectures reachable "
                               f"by sampling, fewer than {self.options.samples}")
