@@ -60,8 +60,12 @@ def pick_device(device: str | None) -> torch.device:
         dev = torch.device(device)
     except RuntimeError:
         raise ConfigError(f"--device: {device!r} is not a device (use auto, cpu or cuda)") from None
+    if dev.type not in ("cpu", "cuda"):
+        raise ConfigError(f"--device {device}: attnas runs on cpu or cuda, not {dev.type}")
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ConfigError(f"--device {device}: CUDA is not available on this machine")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ConfigError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     return dev
 
 
@@ -106,11 +110,75 @@ def check_task(config: RunConfig, space: Any, task: Any) -> None:
     cls = _registry.get("strategy", config.strategy.name)
     space.check_task(task)
     cls.check_task(config.strategy.options, space, task)
+    check_model_fits(config, space, task, cls.requires)
     if cls.final_training:
         for split in ("train", "val", "test"):
             if first_batch(task, split) is None:
                 raise DataError(f"task '{task.name}': the {split} split is empty (the found architecture is "
                                 f"trained on train and scored on val and test)")
+
+
+def machine_memory(device: torch.device) -> int:
+    """Bytes of memory on ``device``: the GPU's, or the machine's RAM for the CPU."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def check_model_fits(config: RunConfig, space: Any, task: Any, requires: tuple[str, ...] = ()) -> None:
+    """Refuse widths and depths whose network cannot be trained in this machine's memory.
+
+    The network the strategy trains first (the supernet of a one-shot strategy, the relaxed
+    network of a differentiable one, else a sampled architecture) is built on torch's
+    ``meta`` device, which allocates nothing, and its parameters counted. Training keeps
+    about four copies of them (weights, gradients and Adam's two moments), so more than a
+    quarter of the memory of the device in parameters cannot train. A space whose networks
+    cannot be built on the meta device is not checked here.
+
+    Raises:
+        ConfigError: ``space: a network of this space has N parameters ...``.
+    """
+    import random
+
+    def build() -> torch.nn.Module:
+        if "one-shot" in requires:
+            return space.supernet(task)
+        if "relaxed" in requires:
+            return space.relaxed(task)
+        return space.build(space.sample(random.Random(0)), task)
+
+    state = rng_state()
+    try:
+        with torch.device("meta"):
+            params = sum(p.numel() * p.element_size() for p in build().parameters())
+    except RuntimeError as exc:
+        if "overflow" not in str(exc):  # a network the meta device cannot build is checked when it is built
+            return
+        params = 2**63  # a tensor of more than 2**63 bytes
+    except Exception:  # noqa: BLE001 - as above
+        return
+    finally:
+        set_rng_state(state)
+    device = task.device if isinstance(getattr(task, "device", None), torch.device) else torch.device("cpu")
+    memory = machine_memory(device)
+    if 4 * params > memory:
+        where = "GPU" if device.type == "cuda" else "machine"
+        count = "more than 2**61" if params >= 2**63 else f"{params / 4:.3g}"
+        raise ConfigError(f"space: its network has {count} parameters, {4 * params / 2**30:.3g} GiB to train "
+                          f"(weights, gradients, optimiser state), more than this {where}'s {memory / 2**30:.3g} GiB; "
+                          f"lower its sizes ({', '.join(_width_keys(config)) or 'widths, layers'})")
+
+
+def _width_keys(config: RunConfig) -> list[str]:
+    """The space's integer options above 1000, as ``space.<key>=<value>`` (the likely culprits)."""
+    from dataclasses import fields, is_dataclass
+
+    opts = config.space.options
+    if not is_dataclass(opts):
+        return []
+    return [f"space.{f.name}={getattr(opts, f.name)}" for f in fields(opts)
+            if isinstance(getattr(opts, f.name), int) and not isinstance(getattr(opts, f.name), bool)
+            and getattr(opts, f.name) > 1000]
 
 
 def first_batch(task: Any, split: str) -> Any:

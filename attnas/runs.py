@@ -39,6 +39,7 @@ import yaml
 from attnas.atomic_files import atomic_write_bytes, atomic_write_json, atomic_write_text, json_default
 from attnas.checkpoint_files import checkpoint_events_offset, load_checkpoint_file, save_checkpoint_file
 from attnas.errors import CheckpointError, RunDirError
+from attnas.text_files import read_text
 
 _KEEP = 2
 
@@ -251,7 +252,17 @@ class RunDir:
 
     def read_config_yaml(self) -> dict:
         """The resolved config as plain data."""
-        return yaml.safe_load((self.path / self.CONFIG).read_text())
+        from attnas.config.yaml_loading import load_yaml
+
+        path = self.path / self.CONFIG
+        try:
+            data = load_yaml(read_text(path, str(path), RunDirError), str(path))
+        except yaml.YAMLError as exc:
+            raise RunDirError(f"{path} is not valid YAML ({str(exc).splitlines()[0]})") from None
+        if not isinstance(data, dict):
+            raise RunDirError(f"{path} does not hold a run's config (a YAML mapping), it holds "
+                              f"{'nothing' if data is None else type(data).__name__}")
+        return data
 
     def read_json(self, name: str) -> Any:
         """Read a JSON file of the run."""

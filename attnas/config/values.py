@@ -86,14 +86,22 @@ Fraction = Annotated[float, Range(0, 1, high_open=True)]
 Seed = Annotated[int, Range(0, 2**63 - 1)]
 
 
+#: The largest integer a config may hold (a 64-bit signed integer: what torch and NumPy take).
+MAX_INT = 2**63 - 1
+
+
 def check_finite(value: Any, path: str) -> None:
-    """Refuse NaN and infinite numbers anywhere in ``value`` (nested mappings and lists too).
+    """Refuse NaN and infinite numbers, and integers beyond 64 bits, anywhere in ``value``
+    (nested mappings and lists too).
 
     Raises:
-        ConfigError: Naming the dotted path of the first non-finite number.
+        ConfigError: Naming the dotted path of the first non-finite number or too large integer.
     """
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"{path}: must be a finite number, got {value}")
+    if isinstance(value, int) and not -MAX_INT <= value <= MAX_INT:
+        raise ConfigError(f"{path}: an integer of {len(str(abs(value)))} digits does not fit in 64 bits "
+                          f"(at most {MAX_INT})")
     if isinstance(value, dict):
         for k, v in value.items():
             check_finite(v, f"{path}.{k}" if path else str(k))
@@ -185,9 +193,10 @@ def coerce(value: Any, tp: Any, path: str) -> Any:
         raise ConfigError(f"{path}: expected true or false, got {value!r}")
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
-            raise ConfigError(f"{path}: expected an integer, got {value!r}")
+            if not (isinstance(value, float) and value.is_integer()):
+                raise ConfigError(f"{path}: expected an integer, got {value!r}")
+            value = int(value)
+        check_finite(value, path)
         return value
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
