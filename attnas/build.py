@@ -110,6 +110,9 @@ def check_task(config: RunConfig, space: Any, task: Any) -> None:
     cls = _registry.get("strategy", config.strategy.name)
     space.check_task(task)
     cls.check_task(config.strategy.options, space, task)
+    info = task.info
+    if info.kind in ("node", "text", "image", "sequence") and not info.multilabel and info.num_classes < 2:
+        raise DataError(f"task '{task.name}': the data holds {info.num_classes} class; a classifier needs at least two")
     check_model_fits(config, space, task, cls.requires)
     if cls.final_training:
         for split in ("train", "val", "test"):
