@@ -320,12 +320,28 @@ def check_fields(obj: Any, prefix: str = "") -> None:
         _check_bounds(getattr(obj, name), tp, prefix + name)
 
 
+#: Most runs one command may plan (seeds times grid points): each is a training.
+MAX_RUNS = 10_000
+
+
 def check_seeds(seeds: Any) -> int:
-    """``--seeds`` of ``sweep`` and ``compare``: an integer >= 1 (not a bool).
+    """``--seeds`` of ``sweep``, ``compare`` and ``retrain``: an integer in 1..:data:`MAX_RUNS` (not a bool).
 
     Raises:
         ConfigError: Otherwise.
     """
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
         raise ConfigError(f"--seeds must be an integer >= 1, got {seeds!r}")
+    check_run_count(seeds, f"--seeds {seeds}")
     return seeds
+
+
+def check_run_count(runs: int, what: str) -> None:
+    """Refuse planning more than :data:`MAX_RUNS` runs (each one a training) in one command.
+
+    Raises:
+        ConfigError: ``<what>: <runs> runs, more than the 10,000 one command plans; ...``.
+    """
+    if runs > MAX_RUNS:
+        raise ConfigError(f"{what}: {runs:,} runs, more than the {MAX_RUNS:,} one command plans; "
+                          "split it into several commands")
