@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from attnas.errors import ArchError
+from attnas.text_files import decode_text
 
 ARCH_VERSION = 1
 
@@ -144,9 +145,10 @@ def load_arch(path: str | Path, space: Any = None) -> Arch:
     """
     path = Path(path)
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as exc:
         raise ArchError(f"cannot read {path}: {exc.strerror}") from None
+    text = decode_text(raw, str(path), ArchError)
     arch = Arch.from_json(text, source=str(path))
     if space is not None:
         try:

@@ -136,7 +136,8 @@ def check_model_fits(config: RunConfig, space: Any, task: Any, requires: tuple[s
     ``meta`` device, which allocates nothing, and its parameters counted. Training keeps
     about four copies of them (weights, gradients and Adam's two moments), so more than a
     quarter of the memory of the device in parameters cannot train. A space whose networks
-    cannot be built on the meta device is not checked here.
+    cannot be built on the meta device is not checked here. The random generators, and the
+    attributes of the task and the space (which building may cache), are left as they were.
 
     Raises:
         ConfigError: ``space: a network of this space has N parameters ...``.
@@ -150,7 +151,7 @@ def check_model_fits(config: RunConfig, space: Any, task: Any, requires: tuple[s
             return space.relaxed(task)
         return space.build(space.sample(random.Random(0)), task)
 
-    state = rng_state()
+    state, kept = rng_state(), [(obj, dict(vars(obj))) for obj in (space, task)]
     try:
         with torch.device("meta"):
             params = sum(p.numel() * p.element_size() for p in build().parameters())
@@ -160,8 +161,11 @@ def check_model_fits(config: RunConfig, space: Any, task: Any, requires: tuple[s
         params = 2**63  # a tensor of more than 2**63 bytes
     except Exception:  # noqa: BLE001 - as above
         return
-    finally:
+    finally:  # what building cached on the task or the space (on the meta device) is dropped
         set_rng_state(state)
+        for obj, attributes in kept:
+            vars(obj).clear()
+            vars(obj).update(attributes)
     device = task.device if isinstance(getattr(task, "device", None), torch.device) else torch.device("cpu")
     memory = machine_memory(device)
     if 4 * params > memory:
