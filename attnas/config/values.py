@@ -345,3 +345,30 @@ def check_run_count(runs: int, what: str) -> None:
     if runs > MAX_RUNS:
         raise ConfigError(f"{what}: {runs:,} runs, more than the {MAX_RUNS:,} one command plans; "
                           "split it into several commands")
+
+
+def check_keyword_options(fn: Any, options: dict, component: str, path: str, reserved: tuple[str, ...] = ()) -> None:
+    """Check a free-form option mapping against the keyword arguments ``fn`` accepts.
+
+    Loaders that take ``**kwargs`` for options they share with others would otherwise
+    drop a misspelt option without a word (``task.options.K`` for ``k``).
+
+    Args:
+        fn: The callable the options are passed to.
+        options: The mapping from the recipe.
+        component: What ``fn`` is, for the message (``dataset 'digits-graph'``).
+        path: The dotted key of the mapping (``task.options``).
+        reserved: Parameters the caller sets itself (not options).
+
+    Raises:
+        ConfigError: ``<path>.<key>: unknown option of <component> (did you mean ...?); valid: ...``.
+    """
+    import inspect
+
+    params = inspect.signature(fn).parameters.values()
+    accepted = sorted(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                      and p.name not in reserved)
+    for key in options:
+        if key not in accepted:
+            raise ConfigError(f"{path}.{key}: unknown option of {component}{did_you_mean(str(key), accepted)}; "
+                              f"valid: {', '.join(accepted) or 'none'}")
