@@ -128,11 +128,16 @@ def machine_memory(device: torch.device) -> int:
     return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
+#: Architectures sampled to find the largest network of a space without a supernet.
+SIZE_SAMPLES = 8
+
+
 def check_model_fits(config: RunConfig, space: Any, task: Any, requires: tuple[str, ...] = ()) -> None:
     """Refuse widths and depths whose network cannot be trained in this machine's memory.
 
     The network the strategy trains first (the supernet of a one-shot strategy, the relaxed
-    network of a differentiable one, else a sampled architecture) is built on torch's
+    network of a differentiable one, else the largest of :data:`SIZE_SAMPLES` sampled
+    architectures) is built on torch's
     ``meta`` device, which allocates nothing, and its parameters counted. Training keeps
     about four copies of them (weights, gradients and Adam's two moments), so more than a
     quarter of the memory of the device in parameters cannot train. A space whose networks
@@ -144,21 +149,22 @@ def check_model_fits(config: RunConfig, space: Any, task: Any, requires: tuple[s
     """
     import random
 
-    def build() -> torch.nn.Module:
+    def build() -> list[torch.nn.Module]:
         if "one-shot" in requires:
-            return space.supernet(task)
+            return [space.supernet(task)]
         if "relaxed" in requires:
-            return space.relaxed(task)
-        return space.build(space.sample(random.Random(0)), task)
+            return [space.relaxed(task)]
+        rng = random.Random(0)
+        return [space.build(space.sample(rng), task) for _ in range(SIZE_SAMPLES)]
 
     state, kept = rng_state(), [(obj, dict(vars(obj))) for obj in (space, task)]
     try:
         with torch.device("meta"):
-            params = sum(p.numel() * p.element_size() for p in build().parameters())
+            nbytes = max(sum(p.numel() * p.element_size() for p in m.parameters()) for m in build())
     except RuntimeError as exc:
         if "overflow" not in str(exc):  # a network the meta device cannot build is checked when it is built
             return
-        params = 2**63  # a tensor of more than 2**63 bytes
+        nbytes = 2**63  # a tensor of more than 2**63 bytes
     except Exception:  # noqa: BLE001 - as above
         return
     finally:  # what building cached on the task or the space (on the meta device) is dropped
@@ -168,10 +174,10 @@ def check_model_fits(config: RunConfig, space: Any, task: Any, requires: tuple[s
             vars(obj).update(attributes)
     device = task.device if isinstance(getattr(task, "device", None), torch.device) else torch.device("cpu")
     memory = machine_memory(device)
-    if 4 * params > memory:
+    if 4 * nbytes > memory:
         where = "GPU" if device.type == "cuda" else "machine"
-        count = "more than 2**61" if params >= 2**63 else f"{params / 4:.3g}"
-        raise ConfigError(f"space: its network has {count} parameters, {4 * params / 2**30:.3g} GiB to train "
+        count = "more than 2**61" if nbytes >= 2**63 else f"{nbytes / 4:.3g}"  # float32 parameters
+        raise ConfigError(f"space: its network has {count} parameters, {4 * nbytes / 2**30:.3g} GiB to train "
                           f"(weights, gradients, optimiser state), more than this {where}'s {memory / 2**30:.3g} GiB; "
                           f"lower its sizes ({', '.join(_width_keys(config)) or 'widths, layers'})")
 

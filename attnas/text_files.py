@@ -15,6 +15,7 @@ from pathlib import Path
 from attnas.errors import AttnasError
 
 #: Byte-order marks and the codec that reads the text after them (longest first).
+NUL = b"\x00"
 _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 
 
@@ -39,6 +40,9 @@ def decode_text(raw: bytes, source: str, error: type[AttnasError]) -> str:
             with a byte-order mark)``.
     """
     codec = text_encoding(raw[:4])
+    if codec == "utf-8" and NUL in raw[:1024]:  # UTF-8 text has no NUL bytes; UTF-16 has one in every ASCII letter
+        raise error(f"{source}: not a UTF-8 text file (NUL bytes from offset {raw.index(NUL)}: UTF-16 without a "
+                    "byte-order mark?); save it as UTF-8 (or UTF-16 with a byte-order mark)")
     try:
         return raw.decode(codec)
     except UnicodeDecodeError as exc:

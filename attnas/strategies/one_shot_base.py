@@ -48,13 +48,22 @@ def _needed(options: Any) -> int:
                or getattr(options, "samples", None) or 1)
 
 
+def _draw_budget(options: Any) -> int:
+    """How many distinct architectures the strategy itself draws looking for its first ones:
+    ``vae.samples`` (latent-bo, whose candidates are those), else ``50 n + 100`` for ``n``
+    needed (:meth:`_OneShot.sample_unique`); at most :data:`FEASIBILITY_DRAWS`."""
+    samples = getattr(getattr(options, "vae", None), "samples", None)
+    return min(FEASIBILITY_DRAWS, int(samples) if samples else 50 * _needed(options) + 100)
+
+
 def check_constraints_feasible(options: Any, space: Any, task: Any) -> None:
     """Refuse constraints that no architecture drawn from the space meets, before the supernet trains.
 
     Costs depend on the architecture alone (not on trained weights), so they are measured
     on architectures drawn from the space's prior with a fixed seed (the random generators
-    are left as they were) until one meets every constraint, at most
-    :data:`FEASIBILITY_DRAWS` draws or :data:`FEASIBILITY_SECONDS` seconds.
+    are left as they were) until one meets every constraint: as many distinct ones as the
+    strategy would draw (:func:`_draw_budget`), at most :data:`FEASIBILITY_DRAWS`, for at
+    most :data:`FEASIBILITY_SECONDS` seconds.
 
     Raises:
         ConfigError: ``strategy.constraints: only 0 of the N distinct architectures drawn meet ...``.
@@ -66,7 +75,10 @@ def check_constraints_feasible(options: Any, space: Any, task: Any) -> None:
     rng, seen, lowest = random.Random(0), set(), {}
     saved, start = rng_state(), time.perf_counter()
     try:
-        for _ in range(FEASIBILITY_DRAWS):
+        budget = _draw_budget(options)
+        for _ in range(10 * budget):
+            if len(seen) >= budget:
+                break
             arch = space.sample(rng)
             if arch.key() in seen:
                 continue
