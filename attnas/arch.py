@@ -129,6 +129,8 @@ class Arch:
             raise ArchError(f"{source}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
         except RecursionError:
             raise ArchError(f"{source}: JSON nested too deeply") from None
+        except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+            raise ArchError(f"{source}: unreadable JSON: {str(exc).split(';')[0]}") from None
         return cls.from_dict(doc, source)
 
 

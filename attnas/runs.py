@@ -273,6 +273,8 @@ class RunDir:
             raise RunDirError(f"{p} does not exist") from None
         except json.JSONDecodeError as exc:
             raise RunDirError(f"{p} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        except (ValueError, RecursionError) as exc:  # an integer of more than 4,300 digits, deep nesting
+            raise RunDirError(f"{p} is not valid JSON ({str(exc).split(';')[0] or type(exc).__name__})") from None
 
     def write_json(self, name: str, obj: Any) -> None:
         """Write a JSON file of the run atomically."""
