@@ -176,8 +176,9 @@ def check_model_fits(config: RunConfig, space: Any, task: Any, requires: tuple[s
     memory = machine_memory(device)
     if 4 * nbytes > memory:
         where = "GPU" if device.type == "cuda" else "machine"
-        count = "more than 2**61" if nbytes >= 2**63 else f"{nbytes / 4:.3g}"  # float32 parameters
-        raise ConfigError(f"space: its network has {count} parameters, {4 * nbytes / 2**30:.3g} GiB to train "
+        over = "more than " if nbytes >= 2**63 else ""
+        count = f"{over}{nbytes / 4:.3g}"  # float32 parameters
+        raise ConfigError(f"space: its network has {count} parameters, {over}{4 * nbytes / 2**30:.3g} GiB to train "
                           f"(weights, gradients, optimiser state), more than this {where}'s {memory / 2**30:.3g} GiB; "
                           f"lower its sizes ({', '.join(_width_keys(config)) or 'widths, layers'})")
 
