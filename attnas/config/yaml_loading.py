@@ -58,7 +58,7 @@ class _Loader(yaml.SafeLoader):
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict:
         seen: dict[Any, Node] = {}
         for key_node, _ in node.value:
-            if isinstance(key_node, ScalarNode):
+            if isinstance(key_node, ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
                 key = self.construct_object(key_node)
                 if key in seen:
                     raise ConfigError(f"{self.source}: duplicate key '{key}' at line {key_node.start_mark.line + 1} "
@@ -74,8 +74,18 @@ class _Loader(yaml.SafeLoader):
         return super().construct_yaml_int(node)
 
 
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper that quotes the strings :class:`_Loader` reads as numbers (``'1e5'``)."""
+
+
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
-_Loader.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+0123456789."))
+for _cls in (_Loader, _Dumper):
+    _cls.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+0123456789."))
+
+
+def dump_yaml(data: Any) -> str:
+    """``data`` as YAML that :func:`load_yaml` reads back as it is (keys in their order)."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False)
 
 
 def _expanded_size(root: Node, source: str) -> int:
