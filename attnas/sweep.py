@@ -155,8 +155,12 @@ def sweep(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = ()
         by_task.setdefault(json.dumps(cfg.to_dict()["task"], sort_keys=True), []).append((cfg, space))
     for parts in by_task.values():
         task = build_task(parts[0][0], root, torch.device("cpu"))
+        checked = set()
         for cfg, space in parts:
-            check_task(cfg, space, task)
+            key = json.dumps({**cfg.to_dict(), "seed": None}, sort_keys=True)  # the checks do not depend on the seed
+            if key not in checked:
+                checked.add(key)
+                check_task(cfg, space, task)
     with make_executor(workers, ray_address) as executor:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_json(out / PLAN, {**plan, **executor.describe()})
