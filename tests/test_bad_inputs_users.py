@@ -156,6 +156,8 @@ BOMB = "".join(f"{c}: &{c} [{', '.join([f'*{p}' if p else '1'] * 9)}]\n"
     (lambda t: ["show", recipe_for(t, text=f"{yaml.safe_dump(FIXED)}seed: 1{'0' * 5000}\n")],
      "an integer of 5001 digits; attnas reads integers of at most 100 digits"),
     (lambda t: ["show", recipe_for(t), "--set", "seed=1" + "0" * 5000], "--set seed: line 1: an integer of 5001 digits"),
+    (lambda t: ["show", recipe_for(t), "--set", ".".join(["a"] * 3000) + "=1"],
+     "--set a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a....: a key of 3000 parts; recipes nest at most 100 levels deep"),
     (lambda t: ["show", recipe_for(t), "--set", "retrain.epochs=1e30"],
      "retrain.epochs: an integer of 31 digits does not fit in 64 bits"),
     (lambda t: ["show", recipe_for(t, text=yaml.safe_dump(FIXED).encode("utf-16-le"))],
@@ -173,7 +175,7 @@ BOMB = "".join(f"{c}: &{c} [{', '.join([f'*{p}' if p else '1'] * 9)}]\n"
      "--grid: 10,648 runs, more than the 10,000 one command plans"),
     (lambda t: ["retrain", str(t / "no-run"), "--seeds", "0"], "--seeds must be an integer >= 1, got 0"),
 ], ids=["duplicate-key", "alias-bomb", "nested-3000-deep", "empty-recipe", "5000-digit-integer",
-        "5000-digit-set", "1e30-as-an-integer", "utf16-without-bom-recipe", "unknown-loader-option",
+        "5000-digit-set", "set-key-3000-deep", "1e30-as-an-integer", "utf16-without-bom-recipe", "unknown-loader-option",
         "device-mps", "device-meta", "width-10e12", "sweep-seeds-10e12", "grid-over-10000-runs",
         "retrain-seeds-0"])
 def test_recipes_and_options_refused_before_anything_is_written(tmp_path, make, message):

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from attnas.config.run import RunConfig, config_from_dict
-from attnas.config.yaml_loading import load_yaml
+from attnas.config.yaml_loading import MAX_DEPTH, load_yaml
 from attnas.errors import ConfigError, unknown_name
 from attnas.text_files import decode_text
 
@@ -21,7 +21,10 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     key, raw = text.split("=", 1)
     key = key.strip()
     if not key or any(not part for part in key.split(".")):
-        raise ConfigError(f"--set {text!r}: empty key")
+        raise ConfigError(f"--set {text[:80]!r}: empty key")
+    if key.count(".") >= MAX_DEPTH:
+        raise ConfigError(f"--set {key[:40]}...: a key of {key.count('.') + 1} parts; recipes nest at most "
+                          f"{MAX_DEPTH} levels deep")
     try:
         value = load_yaml(raw, f"--set {key}") if raw.strip() else ""
     except yaml.YAMLError as exc:
