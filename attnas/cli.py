@@ -63,6 +63,10 @@ RAY_HELP = "Use the Ray cluster at ADDR (e.g. ray://head:10001) instead of a loc
 TUNED_COMMANDS = frozenset({"search", "retrain", "sweep", "compare", "evaluate"})
 
 
+#: Most torch threads ``--threads`` sets (torch takes a 32-bit count; more threads than this
+#: only oversubscribe any machine).
+MAX_THREADS = 4096
+
 #: Whether the current command was given ``--debug`` (set by :func:`main_callback`).
 _debug = False
 
@@ -146,6 +150,8 @@ def main_callback(ctx: typer.Context,
     if threads is not None:
         if threads < 1:
             _fail(f"--threads must be >= 1, got {threads}")
+        if threads > MAX_THREADS:
+            _fail(f"--threads {threads}: at most {MAX_THREADS:,} threads")
         import torch
 
         torch.set_num_threads(threads)

@@ -174,10 +174,13 @@ BOMB = "".join(f"{c}: &{c} [{', '.join([f'*{p}' if p else '1'] * 9)}]\n"
                                           for k in ("epochs", "patience", "batch_size")]],
      "--grid: 10,648 runs, more than the 10,000 one command plans"),
     (lambda t: ["retrain", str(t / "no-run"), "--seeds", "0"], "--seeds must be an integer >= 1, got 0"),
+    (lambda t: ["search", recipe_for(t), "--workers", str(10**12)],
+     "--workers 1000000000000: at most 4,096 workers (each one a process)"),
+    (lambda t: ["--threads", str(10**12), "show", recipe_for(t)], "--threads 1000000000000: at most 4,096 threads"),
 ], ids=["duplicate-key", "alias-bomb", "nested-3000-deep", "empty-recipe", "5000-digit-integer",
         "5000-digit-set", "set-key-3000-deep", "1e30-as-an-integer", "utf16-without-bom-recipe", "unknown-loader-option",
         "device-mps", "device-meta", "width-10e12", "sweep-seeds-10e12", "grid-over-10000-runs",
-        "retrain-seeds-0"])
+        "retrain-seeds-0", "workers-10e12", "threads-10e12"])
 def test_recipes_and_options_refused_before_anything_is_written(tmp_path, make, message):
     refused(make(tmp_path), message, tmp_path, seconds=10)
 
