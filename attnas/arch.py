@@ -124,7 +124,9 @@ class Arch:
     def from_json(cls, text: str, source: str = "arch") -> Arch:
         """Parse JSON text; malformed JSON raises :class:`ArchError` with the position."""
         try:
-            doc = json.loads(text)
+            doc = json.loads(text, object_pairs_hook=_unique_keys)
+        except ArchError as exc:
+            raise ArchError(f"{source}: {exc}") from None
         except json.JSONDecodeError as exc:
             raise ArchError(f"{source}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
         except RecursionError:
@@ -132,6 +134,16 @@ class Arch:
         except ValueError as exc:  # e.g. an integer of more than 4,300 digits
             raise ArchError(f"{source}: unreadable JSON: {str(exc).split(';')[0]}") from None
         return cls.from_dict(doc, source)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """A JSON object's members as a dict, refusing a key given twice (``json`` keeps the last)."""
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ArchError(f"duplicate key '{key}' in a JSON object; keep one")
+        out[key] = value
+    return out
 
 
 def load_arch(path: str | Path, space: Any = None) -> Arch:

@@ -60,6 +60,11 @@ def recipe_for(tmp_path, graph_obj=None, text: str | bytes | None = None, **chan
     return str(p)
 
 
+def write(path, text: str) -> str:
+    path.write_text(text)
+    return str(path)
+
+
 def snapshot(folder) -> dict:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
@@ -162,6 +167,9 @@ BOMB = "".join(f"{c}: &{c} [{', '.join([f'*{p}' if p else '1'] * 9)}]\n"
      "retrain.epochs: an integer of 31 digits does not fit in 64 bits"),
     (lambda t: ["show", recipe_for(t, text=yaml.safe_dump(FIXED).encode("utf-16-le"))],
      "not a UTF-8 text file (NUL bytes from offset 1: UTF-16 without a byte-order mark?)"),
+    (lambda t: ["check-arch", write(t / "a.json", '{"space": "gnn-baseline", "version": 1, "choices": '
+                                                 '{"model": "gcn", "model": "gat"}}'), recipe_for(t)],
+     "a.json: duplicate key 'model' in a JSON object; keep one"),
     (lambda t: ["search", recipe_for(t), "--set", "task.options.K=5"],
      "task.options.K: unknown option of dataset 'graph-file'"),
     (lambda t: ["search", recipe_for(t), "--device", "mps"], "--device mps: attnas runs on cpu or cuda, not mps"),
@@ -178,7 +186,8 @@ BOMB = "".join(f"{c}: &{c} [{', '.join([f'*{p}' if p else '1'] * 9)}]\n"
      "--workers 1000000000000: at most 4,096 workers (each one a process)"),
     (lambda t: ["--threads", str(10**12), "show", recipe_for(t)], "--threads 1000000000000: at most 4,096 threads"),
 ], ids=["duplicate-key", "alias-bomb", "nested-3000-deep", "empty-recipe", "5000-digit-integer",
-        "5000-digit-set", "set-key-3000-deep", "1e30-as-an-integer", "utf16-without-bom-recipe", "unknown-loader-option",
+        "5000-digit-set", "set-key-3000-deep", "1e30-as-an-integer", "utf16-without-bom-recipe",
+        "arch-json-duplicate-key", "unknown-loader-option",
         "device-mps", "device-meta", "width-10e12", "sweep-seeds-10e12", "grid-over-10000-runs",
         "retrain-seeds-0", "workers-10e12", "threads-10e12"])
 def test_recipes_and_options_refused_before_anything_is_written(tmp_path, make, message):
