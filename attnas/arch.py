@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from attnas.errors import ArchError
+from attnas.text_files import decode_text
 
 ARCH_VERSION = 1
 
@@ -123,12 +124,26 @@ class Arch:
     def from_json(cls, text: str, source: str = "arch") -> Arch:
         """Parse JSON text; malformed JSON raises :class:`ArchError` with the position."""
         try:
-            doc = json.loads(text)
+            doc = json.loads(text, object_pairs_hook=_unique_keys)
+        except ArchError as exc:
+            raise ArchError(f"{source}: {exc}") from None
         except json.JSONDecodeError as exc:
             raise ArchError(f"{source}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
         except RecursionError:
             raise ArchError(f"{source}: JSON nested too deeply") from None
+        except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+            raise ArchError(f"{source}: unreadable JSON: {str(exc).split(';')[0]}") from None
         return cls.from_dict(doc, source)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """A JSON object's members as a dict, refusing a key given twice (``json`` keeps the last)."""
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ArchError(f"duplicate key '{key}' in a JSON object; keep one")
+        out[key] = value
+    return out
 
 
 def load_arch(path: str | Path, space: Any = None) -> Arch:
@@ -144,9 +159,10 @@ def load_arch(path: str | Path, space: Any = None) -> Arch:
     """
     path = Path(path)
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as exc:
         raise ArchError(f"cannot read {path}: {exc.strerror}") from None
+    text = decode_text(raw, str(path), ArchError)
     arch = Arch.from_json(text, source=str(path))
     if space is not None:
         try:

@@ -60,8 +60,12 @@ def pick_device(device: str | None) -> torch.device:
         dev = torch.device(device)
     except RuntimeError:
         raise ConfigError(f"--device: {device!r} is not a device (use auto, cpu or cuda)") from None
+    if dev.type not in ("cpu", "cuda"):
+        raise ConfigError(f"--device {device}: attnas runs on cpu or cuda, not {dev.type}")
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ConfigError(f"--device {device}: CUDA is not available on this machine")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ConfigError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     return dev
 
 
@@ -106,11 +110,89 @@ def check_task(config: RunConfig, space: Any, task: Any) -> None:
     cls = _registry.get("strategy", config.strategy.name)
     space.check_task(task)
     cls.check_task(config.strategy.options, space, task)
+    info = task.info
+    if info.kind in ("node", "text", "image", "sequence") and not info.multilabel and info.num_classes < 2:
+        raise DataError(f"task '{task.name}': the data holds {info.num_classes} class; a classifier needs at least two")
+    check_model_fits(config, space, task, cls.requires)
     if cls.final_training:
         for split in ("train", "val", "test"):
             if first_batch(task, split) is None:
                 raise DataError(f"task '{task.name}': the {split} split is empty (the found architecture is "
                                 f"trained on train and scored on val and test)")
+
+
+def machine_memory(device: torch.device) -> int:
+    """Bytes of memory on ``device``: the GPU's, or the machine's RAM for the CPU."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+#: Architectures sampled to find the largest network of a space without a supernet.
+SIZE_SAMPLES = 8
+
+
+def check_model_fits(config: RunConfig, space: Any, task: Any, requires: tuple[str, ...] = ()) -> None:
+    """Refuse widths and depths whose network cannot be trained in this machine's memory.
+
+    The network the strategy trains first (the supernet of a one-shot strategy, the relaxed
+    network of a differentiable one, else the largest of :data:`SIZE_SAMPLES` sampled
+    architectures) is built on torch's
+    ``meta`` device, which allocates nothing, and its parameters counted. Training keeps
+    about four copies of them (weights, gradients and Adam's two moments), so more than a
+    quarter of the memory of the device in parameters cannot train. A space whose networks
+    cannot be built on the meta device is not checked here. The random generators, and the
+    attributes of the task and the space (which building may cache), are left as they were.
+
+    Raises:
+        ConfigError: ``space: a network of this space has N parameters ...``.
+    """
+    import random
+
+    def build() -> list[torch.nn.Module]:
+        if "one-shot" in requires:
+            return [space.supernet(task)]
+        if "relaxed" in requires:
+            return [space.relaxed(task)]
+        rng = random.Random(0)
+        return [space.build(space.sample(rng), task) for _ in range(SIZE_SAMPLES)]
+
+    state, kept = rng_state(), [(obj, dict(vars(obj))) for obj in (space, task)]
+    try:
+        with torch.device("meta"):
+            nbytes = max(sum(p.numel() * p.element_size() for p in m.parameters()) for m in build())
+    except RuntimeError as exc:
+        if "overflow" not in str(exc):  # a network the meta device cannot build is checked when it is built
+            return
+        nbytes = 2**63  # a tensor of more than 2**63 bytes
+    except Exception:  # noqa: BLE001 - as above
+        return
+    finally:  # what building cached on the task or the space (on the meta device) is dropped
+        set_rng_state(state)
+        for obj, attributes in kept:
+            vars(obj).clear()
+            vars(obj).update(attributes)
+    device = task.device if isinstance(getattr(task, "device", None), torch.device) else torch.device("cpu")
+    memory = machine_memory(device)
+    if 4 * nbytes > memory:
+        where = "GPU" if device.type == "cuda" else "machine"
+        over = "more than " if nbytes >= 2**63 else ""
+        count = f"{over}{nbytes / 4:.3g}"  # float32 parameters
+        raise ConfigError(f"space: its network has {count} parameters, {over}{4 * nbytes / 2**30:.3g} GiB to train "
+                          f"(weights, gradients, optimiser state), more than this {where}'s {memory / 2**30:.3g} GiB; "
+                          f"lower its sizes ({', '.join(_width_keys(config)) or 'widths, layers'})")
+
+
+def _width_keys(config: RunConfig) -> list[str]:
+    """The space's integer options above 1000, as ``space.<key>=<value>`` (the likely culprits)."""
+    from dataclasses import fields, is_dataclass
+
+    opts = config.space.options
+    if not is_dataclass(opts):
+        return []
+    return [f"space.{f.name}={getattr(opts, f.name)}" for f in fields(opts)
+            if isinstance(getattr(opts, f.name), int) and not isinstance(getattr(opts, f.name), bool)
+            and getattr(opts, f.name) > 1000]
 
 
 def first_batch(task: Any, split: str) -> Any:

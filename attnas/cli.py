@@ -26,7 +26,8 @@ status says what happened:
   ``"status": "failed"`` with the error, and ``attnas search --resume RUN_DIR`` continues
   it (a retrain run again keeps the seeds that finished). An error attnas does not expect
   is printed as ``error: <type>: <message>``;
-- 130: interrupted (Ctrl-C); ``run.json`` says ``"status": "interrupted"``.
+- 130: interrupted (Ctrl-C); ``run.json`` says ``"status": "interrupted"``;
+- 143: terminated (SIGTERM, as sent by Slurm, Kubernetes or ``timeout``): as Ctrl-C.
 
 No traceback is printed unless the global ``--debug`` option (or ``ATTNAS_DEBUG=1``) is
 given; then the error is raised with its traceback.
@@ -46,6 +47,7 @@ import typer
 
 from attnas._version import __version__
 from attnas.errors import AttnasError
+from attnas.stop_signals import Terminated, handling_stop_signals
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Neural architecture search for attention (AutoAttend, DARTFormer, AutoLA, "
@@ -60,6 +62,10 @@ RAY_HELP = "Use the Ray cluster at ADDR (e.g. ray://head:10001) instead of a loc
 #: ``check-arch``.
 TUNED_COMMANDS = frozenset({"search", "retrain", "sweep", "compare", "evaluate"})
 
+
+#: Most torch threads ``--threads`` sets (torch takes a 32-bit count; more threads than this
+#: only oversubscribe any machine).
+MAX_THREADS = 4096
 
 #: Whether the current command was given ``--debug`` (set by :func:`main_callback`).
 _debug = False
@@ -84,22 +90,25 @@ def _guard(fn):
     """Turn every exception of a command into one line on stderr and its exit status.
 
     ``--debug`` raises it instead, with its traceback (a Ctrl-C prints its traceback and
-    still exits with 130).
+    still exits with 130). SIGTERM stops the command like Ctrl-C, with status 143, and a
+    second signal while the first is handled is ignored (:mod:`attnas.stop_signals`).
     """
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except Exception as exc:
-            if _debug or _is_click_exception(exc):
-                raise
-            _report(exc)
-        except KeyboardInterrupt as exc:
-            if _debug:
-                traceback.print_exc()
-            _fail("interrupted" + (_kept_run(exc) or "; a search continues with `attnas search --resume RUN_DIR`"),
-                  130)
+        with handling_stop_signals():
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                if _debug or _is_click_exception(exc):
+                    raise
+                _report(exc)
+            except KeyboardInterrupt as exc:
+                if _debug:
+                    traceback.print_exc()
+                what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+                _fail(what + (_kept_run(exc) or "; a search continues with `attnas search --resume RUN_DIR`"),
+                      getattr(exc, "exit_code", 130))
 
     return wrapper
 
@@ -141,6 +150,8 @@ def main_callback(ctx: typer.Context,
     if threads is not None:
         if threads < 1:
             _fail(f"--threads must be >= 1, got {threads}")
+        if threads > MAX_THREADS:
+            _fail(f"--threads {threads}: at most {MAX_THREADS:,} threads")
         import torch
 
         torch.set_num_threads(threads)

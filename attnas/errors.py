@@ -101,7 +101,9 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
         name: The name the user gave.
         choices: The valid names.
     """
-    close = difflib.get_close_matches(str(name), list(choices), n=1, cutoff=0.6)
+    choices = list(choices)
+    same_letters = [c for c in choices if str(c).lower() == str(name).lower()]
+    close = same_letters or difflib.get_close_matches(str(name), choices, n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 

@@ -374,6 +374,10 @@ class RayExecutor(Executor):
             self._fault_dir = None
 
 
+#: Most parallel workers one command starts (each is a Ray actor: a process).
+MAX_WORKERS = 4096
+
+
 def make_executor(workers: int | None = None, address: str | None = None, threads: int | None = None,
                   check_only: bool = False) -> Executor | None:
     """The executor for ``--workers`` / ``--ray-address``.
@@ -386,11 +390,13 @@ def make_executor(workers: int | None = None, address: str | None = None, thread
             start nothing and return ``None``.
 
     Raises:
-        ConfigError: For ``workers < 1``.
+        ConfigError: For ``workers < 1`` or more than :data:`MAX_WORKERS`.
         UnsupportedError: When parallel work is asked for and Ray is not installed.
     """
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ConfigError(f"--workers must be an integer >= 1, got {workers!r}")
+    if workers is not None and workers > MAX_WORKERS:
+        raise ConfigError(f"--workers {workers}: at most {MAX_WORKERS:,} workers (each one a process)")
     if not address and (workers is None or workers == 1):
         return None if check_only else SequentialExecutor()
     if address:

@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import time
@@ -44,7 +45,7 @@ from attnas.build import build_space, build_strategy, build_task, check_strategy
 from attnas.checkpoint_files import load_checkpoint_file, save_checkpoint_file
 from attnas.config import RunConfig, TrainConfig, config_from_dict, load_config
 from attnas.data.root import resolve_data_root
-from attnas.errors import RunDirError, UnsupportedError
+from attnas.errors import CheckpointError, RunDirError, UnsupportedError
 from attnas.parallel import Executor, RunSpec, SequentialExecutor, make_executor
 from attnas.rng import seed_everything
 from attnas.runs import RunDir, run_folder_name
@@ -173,6 +174,8 @@ def resume(run_dir: str | Path, data_dir: str | Path | None = None, device: str 
     run = RunDir.open(run_dir)
     config = config_from_dict(run.read_config_yaml())
     info = run.read_json(RunDir.RUN) if run.exists(RunDir.RUN) else {}
+    if run.exists(RunDir.METRICS) and not isinstance(run.read_json(RunDir.METRICS), dict):  # read before any write
+        raise RunDirError(f"{run.file(RunDir.METRICS)} does not hold a JSON object of metrics")
     environment = run_environment.describe()
     if not run.exists(RunDir.METRICS):  # a finished run resumes to nothing: nothing to compare
         environment = run_environment.check_resume(run.path, info, environment, force=force)
@@ -316,10 +319,24 @@ def load_model(run_dir: str | Path, data_dir: str | Path | None = None, device: 
         raise RunDirError(f"{run.path} has no model.pt (the final training has not finished)")
     task = run_task(run, config, data_dir, device)
     ck = load_checkpoint_file(run.file(RunDir.MODEL))
+    if not isinstance(ck, dict) or "state_dict" not in ck:
+        raise CheckpointError(f"{run.file(RunDir.MODEL)} holds no model weights (state_dict)")
+    if ck.get("arch") is not None and _canonical(ck["arch"]) != _canonical(arch.to_dict()):
+        raise CheckpointError(f"{run.file(RunDir.MODEL)} is the model of another architecture than this run's "
+                              f"arch.json (copied from another run?)")
     model = space.build(arch, task).to(task.device)
-    model.load_state_dict(ck["state_dict"])
+    try:
+        model.load_state_dict(ck["state_dict"])
+    except (RuntimeError, TypeError, AttributeError) as exc:
+        raise CheckpointError(f"{run.file(RunDir.MODEL)} does not fit this run's network (copied from another "
+                              f"run?): {str(exc).splitlines()[0][:200]}") from None
     model.eval()
     return model
+
+
+def _canonical(doc: Any) -> str:
+    """``doc`` as sorted JSON (tuples and lists alike), to compare architectures."""
+    return json.dumps(doc, sort_keys=True, default=str)
 
 
 def saved_data_root(run: RunDir) -> str | None:

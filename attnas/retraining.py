@@ -15,7 +15,7 @@ from typing import Any
 
 from attnas.arch import Arch
 from attnas.build import build_strategy, build_task, pick_device
-from attnas.config import RunConfig, TrainConfig, apply_overrides, config_from_dict, to_mapping
+from attnas.config import RunConfig, TrainConfig, apply_overrides, check_seeds, config_from_dict, to_mapping
 from attnas.data.root import resolve_data_root
 from attnas.errors import ConfigError, RunDirError
 from attnas.parallel import RunSpec, SequentialExecutor, make_executor, worker_cached
@@ -53,6 +53,8 @@ def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None =
         workers: Parallel Ray workers (``None``/1: in this process).
         ray_address: A Ray cluster address.
     """
+    if seeds is not None:
+        check_seeds(seeds)
     run, config, arch, space = open_finished(run_dir, final_model=True)
     for o in overrides:
         if not o.startswith("retrain."):

@@ -39,6 +39,7 @@ import yaml
 from attnas.atomic_files import atomic_write_bytes, atomic_write_json, atomic_write_text, json_default
 from attnas.checkpoint_files import checkpoint_events_offset, load_checkpoint_file, save_checkpoint_file
 from attnas.errors import CheckpointError, RunDirError
+from attnas.text_files import read_text
 
 _KEEP = 2
 
@@ -251,7 +252,17 @@ class RunDir:
 
     def read_config_yaml(self) -> dict:
         """The resolved config as plain data."""
-        return yaml.safe_load((self.path / self.CONFIG).read_text())
+        from attnas.config.yaml_loading import load_yaml
+
+        path = self.path / self.CONFIG
+        try:
+            data = load_yaml(read_text(path, str(path), RunDirError), str(path))
+        except yaml.YAMLError as exc:
+            raise RunDirError(f"{path} is not valid YAML ({str(exc).splitlines()[0]})") from None
+        if not isinstance(data, dict):
+            raise RunDirError(f"{path} does not hold a run's config (a YAML mapping), it holds "
+                              f"{'nothing' if data is None else type(data).__name__}")
+        return data
 
     def read_json(self, name: str) -> Any:
         """Read a JSON file of the run."""
@@ -262,6 +273,8 @@ class RunDir:
             raise RunDirError(f"{p} does not exist") from None
         except json.JSONDecodeError as exc:
             raise RunDirError(f"{p} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        except (ValueError, RecursionError) as exc:  # an integer of more than 4,300 digits, deep nesting
+            raise RunDirError(f"{p} is not valid JSON ({str(exc).split(';')[0] or type(exc).__name__})") from None
 
     def write_json(self, name: str, obj: Any) -> None:
         """Write a JSON file of the run atomically."""

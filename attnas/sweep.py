@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import re
 import statistics
 import time
@@ -30,7 +31,8 @@ import torch
 from attnas import pipeline
 from attnas.atomic_files import atomic_write_json
 from attnas.build import build_space, build_task, check_strategy, check_task
-from attnas.config import check_seeds, config_from_dict, load_config, parse_override, read_yaml, recipe_path
+from attnas.config import (check_run_count, check_seeds, config_from_dict, load_config, parse_override, read_yaml,
+                           recipe_path)
 from attnas.data.root import resolve_data_root
 from attnas.errors import ConfigError, RunDirError
 from attnas.parallel import make_executor
@@ -56,6 +58,7 @@ def grid_points(grid: list[str] | tuple[str, ...]) -> list[list[str]]:
             raise ConfigError(f"--grid {key}: given twice")
         keys.add(key)
         axes.append([f"{key}={json.dumps(v)}" for v in values])
+    check_run_count(math.prod(len(a) for a in axes), "--grid")
     return [list(p) for p in itertools.product(*axes)]
 
 
@@ -75,7 +78,9 @@ def plan_sweep(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...]
     check_seeds(seeds)
     data = dict(recipe) if isinstance(recipe, dict) else read_yaml(recipe_path(str(recipe)))
     runs = []
-    for point in grid_points(grid):
+    points = grid_points(grid)
+    check_run_count(len(points) * seeds, f"--seeds {seeds} x {len(points)} grid point(s)")
+    for point in points:
         cfg = load_config(data, [*overrides, *point])
         for s in range(seeds):
             seed = cfg.seed + s
@@ -150,8 +155,12 @@ def sweep(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = ()
         by_task.setdefault(json.dumps(cfg.to_dict()["task"], sort_keys=True), []).append((cfg, space))
     for parts in by_task.values():
         task = build_task(parts[0][0], root, torch.device("cpu"))
+        checked = set()
         for cfg, space in parts:
-            check_task(cfg, space, task)
+            key = json.dumps({**cfg.to_dict(), "seed": None}, sort_keys=True)  # the checks do not depend on the seed
+            if key not in checked:
+                checked.add(key)
+                check_task(cfg, space, task)
     with make_executor(workers, ray_address) as executor:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_json(out / PLAN, {**plan, **executor.describe()})

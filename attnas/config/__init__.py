@@ -55,6 +55,8 @@ from attnas.config.values import (
     Seed,
     check_fields,
     check_finite,
+    check_keyword_options,
+    check_run_count,
     check_seeds,
     coerce,
     from_mapping,
@@ -63,6 +65,6 @@ from attnas.config.values import (
 __all__ = [
     "CompareConfig", "ComponentConfig", "Fraction", "NonNegativeFloat", "NonNegativeInt", "OptimConfig",
     "PositiveFloat", "PositiveInt", "Range", "RunConfig", "Seed", "TrainConfig", "apply_overrides",
-    "check_fields", "check_finite", "check_seeds", "coerce", "config_from_dict", "from_mapping", "list_recipes", "load_config",
+    "check_fields", "check_finite", "check_keyword_options", "check_run_count", "check_seeds", "coerce", "config_from_dict", "from_mapping", "list_recipes", "load_config",
     "parse_override", "read_yaml", "recipe_dir", "recipe_path", "to_mapping",
 ]

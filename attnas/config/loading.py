@@ -9,7 +9,10 @@ from typing import Any
 import yaml
 
 from attnas.config.run import RunConfig, config_from_dict
+from attnas.config.yaml_loading import MAX_DEPTH, load_yaml
 from attnas.errors import ConfigError, unknown_name
+from attnas.text_files import decode_text
+
 
 def parse_override(text: str) -> tuple[list[str], Any]:
     """Parse ``key.sub=value`` into a key path and a YAML-typed value."""
@@ -18,9 +21,12 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     key, raw = text.split("=", 1)
     key = key.strip()
     if not key or any(not part for part in key.split(".")):
-        raise ConfigError(f"--set {text!r}: empty key")
+        raise ConfigError(f"--set {text[:80]!r}: empty key")
+    if key.count(".") >= MAX_DEPTH:
+        raise ConfigError(f"--set {key[:40]}...: a key of {key.count('.') + 1} parts; recipes nest at most "
+                          f"{MAX_DEPTH} levels deep")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value = load_yaml(raw, f"--set {key}") if raw.strip() else ""
     except yaml.YAMLError as exc:
         raise ConfigError(f"--set {text!r}: value is not valid YAML ({exc.__class__.__name__})") from None
     return key.split("."), value
@@ -47,19 +53,20 @@ def read_yaml(path: str | Path) -> dict:
     """Read a YAML mapping, turning syntax errors into :class:`ConfigError` with the line."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read recipe {path}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not a UTF-8 text file (byte 0x{exc.object[exc.start]:02x} at "
-                          f"offset {exc.start})") from None
+    text = decode_text(raw, str(path), ConfigError)
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text, str(path))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"{path}: malformed YAML{where}: {problem}") from None
+    if data is None:
+        raise ConfigError(f"{path}: the file is empty; a recipe is a YAML mapping with name, task, space and "
+                          "strategy (see `attnas show autoattend-cora-quick`)")
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a recipe must be a YAML mapping, got {type(data).__name__}")
     return data

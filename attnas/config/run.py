@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Literal
 
-import yaml
-
 from attnas import _registry
 from attnas.config.values import (
     NonNegativeFloat,
@@ -25,6 +23,7 @@ from attnas.config.values import (
     coerce,
     from_mapping,
 )
+from attnas.config.yaml_loading import dump_yaml
 from attnas.errors import ConfigError, did_you_mean
 
 def to_mapping(obj: Any) -> Any:
@@ -146,7 +145,7 @@ class RunConfig:
 
     def to_yaml(self) -> str:
         """The resolved config as YAML text."""
-        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+        return dump_yaml(self.to_dict())
 
     def replace(self, **changes: Any) -> RunConfig:
         """A copy with top-level fields replaced, validated like a recipe.

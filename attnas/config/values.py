@@ -86,14 +86,22 @@ Fraction = Annotated[float, Range(0, 1, high_open=True)]
 Seed = Annotated[int, Range(0, 2**63 - 1)]
 
 
+#: The largest integer a config may hold (a 64-bit signed integer: what torch and NumPy take).
+MAX_INT = 2**63 - 1
+
+
 def check_finite(value: Any, path: str) -> None:
-    """Refuse NaN and infinite numbers anywhere in ``value`` (nested mappings and lists too).
+    """Refuse NaN and infinite numbers, and integers beyond 64 bits, anywhere in ``value``
+    (nested mappings and lists too).
 
     Raises:
-        ConfigError: Naming the dotted path of the first non-finite number.
+        ConfigError: Naming the dotted path of the first non-finite number or too large integer.
     """
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"{path}: must be a finite number, got {value}")
+    if isinstance(value, int) and not -MAX_INT <= value <= MAX_INT:
+        raise ConfigError(f"{path}: an integer of {len(str(abs(value)))} digits does not fit in 64 bits "
+                          f"(at most {MAX_INT})")
     if isinstance(value, dict):
         for k, v in value.items():
             check_finite(v, f"{path}.{k}" if path else str(k))
@@ -185,9 +193,10 @@ def coerce(value: Any, tp: Any, path: str) -> Any:
         raise ConfigError(f"{path}: expected true or false, got {value!r}")
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
-            raise ConfigError(f"{path}: expected an integer, got {value!r}")
+            if not (isinstance(value, float) and value.is_integer()):
+                raise ConfigError(f"{path}: expected an integer, got {value!r}")
+            value = int(value)
+        check_finite(value, path)
         return value
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -311,13 +320,56 @@ def check_fields(obj: Any, prefix: str = "") -> None:
         _check_bounds(getattr(obj, name), tp, prefix + name)
 
 
+#: Most runs one command may plan (seeds times grid points): each is a training.
+MAX_RUNS = 10_000
+
+
 def check_seeds(seeds: Any, option: str = "--seeds") -> int:
-    """``--seeds`` of ``sweep`` and ``compare`` (or another seed count, named by ``option``):
-    an integer >= 1 (not a bool).
+    """``--seeds`` of ``sweep``, ``compare`` and ``retrain`` (or another seed count, named by
+    ``option``): an integer in 1..:data:`MAX_RUNS` (not a bool).
 
     Raises:
         ConfigError: Otherwise.
     """
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
         raise ConfigError(f"{option} must be an integer >= 1, got {seeds!r}")
+    check_run_count(seeds, f"{option} {seeds}")
     return seeds
+
+
+def check_run_count(runs: int, what: str) -> None:
+    """Refuse planning more than :data:`MAX_RUNS` runs (each one a training) in one command.
+
+    Raises:
+        ConfigError: ``<what>: <runs> runs, more than the 10,000 one command plans; ...``.
+    """
+    if runs > MAX_RUNS:
+        raise ConfigError(f"{what}: {runs:,} runs, more than the {MAX_RUNS:,} one command plans; "
+                          "split it into several commands")
+
+
+def check_keyword_options(fn: Any, options: dict, component: str, path: str, reserved: tuple[str, ...] = ()) -> None:
+    """Check a free-form option mapping against the keyword arguments ``fn`` accepts.
+
+    Loaders that take ``**kwargs`` for options they share with others would otherwise
+    drop a misspelt option without a word (``task.options.K`` for ``k``).
+
+    Args:
+        fn: The callable the options are passed to.
+        options: The mapping from the recipe.
+        component: What ``fn`` is, for the message (``dataset 'digits-graph'``).
+        path: The dotted key of the mapping (``task.options``).
+        reserved: Parameters the caller sets itself (not options).
+
+    Raises:
+        ConfigError: ``<path>.<key>: unknown option of <component> (did you mean ...?); valid: ...``.
+    """
+    import inspect
+
+    params = inspect.signature(fn).parameters.values()
+    accepted = sorted(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                      and p.name not in reserved)
+    for key in options:
+        if key not in accepted:
+            raise ConfigError(f"{path}.{key}: unknown option of {component}{did_you_mean(str(key), accepted)}; "
+                              f"valid: {', '.join(accepted) or 'none'}")

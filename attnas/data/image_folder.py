@@ -10,11 +10,13 @@ Pillow (``.png .jpg .jpeg .bmp .gif .tif .tiff .webp``) or as NumPy arrays (``.n
 ``(H, W)``, ``(H, W, C)`` or ``(C, H, W)``, ``uint8`` or floats in ``[0, 1]``). All images
 become grey-scale when every one of them is, RGB otherwise. They must share one size unless
 ``image_size`` is given, in which case each is resized to ``image_size x image_size``.
+An image of more pixels than Pillow's ``MAX_IMAGE_PIXELS`` (a decompression bomb) is refused.
 Other files (and hidden ones) are ignored.
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -70,10 +72,15 @@ def _read_pil(path: Path) -> np.ndarray:
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(path) as img:
-            img.load()
-            mode = "L" if img.mode in ("1", "L", "LA", "I", "I;16", "F") else "RGB"
-            arr = np.asarray(img.convert(mode))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path) as img:
+                img.load()
+                mode = "L" if img.mode in ("1", "L", "LA", "I", "I;16", "F") else "RGB"
+                arr = np.asarray(img.convert(mode))
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise DataError(f"image-folder: {path} is larger than {Image.MAX_IMAGE_PIXELS:,} pixels (Pillow's limit "
+                        "against decompression bombs); resize it") from None
     except (UnidentifiedImageError, OSError) as exc:
         raise DataError(f"image-folder: cannot read image {path}: {exc}") from None
     return arr[:, :, None] if arr.ndim == 2 else arr

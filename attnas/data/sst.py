@@ -30,6 +30,7 @@ from attnas._registry import register_dataset
 from attnas.data.root import require_files, resolve_data_root
 from attnas.data.text_dataset import TextDataset, TextSplit
 from attnas.errors import DataError
+from attnas.text_files import read_text
 
 FILES = {"train": "train.txt", "val": "dev.txt", "test": "test.txt"}
 SST5_LABELS = ("very negative", "negative", "neutral", "positive", "very positive")
@@ -99,15 +100,14 @@ Tree = tuple[tuple[str, ...], tuple[tuple[int, int, int], ...]]
 @functools.lru_cache(maxsize=8)
 def _read_trees(path: str, _stamp: tuple[int, int]) -> tuple[Tree, ...]:
     out = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            leaves, nodes = parse_tree(line, f"{path}:{lineno}")
-            for label, _, _ in nodes:
-                if not 0 <= label <= 4:
-                    raise DataError(f"{path}:{lineno}: sentiment label {label} is outside 0..4")
-            out.append((tuple(leaves), tuple(nodes)))
+    for lineno, line in enumerate(read_text(path, path, DataError).splitlines(), 1):
+        if not line.strip():
+            continue
+        leaves, nodes = parse_tree(line, f"{path}:{lineno}")
+        for label, _, _ in nodes:
+            if not 0 <= label <= 4:
+                raise DataError(f"{path}:{lineno}: sentiment label {label} is outside 0..4")
+        out.append((tuple(leaves), tuple(nodes)))
     if not out:
         raise DataError(f"{path}: no trees found")
     return tuple(out)

@@ -19,11 +19,12 @@ Text is tokenised with a small PTB-like tokeniser (words, numbers, clitics such 
 from __future__ import annotations
 
 import csv
+import io
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from attnas.config import Fraction, Seed, check_fields
 from attnas.data.root import resolve_data_root
 from attnas.data.text_dataset import TEXT_SPLITS, TextDataset, TextSplit, lowercase
 from attnas.errors import ConfigError, DataError
+from attnas.text_files import read_text
 
 SPLIT_ALIASES = {"train": "train", "training": "train", "val": "val", "dev": "val", "valid": "val",
                  "validation": "val", "test": "test", "testing": "test"}
@@ -108,44 +110,53 @@ def _read_rows(path: Path, opts: CsvOptions) -> list[tuple[int, str, str, str]]:
     delimiter = opts.delimiter
     if delimiter == "auto":
         delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
-    with open(path, newline="", encoding="utf-8-sig") as f:
-        reader = csv.reader(f, delimiter=delimiter)
-        header = next(reader, None)
-        if header is None:
-            raise DataError(f"csv {path}: the file is empty (expected a header row)")
-        header = [h.strip() for h in header]
-        wanted = [opts.text_column, opts.label_column] + ([opts.split_column] if opts.split_column else [])
-        for col in wanted:
-            if col not in header:
-                sep = "tab" if delimiter == "\t" else repr(delimiter)
+    text = read_text(path, f"csv {path}", DataError)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        return _parse_rows(path, reader, delimiter, opts)
+    except csv.Error as exc:
+        hint = "; a cell this long is refused (split or shorten its text)" if "field larger" in str(exc) else ""
+        raise DataError(f"csv {path}, line {reader.line_num}: {exc}{hint}") from None
+
+
+def _parse_rows(path: Path, reader: Any, delimiter: str, opts: CsvOptions) -> list[tuple[int, str, str, str]]:
+    """The rows of ``reader`` (see :func:`_read_rows`)."""
+    header = next(reader, None)
+    if header is None:
+        raise DataError(f"csv {path}: the file is empty (expected a header row)")
+    header = [h.strip() for h in header]
+    wanted = [opts.text_column, opts.label_column] + ([opts.split_column] if opts.split_column else [])
+    for col in wanted:
+        if col not in header:
+            sep = "tab" if delimiter == "\t" else repr(delimiter)
+            raise DataError(
+                f"csv {path}: no column '{col}' (columns found: {', '.join(header) or 'none'}; "
+                f"delimiter {sep}); set task.csv.text_column / label_column"
+            )
+    ti, li = header.index(opts.text_column), header.index(opts.label_column)
+    si = header.index(opts.split_column) if opts.split_column else None
+    rows = []
+    for row in reader:
+        if not any(cell.strip() for cell in row):
+            continue  # blank line
+        line = reader.line_num
+        if len(row) < len(header):
+            raise DataError(f"csv {path}, line {line}: {len(row)} fields, the header has {len(header)}")
+        text, label = row[ti].strip(), row[li].strip()
+        if not text:
+            raise DataError(f"csv {path}, line {line}: empty text in column '{opts.text_column}'")
+        if not label:
+            raise DataError(f"csv {path}, line {line}: empty label in column '{opts.label_column}'")
+        split = ""
+        if si is not None:
+            raw = row[si].strip().lower()
+            if raw not in SPLIT_ALIASES:
                 raise DataError(
-                    f"csv {path}: no column '{col}' (columns found: {', '.join(header) or 'none'}; "
-                    f"delimiter {sep}); set task.csv.text_column / label_column"
+                    f"csv {path}, line {line}: split '{row[si]}' in column '{opts.split_column}' "
+                    f"is not one of train, val (dev, valid), test"
                 )
-        ti, li = header.index(opts.text_column), header.index(opts.label_column)
-        si = header.index(opts.split_column) if opts.split_column else None
-        rows = []
-        for row in reader:
-            if not any(cell.strip() for cell in row):
-                continue  # blank line
-            line = reader.line_num
-            if len(row) < len(header):
-                raise DataError(f"csv {path}, line {line}: {len(row)} fields, the header has {len(header)}")
-            text, label = row[ti].strip(), row[li].strip()
-            if not text:
-                raise DataError(f"csv {path}, line {line}: empty text in column '{opts.text_column}'")
-            if not label:
-                raise DataError(f"csv {path}, line {line}: empty label in column '{opts.label_column}'")
-            split = ""
-            if si is not None:
-                raw = row[si].strip().lower()
-                if raw not in SPLIT_ALIASES:
-                    raise DataError(
-                        f"csv {path}, line {line}: split '{row[si]}' in column '{opts.split_column}' "
-                        f"is not one of train, val (dev, valid), test"
-                    )
-                split = SPLIT_ALIASES[raw]
-            rows.append((line, text, label, split))
+            split = SPLIT_ALIASES[raw]
+        rows.append((line, text, label, split))
     if not rows:
         raise DataError(f"csv {path}: no data rows under the header")
     return rows
@@ -230,7 +241,15 @@ def load_text_csv(root: str | os.PathLike | None = None, *, csv: CsvOptions | No
         if zero:
             raise ConfigError(f"csv: no {' or '.join(zero)} rows given and {zero[0]}_fraction is 0")
         train = by_split["train"]
-        parts = stratified_holdout([y for _, y, _ in train], carve, opts.split_seed)
+        labels = [y for _, y, _ in train]
+        parts = stratified_holdout(labels, carve, opts.split_seed)
+        empty = [split for split in carve if not parts[split]]
+        if empty:
+            counts = np.bincount(labels)
+            raise DataError(f"csv {opts.path}: no {empty[0]} rows can be held out of the training rows: "
+                            f"{int((counts == 1).sum())} of {int((counts > 0).sum())} labels occur in one row only "
+                            f"(a label gives held-out rows from its second row on); give task.csv.{empty[0]}_path "
+                            "or more rows per label")
         for split, idx in parts.items():
             by_split[split] = [train[i] for i in idx]
     splits = {s: TextSplit([t for t, _, _ in ex], [y for _, y, _ in ex], [x for _, _, x in ex])

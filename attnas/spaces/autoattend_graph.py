@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from attnas import _registry
+from attnas.errors import ConfigError
 from attnas.ops.graph_attention import EdgeScaledDotProductAttention
 from attnas.ops.dropout import fast_dropout
 from attnas.ops.graph_context import GraphContext, SparseFeatures
@@ -86,6 +87,9 @@ class GraphAdapter:
     def __init__(self, space: Any, info: TaskInfo):
         self.opts = space.options
         self.info = info
+        for key in self.opts.options or {}:  # the free-form mapping holds other domains' options
+            raise ConfigError(f"space.options.{key}: unknown option; AutoAttend's graph networks take no "
+                              "space.options (those are text options)")
 
     def stem(self) -> nn.Module:
         return GraphStem(self.info.in_dim, self.opts.hidden, self.opts.dropout, project=self.opts.stem == "project")

@@ -36,6 +36,68 @@ from attnas.strategies.supernet_scoring import score_candidates, supernet_score
 from attnas.train import FitResult, fit, make_optimizer, make_scheduler, train_epoch
 
 
+#: Most architectures drawn, and seconds spent, looking for one that meets the constraints
+#: before the supernet trains (:func:`check_constraints_feasible`).
+FEASIBILITY_DRAWS, FEASIBILITY_SECONDS = 200, 5.0
+
+
+def _needed(options: Any) -> int:
+    """How many feasible architectures the strategy draws first (its population or initial sample)."""
+    evolution = getattr(options, "evolution", None)
+    return int(getattr(evolution, "population", None) or getattr(options, "initial", None)
+               or getattr(options, "samples", None) or 1)
+
+
+def _draw_budget(options: Any) -> int:
+    """How many distinct architectures the strategy itself draws looking for its first ones:
+    ``vae.samples`` (latent-bo, whose candidates are those), else ``50 n + 100`` for ``n``
+    needed (:meth:`_OneShot.sample_unique`); at most :data:`FEASIBILITY_DRAWS`."""
+    samples = getattr(getattr(options, "vae", None), "samples", None)
+    return min(FEASIBILITY_DRAWS, int(samples) if samples else 50 * _needed(options) + 100)
+
+
+def check_constraints_feasible(options: Any, space: Any, task: Any) -> None:
+    """Refuse constraints that no architecture drawn from the space meets, before the supernet trains.
+
+    Costs depend on the architecture alone (not on trained weights), so they are measured
+    on architectures drawn from the space's prior with a fixed seed (the random generators
+    are left as they were) until one meets every constraint: as many distinct ones as the
+    strategy would draw (:func:`_draw_budget`), at most :data:`FEASIBILITY_DRAWS`, for at
+    most :data:`FEASIBILITY_SECONDS` seconds.
+
+    Raises:
+        ConfigError: ``strategy.constraints: only 0 of the N distinct architectures drawn meet ...``.
+    """
+    constraints = getattr(options, "constraints", None)
+    if not constraints:
+        return
+    model = CostModel(space, task, None, options.costs, default_batch_size=options.supernet.batch_size)
+    rng, seen, lowest = random.Random(0), set(), {}
+    saved, start = rng_state(), time.perf_counter()
+    try:
+        budget = _draw_budget(options)
+        for _ in range(10 * budget):
+            if len(seen) >= budget:
+                break
+            arch = space.sample(rng)
+            if arch.key() in seen:
+                continue
+            seen.add(arch.key())
+            costs = model.costs(arch, list(constraints))
+            if all(costs[k] <= limit for k, limit in constraints.items()):
+                return
+            lowest = {k: min(costs[k], lowest.get(k, costs[k])) for k in constraints}
+            if time.perf_counter() - start > FEASIBILITY_SECONDS:
+                break
+    finally:
+        set_rng_state(saved)
+    limits = ", ".join(f"{k} <= {v:g}" for k, v in constraints.items())
+    smallest = ", ".join(f"{k} {v:g}" for k, v in lowest.items())
+    raise ConfigError(f"strategy.constraints: only 0 of the {len(seen)} distinct architectures drawn meet {limits}, "
+                      f"{_needed(options)} were needed (checked before training; the smallest drawn: {smallest}); "
+                      "loosen the constraints")
+
+
 class _OneShot(Strategy):
     """Supernet training, candidate generation and scoring shared by the one-shot strategies."""
 
@@ -60,6 +122,7 @@ class _OneShot(Strategy):
             if not splits_into_parts(model):
                 raise ConfigError(f"strategy.costs.latency: 'operations' needs networks that split into operations; "
                                   f"those of space '{space.name}' do not (use 'network')")
+        check_constraints_feasible(options, space, task)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

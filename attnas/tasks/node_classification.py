@@ -19,7 +19,7 @@ from torch_geometric.data import Batch
 
 from attnas import _registry
 from attnas._registry import register_task
-from attnas.config import PositiveInt, Seed
+from attnas.config import PositiveInt, Seed, check_keyword_options
 from attnas.data.graphs import GraphDataset
 from attnas.errors import ConfigError, unknown_name
 from attnas.tasks.base import SPLITS, Task, TaskInfo
@@ -132,6 +132,8 @@ class NodeClassificationTask(Task):
             raise ConfigError(f"task.dataset: '{self.options.dataset}' is not a graph dataset; "
                               f"valid: {', '.join(graph_sets)}")
         kwargs = dict(self.options.options)
+        check_keyword_options(entry.obj, kwargs, f"dataset '{self.options.dataset}'", "task.options",
+                             reserved=("root", "normalize_features", "split_seed", "path"))
         kwargs.update(normalize_features=self.options.normalize_features, split_seed=self.options.split_seed)
         if self.options.path:
             kwargs["path"] = self.options.path

@@ -15,7 +15,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-BAD_INPUTS = "tests/test_bad_inputs.py"
+BAD_INPUTS = ["tests/test_bad_inputs.py", "tests/test_bad_inputs_users.py"]
 FAULTS = ["tests/test_kill_points.py", "tests/test_resume.py", "tests/test_exit_codes.py", "tests/test_faults.py",
           "tests/test_retrain_resume.py", "tests/test_nan_loss.py", "tests/strategies/test_cost_aware.py",
           "tests/strategies/test_darts_resume.py", "tests/strategies/test_car_darts_resume.py",
@@ -57,17 +57,23 @@ def _doc(item) -> str:
 
 
 def main() -> None:
-    items = _collect([BAD_INPUTS])
+    items = _collect(BAD_INPUTS)
     lines = ["# Bad inputs and faults: what attnas does with them", "",
-             f"Every row is a test case of `{BAD_INPUTS}` (collected by `python docs/results/bad_inputs_page.py`). "
-             "Each one runs the command line and checks: exit status 2, exactly one line `error: ...` that "
-             "contains the message shown, and no run directory written.", "",
+             f"Every row is a test case of {' and '.join(f'`{p}`' for p in BAD_INPUTS)} (collected by "
+             "`python docs/results/bad_inputs_page.py`). Each bad input runs the command line and checks: exit "
+             "status 2, exactly one line `error: ...` that contains the message shown, and no run directory "
+             "written (a run directory given is left as it was). The rows whose line says \"(see the test)\" are "
+             "valid inputs users produce (float64 features, YAML 1.2 numbers, UTF-16 files) that must succeed, and "
+             "SIGTERM and a second Ctrl-C, which stop a run as Ctrl-C does (exit 143 or 130, the run marked "
+             "interrupted, then resumed).", "",
              "| # | test | input | the one line says |", "|---|---|---|---|"]
     n = 0
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         message = params.get("message", "")
         case = ", ".join(f"{k}={_cell(v)}" for k, v in params.items() if k != "message")
+        if "(built by the test)" in case:  # the input is made by a function: its test id names it
+            case = item.callspec.id
         n += 1
         lines.append(f"| {n} | {_doc(item)} | {case.replace('`', '') or '-'} | "
                      f"{_cell(message) if message else '(see the test)'} |")
