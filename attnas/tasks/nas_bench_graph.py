@@ -19,15 +19,14 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-import torch
 
 from attnas._registry import register_task
 from attnas.data.nas_bench_graph import DATASETS, BenchTable, load_table
 from attnas.errors import ConfigError, UnsupportedError, unknown_name
-from attnas.tasks.base import Task, TaskInfo
+from attnas.tasks.base import TaskInfo
+from attnas.tasks.measured_scores import MeasuredScoresTask
 
 
 class ValidationQueries:
@@ -102,12 +101,14 @@ class NasBenchGraphTaskConfig:
 
 
 @register_task("nas-bench-graph")
-class NasBenchGraphTask(Task):
+class NasBenchGraphTask(MeasuredScoresTask):
     """NAS-Bench-Graph's table of one dataset: validation for search, test for the pick."""
 
     name = "nas-bench-graph"
     Config = NasBenchGraphTaskConfig
     metric = "score"
+    holds = "answers architectures from a table"
+    instead = "use a strategy that queries tables, e.g. 'regularized-evolution'"
 
     def __init__(self, options: NasBenchGraphTaskConfig | None = None, data_root: Path | None = None):
         super().__init__(options, data_root)
@@ -150,16 +151,3 @@ class NasBenchGraphTask(Task):
     def test_column(self, codes: list[int]) -> np.ndarray:
         """The test performance of architectures ``codes`` (for reports: curves of picks)."""
         return self._table.test[self.rows(codes)]
-
-    def _refuse(self, what: str) -> UnsupportedError:
-        return UnsupportedError(f"task '{self.name}' answers architectures from a table; it has no {what} "
-                                "(use a strategy that queries tables, e.g. 'regularized-evolution')")
-
-    def batches(self, split: str, **kwargs: Any):
-        raise self._refuse("training batches")
-
-    def loss(self, output: torch.Tensor, batch: Any) -> torch.Tensor:
-        raise self._refuse("loss")
-
-    def evaluate(self, forward: Callable[[Any], torch.Tensor], split: str, batch_size: int | None = None) -> float:
-        raise self._refuse("model evaluation")
