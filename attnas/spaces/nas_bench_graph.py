@@ -116,7 +116,7 @@ class NasBenchGraphSpace(Space):
     name = "nas-bench-graph"
     Config = NasBenchGraphConfig
     capabilities = frozenset({"table", "dag"})
-    task_kinds = ("table",)
+    task_kinds = ("table", "architectures")
 
     @property
     def index(self) -> ArchIndex:
@@ -178,11 +178,44 @@ class NasBenchGraphSpace(Space):
                 adj[i + 1, 5] = 1
         return adj, ["input", *ops, "output"]
 
+    def dag_vocabulary(self) -> list[str]:
+        """Vertex labels for graph VAEs: input, output, then the operations."""
+        return ["input", "output", *self.index.operations]
+
+    def from_dag(self, adj: np.ndarray, labels: list[str]) -> Arch:
+        """The architecture a DAG describes (the inverse of :meth:`to_dag` up to canonical form).
+
+        Raises:
+            ArchError: When the DAG is not one of this space (six vertices, one parent per
+                node among the earlier vertices, the output read from exactly the nodes no
+                other node reads, the space's operations).
+        """
+        adj = np.asarray(adj) != 0
+        if len(labels) != 6 or adj.shape != (6, 6) or labels[0] != "input" or labels[-1] != "output":
+            raise ArchError(f"DAG: a NAS-Bench-Graph architecture is input, 4 nodes, output; got labels {list(labels)}")
+        if np.any(np.tril(adj)):
+            raise ArchError("DAG: an edge goes against the vertex order")
+        links = []
+        for i in range(4):
+            parents = np.flatnonzero(adj[:i + 1, i + 1]).tolist()
+            if len(parents) != 1:
+                raise ArchError(f"DAG: node {i} must read exactly one earlier vertex, reads {parents}")
+            links.append(parents[0])
+        unread = [i + 1 for i in range(4) if i + 1 not in links]
+        if np.flatnonzero(adj[:, 5]).tolist() != unread:
+            raise ArchError(f"DAG: the output must read the nodes no node reads ({unread}), "
+                            f"reads {np.flatnonzero(adj[:, 5]).tolist()}")
+        arch = self.arch({"links": links, "ops": list(labels[1:5])})
+        self.validate(arch)
+        return arch
+
     def check_task(self, task: Any) -> None:
-        """Refuse a task other than a table, or a table without every architecture of the space
-        (``proteins`` with ``operations: all``)."""
+        """Refuse a task other than a table (``nas-bench-graph`` or ``architecture-performance`` on
+        an ``nbg-*`` dataset), or a table without every architecture of the space (``proteins``
+        with ``operations: all``)."""
         super().check_task(task)
-        task.rows(self.index.codes)
+        if hasattr(task, "rows"):
+            task.rows(self.index.codes)
 
     def build(self, arch: Arch, task: Any) -> nn.Module:
         raise UnsupportedError("space 'nas-bench-graph': its architectures are scored from the benchmark's tables "

@@ -93,3 +93,26 @@ def test_dag_reads_input_and_feeds_output_from_unread_nodes(space):
 def test_build_refuses(space):
     with pytest.raises(UnsupportedError, match="tables"):
         space.build(space.sample(random.Random(0)), None)
+
+
+def test_dags_round_trip_through_from_dag(space):
+    rng = random.Random(3)
+    for _ in range(50):
+        a = space.sample(rng)
+        adj, labels = space.to_dag(a)
+        assert space.from_dag(adj, labels) == a
+    assert space.dag_vocabulary() == ["input", "output", *space.index.operations]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda adj: adj.__setitem__((0, 2), 1), "exactly one"),      # node 1 reads two vertices
+    (lambda adj: adj.__setitem__((1, 5), 1), "output must read"),  # the output reads a read node
+    (lambda adj: adj.__setitem__((3, 2), 1), "against the vertex order"),
+])
+def test_dags_outside_the_space_are_refused(space, edit, message):
+    adj, labels = space.to_dag(space.arch({"links": [0, 1, 1, 2], "ops": ["gcn", "gat", "sage", "gin"]}))
+    edit(adj)
+    with pytest.raises(ArchError, match=message):
+        space.from_dag(adj, labels)
+    with pytest.raises(ArchError, match="input, 4 nodes, output"):
+        space.from_dag(adj[:5, :5], labels[:5])
