@@ -26,7 +26,6 @@ from attnas.atomic_files import atomic_write_text
 from attnas.config import from_mapping
 from attnas.errors import ConfigError, unknown_name
 from attnas.spaces.nas_bench_graph import NasBenchGraphConfig, NasBenchGraphSpace
-from attnas.strategies.table_search import LOOPS
 from attnas.tasks.nas_bench_graph import NasBenchGraphTask, NasBenchGraphTaskConfig
 
 DEFAULT_STRATEGIES = ("table-random", "regularized-evolution", "local-search", "table-evolution")
@@ -56,8 +55,9 @@ class StrategySpec:
             ConfigError: An unknown strategy, a malformed or unknown setting, a bad value.
         """
         name, _, rest = text.partition(":")
-        if name not in LOOPS:
-            raise ConfigError(f"--strategy: {unknown_name('table strategy', name, sorted(LOOPS))}")
+        names = table_strategies()
+        if name not in names:
+            raise ConfigError(f"--strategy: {unknown_name('table strategy', name, names)}")
         settings = {}
         for item in filter(None, rest.split(",")):
             key, eq, value = item.partition("=")
@@ -79,6 +79,13 @@ class StrategySpec:
                 raise ConfigError(f"--strategy {self.label}: unknown setting '{key}'; "
                                   f"valid: {', '.join(sorted(known - {'budget'}))}")
         return from_mapping(config, {**self.settings, "budget": budget}, "strategy")
+
+
+def table_strategies() -> list[str]:
+    """The registered strategies that search tables (:class:`~attnas.strategies.table_strategies._TableStrategy`)."""
+    from attnas.strategies.table_strategies import _TableStrategy
+
+    return sorted(e.name for e in _registry.entries("strategy") if issubclass(e.obj, _TableStrategy))
 
 
 def incumbent_curve(scores: np.ndarray, tests: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
