@@ -7,20 +7,19 @@ import pytest
 
 pytest.importorskip("nas_bench_graph")
 
-from attnas.spaces.nas_bench_graph import NasBenchGraphSpace  # noqa: E402
 from attnas.strategies import table_search  # noqa: E402
 from attnas.strategies.table_search import LOOPS  # noqa: E402
-from attnas.tasks.nas_bench_graph import NasBenchGraphTask, NasBenchGraphTaskConfig  # noqa: E402
+from nas_bench_graph_tables import cora_space, cora_task  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def space():
-    return NasBenchGraphSpace()
+    return cora_space()
 
 
 @pytest.fixture(scope="module")
 def task():
-    return NasBenchGraphTask(NasBenchGraphTaskConfig("cora"))
+    return cora_task()
 
 
 def view(space, task):

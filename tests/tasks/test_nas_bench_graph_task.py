@@ -16,16 +16,17 @@ from attnas.data import nas_bench_graph as tables  # noqa: E402
 from attnas.errors import ConfigError, DataError, UnsupportedError  # noqa: E402
 from attnas.spaces.nas_bench_graph import NasBenchGraphConfig, NasBenchGraphSpace  # noqa: E402
 from attnas.tasks.nas_bench_graph import NasBenchGraphTask, NasBenchGraphTaskConfig  # noqa: E402
+from nas_bench_graph_tables import cora_space, cora_task  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def space():
-    return NasBenchGraphSpace()
+    return cora_space()
 
 
 @pytest.fixture(scope="module")
 def task():
-    return NasBenchGraphTask(NasBenchGraphTaskConfig("cora"))
+    return cora_task()
 
 
 def test_tables_have_every_architecture_and_both_columns():
