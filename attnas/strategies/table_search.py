@@ -4,7 +4,7 @@ Each loop queries a :class:`~attnas.tasks.nas_bench_graph.ValidationQueries` (va
 performance only) until ``budget`` distinct architectures have been queried; the pick is
 the queried architecture with the best validation performance
 (:meth:`~attnas.tasks.nas_bench_graph.ValidationQueries.incumbent`). Architectures are
-integer indices, so a 100-query search takes about a millisecond.
+integer indices, so a 100-query search takes a few milliseconds.
 
 Pairing: every loop draws its first architectures with ``rng.randrange`` from the same
 ``random.Random(seed)`` (:meth:`ValidationQueries.sample_unseen`), so with seed ``k`` the

@@ -1,8 +1,9 @@
 """Strategies that search a table of measured architectures (task ``nas-bench-graph``).
 
 ``table-random``, ``regularized-evolution``, ``local-search`` and ``table-evolution``
-(AutoAttend's scheme) run the loops of :mod:`attnas.strategies.table_search` on the
-task's :class:`~attnas.tasks.nas_bench_graph.ValidationQueries`: they read validation
+(AutoAttend's scheme) run the loops of :mod:`attnas.strategies.table_search` (and
+``table-latent-bo`` that of :mod:`attnas.strategies.table_latent_bo`) on the task's
+:class:`~attnas.tasks.nas_bench_graph.ValidationQueries`: they read validation
 performance only, and the budget is the number of distinct architectures queried. The
 pick is the best queried architecture on validation; its test performance is read from
 the table once the search is over and goes to ``metrics.json`` (``test_score``) with its
