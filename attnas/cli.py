@@ -11,6 +11,7 @@
     attnas retrain RUN_DIR [--dataset NAME] [--seeds N] [--init supernet|scratch] [--workers N]
     attnas sweep RECIPE [--seeds N] [--grid key=[v1,v2] ...] [--set key=value ...] [--out DIR] [--workers N]
     attnas compare RECIPE [--seeds N] [--search-seeds K] [--baselines a,b] [--no-random] [--set key=value ...] [--out DIR] [--workers N]
+    attnas bench [--out DIR] [--seeds N] [--budgets 25,50,...] [--datasets cora,...] [--strategy SPEC ...]
     attnas evaluate RUN_DIR
     attnas report RUN_DIR
     attnas check-arch ARCH_JSON RECIPE
@@ -332,6 +333,30 @@ def compare(recipe: str = typer.Argument(..., help="A recipe that searches (name
         typer.echo(line + ")")
     for v in result["verdicts"]:
         typer.echo(f"{v['verdict']}: {v['sentence']}")
+
+
+@app.command()
+@_guard
+def bench(out: Path = typer.Option(Path("runs/bench"), "--out", help="Output folder (finished cells are kept: "
+                                   "running again continues)."),
+          seeds: int = typer.Option(100, "--seeds", help="Seeds per cell (seed k: the same first draws for every strategy)."),
+          budgets: str = typer.Option("25,50,100,200,500", "--budgets", help="Distinct architectures queried."),
+          datasets: Optional[str] = typer.Option(None, "--datasets", help="NAS-Bench-Graph datasets (default: all nine)."),
+          strategy: list[str] = typer.Option([], "--strategy", help="NAME or NAME:key=value,... (repeatable; default: "
+                                             "table-random, regularized-evolution, local-search, table-evolution).")) -> None:
+    """Search strategies on NAS-Bench-Graph's tables: anytime curves and paired tests against random search;
+    writes bench.json, bench.md and figures/ (needs attnas\\[nasbench])."""
+    from attnas.bench import DATASETS, DEFAULT_STRATEGIES, run_bench
+    from attnas.errors import ConfigError
+
+    try:
+        budget_list = [int(b) for b in budgets.split(",") if b.strip()]
+    except ValueError:
+        raise ConfigError(f"--budgets: comma-separated integers, got {budgets!r}") from None
+    names = [d.strip() for d in datasets.split(",") if d.strip()] if datasets else list(DATASETS)
+    run_bench(out, strategy or DEFAULT_STRATEGIES, names, budget_list, seeds,
+              log=lambda line: typer.echo(line, err=True))
+    typer.echo(f"bench: {out / 'bench.md'}")
 
 
 @app.command()

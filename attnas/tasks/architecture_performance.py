@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import torch
 from torch import Tensor
@@ -24,11 +24,12 @@ from torch import Tensor
 from attnas import _registry
 from attnas._registry import register_task
 from attnas.config import Range, Seed, check_fields
-from attnas.errors import ConfigError, UnsupportedError, unknown_name
+from attnas.errors import ConfigError, unknown_name
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.validity import is_valid_dag, is_valid_enas
-from attnas.tasks.base import Task, TaskInfo
+from attnas.tasks.base import TaskInfo
+from attnas.tasks.measured_scores import MeasuredScoresTask
 
 #: D-VAE's validity test of decoded graphs for each dataset (Table 1's "validity").
 _VALIDITY: dict[str, Callable[[DagBatch], Tensor]] = {"enas6": is_valid_enas}
@@ -53,12 +54,13 @@ class ArchitecturePerformanceConfig:
 
 
 @register_task("architecture-performance")
-class ArchitecturePerformanceTask(Task):
+class ArchitecturePerformanceTask(MeasuredScoresTask):
     """Architectures as DAGs with measured scores (ENAS 19,020, paper 004)."""
 
     name = "architecture-performance"
     Config = ArchitecturePerformanceConfig
     metric = "accuracy"
+    instead = "no network is trained on it; use a strategy such as 'graph-vae'"
 
     def __init__(self, options: ArchitecturePerformanceConfig | None = None, data_root: Path | None = None):
         super().__init__(options, data_root)
@@ -85,16 +87,3 @@ class ArchitecturePerformanceTask(Task):
     def is_valid(self, graphs: DagBatch) -> Tensor:
         """D-VAE's validity test of decoded graphs for this dataset (``(G,)`` bool)."""
         return _VALIDITY.get(self.options.dataset, is_valid_dag)(graphs)
-
-    def _refuse(self, what: str) -> UnsupportedError:
-        return UnsupportedError(f"task '{self.name}' holds measured scores of architectures; it has no {what} "
-                                "(no network is trained on it; use a strategy such as 'graph-vae')")
-
-    def batches(self, split: str, **kwargs: Any):
-        raise self._refuse("training batches")
-
-    def loss(self, output: torch.Tensor, batch: Any) -> torch.Tensor:
-        raise self._refuse("loss")
-
-    def evaluate(self, forward: Callable[[Any], torch.Tensor], split: str, batch_size: int | None = None) -> float:
-        raise self._refuse("model evaluation")

@@ -1,0 +1,153 @@
+"""NAS-Bench-Graph as a task: an architecture is answered with its table entry.
+
+Qin et al., *NAS-Bench-Graph: Benchmarking Graph Neural Architecture Search*, NeurIPS 2022
+Datasets and Benchmarks: every architecture of the space (:mod:`attnas.spaces.nas_bench_graph`)
+was trained on nine datasets; the table holds its validation and test performance
+(accuracy; ROC-AUC on ``proteins``), latency and parameters (:mod:`attnas.data.nas_bench_graph`).
+
+A search sees the table only through :meth:`NasBenchGraphTask.validation_view`, a
+:class:`ValidationQueries` that holds the validation column and the costs, never the test
+column, and counts the distinct architectures queried (the budget). The test performance
+of the architecture a search picked on validation is read afterwards with
+:meth:`NasBenchGraphTask.test_score`. No network is trained, so :meth:`batches`,
+:meth:`loss` and :meth:`evaluate` refuse.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from attnas._registry import register_task
+from attnas.data.nas_bench_graph import DATASETS, BenchTable, load_table
+from attnas.errors import ConfigError, UnsupportedError, unknown_name
+from attnas.tasks.base import TaskInfo
+from attnas.tasks.measured_scores import MeasuredScoresTask
+
+
+class ValidationQueries:
+    """What a search may read: validation performance and costs, one architecture at a time.
+
+    Args:
+        valid: Validation performance by architecture index.
+        latency: Latency (seconds) by index.
+        params: Parameters (millions) by index.
+        neighbours: The space's one-step neighbours of an index.
+
+    Attributes:
+        trace: The distinct indices queried, in order (``len(trace)`` is the budget spent).
+        scores: Their validation performance, in the same order.
+    """
+
+    def __init__(self, valid: list[float], latency: list[float], params: list[float],
+                 neighbours: Callable[[int], list[int]]):
+        self._valid, self.latency, self.params = valid, latency, params
+        self.neighbours = neighbours
+        self.n = len(valid)
+        self.trace: list[int] = []
+        self.scores: list[float] = []
+        self._seen: set[int] = set()
+
+    @property
+    def spent(self) -> int:
+        """Distinct architectures queried so far."""
+        return len(self.trace)
+
+    def seen(self, i: int) -> bool:
+        """Whether ``i`` was queried already (querying it again is free)."""
+        return i in self._seen
+
+    def query(self, i: int) -> float:
+        """The validation performance of architecture ``i`` (a first query spends one unit)."""
+        if i not in self._seen:
+            self._seen.add(i)
+            self.trace.append(i)
+            self.scores.append(self._valid[i])
+        return self._valid[i]
+
+    def sample(self, rng: random.Random) -> int:
+        """A uniform index (queried or not)."""
+        return rng.randrange(self.n)
+
+    def sample_unseen(self, rng: random.Random) -> int:
+        """A uniform index not queried yet (draws until one is new)."""
+        while True:
+            i = rng.randrange(self.n)
+            if i not in self._seen:
+                return i
+
+    def incumbent(self) -> int:
+        """The queried index with the best validation performance (the earliest on ties)."""
+        return self.trace[max(range(len(self.scores)), key=self.scores.__getitem__)]
+
+
+@dataclass(frozen=True)
+class NasBenchGraphTaskConfig:
+    """Options of the NAS-Bench-Graph task.
+
+    Attributes:
+        dataset: One of the benchmark's nine datasets (``cora`` ... ``proteins``).
+    """
+
+    dataset: str = "cora"
+
+    def __post_init__(self) -> None:
+        if self.dataset not in DATASETS:
+            raise ConfigError(f"task.dataset: {unknown_name('NAS-Bench-Graph dataset', self.dataset, DATASETS)}")
+
+
+@register_task("nas-bench-graph")
+class NasBenchGraphTask(MeasuredScoresTask):
+    """NAS-Bench-Graph's table of one dataset: validation for search, test for the pick."""
+
+    name = "nas-bench-graph"
+    Config = NasBenchGraphTaskConfig
+    metric = "score"
+    holds = "answers architectures from a table"
+    instead = "use a strategy that queries tables, e.g. 'regularized-evolution'"
+
+    def __init__(self, options: NasBenchGraphTaskConfig | None = None, data_root: Path | None = None):
+        super().__init__(options, data_root)
+        self._table: BenchTable = load_table(self.options.dataset)
+        self._columns: dict[tuple, tuple[list, list, list]] = {}
+
+    @property
+    def info(self) -> TaskInfo:
+        return TaskInfo(kind="table", in_dim=0, num_classes=1,
+                        extra={"dataset": self.options.dataset, "architectures": len(self._table.codes)})
+
+    def rows(self, codes: list[int]) -> np.ndarray:
+        """The table rows of architecture codes, in order.
+
+        Raises:
+            UnsupportedError: When a code is not in this dataset's table.
+        """
+        codes_arr = np.asarray(codes, dtype=np.int64)
+        rows = np.searchsorted(self._table.codes, codes_arr)
+        rows = np.minimum(rows, len(self._table.codes) - 1)
+        missing = codes_arr[self._table.codes[rows] != codes_arr]
+        if len(missing):
+            raise UnsupportedError(f"task.dataset '{self.options.dataset}': {len(missing)} architectures of the space "
+                                   f"are not in its table (e.g. code {int(missing[0])}); proteins was measured on "
+                                   f"5 operations only: use space.operations: proteins")
+        return rows
+
+    def validation_view(self, codes: list[int], neighbours: Callable[[int], list[int]]) -> ValidationQueries:
+        """A fresh :class:`ValidationQueries` over the architectures ``codes`` (a space's index order)."""
+        key = tuple(codes)
+        if key not in self._columns:  # aligned once per space: a view is made per search
+            rows, t = self.rows(codes), self._table
+            self._columns[key] = (t.valid[rows].tolist(), t.latency[rows].tolist(), t.params[rows].tolist())
+        return ValidationQueries(*self._columns[key], neighbours)
+
+    def test_score(self, code: int) -> float:
+        """The test performance of one architecture (report it for the pick, never search on it)."""
+        return float(self._table.test[self.rows([code])[0]])
+
+    def test_column(self, codes: list[int]) -> np.ndarray:
+        """The test performance of architectures ``codes`` (for reports: curves of picks)."""
+        return self._table.test[self.rows(codes)]
