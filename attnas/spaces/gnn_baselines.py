@@ -63,6 +63,16 @@ class GCN(nn.Module):
         self.conv1, self.conv2, self.p = gnn.GCNConv(in_dim, hidden), gnn.GCNConv(hidden, out_dim), dropout
 
     def forward(self, batch: Any) -> torch.Tensor:
+        """Node logits of a graph.
+
+        Args:
+            batch: A graph with ``x``, float ``[N, in_dim]`` node features, and ``edge_index``,
+                int64 ``[2, E]`` edges (source row, target row): a torch_geometric ``Data`` or
+                ``Batch``, or the node-classification task's ``NodeBatch``.
+
+        Returns:
+            ``[N, classes]`` logits.
+        """
         x = fast_dropout(batch.x, self.p, self.training)
         x = F.relu(self.conv1(x, batch.edge_index))
         x = fast_dropout(x, self.p, self.training)
@@ -79,6 +89,16 @@ class GAT(nn.Module):
         self.conv2 = gnn.GATConv(hidden * heads, out_dim, heads=out_heads, concat=False, dropout=dropout)
 
     def forward(self, batch: Any) -> torch.Tensor:
+        """Node logits of a graph.
+
+        Args:
+            batch: A graph with ``x``, float ``[N, in_dim]`` node features, and ``edge_index``,
+                int64 ``[2, E]`` edges (source row, target row): a torch_geometric ``Data`` or
+                ``Batch``, or the node-classification task's ``NodeBatch``.
+
+        Returns:
+            ``[N, classes]`` logits.
+        """
         x = fast_dropout(batch.x, self.p, self.training)
         x = F.elu(self.conv1(x, batch.edge_index))
         x = fast_dropout(x, self.p, self.training)
