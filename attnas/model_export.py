@@ -160,11 +160,23 @@ def _write_torch_export(model: nn.Module, info: Any, path: Path) -> dict:
     with torch.no_grad():
         expected = tensor_input_model(model, info.kind)(*inputs)
         got = program.module()(*inputs)
-    buf = io.BytesIO()
-    torch.export.save(program, buf)
-    atomic_write_bytes(path, buf.getvalue())
+    atomic_write_bytes(path, saved_program(program))
     return {"inputs": "example_inputs (attnas.model_inputs)", "max_abs_diff": _largest_difference(expected, got),
             "dynamic_dims": dynamic_dims(program)}
+
+
+def saved_program(program: Any) -> bytes:
+    """The bytes ``torch.export.save`` writes for ``program``.
+
+    Raises:
+        UnsupportedError: When the program holds something torch cannot serialise.
+    """
+    buf = io.BytesIO()
+    try:
+        torch.export.save(program, buf)
+    except Exception as exc:  # noqa: BLE001 - the serialiser raises several kinds
+        raise UnsupportedError(f"torch.export.save cannot write this model's program: {_first_line(exc)}") from None
+    return buf.getvalue()
 
 
 def dynamic_dims(program: Any) -> dict[str, list[int]]:
