@@ -9,7 +9,7 @@ the task facts ``build()`` reads, the model's inputs), ``arch.json`` and ``confi
   ``attnas[safetensors]`` extra);
 - ``torch-export``: ``model.pt2``, the model traced by ``torch.export.export`` with tensor
   inputs (:mod:`attnas.model_inputs`); ``torch.export.load(path).module()(*inputs)`` runs it
-  with torch alone;
+  with torch alone (the check runs it in a Python that cannot import attnas or torch_geometric);
 - ``onnx``: ``model.onnx`` from ``torch.onnx.export`` (needs ``onnx`` and ``onnxscript``; the
   ``attnas[onnx]`` extra, which also brings ``onnxruntime`` to check it).
 
@@ -25,6 +25,9 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -159,10 +162,46 @@ def _write_torch_export(model: nn.Module, info: Any, path: Path) -> dict:
     program, inputs = trace(model, info)
     with torch.no_grad():
         expected = tensor_input_model(model, info.kind)(*inputs)
-        got = program.module()(*inputs)
     atomic_write_bytes(path, saved_program(program))
+    got = run_with_torch_alone(path, inputs)
     return {"inputs": "example_inputs (attnas.model_inputs)", "max_abs_diff": _largest_difference(expected, got),
+            "runtime": "torch alone (a fresh Python without attnas and torch_geometric)",
             "dynamic_dims": dynamic_dims(program)}
+
+
+#: Run in a fresh Python: load an exported program and run it with torch alone (attnas and
+#: torch_geometric cannot be imported there).
+_PLAIN_TORCH = """
+import sys, torch
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("attnas", "torch_geometric"):
+            raise ImportError(name + " cannot be imported here")
+sys.meta_path.insert(0, Block())
+torch.set_num_threads(1)
+program = torch.export.load(sys.argv[1]).module()
+with torch.no_grad():
+    torch.save(program(*torch.load(sys.argv[2], weights_only=True)), sys.argv[3])
+"""
+
+
+def run_with_torch_alone(program_path: str | Path, inputs: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """Run a ``model.pt2`` on ``inputs`` in a fresh Python in which attnas and torch_geometric
+    cannot be imported (what a user without attnas has).
+
+    Raises:
+        UnsupportedError: With the last line of the error when the program does not run there.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        torch.save(tuple(inputs), tmp / "inputs.pt")
+        result = subprocess.run([sys.executable, "-c", _PLAIN_TORCH, str(Path(program_path).resolve()),
+                                 str(tmp / "inputs.pt"), str(tmp / "out.pt")], cwd=tmp, capture_output=True,
+                                text=True, env={"PATH": "/usr/bin:/bin"})
+        if result.returncode != 0:
+            lines = result.stderr.strip().splitlines() or ["(no message)"]
+            raise UnsupportedError(f"the exported program does not run with torch alone: {lines[-1]}")
+        return torch.load(tmp / "out.pt", weights_only=True)
 
 
 def saved_program(program: Any) -> bytes:

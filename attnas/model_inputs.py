@@ -167,3 +167,18 @@ def dynamic_shapes(kind: str) -> tuple[dict[int, Any], ...]:
     if kind == "image":
         return ({0: auto},)
     return {0: auto, 1: auto}, {0: auto, 1: auto}
+
+
+def tensors_of(kind: str, batch: Any) -> tuple[torch.Tensor, ...]:
+    """The tensor inputs (:data:`INPUTS` order) of a task batch, for an exported program.
+
+    Args:
+        kind: The task's kind.
+        batch: A batch of the task (``task.batches(split)``).
+    """
+    input_names(kind)
+    if kind == "node":
+        return batch.x, batch.edge_index
+    if kind == "image":
+        return (batch[0] if isinstance(batch, (tuple, list)) else batch,)
+    return batch["tokens"], batch["mask"]
