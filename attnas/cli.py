@@ -368,6 +368,8 @@ def export(run_dir: Path = typer.Argument(..., help="A finished run directory.")
         checked = (f"; checked on example inputs: max |difference| {check['max_abs_diff']:.2g}"
                    if "max_abs_diff" in check else f"; not checked: {check['why']}" if "why" in check else "")
         typer.echo(f"{info['path']}/{info['file']}: {format_} export of the final model{checked}")
+        if "other_sizes" in check:
+            typer.echo(f"warning: it runs only at the traced input sizes; other sizes {check['other_sizes']}", err=True)
         return
     from attnas.pareto import export_member
 

@@ -247,12 +247,20 @@ def _write_onnx(model: nn.Module, info: Any, path: Path) -> dict:
     import onnxruntime
 
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    feed = {i.name: t.numpy() for i, t in zip(session.get_inputs(), inputs)}
-    with torch.no_grad():
-        expected = wrapped(*inputs)
-    got = torch.from_numpy(session.run(None, feed)[0])
-    return {"inputs": "example_inputs (attnas.model_inputs)", "max_abs_diff": _largest_difference(expected, got),
-            "runtime": f"onnxruntime {onnxruntime.__version__}"}
+
+    def difference(x: tuple[torch.Tensor, ...]) -> float:
+        with torch.no_grad():
+            expected = wrapped(*x)
+        got = session.run(None, {i.name: t.numpy() for i, t in zip(session.get_inputs(), x)})[0]
+        return _largest_difference(expected, torch.from_numpy(got))
+
+    check = {"inputs": "example_inputs (attnas.model_inputs)", "max_abs_diff": difference(inputs),
+             "runtime": f"onnxruntime {onnxruntime.__version__}"}
+    try:  # other sizes than the traced ones (nodes, batch, length)
+        check["other_size_max_abs_diff"] = difference(example_inputs(info, size=5, seed=1))
+    except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own kinds
+        check["other_sizes"] = f"fails: {_first_line(exc)}"
+    return check
 
 
 def load_exported(folder: str | Path, device: str | None = None) -> nn.Module:

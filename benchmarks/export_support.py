@@ -82,10 +82,10 @@ def main() -> None:
             archs = [space.arch({"mechanism": m}) for m in space.options.candidates]
         else:
             archs = [space.sample(rng) for _ in range(args.draws)]
-        models = [(space.describe(a)[:90], space.build(a, task).eval()) for a in archs]
+        models = [(" ".join(space.describe(a).split())[:90], space.build(a, task).eval()) for a in archs]
         run = args.runs / name if args.runs else None
         if run is not None and (run / "model.pt").exists():
-            models.insert(0, ("found: " + space.describe(pipeline.open_finished(run)[2])[:80],
+            models.insert(0, ("found: " + " ".join(space.describe(pipeline.open_finished(run)[2]).split())[:80],
                               pipeline.load_model(run, device="cpu")))
         for label, model in models:
             exported, onnx = _check(model, task.info)
