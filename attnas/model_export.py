@@ -139,7 +139,7 @@ def trace(model: nn.Module, info: Any) -> tuple[Any, tuple[torch.Tensor, ...]]:
     Raises:
         UnsupportedError: With the first line of torch's reason when tracing fails.
     """
-    wrapped, inputs = tensor_input_model(model, info.kind), example_inputs(info)
+    wrapped, inputs = tensor_input_model(model, info.kind, info), example_inputs(info)
     try:
         with eager_only(), torch.no_grad():
             return torch.export.export(wrapped, inputs, dynamic_shapes=dynamic_shapes(info.kind)), inputs
@@ -161,7 +161,7 @@ def _largest_difference(a: torch.Tensor, b: torch.Tensor) -> float:
 def _write_torch_export(model: nn.Module, info: Any, path: Path) -> dict:
     program, inputs = trace(model, info)
     with torch.no_grad():
-        expected = tensor_input_model(model, info.kind)(*inputs)
+        expected = tensor_input_model(model, info.kind, info)(*inputs)
     atomic_write_bytes(path, saved_program(program))
     got = run_with_torch_alone(path, inputs)
     return {"inputs": "example_inputs (attnas.model_inputs)", "max_abs_diff": _largest_difference(expected, got),
@@ -230,7 +230,7 @@ def dynamic_dims(program: Any) -> dict[str, list[int]]:
 
 def _write_onnx(model: nn.Module, info: Any, path: Path) -> dict:
     kind = info.kind
-    wrapped, inputs = tensor_input_model(model, kind), example_inputs(info)
+    wrapped, inputs = tensor_input_model(model, kind, info), example_inputs(info)
     names = input_names(kind)
     try:
         with eager_only(), torch.no_grad():

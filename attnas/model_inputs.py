@@ -17,7 +17,8 @@ sequence  ``tokens`` int64 ``[B, L]``, ``mask`` bool ``[B, L]``          ``[B, c
 text      ``tokens`` int64 ``[B, L]``, ``mask`` bool ``[B, L]``          ``[B, classes]`` logits
 ========  ===========================================================  ==========================
 
-``mask`` is True at real tokens (padding on the right, ``pad_id`` at pad positions).
+``mask`` is True at real tokens (padding on the right, ``pad_id`` at pad positions); token
+inputs are padded to the model's ``max_len`` inside the wrapper (``L`` may be anything up to it).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from attnas.errors import UnsupportedError
@@ -61,9 +63,22 @@ class TensorInputModel(nn.Module):
 
     kind = ""
 
-    def __init__(self, model: nn.Module):
+    def __init__(self, model: nn.Module, pad_to: int = 0, pad_id: int = 0):
         super().__init__()
-        self.model = model
+        self.model, self.pad_to, self.pad_id = model, pad_to, pad_id
+
+    def padded(self, tokens: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``tokens`` and ``mask`` padded on the right to ``pad_to`` tokens (pad ids, False).
+
+        Token models are padding-invariant (pads are masked out of attention and pooling), and
+        a fixed length keeps block-wise attention (blocks of a few tokens) from specialising
+        a traced program to the traced length's remainder.
+        """
+        if not self.pad_to:
+            return tokens, mask
+        extra = self.pad_to - tokens.shape[1]
+        torch._check(extra >= 0, lambda: f"sequences longer than the model's max_len {self.pad_to}")
+        return F.pad(tokens, (0, extra), value=self.pad_id), F.pad(mask, (0, extra), value=False)
 
 
 class NodeInputModel(TensorInputModel):
@@ -101,6 +116,7 @@ class SequenceInputModel(TensorInputModel):
 
     def forward(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Logits ``[B, classes]`` of ``tokens [B, L]`` with ``mask [B, L]`` (True at real tokens)."""
+        tokens, mask = self.padded(tokens, mask)
         return self.model({"tokens": tokens, "mask": mask})
 
 
@@ -113,6 +129,7 @@ class TextInputModel(TensorInputModel):
         """Logits ``[B, classes]`` of ``tokens [B, L]`` with ``mask [B, L]`` (True at real tokens)."""
         from attnas.tasks.text_classification import TextBatch
 
+        tokens, mask = self.padded(tokens, mask)
         lengths = mask.sum(dim=1)
         return self.model(TextBatch(tokens, mask, lengths, torch.zeros_like(lengths), lengths.cpu()))
 
@@ -120,10 +137,18 @@ class TextInputModel(TensorInputModel):
 _WRAPPERS = {cls.kind: cls for cls in (NodeInputModel, ImageInputModel, SequenceInputModel, TextInputModel)}
 
 
-def tensor_input_model(model: nn.Module, kind: str) -> TensorInputModel:
-    """``model`` wrapped to take the tensor inputs of its task kind (in eval mode)."""
+def tensor_input_model(model: nn.Module, kind: str, info: Any = None) -> TensorInputModel:
+    """``model`` wrapped to take the tensor inputs of its task kind (in eval mode).
+
+    Args:
+        model: A found model.
+        kind: Its task's kind.
+        info: Its TaskInfo: token inputs are then padded to its ``max_len``.
+    """
     input_names(kind)
-    return _WRAPPERS[kind](model).eval()
+    extra = getattr(info, "extra", None) or {}
+    pad_to = int(extra.get("max_len", 0)) if kind in ("sequence", "text") else 0
+    return _WRAPPERS[kind](model, pad_to, int(extra.get("pad_id", 0))).eval()
 
 
 def example_inputs(info: Any, size: int = 0, seed: int = 0) -> tuple[torch.Tensor, ...]:
@@ -148,7 +173,7 @@ def example_inputs(info: Any, size: int = 0, seed: int = 0) -> tuple[torch.Tenso
     if kind == "image":
         h, w = extra.get("image_size", (32, 32))
         return (torch.randn(b, info.in_dim, int(h), int(w), generator=g),)
-    length = min(16, int(extra.get("max_len", 16)))
+    length = min(11 if size else 16, int(extra.get("max_len", 16)))  # another length when another size
     vocab, pad = int(extra.get("vocab_size", info.in_dim)), int(extra.get("pad_id", 0))
     lengths = torch.randint(max(1, length // 2), length + 1, (b,), generator=g)
     lengths[0] = length
