@@ -186,3 +186,26 @@ def test_export_onnx(run, reference, tmp_path):
 def test_export_refuses_bad_options_in_one_line(run, args, message):
     r = runner.invoke(app, ["export", str(run), *args])
     assert r.exit_code == 2 and message in r.output and len(r.output.splitlines()) == 1
+
+
+def test_a_block_wise_attention_model_traces_to_a_program_for_every_length():
+    """DARTFormer's longformer attends in blocks of a few tokens; token inputs padded to
+    max_len inside the wrapper keep the traced program from fixing the length's remainder."""
+    from attnas.model_export import trace
+    from attnas.model_files import SavedTask
+    from attnas.spaces.attention_mechanisms import AttentionMechanismsConfig, AttentionMechanismSpace
+
+    torch.manual_seed(0)
+    space = AttentionMechanismSpace(AttentionMechanismsConfig(dim=16, depth=1, heads=2, ffn_dim=32, pool="mean"))
+    task = SavedTask({"kind": "sequence", "in_dim": 20, "num_classes": 3,
+                      "extra": {"vocab_size": 20, "max_len": 24, "pad_id": 0}})
+    model = space.build(space.arch({"mechanism": "longformer"}), task).eval()
+    program, _ = trace(model, task.info)
+    for batch, length in ((2, 9), (3, 16), (1, 24)):
+        tokens = torch.randint(1, 20, (batch, length))
+        mask = torch.ones(batch, length, dtype=torch.bool)
+        mask[0, length // 2:] = False
+        tokens = tokens.masked_fill(~mask, 0)
+        with torch.no_grad():
+            expected = model({"tokens": tokens, "mask": mask})  # the model itself, unpadded
+            torch.testing.assert_close(program.module()(tokens, mask), expected, rtol=1e-5, atol=1e-5)
