@@ -16,6 +16,7 @@
     attnas report RUN_DIR
     attnas check-arch ARCH_JSON RECIPE
     attnas export RUN_DIR --pick INDEX|CONDITIONS [--out ARCH_JSON]
+    attnas export RUN_DIR --format pytorch|safetensors|torch-export|onnx [--out DIR]
 
 Exit status is 0 on success. On failure one line goes to stderr (``error: ...``) and the
 status says what happened:
@@ -381,12 +382,31 @@ def report(run_dir: Path = typer.Argument(..., help="A run directory.")) -> None
 
 @app.command("export")
 @_guard
-def export(run_dir: Path = typer.Argument(..., help="A run directory with a pareto.json."),
-           pick: str = typer.Option(..., "--pick", help="A front member's index (0: best validation score) or "
+def export(run_dir: Path = typer.Argument(..., help="A finished run directory."),
+           pick: Optional[str] = typer.Option(None, "--pick", help="A Pareto-front member's index (0: best validation score) or "
                                                          "conditions like 'latency_ms<5' or 'params<=2e4,val_accuracy>0.8' "
                                                          "(the best validation score among the members that meet them)."),
-           out: Optional[Path] = typer.Option(None, "--out", help="Where to write it (default RUN_DIR/picked.arch.json).")) -> None:
-    """Write the arch.json of a member of a multi-objective search's Pareto front."""
+           format_: Optional[str] = typer.Option(None, "--format", help="Export the final model: pytorch (state_dict), "
+                                                 "safetensors, torch-export (.pt2) or onnx, with its architecture and "
+                                                 "input sizes (attnas.load_model reads pytorch and safetensors)."),
+           data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Data root, only for a model.pt from before "
+                                                   "models stored their input sizes."),
+           out: Optional[Path] = typer.Option(None, "--out", help="Where to write it (default RUN_DIR/picked.arch.json "
+                                              "with --pick, RUN_DIR/export-FORMAT with --format).")) -> None:
+    """Write the arch.json of a Pareto-front member (--pick), or the final model in a portable format (--format)."""
+    if (pick is None) == (format_ is None):
+        _fail("give one of --pick (a Pareto-front member's arch.json) or --format (the final model)")
+    if format_ is not None:
+        from attnas.model_export import export_run
+
+        info = export_run(run_dir, format_, out, data_dir=data_dir)
+        check = info.get("check", {})
+        checked = (f"; checked on example inputs: max |difference| {check['max_abs_diff']:.2g}"
+                   if "max_abs_diff" in check else f"; not checked: {check['why']}" if "why" in check else "")
+        typer.echo(f"{info['path']}/{info['file']}: {format_} export of the final model{checked}")
+        if "other_sizes" in check:
+            typer.echo(f"warning: it runs only at the traced input sizes; other sizes {check['other_sizes']}", err=True)
+        return
     from attnas.pareto import export_member
 
     path, member = export_member(run_dir, pick, out or Path(run_dir) / "picked.arch.json")

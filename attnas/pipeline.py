@@ -7,7 +7,8 @@ A search run goes through three phases, each resumable:
    (fine-tuned from the supernet's weights when ``retrain.init: supernet`` and the
    strategy has them, else from scratch), checkpoint tag ``final``;
 3. ``metrics.json`` (search metrics plus ``val_<metric>`` and ``test_<metric>``) and
-   ``model.pt`` (weights, architecture and config: everything needed to rebuild it).
+   ``model.pt`` (weights, architecture, config and the task's input and output sizes:
+   everything needed to rebuild it without the data; :mod:`attnas.model_files`).
 
 A strategy whose search already ends in its own final evaluation sets
 ``Strategy.final_training = False`` (e.g. ``graph-vae``, whose result is a trained graph
@@ -42,10 +43,10 @@ from attnas import _registry, distributed, run_environment
 from attnas._version import __version__
 from attnas.arch import Arch, load_arch
 from attnas.build import build_space, build_strategy, build_task, check_strategy, check_task, pick_device
-from attnas.checkpoint_files import load_checkpoint_file, save_checkpoint_file
 from attnas.config import RunConfig, TrainConfig, config_from_dict, load_config
 from attnas.data.root import resolve_data_root
 from attnas.errors import CheckpointError, RunDirError, UnsupportedError
+from attnas.model_files import load_model_file, model_payload, save_model_file, saved_task
 from attnas.parallel import Executor, RunSpec, SequentialExecutor, make_executor
 from attnas.rng import seed_everything
 from attnas.runs import RunDir, run_folder_name
@@ -240,7 +241,7 @@ def _execute(run: RunDir, config: RunConfig, space: Any, task: Any, executor: Ex
                "final_epochs": final.epochs, "final_best_epoch": final.best_epoch,
                "params": sum(p.numel() for p in space.build(result.arch, task).parameters()),
                "arch": space.describe(result.arch)}
-    save_model(run, config, result.arch, final.state_dict)
+    save_model(run, config, result.arch, final.state_dict, task_info=task.info)
     run.write_json(RunDir.METRICS, metrics)
     run.update_run_info(status="finished", finished=time.time(), wall_seconds_this_process=round(time.time() - t0, 2))
 
@@ -278,10 +279,13 @@ def train_final(run: RunDir | None, config: RunConfig, space: Any, task: Any, st
                checkpoint_every=every, resume=ck["state"] if ck else None)
 
 
-def save_model(run: RunDir, config: RunConfig, arch: Arch, state_dict: dict, name: str = RunDir.MODEL) -> None:
-    """Write weights plus what rebuilds the model (config, architecture), checksummed."""
-    save_checkpoint_file(run.file(name), {"config": config.to_dict(), "arch": arch.to_dict(),
-                                          "state_dict": state_dict, "attnas_version": __version__})
+def save_model(run: RunDir, config: RunConfig, arch: Arch, state_dict: dict, name: str = RunDir.MODEL,
+               task_info: Any = None) -> None:
+    """Write ``model.pt``: weights plus what rebuilds the model (config, architecture, the task's
+    :class:`~attnas.tasks.base.TaskInfo`) as plain data, its SHA-256 beside it
+    (:mod:`attnas.model_files`)."""
+    save_model_file(run.file(name), model_payload(config.to_dict(), arch.to_dict(), state_dict, task_info,
+                                                  __version__))
 
 
 def open_finished(run_dir: str | Path, final_model: bool = False) -> tuple[RunDir, RunConfig, Arch, Any]:
@@ -312,26 +316,76 @@ def open_finished(run_dir: str | Path, final_model: bool = False) -> tuple[RunDi
     return run, config, arch, space
 
 
-def load_model(run_dir: str | Path, data_dir: str | Path | None = None, device: str | None = None) -> nn.Module:
-    """Rebuild a run's final model (a plain ``nn.Module``) with its trained weights."""
-    run, config, arch, space = open_finished(run_dir, final_model=True)
-    if not run.exists(RunDir.MODEL):
-        raise RunDirError(f"{run.path} has no model.pt (the final training has not finished)")
-    task = run_task(run, config, data_dir, device)
-    ck = load_checkpoint_file(run.file(RunDir.MODEL))
-    if not isinstance(ck, dict) or "state_dict" not in ck:
-        raise CheckpointError(f"{run.file(RunDir.MODEL)} holds no model weights (state_dict)")
-    if ck.get("arch") is not None and _canonical(ck["arch"]) != _canonical(arch.to_dict()):
-        raise CheckpointError(f"{run.file(RunDir.MODEL)} is the model of another architecture than this run's "
-                              f"arch.json (copied from another run?)")
-    model = space.build(arch, task).to(task.device)
+def load_model(path: str | Path, data_dir: str | Path | None = None, device: str | None = None) -> nn.Module:
+    """Rebuild a final model (a plain ``nn.Module`` in eval mode) with its trained weights.
+
+    No training data is needed: ``model.pt`` stores the input and output sizes and the other
+    task facts the space's ``build()`` reads. Only a ``model.pt`` written before attnas stored
+    them (``ATTNAS-CKPT-1`` header) rebuilds its task from the data (``data_dir``, default the
+    run's data root).
+
+    Args:
+        path: A run directory, its ``model.pt`` (or a copy of it anywhere), or a folder written
+            by ``attnas export --format pytorch|safetensors``.
+        data_dir: The data root, for old ``model.pt`` files only.
+        device: ``auto``, ``cpu`` or ``cuda`` (default ``auto``).
+
+    Raises:
+        RunDirError: When the run has no model yet.
+        CheckpointError: When the file is corrupt or fails its checksum.
+    """
+    path = Path(path)
+    from attnas.model_export import EXPORT_INFO, load_exported
+
+    if path.is_dir() and (path / EXPORT_INFO).exists():
+        return load_exported(path, device)
+    if path.is_dir():
+        run, config, arch, _ = open_finished(path, final_model=True)
+        if not run.exists(RunDir.MODEL):
+            raise RunDirError(f"{run.path} has no model.pt (the final training has not finished)")
+        payload = load_model_file(run.file(RunDir.MODEL))
+        if payload.get("arch") is not None and _canonical(payload["arch"]) != _canonical(arch.to_dict()):
+            raise CheckpointError(f"{run.file(RunDir.MODEL)} is the model of another architecture than this run's "
+                                  f"arch.json (copied from another run?)")
+        return model_from_payload(payload, data_dir, device, run)
+    return model_from_payload(load_model_file(path), data_dir, device)
+
+
+def model_from_payload(payload: dict, data_dir: str | Path | None = None, device: str | None = None,
+                       run: RunDir | None = None, load_weights: Any = None) -> nn.Module:
+    """The model a ``model.pt`` payload describes, with its weights, in eval mode.
+
+    Args:
+        payload: What :func:`attnas.model_files.load_model_file` returned.
+        data_dir: The data root, for a payload without stored task facts.
+        device: ``auto``, ``cpu`` or ``cuda``.
+        run: The run it came from (needed for a payload without stored task facts).
+        load_weights: Puts the weights into the built model instead of ``payload["state_dict"]``
+            (e.g. from a safetensors file).
+    """
+    config = config_from_dict(payload["config"])
+    space = build_space(config)
+    arch = Arch.from_dict(payload["arch"], source="model.pt arch")
+    space.validate(arch)
+    task = saved_task(payload)
+    if task is None:
+        if run is None:
+            raise RunDirError("this model.pt was written before attnas stored its task's sizes; load it through its "
+                              "run directory (attnas.load_model(RUN_DIR)) with the run's data present")
+        task = run_task(run, config, data_dir, device)
+    else:
+        task.to(pick_device(device))
+    model = space.build(arch, task)
     try:
-        model.load_state_dict(ck["state_dict"])
+        if load_weights is not None:
+            load_weights(model)
+        else:
+            model.load_state_dict(payload["state_dict"])
     except (RuntimeError, TypeError, AttributeError) as exc:
-        raise CheckpointError(f"{run.file(RunDir.MODEL)} does not fit this run's network (copied from another "
-                              f"run?): {str(exc).splitlines()[0][:200]}") from None
-    model.eval()
-    return model
+        where = run.file(RunDir.MODEL) if run is not None else "the model file"
+        raise CheckpointError(f"{where} does not fit this run's network (copied from another run?): "
+                              f"{str(exc).splitlines()[0][:200]}") from None
+    return model.to(task.device).eval()
 
 
 def _canonical(doc: Any) -> str:

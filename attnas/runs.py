@@ -9,7 +9,9 @@ Layout::
       checkpoints/       <tag>-<step>.ckpt, checksummed, the newest two kept per tag
       arch.json          the found architecture
       metrics.json       flat JSON object (val_accuracy, test_accuracy, ...)
-      model.pt           weights of the final model (state_dict + what rebuilds it)
+      model.pt           the final model: a plain torch.save of its state_dict and what rebuilds it
+                         without the data (attnas.model_files)
+      model.pt.sha256    its SHA-256, checked on every load
       report.md, *.png   written by ``attnas report``
 
 Every file is written to a temporary name in the same folder, flushed, fsynced and

@@ -308,6 +308,17 @@ class AutoAttendModel(_AutoAttendBase):
         return self.ops[f"L{t}_{slot}"]
 
     def forward(self, batch: Any) -> torch.Tensor:
+        """The task's output for one batch; what the batch is depends on the task:
+
+        - node classification: a graph with ``x``, float ``[N, in_dim]`` node features, and
+          ``edge_index``, int64 ``[2, E]`` edges (source row, target row): a torch_geometric
+          ``Data``/``Batch`` or the task's ``NodeBatch``; returns ``[N, classes]`` logits;
+        - text classification: a :class:`~attnas.tasks.text_classification.TextBatch`
+          (``tokens`` int64 ``[B, L]`` vocabulary ids, ``mask`` bool ``[B, L]`` True at real
+          tokens, ``lengths`` int64 ``[B]``); returns ``[B, classes]`` logits.
+
+        :mod:`attnas.model_inputs` wraps the model to take these as plain tensors.
+        """
         return self.run(batch, self.steps)
 
     def latency_parts(self, batch: Any) -> list[tuple[list, Callable[[], Any]]]:

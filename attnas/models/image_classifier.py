@@ -33,4 +33,14 @@ class ImageClassifier(nn.Module):
         self.net = net
 
     def forward(self, batch: Any) -> torch.Tensor:
+        """Class logits of a batch of images.
+
+        Args:
+            batch: A float tensor ``[B, channels, H, W]`` of images normalised as the task's
+                training data (per-channel mean and std), or an ``(images, labels)`` pair as
+                the image-classification task yields.
+
+        Returns:
+            ``[B, classes]`` logits.
+        """
         return self.net(images_of(batch))

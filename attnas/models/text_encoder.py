@@ -195,6 +195,16 @@ class TransformerTextClassifier(nn.Module):
         return cls(_embeddings_of(task), info.num_classes, **kwargs)
 
     def forward(self, batch: Any) -> torch.Tensor:
+        """Class logits of a batch of sentences.
+
+        Args:
+            batch: A :class:`~attnas.tasks.text_classification.TextBatch`: ``tokens`` int64
+                ``[B, L]`` vocabulary ids (``pad_id`` at pad positions), ``mask`` bool ``[B, L]``
+                True at real tokens, ``lengths`` int64 ``[B]`` (``y`` is not read).
+
+        Returns:
+            ``[B, classes]`` logits.
+        """
         h, ctx = self.stem(batch)
         if self.positions != "none":
             L = h.shape[1]

@@ -209,6 +209,17 @@ class SequenceClassifier(nn.Module):
         return (x * w).sum(dim=1) / w.sum(dim=1).clamp(min=1.0)
 
     def forward(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """Class logits of a batch of token sequences.
+
+        Args:
+            batch: A mapping with ``tokens``, int64 ``[B, L]`` token ids (the dataset's
+                vocabulary; ``pad_id`` at pad positions, ``L`` at most ``max_len``), and
+                ``mask``, bool ``[B, L]``, True at real tokens (right padding), as the
+                sequence-classification task yields (its ``y`` is not read).
+
+        Returns:
+            ``[B, classes]`` logits.
+        """
         return self.classifier(self.features(batch))
 
 

@@ -3,7 +3,8 @@
 Normalised adjacency matrices do not change while a graph does, so they are computed
 once per graph (the cache lives on the batch, which a transductive task reuses every
 step) as sparse CSR matrices ``M`` with ``M[target, source] = weight``; an operation then
-propagates with one sparse-dense product ``M @ h``.
+propagates with one sparse-dense product ``M @ h``. While ``torch.export`` traces a model
+(which holds no sparse tensors) ``M`` is kept as its edges instead (:class:`EdgeListMatrix`).
 """
 
 from __future__ import annotations
@@ -16,8 +17,27 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import add_remaining_self_loops, get_laplacian
 
 
-def to_csr(edge_index: torch.Tensor, weight: torch.Tensor, num_nodes: int) -> torch.Tensor:
-    """Sparse CSR ``M`` with ``M[dst, src] = weight`` (duplicate edges summed)."""
+class EdgeListMatrix:
+    """``M`` with ``M[dst, src] = weight`` kept as its edge list; ``M @ x`` is a scatter-add
+    (:math:`(Mx)_i = \\sum_{(j, i) \\in E} w_{ji} x_j`, duplicate edges summed as in CSR).
+
+    The form :func:`to_csr` gives while ``torch.export`` traces a model: exported programs
+    hold no sparse tensors, and the products agree with the CSR ones up to summation order.
+    """
+
+    def __init__(self, edge_index: torch.Tensor, weight: torch.Tensor, num_nodes: int):
+        self.src, self.dst, self.weight, self.num_nodes = edge_index[0], edge_index[1], weight, num_nodes
+
+    def __matmul__(self, x: torch.Tensor) -> torch.Tensor:
+        messages = x[self.src] * self.weight.to(x.dtype).unsqueeze(-1)
+        return x.new_zeros((self.num_nodes, x.size(-1))).index_add_(0, self.dst, messages)
+
+
+def to_csr(edge_index: torch.Tensor, weight: torch.Tensor, num_nodes: int) -> torch.Tensor | EdgeListMatrix:
+    """Sparse CSR ``M`` with ``M[dst, src] = weight`` (duplicate edges summed); an
+    :class:`EdgeListMatrix` while ``torch.export`` traces."""
+    if torch.compiler.is_exporting():
+        return EdgeListMatrix(edge_index, weight, num_nodes)
     idx = torch.stack([edge_index[1], edge_index[0]])
     coo = torch.sparse_coo_tensor(idx, weight, (num_nodes, num_nodes), check_invariants=False).coalesce()
     with warnings.catch_warnings():

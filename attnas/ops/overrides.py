@@ -18,8 +18,9 @@ on and off (:func:`set_disabled`, used by ``attnas.kernels.disable``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -47,6 +48,18 @@ def set_disabled(kernels: Iterable[str]) -> None:
 def _refresh() -> None:
     _ACTIVE.clear()
     _ACTIVE.update({hook: fn for hook, (kernel, fn) in _REGISTERED.items() if kernel not in _DISABLED})
+
+
+@contextlib.contextmanager
+def eager_only() -> Iterator[None]:
+    """Within the block every hook runs its eager PyTorch function (e.g. while ``torch.export``
+    traces a model: the compiled kernels are not operations an exported program can hold)."""
+    saved = set(_DISABLED)
+    set_disabled(kernel for kernel, _ in _REGISTERED.values())
+    try:
+        yield
+    finally:
+        set_disabled(saved)
 
 
 def registered() -> dict[str, str]:

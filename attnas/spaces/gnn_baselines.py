@@ -55,34 +55,46 @@ class GNNBaselineConfig:
     gat_dropout: Fraction = 0.6
 
 
-class GCN(nn.Module):
+class _TwoLayerGNN(nn.Module):
+    """Two graph convolutions ``conv1``, ``conv2`` with dropout ``p`` before each and ``act`` between."""
+
+    act = staticmethod(F.relu)
+
+    def forward(self, batch: Any) -> torch.Tensor:
+        """Node logits of a graph.
+
+        Args:
+            batch: A graph with ``x``, float ``[N, in_dim]`` node features, and ``edge_index``,
+                int64 ``[2, E]`` edges (source row, target row): a torch_geometric ``Data`` or
+                ``Batch``, or the node-classification task's ``NodeBatch``.
+
+        Returns:
+            ``[N, classes]`` logits.
+        """
+        x = fast_dropout(batch.x, self.p, self.training)
+        x = self.act(self.conv1(x, batch.edge_index))
+        x = fast_dropout(x, self.p, self.training)
+        return self.conv2(x, batch.edge_index)
+
+
+class GCN(_TwoLayerGNN):
     """Two-layer GCN (Kipf & Welling, 2017, Eq. 9): softmax(A relu(A X W0) W1)."""
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, dropout: float):
         super().__init__()
         self.conv1, self.conv2, self.p = gnn.GCNConv(in_dim, hidden), gnn.GCNConv(hidden, out_dim), dropout
 
-    def forward(self, batch: Any) -> torch.Tensor:
-        x = fast_dropout(batch.x, self.p, self.training)
-        x = F.relu(self.conv1(x, batch.edge_index))
-        x = fast_dropout(x, self.p, self.training)
-        return self.conv2(x, batch.edge_index)
 
-
-class GAT(nn.Module):
+class GAT(_TwoLayerGNN):
     """Two-layer GAT (Velickovic et al., 2018, Sec. 3.3 transductive setting)."""
+
+    act = staticmethod(F.elu)
 
     def __init__(self, in_dim: int, hidden: int, heads: int, out_dim: int, out_heads: int, dropout: float):
         super().__init__()
         self.p = dropout
         self.conv1 = gnn.GATConv(in_dim, hidden, heads=heads, dropout=dropout)
         self.conv2 = gnn.GATConv(hidden * heads, out_dim, heads=out_heads, concat=False, dropout=dropout)
-
-    def forward(self, batch: Any) -> torch.Tensor:
-        x = fast_dropout(batch.x, self.p, self.training)
-        x = F.elu(self.conv1(x, batch.edge_index))
-        x = fast_dropout(x, self.p, self.training)
-        return self.conv2(x, batch.edge_index)
 
 
 @register_space("gnn-baseline")

@@ -76,7 +76,7 @@ class BigBirdAttention(AttentionBlock):
         """Key-block indices ``[B, nb, 3 + g + r]`` of every query block and their validity."""
         n = mask.shape[1]
         dev = mask.device
-        nb, g = math.ceil(n / self.block), self.global_blocks
+        nb, g = -(-n // self.block), self.global_blocks  # ceil in integers (serialisable when traced)
         i = torch.arange(nb, device=dev)
         window = (i[:, None] + torch.arange(-1, 2, device=dev))[None].expand(mask.shape[0], nb, 3)
         glob = torch.arange(g, device=dev).expand(mask.shape[0], nb, g)

@@ -9,7 +9,6 @@ matrix is formed.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import torch
@@ -86,7 +85,7 @@ def blocked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: t
         ``[B, H, L, d]``.
     """
     bsz, heads, n, d = q.shape
-    nb = math.ceil(n / block)
+    nb = -(-n // block)  # ceil(n / block) in integers (a traced program can serialise it)
     lp = nb * block
     q, k, v = (pad_length(t, lp, 2) for t in (q, k, v))
     mask = pad_length(mask, lp, 1, False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 
 import torch
 
@@ -51,7 +50,7 @@ class LocalAttention(AttentionBlock):
         self.window, self.look_around = window, look_around
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        nb = math.ceil(q.shape[2] / self.window)
+        nb = -(-q.shape[2] // self.window)  # ceil in integers (a traced program can serialise it)
         offsets = torch.arange(-self.look_around, self.look_around + 1, device=q.device)
         idx = (torch.arange(nb, device=q.device)[:, None] + offsets)[None]
         ok = (idx >= 0) & (idx < nb)

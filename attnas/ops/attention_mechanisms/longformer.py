@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 
 import torch
 from torch import nn
@@ -63,7 +62,7 @@ class LongformerAttention(AttentionBlock):
         n = q.shape[2]
         g = min(self.global_tokens, n)
         r = self.radius
-        nb = math.ceil(n / r)
+        nb = -(-n // r)  # ceil(n / r) in integers (a traced program can serialise it)
         idx = (torch.arange(nb, device=x.device)[:, None] + torch.arange(-1, 2, device=x.device))[None]
         ok = (idx >= 0) & (idx < nb)
 

@@ -107,7 +107,7 @@ class ReformerAttention(AttentionBlock):
         buckets = self.hash(keys, mask)  # [B, H, R, L]
         pos = torch.arange(n, device=x.device)
         order = (buckets * n + pos).argsort(dim=-1)  # sort by (bucket, position)
-        lp = math.ceil(n / c) * c
+        lp = -(-n // c) * c  # ceil(n / c) * c in integers (a traced program can serialise it)
         # index n is a dummy (invalid) position used to fill the last chunk
         order_p = torch.cat([order, order.new_full((bsz, heads, rounds, lp - n), n)], dim=-1)
 

@@ -55,7 +55,7 @@ class SparseAttention(AttentionBlock):
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         bsz, heads, n, d = q.shape
         s = self.stride
-        nb = math.ceil(n / s)
+        nb = -(-n // s)  # ceil(n / s) in integers (a traced program can serialise it)
         lp = nb * s
         q, k, v = (pad_length(t, lp, 2).reshape(bsz, heads, nb, s, d) for t in (q, k, v))
         mb = pad_length(mask, lp, 1, False).view(bsz, 1, nb, s)
