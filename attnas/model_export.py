@@ -36,34 +36,11 @@ from torch import nn
 
 from attnas._version import __version__
 from attnas.atomic_files import atomic_write_bytes, atomic_write_json, atomic_write_text
-from attnas.errors import CheckpointError, ConfigError, RunDirError, UnsupportedError, unknown_name
-from attnas.model_files import SavedTask, load_model_file, plain_task_info, verify_checksum, write_checksum
+from attnas.errors import RunDirError, UnsupportedError
+from attnas.export_folders import EXPORT_INFO, FILES, check_format, read_export_folder
+from attnas.model_files import SavedTask, load_model_file, plain_task_info, write_checksum
 from attnas.model_inputs import INPUTS, dynamic_shapes, example_inputs, input_names, tensor_input_model
 from attnas.ops.overrides import eager_only
-
-FORMATS = ("pytorch", "safetensors", "torch-export", "onnx")
-EXPORT_INFO = "model.json"
-#: format -> the file it writes.
-FILES = {"pytorch": "weights.pt", "safetensors": "weights.safetensors", "torch-export": "model.pt2",
-         "onnx": "model.onnx"}
-#: format -> (modules it needs, the pip requirement that brings them).
-NEEDS = {"safetensors": (("safetensors",), 'pip install "attnas[safetensors]"'),
-         "onnx": (("onnx", "onnxscript"), 'pip install "attnas[onnx]"')}
-
-
-def check_format(fmt: str) -> None:
-    """Refuse an unknown format, or one whose optional packages are missing (one line naming them).
-
-    Raises:
-        ConfigError: For an unknown format.
-        UnsupportedError: When the format's packages are not installed.
-    """
-    if fmt not in FORMATS:
-        raise ConfigError(unknown_name("export format", fmt, FORMATS))
-    modules, pip = NEEDS.get(fmt, ((), ""))
-    missing = [m for m in modules if importlib.util.find_spec(m) is None]
-    if missing:
-        raise UnsupportedError(f"--format {fmt} needs {' and '.join(missing)}, not installed: {pip}")
 
 
 def export_run(run_dir: str | Path, fmt: str, out: str | Path | None = None,
@@ -72,7 +49,7 @@ def export_run(run_dir: str | Path, fmt: str, out: str | Path | None = None,
 
     Args:
         run_dir: A run directory with a ``model.pt``.
-        fmt: One of :data:`FORMATS`.
+        fmt: One of :data:`attnas.export_folders.FORMATS`.
         out: The folder to write (default ``RUN_DIR/export-<format>``).
         data_dir: The data root, only for a ``model.pt`` written before it stored its task facts.
 
@@ -264,35 +241,10 @@ def _write_onnx(model: nn.Module, info: Any, path: Path) -> dict:
 
 
 def load_exported(folder: str | Path, device: str | None = None) -> nn.Module:
-    """Rebuild the model of a ``pytorch`` or ``safetensors`` export folder (no data needed).
-
-    Raises:
-        CheckpointError: When the weights are missing or fail their checksum.
-        UnsupportedError: For a traced export (``torch-export``, ``onnx``), which torch or an
-            ONNX runtime loads (``torch.export.load``, ``onnxruntime.InferenceSession``).
-    """
+    """Rebuild the model of a ``pytorch`` or ``safetensors`` export folder (no data needed;
+    see :func:`attnas.export_folders.read_export_folder`)."""
     from attnas.pipeline import model_from_payload
 
-    folder = Path(folder)
-    info = json.loads((folder / EXPORT_INFO).read_text(encoding="utf-8"))
-    fmt = info.get("export_format")
-    if fmt not in ("pytorch", "safetensors"):
-        raise UnsupportedError(f"{folder} holds a {fmt} export ({info.get('file')}); load it with "
-                               + ("torch.export.load(path).module()" if fmt == "torch-export"
-                                  else "onnxruntime.InferenceSession(path)"))
-    weights = folder / FILES[fmt]
-    if not weights.exists():
-        raise CheckpointError(f"{folder} has no {weights.name}")
-    if fmt == "pytorch":
-        data = weights.read_bytes()
-        verify_checksum(weights, data)
-        state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
-        payload = {"config": info["config"], "arch": info["arch"], "task_info": info["task_info"], "state_dict": state}
-        return model_from_payload(payload, device=device)
-    check_format("safetensors")
-    from safetensors.torch import load_model as load_safetensors
-
-    payload = {"config": info["config"], "arch": info["arch"], "task_info": info["task_info"]}
-    return model_from_payload(payload, device=device, load_weights=lambda model: load_safetensors(model, str(weights)))
-
+    payload, load_weights = read_export_folder(folder)
+    return model_from_payload(payload, device=device, load_weights=load_weights)
 

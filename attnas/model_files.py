@@ -68,7 +68,8 @@ def verify_checksum(path: str | os.PathLike, data: bytes) -> None:
     if not fields or len(fields[0]) != 64:
         raise CheckpointError(f"{side} is malformed (expected '<sha256>  {Path(path).name}')")
     if hashlib.sha256(data).hexdigest() != fields[0].lower():
-        raise CheckpointError(f"{path} is corrupt or truncated (its SHA-256 differs from {side.name})")
+        raise CheckpointError(f"{path} is corrupt or truncated, or not the file {side.name} was written for "
+                              f"(copied from another run without its {side.name}?): its SHA-256 differs")
 
 
 def plain_task_info(info: TaskInfo) -> dict:

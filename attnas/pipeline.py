@@ -46,6 +46,7 @@ from attnas.build import build_space, build_strategy, build_task, check_strategy
 from attnas.config import RunConfig, TrainConfig, config_from_dict, load_config
 from attnas.data.root import resolve_data_root
 from attnas.errors import CheckpointError, RunDirError, UnsupportedError
+from attnas.export_folders import EXPORT_INFO, read_export_folder
 from attnas.model_files import load_model_file, model_payload, save_model_file, saved_task
 from attnas.parallel import Executor, RunSpec, SequentialExecutor, make_executor
 from attnas.rng import seed_everything
@@ -335,10 +336,9 @@ def load_model(path: str | Path, data_dir: str | Path | None = None, device: str
         CheckpointError: When the file is corrupt or fails its checksum.
     """
     path = Path(path)
-    from attnas.model_export import EXPORT_INFO, load_exported
-
     if path.is_dir() and (path / EXPORT_INFO).exists():
-        return load_exported(path, device)
+        payload, load_weights = read_export_folder(path)
+        return model_from_payload(payload, device=device, load_weights=load_weights)
     if path.is_dir():
         run, config, arch, _ = open_finished(path, final_model=True)
         if not run.exists(RunDir.MODEL):
@@ -347,6 +347,10 @@ def load_model(path: str | Path, data_dir: str | Path | None = None, device: str
         if payload.get("arch") is not None and _canonical(payload["arch"]) != _canonical(arch.to_dict()):
             raise CheckpointError(f"{run.file(RunDir.MODEL)} is the model of another architecture than this run's "
                                   f"arch.json (copied from another run?)")
+        saved_space = (payload.get("config") or {}).get("space")
+        if saved_space is not None and _canonical(saved_space) != _canonical(config.to_dict()["space"]):
+            raise CheckpointError(f"{run.file(RunDir.MODEL)} does not fit this run's network (copied from another "
+                                  f"run?): its space section differs from config.yaml's")
         return model_from_payload(payload, data_dir, device, run)
     return model_from_payload(load_model_file(path), data_dir, device)
 

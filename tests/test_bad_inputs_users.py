@@ -274,15 +274,17 @@ def copy_run(src, dst):
 
 
 @pytest.mark.parametrize("spoil, args, message", [
+    (lambda run, other: [(run / f).write_bytes((other / f).read_bytes()) for f in ("model.pt", "model.pt.sha256")],
+     ["evaluate"], "model.pt is the model of another architecture than this run's arch.json (copied from another run?)"),
     (lambda run, other: (run / "model.pt").write_bytes((other / "model.pt").read_bytes()), ["evaluate"],
-     "model.pt is the model of another architecture than this run's arch.json (copied from another run?)"),
+     "model.pt is corrupt or truncated, or not the file model.pt.sha256 was written for (copied from another run"),
     (lambda run, other: (run / "metrics.json").write_text("{\"val_accuracy\": 0.5"), ["search", "--resume"],
      "metrics.json is not valid JSON"),
     (lambda run, other: (run / "config.yaml").write_text(""), ["search", "--resume"],
      "config.yaml does not hold a run's config (a YAML mapping), it holds nothing"),
     (lambda run, other: (run / "config.yaml").write_text(yaml.safe_dump(FIXED) + "seed: 2\nseed: 3\n"),
      ["evaluate"], "config.yaml: duplicate key 'seed'"),
-], ids=["model-of-another-run", "corrupt-metrics", "empty-run-config", "run-config-duplicate-key"])
+], ids=["model-of-another-run", "model-without-its-checksum", "corrupt-metrics", "empty-run-config", "run-config-duplicate-key"])
 def test_spoilt_run_folders_are_refused_and_left_as_they_were(tmp_path, finished, spoil, args, message):
     run = copy_run(finished["gcn"], tmp_path / "run")
     spoil(run, finished["gat"])
