@@ -70,13 +70,20 @@ class GCN(nn.Module):
 
 
 class GAT(nn.Module):
-    """Two-layer GAT (Velickovic et al., 2018, Sec. 3.3 transductive setting)."""
+    """Two-layer GAT (Velickovic et al., 2018, Sec. 3.3 transductive setting).
 
-    def __init__(self, in_dim: int, hidden: int, heads: int, out_dim: int, out_heads: int, dropout: float):
+    With ``separate=True``, GAT-sep (Platonov et al., ICLR 2023): each layer attends over the
+    neighbours only and adds the node's own features through a separate weight
+    (``GATConv(add_self_loops=False, residual=True)``).
+    """
+
+    def __init__(self, in_dim: int, hidden: int, heads: int, out_dim: int, out_heads: int, dropout: float,
+                 separate: bool = False):
         super().__init__()
         self.p = dropout
-        self.conv1 = gnn.GATConv(in_dim, hidden, heads=heads, dropout=dropout)
-        self.conv2 = gnn.GATConv(hidden * heads, out_dim, heads=out_heads, concat=False, dropout=dropout)
+        kw = {"add_self_loops": not separate, "residual": separate, "dropout": dropout}
+        self.conv1 = gnn.GATConv(in_dim, hidden, heads=heads, **kw)
+        self.conv2 = gnn.GATConv(hidden * heads, out_dim, heads=out_heads, concat=False, **kw)
 
     def forward(self, batch: Any) -> torch.Tensor:
         x = fast_dropout(batch.x, self.p, self.training)
@@ -93,22 +100,23 @@ class GNNBaselineSpace(Space):
     Config = GNNBaselineConfig
     capabilities = frozenset({"dag"})
     task_kinds = ("node",)
+    models: tuple[str, ...] = MODELS
 
     def sample(self, rng: random.Random) -> Arch:
-        return self.arch({"model": rng.choice(MODELS)})
+        return self.arch({"model": rng.choice(self.models)})
 
     def mutate(self, arch: Arch, rng: random.Random) -> Arch:
-        return self.arch({"model": next(m for m in MODELS if m != arch.choices["model"])})
+        return self.arch({"model": rng.choice([m for m in self.models if m != arch.choices["model"]])})
 
     def validate(self, arch: Arch) -> None:
         super().validate(arch)
         if set(arch.choices) != {"model"}:
             raise ArchError(f"choices must be {{'model': ...}}, got keys {sorted(arch.choices)}")
-        if arch.choices["model"] not in MODELS:
-            raise ArchError(unknown_name("baseline model", arch.choices["model"], MODELS))
+        if arch.choices["model"] not in self.models:
+            raise ArchError(unknown_name("baseline model", arch.choices["model"], self.models))
 
     def size(self) -> int:
-        return len(MODELS)
+        return len(self.models)
 
     def build(self, arch: Arch, task: Any) -> nn.Module:
         self.validate(arch)
