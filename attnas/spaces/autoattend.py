@@ -371,7 +371,7 @@ class AutoAttendSpace(Space):
     def baselines(self) -> dict[str, Baseline]:
         """Graphs: GCN and GAT with their papers' settings (the ``gnn-baseline`` space, as the
         ``gcn-*``/``gat-*`` recipes); the ``hetero`` pool: the eight GNNs of
-        :mod:`attnas.spaces.hetero_baselines` (their options from ``space.options.baselines``); text: the Transformer encoder of the same depth, width,
+        :mod:`attnas.spaces.hetero_baselines` (each one's options from ``space.options.baselines.<name>``); text: the Transformer encoder of the same depth, width,
         heads and dropout (Table 4's baseline, the ``text-transformer`` space)."""
         o = self.options
         if o.pool == "text":
@@ -382,8 +382,9 @@ class AutoAttendSpace(Space):
         if o.pool == "hetero":
             from attnas.spaces.hetero_baselines import DESCRIPTIONS
 
-            return {m: Baseline({"model": m}, {"name": "hetero-baseline", **(o.options or {}).get("baselines", {})},
-                                text) for m, text in DESCRIPTIONS.items()}
+            tuned = (o.options or {}).get("baselines", {})  # per baseline: its options chosen on validation
+            return {m: Baseline({"model": m}, {"name": "hetero-baseline", **tuned.get(m, {})}, text)
+                    for m, text in DESCRIPTIONS.items()}
         return {"gcn": Baseline({"model": "gcn"}, {"name": "gnn-baseline"},
                                 "GCN (Kipf & Welling 2017: 2 layers, hidden 16, dropout 0.5)"),
                 "gat": Baseline({"model": "gat"}, {"name": "gnn-baseline"},
