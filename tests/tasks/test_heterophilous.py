@@ -63,3 +63,14 @@ def test_two_classes_are_scored_by_roc_auc(tmp_path):
     assert task.evaluate(perfect, "test") == 1.0
     assert task.evaluate(lambda b: -perfect(b), "test") == 0.0
     assert y.unique().tolist() == [0, 1]
+
+
+def test_csbm_task_is_scored_by_accuracy_on_its_ten_splits():
+    from attnas.tasks.heterophilous import CSBMConfig, CSBMTask
+
+    task = CSBMTask(CSBMConfig(n=100, p=10, phi=-0.5, graph_seed=2))
+    assert task.metric == "accuracy" and task.num_splits == 10
+    task.select_split(12)
+    assert torch.equal(next(task.batches("test")).mask, task.dataset.graph.split_masks["test"][2])
+    with pytest.raises(ConfigError, match="cannot switch datasets"):
+        task.with_dataset("texas")
