@@ -55,18 +55,28 @@ class GNNBaselineConfig:
     gat_dropout: Fraction = 0.6
 
 
-class GCN(nn.Module):
-    """Two-layer GCN (Kipf & Welling, 2017, Eq. 9): softmax(A relu(A X W0) W1)."""
+class TwoLayer(nn.Module):
+    """``conv2(dropout(relu(conv1(dropout(x)))))``; graph layers are called with the edges, ``nn.Linear`` without."""
 
-    def __init__(self, in_dim: int, hidden: int, out_dim: int, dropout: float):
+    def __init__(self, conv1: nn.Module, conv2: nn.Module, dropout: float):
         super().__init__()
-        self.conv1, self.conv2, self.p = gnn.GCNConv(in_dim, hidden), gnn.GCNConv(hidden, out_dim), dropout
+        self.conv1, self.conv2, self.p = conv1, conv2, dropout
+
+    def _layer(self, conv: nn.Module, x: torch.Tensor, batch: Any) -> torch.Tensor:
+        return conv(x) if isinstance(conv, nn.Linear) else conv(x, batch.edge_index)
 
     def forward(self, batch: Any) -> torch.Tensor:
         x = fast_dropout(batch.x, self.p, self.training)
-        x = F.relu(self.conv1(x, batch.edge_index))
+        x = F.relu(self._layer(self.conv1, x, batch))
         x = fast_dropout(x, self.p, self.training)
-        return self.conv2(x, batch.edge_index)
+        return self._layer(self.conv2, x, batch)
+
+
+class GCN(TwoLayer):
+    """Two-layer GCN (Kipf & Welling, 2017, Eq. 9): softmax(A relu(A X W0) W1)."""
+
+    def __init__(self, in_dim: int, hidden: int, out_dim: int, dropout: float):
+        super().__init__(gnn.GCNConv(in_dim, hidden), gnn.GCNConv(hidden, out_dim), dropout)
 
 
 class GAT(nn.Module):

@@ -38,7 +38,7 @@ from attnas.config import Fraction, PositiveInt
 from attnas.ops.dropout import fast_dropout
 from attnas.ops.graph_context import GraphContext
 from attnas.ops.graph_heterophily import GPRPropagation
-from attnas.spaces.gnn_baselines import GAT, GCN, GNNBaselineSpace
+from attnas.spaces.gnn_baselines import GAT, GCN, GNNBaselineSpace, TwoLayer
 
 #: The baselines and their one-line descriptions for the comparison table.
 DESCRIPTIONS = {
@@ -79,31 +79,19 @@ class HeteroBaselineConfig:
     fagcn_layers: PositiveInt = 2
 
 
-class MLP(nn.Module):
+class MLP(TwoLayer):
     """Two-layer perceptron ``W2 dropout(relu(W1 dropout(x) + b1)) + b2`` (the graph ignored)."""
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, dropout: float):
-        super().__init__()
-        self.lin1, self.lin2, self.p = nn.Linear(in_dim, hidden), nn.Linear(hidden, out_dim), dropout
-
-    def forward(self, batch: Any) -> torch.Tensor:
-        x = fast_dropout(batch.x, self.p, self.training)
-        x = fast_dropout(F.relu(self.lin1(x)), self.p, self.training)
-        return self.lin2(x)
+        super().__init__(nn.Linear(in_dim, hidden), nn.Linear(hidden, out_dim), dropout)
 
 
-class SAGE(nn.Module):
+class SAGE(TwoLayer):
     """Two-layer GraphSAGE, mean aggregator (Hamilton et al., NeurIPS 2017, Alg. 1):
     ``h'_v = W_l mean_{u in N(v)} h_u + W_r h_v + b``."""
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, dropout: float):
-        super().__init__()
-        self.conv1, self.conv2, self.p = gnn.SAGEConv(in_dim, hidden), gnn.SAGEConv(hidden, out_dim), dropout
-
-    def forward(self, batch: Any) -> torch.Tensor:
-        x = fast_dropout(batch.x, self.p, self.training)
-        x = fast_dropout(F.relu(self.conv1(x, batch.edge_index)), self.p, self.training)
-        return self.conv2(x, batch.edge_index)
+        super().__init__(gnn.SAGEConv(in_dim, hidden), gnn.SAGEConv(hidden, out_dim), dropout)
 
 
 def h2gcn_adjacencies(edge_index: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:

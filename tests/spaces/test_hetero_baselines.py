@@ -31,7 +31,7 @@ def copy_into(dst: torch.nn.Module, src: torch.nn.Module) -> None:
 
 
 @pytest.mark.parametrize("ops,act,reference,pairs", [
-    (("linear", "linear"), "relu", lambda i, c: MLP(i, 64, c, 0.5), (("L1_0", "lin1"), ("L2_0", "lin2"))),
+    (("linear", "linear"), "relu", lambda i, c: MLP(i, 64, c, 0.5), (("L1_0", "conv1"), ("L2_0", "conv2"))),
     (("gcn", "gcn"), "relu", lambda i, c: GCN(i, 64, c, 0.5), (("L1_0", "conv1"), ("L2_0", "conv2"))),
     (("gat_8", "gat_1"), "elu", lambda i, c: GAT(i, 8, 8, c, 1, 0.6), (("L1_0", "conv1"), ("L2_0", "conv2"))),
     (("gat_sep_8", "gat_sep_1"), "elu", lambda i, c: GAT(i, 8, 8, c, 1, 0.6, separate=True),
