@@ -20,7 +20,11 @@ from attnas.comparison.stats import paired_verdict
 
 
 def load(runs: Path, dataset: str) -> list[dict]:
-    return [json.loads(f.read_text()) for f in sorted(runs.glob(f"{dataset}-s*/compare.json"))]
+    """The dataset's comparisons, each with its search seed (from the folder name ``<dataset>-s<seed>``)."""
+    out = []
+    for f in sorted(runs.glob(f"{dataset}-s*/compare.json")):
+        out.append({**json.loads(f.read_text()), "search_seed": int(f.parent.name.rsplit("-s", 1)[1])})
+    return out
 
 
 def pooled(results: list[dict], name: str, split: str = "test") -> list[float]:
@@ -34,7 +38,7 @@ def pct(xs: list[float]) -> str:
 def table(dataset: str, results: list[dict]) -> str:
     names = [row["name"] for row in results[0]["rows"]]
     lines = [f"### {dataset} ({len(results)} search seeds x 10 splits)", "",
-             "| row | " + " | ".join(f"seed {i}" for i in range(len(results))) + " | pooled test | pooled val |",
+             "| row | " + " | ".join(f"search seed {r['search_seed']}" for r in results) + " | pooled test | pooled val |",
              "|---|" + "---|" * (len(results) + 2)]
     for name in names:
         per = [pct([s for row in r["rows"] if row["name"] == name for s in row["test_per_seed"]]) for r in results]
@@ -48,9 +52,9 @@ def table(dataset: str, results: list[dict]) -> str:
         lines.append(f"- {a} vs {b}: {v['verdict']} ({100 * v['diff_mean']:+.1f} points, p = {v['p_value']:.3g}, "
                      f"{v['n']} pairs)")
     lines += ["", "Found architectures: " + "; ".join(
-        f"seed {i}: `{row['arch']}`" for i, r in enumerate(results) for row in r["rows"] if row["name"] == "search"),
+        f"seed {r['search_seed']}: `{row['arch']}`" for r in results for row in r["rows"] if row["name"] == "search"),
         "Random search's: " + "; ".join(
-        f"seed {i}: `{row['arch']}`" for i, r in enumerate(results) for row in r["rows"] if row["name"] == "random"),
+        f"seed {r['search_seed']}: `{row['arch']}`" for r in results for row in r["rows"] if row["name"] == "random"),
         "Search seconds: " + ", ".join(str(row["search_seconds"]) for r in results for row in r["rows"]
                                        if row["name"] == "search"), ""]
     return "\n".join(lines)
