@@ -371,7 +371,8 @@ class AutoAttendSpace(Space):
     def baselines(self) -> dict[str, Baseline]:
         """Graphs: GCN and GAT with their papers' settings (the ``gnn-baseline`` space, as the
         ``gcn-*``/``gat-*`` recipes); the ``hetero`` pool: the eight GNNs of
-        :mod:`attnas.spaces.hetero_baselines` (each one's options from ``space.options.baselines.<name>``); text: the Transformer encoder of the same depth, width,
+        :mod:`attnas.spaces.hetero_baselines` (each one's options from
+        ``space.options.baselines.<name>``); text: the Transformer encoder of the same depth, width,
         heads and dropout (Table 4's baseline, the ``text-transformer`` space)."""
         o = self.options
         if o.pool == "text":

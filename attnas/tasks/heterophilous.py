@@ -28,7 +28,7 @@ from attnas._registry import register_task
 from attnas.config.values import Range
 from attnas.data.graphs import SPLITS, GraphDataset
 from attnas.errors import ConfigError
-from attnas.tasks.base import TaskInfo
+from attnas.tasks.base import Task, TaskInfo
 from attnas.tasks.node_classification import NodeBatch, NodeClassificationTask
 
 PER_SEED = "per-seed"
@@ -73,9 +73,8 @@ class FixedSplitsTask(NodeClassificationTask):
 
     def __init__(self, options: Any = None, data_root: Path | None = None):
         from attnas.data.root import resolve_data_root
-        from attnas.tasks.base import Task
 
-        Task.__init__(self, options, data_root)
+        Task.__init__(self, options, data_root)  # the parent's __init__ loads a registered dataset instead
         self.dataset: GraphDataset = self._load(data_root or resolve_data_root())
         self.num_splits = int(self.dataset.graph.split_masks["train"].size(0))
         split = self.options.split
