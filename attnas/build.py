@@ -72,7 +72,9 @@ def pick_device(device: str | None) -> torch.device:
 def build_task(config: RunConfig, data_root: Path, device: torch.device) -> Any:
     """The task a config describes, with its data loaded and moved to ``device``."""
     cls = _registry.get("task", config.task.name)
-    return cls(config.task.options, data_root).to(device)
+    task = cls(config.task.options, data_root).to(device)
+    task.select_split(config.seed)
+    return task
 
 
 def build_space(config: RunConfig) -> Any:

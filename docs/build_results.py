@@ -22,8 +22,8 @@ DETAILS = HERE / "results"
 PAGE = HERE / "results.md"
 #: The sections in page order: the methods, the comparison with hand-designed attention,
 #: bad inputs and faults, then speed and scale-out.
-ORDER = ["autoattend_graph", "autoattend_text", "dartformer", "autola", "fullattn", "opemb", "nas_bench_graph", "compare",
-         "bad_inputs", "kernels", "scaleout", "export"]
+ORDER = ["autoattend_graph", "heterophilous", "autoattend_text", "dartformer", "autola", "fullattn", "opemb",
+         "nas_bench_graph", "compare", "bad_inputs", "kernels", "scaleout", "export"]
 MAX_LINES = 800
 PREAMBLE = """# Measured results
 

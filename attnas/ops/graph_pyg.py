@@ -84,28 +84,37 @@ class GATOp(nn.Module):
     concatenated when ``out_dim`` is not divisible by ``heads``) plus a bias; dropout
     ``attn_dropout`` on the coefficients in training.
 
+    With ``separate=True`` it is GAT-sep (Platonov et al., ICLR 2023, Sec. 4): the node itself
+    is left out of the attention (no self-loops) and enters through its own weight,
+    ``h'_v = W_r h_v + ||_k sum_{u in N(v)} alpha^k_vu W^k h_u`` (torch_geometric's
+    ``GATConv(add_self_loops=False, residual=True)``), so a node's own features are never
+    averaged away by dissimilar neighbours.
+
     Shapes:
         - x: [N, in_dim]
         - output: [N, out_dim]
     """
 
-    def __init__(self, in_dim: int, out_dim: int, heads: int, act: str, attn_dropout: float):
+    def __init__(self, in_dim: int, out_dim: int, heads: int, act: str, attn_dropout: float, separate: bool = False):
         super().__init__()
         concat = out_dim % heads == 0
+        self.separate = separate
         self.conv = gnn.GATConv(in_dim, out_dim // heads if concat else out_dim, heads=heads, concat=concat,
-                                dropout=attn_dropout, add_self_loops=False)
+                                dropout=attn_dropout, add_self_loops=False, residual=separate)
         self.act = activation(act)
 
     def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
         c = self.conv
         n = x.size(0)
-        src, dst = ctx.edge_index_with_self_loops
+        src, dst = ctx.edge_index if self.separate else ctx.edge_index_with_self_loops
         wh = project(x, c.lin.weight).view(n, c.heads, c.out_channels)
         a_src, a_dst = (wh * c.att_src).sum(-1), (wh * c.att_dst).sum(-1)  # [N, heads]
         alpha = softmax(F.leaky_relu(a_src[src] + a_dst[dst], c.negative_slope), dst, num_nodes=n)
         alpha = fast_dropout(alpha, c.dropout, self.training)
         out = torch.zeros_like(wh).index_add_(0, dst, wh.index_select(0, src) * alpha.unsqueeze(-1))
         out = out.reshape(n, -1) if c.concat else out.mean(1)
+        if self.separate:
+            out = out + project(x, c.res.weight)
         return self.act(out + c.bias)
 
 

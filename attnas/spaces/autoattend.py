@@ -385,7 +385,9 @@ class AutoAttendSpace(Space):
     def baselines(self) -> dict[str, Baseline]:
         """Graphs: GCN and GAT with their papers' settings and training protocols
         (:data:`GCN_PROTOCOL`, :data:`GAT_PROTOCOL`; the ``gnn-baseline`` space, as the
-        ``gcn-*``/``gat-*`` recipes), whatever the recipe's own ``retrain`` budget; text: the Transformer encoder of the same depth, width,
+        ``gcn-*``/``gat-*`` recipes), whatever the recipe's own ``retrain`` budget; the
+        ``hetero`` pool: the eight GNNs of :mod:`attnas.spaces.hetero_baselines` (each one's
+        options from ``space.options.baselines.<name>``); text: the Transformer encoder of the same depth, width,
         heads and dropout (Table 4's baseline, the ``text-transformer`` space)."""
         o = self.options
         if o.pool == "text":
@@ -393,6 +395,12 @@ class AutoAttendSpace(Space):
                      "dropout": o.dropout}
             return {"transformer": Baseline({"model": "transformer"}, space,
                                             f"{o.layers}-layer Transformer encoder (hidden {o.hidden}, {o.heads} heads)")}
+        if o.pool == "hetero":
+            from attnas.spaces.hetero_baselines import DESCRIPTIONS
+
+            tuned = (o.options or {}).get("baselines", {})  # per baseline: its options chosen on validation
+            return {m: Baseline({"model": m}, {"name": "hetero-baseline", **tuned.get(m, {})}, text)
+                    for m, text in DESCRIPTIONS.items()}
         return {"gcn": Baseline({"model": "gcn"}, {"name": "gnn-baseline"},
                                 "GCN (Kipf & Welling 2017: 2 layers, hidden 16, dropout 0.5)", GCN_PROTOCOL),
                 "gat": Baseline({"model": "gat"}, {"name": "gnn-baseline"},

@@ -88,8 +88,10 @@ class GraphAdapter:
         self.opts = space.options
         self.info = info
         for key in self.opts.options or {}:  # the free-form mapping holds other domains' options
+            if key == "baselines" and self.opts.pool == "hetero":
+                continue  # the hetero pool's tuned baseline settings (AutoAttendSpace.baselines)
             raise ConfigError(f"space.options.{key}: unknown option; AutoAttend's graph networks take no "
-                              "space.options (those are text options)")
+                              "space.options other than the hetero pool's 'baselines' (the others are text options)")
 
     def stem(self) -> nn.Module:
         return GraphStem(self.info.in_dim, self.opts.hidden, self.opts.dropout, project=self.opts.stem == "project")

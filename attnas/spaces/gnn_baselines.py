@@ -55,10 +55,18 @@ class GNNBaselineConfig:
     gat_dropout: Fraction = 0.6
 
 
-class _TwoLayerGNN(nn.Module):
-    """Two graph convolutions ``conv1``, ``conv2`` with dropout ``p`` before each and ``act`` between."""
+class TwoLayer(nn.Module):
+    """``conv2(dropout(act(conv1(dropout(x)))))``: graph layers are called with the edges,
+    ``nn.Linear`` without; ``act`` is ReLU unless a subclass says otherwise."""
 
     act = staticmethod(F.relu)
+
+    def __init__(self, conv1: nn.Module, conv2: nn.Module, dropout: float):
+        super().__init__()
+        self.conv1, self.conv2, self.p = conv1, conv2, dropout
+
+    def _layer(self, conv: nn.Module, x: torch.Tensor, batch: Any) -> torch.Tensor:
+        return conv(x) if isinstance(conv, nn.Linear) else conv(x, batch.edge_index)
 
     def forward(self, batch: Any) -> torch.Tensor:
         """Node logits of a graph.
@@ -72,29 +80,34 @@ class _TwoLayerGNN(nn.Module):
             ``[N, classes]`` logits.
         """
         x = fast_dropout(batch.x, self.p, self.training)
-        x = self.act(self.conv1(x, batch.edge_index))
+        x = self.act(self._layer(self.conv1, x, batch))
         x = fast_dropout(x, self.p, self.training)
-        return self.conv2(x, batch.edge_index)
+        return self._layer(self.conv2, x, batch)
 
 
-class GCN(_TwoLayerGNN):
+class GCN(TwoLayer):
     """Two-layer GCN (Kipf & Welling, 2017, Eq. 9): softmax(A relu(A X W0) W1)."""
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, dropout: float):
-        super().__init__()
-        self.conv1, self.conv2, self.p = gnn.GCNConv(in_dim, hidden), gnn.GCNConv(hidden, out_dim), dropout
+        super().__init__(gnn.GCNConv(in_dim, hidden), gnn.GCNConv(hidden, out_dim), dropout)
 
 
-class GAT(_TwoLayerGNN):
-    """Two-layer GAT (Velickovic et al., 2018, Sec. 3.3 transductive setting)."""
+class GAT(TwoLayer):
+    """Two-layer GAT (Velickovic et al., 2018, Sec. 3.3 transductive setting).
+
+    With ``separate=True``, GAT-sep (Platonov et al., ICLR 2023): each layer attends over the
+    neighbours only and adds the node's own features through a separate weight
+    (``GATConv(add_self_loops=False, residual=True)``).
+    """
 
     act = staticmethod(F.elu)
 
-    def __init__(self, in_dim: int, hidden: int, heads: int, out_dim: int, out_heads: int, dropout: float):
-        super().__init__()
-        self.p = dropout
-        self.conv1 = gnn.GATConv(in_dim, hidden, heads=heads, dropout=dropout)
-        self.conv2 = gnn.GATConv(hidden * heads, out_dim, heads=out_heads, concat=False, dropout=dropout)
+    def __init__(self, in_dim: int, hidden: int, heads: int, out_dim: int, out_heads: int, dropout: float,
+                 separate: bool = False):
+        kw = {"add_self_loops": not separate, "residual": separate, "dropout": dropout}
+        conv1 = gnn.GATConv(in_dim, hidden, heads=heads, **kw)
+        conv2 = gnn.GATConv(hidden * heads, out_dim, heads=out_heads, concat=False, **kw)
+        super().__init__(conv1, conv2, dropout)
 
 
 @register_space("gnn-baseline")
@@ -105,22 +118,23 @@ class GNNBaselineSpace(Space):
     Config = GNNBaselineConfig
     capabilities = frozenset({"dag"})
     task_kinds = ("node",)
+    models: tuple[str, ...] = MODELS
 
     def sample(self, rng: random.Random) -> Arch:
-        return self.arch({"model": rng.choice(MODELS)})
+        return self.arch({"model": rng.choice(self.models)})
 
     def mutate(self, arch: Arch, rng: random.Random) -> Arch:
-        return self.arch({"model": next(m for m in MODELS if m != arch.choices["model"])})
+        return self.arch({"model": rng.choice([m for m in self.models if m != arch.choices["model"]])})
 
     def validate(self, arch: Arch) -> None:
         super().validate(arch)
         if set(arch.choices) != {"model"}:
             raise ArchError(f"choices must be {{'model': ...}}, got keys {sorted(arch.choices)}")
-        if arch.choices["model"] not in MODELS:
-            raise ArchError(unknown_name("baseline model", arch.choices["model"], MODELS))
+        if arch.choices["model"] not in self.models:
+            raise ArchError(unknown_name("baseline model", arch.choices["model"], self.models))
 
     def size(self) -> int:
-        return len(MODELS)
+        return len(self.models)
 
     def build(self, arch: Arch, task: Any) -> nn.Module:
         self.validate(arch)

@@ -1,0 +1,16 @@
+#!/bin/sh
+# The heterophily comparisons: for each dataset, the baselines' validation grid, then one
+# `attnas compare` per search seed with the baselines' chosen settings. Run from the repository
+# root with ATTNAS_DATA=../shared/data; writes runs/hetero-grid/ and runs/hetero/<dataset>-s<seed>/.
+#   sh docs/results/heterophilous_experiments.sh texas wisconsin
+set -e
+for ds in "$@"; do
+  python docs/results/heterophilous_baseline_grid.py "$ds" runs/hetero-grid > "runs/hetero-grid-$ds.log" 2>&1
+  sets=$(tail -1 "runs/hetero-grid-$ds.log")
+  for seed in 0 1 2; do
+    # shellcheck disable=SC2086
+    attnas --threads 1 compare autoattend-hetero --set "task.dataset=$ds" --set "seed=$seed" $sets \
+      --out "runs/hetero/$ds-s$seed" > "runs/hetero/$ds-s$seed.log" 2>&1
+  done
+done
+python docs/results/heterophilous_tables.py runs/hetero "$@"
