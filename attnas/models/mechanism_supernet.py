@@ -215,7 +215,7 @@ class MechanismSupernet(SequenceClassifier):
         max_len: Longest token sequence.
         dropout: Dropout rate.
         norm: ``pre`` or ``post``.
-        pool: ``mean`` or ``cls``.
+        pool: ``mean``, ``cls`` or ``token`` (per-token logits).
         positions: ``sinusoidal`` or ``learned``.
         pad_id: Padding id.
         mechanism_options: ``{mechanism: {option: value}}``.
