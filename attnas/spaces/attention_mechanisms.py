@@ -71,6 +71,8 @@ class AttentionMechanismsConfig:
         positions: ``sinusoidal`` or ``learned`` position embeddings.
         mechanism_options: ``{mechanism: {option: value}}``, e.g. ``{local: {window: 8}}``
             for short sequences (see ``docs/attention_mechanisms.md`` for every option).
+        supernet_depth: Encoder layers of the search supernet (DARTFormer: 1; a task such
+            as associative recall, which no one-layer model solves, needs 2).
     """
 
     candidates: tuple[str, ...] = DEFAULT_CANDIDATES
@@ -83,6 +85,7 @@ class AttentionMechanismsConfig:
     pool: Literal["mean", "cls"] = "cls"
     positions: Literal["sinusoidal", "learned"] = "sinusoidal"
     mechanism_options: dict[str, Any] = field(default_factory=dict)
+    supernet_depth: PositiveInt = 1
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -255,7 +258,7 @@ class AttentionMechanismSpace(Space):
             extra["vocab_size"], task.info.num_classes, mechanisms=o.candidates, mode=mode, dim=o.dim,
             heads=o.heads, ffn_dim=o.ffn_dim or None, max_len=extra["max_len"], dropout=o.dropout, norm=o.norm,
             pool=self._pool(extra), positions=o.positions, pad_id=extra.get("pad_id", 0),
-            mechanism_options=self._options_for(list(o.candidates)))
+            mechanism_options=self._options_for(list(o.candidates)), depth=o.supernet_depth)
 
     def arch_from_kept(self, kept: Any) -> Arch:
         """The architecture of a pruned supernet's ``kept()`` (a name or ``{mechanism: heads}``)."""
