@@ -79,3 +79,41 @@ def test_the_mechanism_space_builds_a_per_token_model_and_supernet(task):
     supernet = space.supernet(task, mode="heterogeneous")
     out = supernet(batch)
     assert out.shape == (16, 32, 32) and torch.isfinite(task.loss(out, batch))
+
+
+def test_shipped_recipes_load_with_a_two_layer_supernet():
+    for name, mode in (("mechanism-mqar-quick", "homogeneous"), ("dartformer-mqar-quick", "nas-one-shot")):
+        config = load_config(name)
+        assert config.task.name == "mqar" and config.strategy.options.mode == mode
+        assert config.space.options.supernet_depth == 2
+
+
+def test_the_mechanism_search_scores_blocks_by_query_accuracy(tmp_path):
+    from attnas import pipeline
+
+    recipe = {
+        "name": "tiny-mqar", "seed": 0,
+        "task": {"name": "mqar", **OPTIONS},
+        "space": {"name": "attention-mechanisms", "candidates": ["softmax", "local"], "dim": 16, "depth": 1,
+                  "heads": 2, "ffn_dim": 16, "supernet_depth": 2, "mechanism_options": {"local": {"window": 4}}},
+        "strategy": {"name": "mechanism-search", "supernet": {"epochs": 1, "patience": 0, "batch_size": 16}},
+        "retrain": {"epochs": 1, "patience": 0, "batch_size": 16},
+    }
+    seen = []
+    original = MQARTask.count_correct
+
+    def spy(output, batch):
+        seen.append(output.shape)
+        return original(output, batch)
+
+    MQARTask.count_correct = staticmethod(spy)
+    try:
+        run = pipeline.search(recipe, out=tmp_path / "run")
+    finally:
+        MQARTask.count_correct = staticmethod(original)
+    assert seen and all(len(s) == 3 for s in seen)  # scoring counted per-token outputs at the queries
+    import json
+
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert {"drop_score_softmax", "drop_score_local"} <= set(metrics) and 0 <= metrics["test_accuracy"] <= 1
+    assert run is not None
