@@ -82,7 +82,8 @@ def test_the_mechanism_space_builds_a_per_token_model_and_supernet(task):
 
 
 def test_shipped_recipes_load_with_a_two_layer_supernet():
-    for name, mode in (("mechanism-mqar-quick", "homogeneous"), ("dartformer-mqar-quick", "nas-one-shot")):
+    recipes = [("mechanism-mqar-quick", "homogeneous"), ("dartformer-mqar-quick", "nas-one-shot")]
+    for name, mode in recipes + [(n.replace("-quick", "-hard-quick"), m) for n, m in recipes]:
         config = load_config(name)
         assert config.task.name == "mqar" and config.strategy.options.mode == mode
         assert config.space.options.supernet_depth == 2
