@@ -22,8 +22,8 @@ import torch.nn.functional as F
 from attnas import _registry
 from attnas.config import PositiveInt
 from attnas.data.mqar import IGNORE, MQARConfig, generate_mqar
-from attnas.data.token_sequences import SPLITS
-from attnas.errors import ConfigError, DataError
+from attnas.data.token_sequences import SPLITS, batch_indices, check_split
+from attnas.errors import DataError
 from attnas.tasks.base import Task, TaskInfo
 
 
@@ -85,13 +85,7 @@ class MQARTask(Task):
 
     def size(self, split: str) -> int:
         """Number of examples in ``split``."""
-        return int(self._tensors[self._check_split(split)][0].shape[0])
-
-    @staticmethod
-    def _check_split(split: str) -> str:
-        if split not in SPLITS:
-            raise ConfigError(f"unknown split '{split}'; valid: {', '.join(SPLITS)}")
-        return split
+        return int(self._tensors[check_split(split)][0].shape[0])
 
     def batches(self, split: str, *, shuffle: bool = False, generator: torch.Generator | None = None,
                 batch_size: int | None = None) -> Iterator[dict[str, torch.Tensor]]:
@@ -103,13 +97,9 @@ class MQARTask(Task):
             generator: Torch generator for the order (default: the global one).
             batch_size: Examples per batch (default: the task's ``batch_size``).
         """
-        tokens, labels = self._tensors[self._check_split(split)]
-        bs = batch_size or self.options.batch_size
-        n = tokens.shape[0]
-        order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
-        order = order.to(self.device)
-        for start in range(0, n, bs):
-            idx = order[start : start + bs]
+        tokens, labels = self._tensors[check_split(split)]
+        for idx in batch_indices(tokens.shape[0], batch_size or self.options.batch_size, shuffle, generator,
+                                 self.device):
             tok = tokens[idx]
             yield {"tokens": tok, "mask": torch.ones_like(tok, dtype=torch.bool), "y": labels[idx]}
 
