@@ -22,7 +22,7 @@ DETAILS = HERE / "results"
 PAGE = HERE / "results.md"
 #: The sections in page order: the methods, the comparison with hand-designed attention,
 #: bad inputs and faults, then speed and scale-out.
-ORDER = ["autoattend_graph", "autoattend_text", "dartformer", "autola", "fullattn", "opemb", "compare",
+ORDER = ["autoattend_graph", "autoattend_text", "dartformer", "mqar", "autola", "fullattn", "opemb", "compare",
          "bad_inputs", "kernels", "scaleout"]
 MAX_LINES = 800
 PREAMBLE = """# Measured results

@@ -2,10 +2,11 @@
 
 Usage (from the repository root)::
 
-    python docs/results/mqar_tables.py runs/mqar/easy SEARCH_RUN [SEARCH_RUN ...]
+    python docs/results/mqar_tables.py FOLDER[:FOLDER...] SEARCH_RUN [SEARCH_RUN ...]
 
-The first argument is a folder holding one run folder per mechanism trained alone (the
-baseline rows of ``attnas compare`` or ``attnas search`` with the ``fixed`` strategy),
+The first argument names folders (separated by ``:``) holding one run folder per mechanism
+trained alone (the baseline rows of ``attnas compare`` or ``attnas search`` with the
+``fixed`` strategy; the first folder holding a mechanism wins),
 each with ``metrics.json``; the others are search runs (``metrics.json`` with
 ``drop_score_<mechanism>``). Prints Markdown: the homogeneous table (validation and test
 accuracy, mean over the seeds found), and per search run its pick, the pick's distance to
@@ -32,19 +33,21 @@ def _mean(metrics: dict, split: str) -> float:
     raise KeyError(f"no {split} accuracy in metrics.json")
 
 
-def homogeneous(folder: Path) -> dict[str, tuple[float, float]]:
+def homogeneous(folders: list[Path]) -> dict[str, tuple[float, float]]:
     """``{mechanism: (validation, test)}`` of every mechanism folder with a ``metrics.json``."""
     out = {}
     for m in ORDER:
-        path = folder / m / "metrics.json"
-        if path.exists():
-            metrics = json.loads(path.read_text())
-            out[m] = (_mean(metrics, "val"), _mean(metrics, "test"))
+        for folder in folders:
+            path = folder / m / "metrics.json"
+            if path.exists():
+                metrics = json.loads(path.read_text())
+                out[m] = (_mean(metrics, "val"), _mean(metrics, "test"))
+                break
     return out
 
 
 def main(folder: str, searches: list[str]) -> None:
-    table = homogeneous(Path(folder))
+    table = homogeneous([Path(f) for f in folder.split(":")])
     print("| mechanism | validation [%] | test [%] |\n|---|---|---|")
     for m, (val, test) in table.items():
         print(f"| `{m}` | {100 * val:.1f} | {100 * test:.1f} |")
