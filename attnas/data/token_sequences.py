@@ -8,12 +8,12 @@ and the number of classes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import torch
 
-from attnas.errors import DataError
+from attnas.errors import ConfigError, DataError
 
 SPLITS = ("train", "val", "test")
 
@@ -78,3 +78,19 @@ def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[torch
     for i, s in enumerate(seqs):
         tokens[i, : len(s)] = torch.as_tensor(s, dtype=torch.long)
     return tokens, lengths
+
+
+def check_split(split: str) -> str:
+    """``split`` if it is one of :data:`SPLITS`, else a one-line :class:`ConfigError`."""
+    if split not in SPLITS:
+        raise ConfigError(f"unknown split '{split}'; valid: {', '.join(SPLITS)}")
+    return split
+
+
+def batch_indices(n: int, batch_size: int, shuffle: bool, generator: torch.Generator | None,
+                  device: torch.device) -> Iterator[torch.Tensor]:
+    """Indices of each batch of ``n`` examples, in order or shuffled (drawn on the CPU from ``generator``)."""
+    order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
+    order = order.to(device)
+    for start in range(0, n, batch_size):
+        yield order[start : start + batch_size]

@@ -13,7 +13,7 @@ zeroed (see :mod:`attnas.strategies._mechanism_selection`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, Literal
 
 import torch
@@ -201,7 +201,14 @@ class SupernetAttention(nn.Module):
 
 
 class MechanismSupernet(SequenceClassifier):
-    """DARTFormer's search network: embedding, one supernet attention layer, FFN, linear classifier (Sec. 3.2).
+    """DARTFormer's search network: embedding, supernet attention layer(s), FFN, linear classifier (Sec. 3.2).
+
+    DARTFormer's supernet has one encoder layer (``depth=1``). A task that no one-layer
+    model can solve (associative recall needs a layer that moves each key next to its
+    value before another matches the query) makes every drop score zero; ``depth > 1``
+    stacks supernet layers with the candidate set of each layer shared: masking or
+    pruning a block masks or prunes it in every layer, as the searched cell is stacked
+    in every layer of the final model.
 
     Args:
         vocab_size: Number of token ids.
@@ -215,14 +222,15 @@ class MechanismSupernet(SequenceClassifier):
         max_len: Longest token sequence.
         dropout: Dropout rate.
         norm: ``pre`` or ``post``.
-        pool: ``mean`` or ``cls``.
+        pool: ``mean``, ``cls`` or ``token`` (per-token logits).
         positions: ``sinusoidal`` or ``learned``.
         pad_id: Padding id.
         mechanism_options: ``{mechanism: {option: value}}``.
+        depth: Supernet encoder layers (DARTFormer: 1).
 
     Shapes:
         - **input:** batch ``{"tokens": [B, L], "mask": [B, L]}``.
-        - **output:** logits ``[B, num_classes]``.
+        - **output:** logits ``[B, num_classes]`` (``[B, L, num_classes]`` with ``pool: token``).
     """
 
     def __init__(self, vocab_size: int, num_classes: int, mechanisms: Sequence[str] = DEFAULT_CANDIDATES,
@@ -230,12 +238,16 @@ class MechanismSupernet(SequenceClassifier):
                  ffn_dim: int | None = None, max_len: int = 512, dropout: float = 0.1,
                  norm: Literal["pre", "post"] = "pre", pool: Literal["mean", "cls"] = "mean",
                  positions: Literal["sinusoidal", "learned"] = "sinusoidal", pad_id: int = 0,
-                 mechanism_options: Mapping[str, Mapping[str, Any]] | None = None):
+                 mechanism_options: Mapping[str, Mapping[str, Any]] | None = None, depth: int = 1):
+        if depth < 1:
+            raise ConfigError(f"supernet depth: must be >= 1, got {depth}")
         embed = TokenEmbedding(vocab_size, dim, max_len, positions, pad_id, cls=pool == "cls")
-        supernet = SupernetAttention(dim, mechanisms, heads, mode, max_len + int(pool == "cls"), mechanism_options)
-        layer = EncoderLayer(supernet, dim, ffn_dim or 4 * dim, dropout, norm)
-        super().__init__(embed, [layer], dim, num_classes, norm, pool)
-        self.supernet = supernet
+        supernets = [SupernetAttention(dim, mechanisms, heads, mode, max_len + int(pool == "cls"), mechanism_options)
+                     for _ in range(depth)]
+        layers = [EncoderLayer(sn, dim, ffn_dim or 4 * dim, dropout, norm) for sn in supernets]
+        super().__init__(embed, layers, dim, num_classes, norm, pool)
+        self.supernet = supernets[0]
+        self._supernets = supernets  # every layer's (plain list: the modules are registered in self.layers)
 
     # the selection interface (see attnas.strategies._mechanism_selection)
     @property
@@ -248,17 +260,27 @@ class MechanismSupernet(SequenceClassifier):
         """Names of the blocks not pruned."""
         return self.supernet.active_names
 
-    def masked(self, names: Iterable[str]):
-        """Context manager zeroing the outputs of ``names``."""
-        return self.supernet.masked(names)
+    @contextmanager
+    def masked(self, names: Iterable[str]) -> Iterator[None]:
+        """Context manager zeroing the outputs of ``names`` (in every layer)."""
+        names = list(names)
+        with ExitStack() as stack:
+            for sn in self._supernets:
+                stack.enter_context(sn.masked(names))
+            yield
 
-    def reuse_outputs(self):
+    @contextmanager
+    def reuse_outputs(self) -> Iterator[None]:
         """Context manager reusing block outputs across masked evaluations of one batch."""
-        return self.supernet.reuse_outputs()
+        with ExitStack() as stack:
+            for sn in self._supernets:
+                stack.enter_context(sn.reuse_outputs())
+            yield
 
     def drop(self, name: str) -> None:
-        """Prune the block ``name``."""
-        self.supernet.drop(name)
+        """Prune the block ``name`` (in every layer)."""
+        for sn in self._supernets:
+            sn.drop(name)
 
     def kept(self) -> MechanismSpec:
         """The searched attention (a name, or ``{mechanism: heads}``)."""

@@ -175,18 +175,19 @@ class SequenceClassifier(nn.Module):
         dim: Model dimension.
         num_classes: Output size.
         norm: ``pre`` adds the final LayerNorm of a pre-norm encoder.
-        pool: ``mean`` over real tokens or ``cls`` (position 0; needs ``embed.cls``).
+        pool: ``mean`` over real tokens, ``cls`` (position 0; needs ``embed.cls``) or
+            ``token`` (no pooling: one prediction per token, e.g. associative recall).
 
     Shapes:
         - **input:** batch ``{"tokens": [B, L], "mask": [B, L]}``.
-        - **output:** logits ``[B, num_classes]``.
+        - **output:** logits ``[B, num_classes]`` (``[B, L, num_classes]`` with ``pool: token``).
     """
 
     def __init__(self, embed: TokenEmbedding, layers: list[nn.Module], dim: int, num_classes: int,
                  norm: Literal["pre", "post"] = "pre", pool: Literal["mean", "cls"] = "mean"):
         super().__init__()
-        if pool not in ("mean", "cls"):
-            raise ConfigError(f"pool: must be 'mean' or 'cls', got {pool!r}")
+        if pool not in ("mean", "cls", "token"):
+            raise ConfigError(f"pool: must be 'mean', 'cls' or 'token', got {pool!r}")
         if pool == "cls" and not embed.cls:
             raise ConfigError("pool 'cls' needs an embedding with a [CLS] token")
         self.embed, self.layers, self.pool = embed, nn.ModuleList(layers), pool
@@ -194,7 +195,7 @@ class SequenceClassifier(nn.Module):
         self.classifier = nn.Linear(dim, num_classes)
 
     def features(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
-        """Pooled features ``[B, D]`` of a batch."""
+        """Pooled features ``[B, D]`` of a batch (``[B, L, D]``, one per token, with ``pool: token``)."""
         tokens = batch["tokens"]
         mask = batch.get("mask")
         if mask is None:
@@ -203,6 +204,8 @@ class SequenceClassifier(nn.Module):
         for layer in self.layers:
             x = layer(x, mask)
         x = self.final_norm(x)
+        if self.pool == "token":
+            return x
         if self.pool == "cls":
             return x[:, 0]
         w = mask.unsqueeze(-1).to(x.dtype)
@@ -238,7 +241,7 @@ class TransformerEncoderClassifier(SequenceClassifier):
         max_len: Longest token sequence.
         dropout: Dropout rate.
         norm: ``pre`` (LRA) or ``post``.
-        pool: ``mean`` or ``cls``.
+        pool: ``mean``, ``cls`` or ``token`` (per-token logits ``[B, L, num_classes]``).
         positions: ``sinusoidal`` or ``learned``.
         pad_id: Padding id.
         mechanism_options: ``{mechanism: {option: value}}``.

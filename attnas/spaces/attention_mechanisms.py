@@ -66,10 +66,13 @@ class AttentionMechanismsConfig:
         ffn_dim: FFN hidden size (0: ``4 * dim``).
         dropout: Dropout rate of the encoder.
         norm: ``pre`` (LRA) or ``post`` LayerNorm.
-        pool: ``cls`` (LRA's ListOps setting) or ``mean`` over real tokens.
+        pool: ``cls`` (LRA's ListOps setting) or ``mean`` over real tokens; a per-token
+            task (``info.extra["per_token"]``, e.g. ``mqar``) gets a per-token head instead.
         positions: ``sinusoidal`` or ``learned`` position embeddings.
         mechanism_options: ``{mechanism: {option: value}}``, e.g. ``{local: {window: 8}}``
             for short sequences (see ``docs/attention_mechanisms.md`` for every option).
+        supernet_depth: Encoder layers of the search supernet (DARTFormer: 1; a task such
+            as associative recall, which no one-layer model solves, needs 2).
     """
 
     candidates: tuple[str, ...] = DEFAULT_CANDIDATES
@@ -82,6 +85,7 @@ class AttentionMechanismsConfig:
     pool: Literal["mean", "cls"] = "cls"
     positions: Literal["sinusoidal", "learned"] = "sinusoidal"
     mechanism_options: dict[str, Any] = field(default_factory=dict)
+    supernet_depth: PositiveInt = 1
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -217,6 +221,10 @@ class AttentionMechanismSpace(Space):
                               f"got a '{info.kind}' task")
         return info.extra
 
+    def _pool(self, extra: dict) -> str:
+        """``token`` (a prediction per position) for a per-token task such as ``mqar``, else the option."""
+        return "token" if extra.get("per_token") else self.options.pool
+
     def _options_for(self, mechanisms: list[str]) -> dict:
         return {m: dict(o) for m, o in self.options.mechanism_options.items() if m in mechanisms}
 
@@ -230,7 +238,7 @@ class AttentionMechanismSpace(Space):
         return TransformerEncoderClassifier(
             extra["vocab_size"], task.info.num_classes, mechanism=spec if isinstance(spec, str) else dict(spec),
             dim=o.dim, depth=o.depth, heads=o.heads, ffn_dim=o.ffn_dim or None, max_len=extra["max_len"],
-            dropout=o.dropout, norm=o.norm, pool=o.pool, positions=o.positions, pad_id=extra.get("pad_id", 0),
+            dropout=o.dropout, norm=o.norm, pool=self._pool(extra), positions=o.positions, pad_id=extra.get("pad_id", 0),
             mechanism_options=self._options_for(mechs))
 
     def supernet(self, task: Any, mode: Literal["homogeneous", "heterogeneous"] = "homogeneous") -> nn.Module:
@@ -249,8 +257,8 @@ class AttentionMechanismSpace(Space):
         return MechanismSupernet(
             extra["vocab_size"], task.info.num_classes, mechanisms=o.candidates, mode=mode, dim=o.dim,
             heads=o.heads, ffn_dim=o.ffn_dim or None, max_len=extra["max_len"], dropout=o.dropout, norm=o.norm,
-            pool=o.pool, positions=o.positions, pad_id=extra.get("pad_id", 0),
-            mechanism_options=self._options_for(list(o.candidates)))
+            pool=self._pool(extra), positions=o.positions, pad_id=extra.get("pad_id", 0),
+            mechanism_options=self._options_for(list(o.candidates)), depth=o.supernet_depth)
 
     def arch_from_kept(self, kept: Any) -> Arch:
         """The architecture of a pruned supernet's ``kept()`` (a name or ``{mechanism: heads}``)."""

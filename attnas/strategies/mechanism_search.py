@@ -255,7 +255,8 @@ class MechanismSearch(Strategy):
         """One masked-drop trial of the active blocks, logging a ``scoring`` event per block."""
         metric = self.task.metric
         if metric == "accuracy":
-            base_trial = sweep_trial(self._score_batches(), self._count)
+            count = getattr(self.task, "count_correct", None) or self._count  # per-token tasks count their own
+            base_trial = sweep_trial(self._score_batches(), count)
         else:  # a task with another metric: one full evaluation per masking pattern
             bs = self.options.score_batch_size or self.options.supernet.batch_size
             evaluate = lambda m: self.task.evaluate(m, "val", batch_size=bs)  # noqa: E731

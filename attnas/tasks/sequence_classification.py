@@ -23,7 +23,7 @@ from attnas import _registry
 from attnas.config import PositiveInt, check_fields
 from attnas.data.listops import ListOpsConfig
 from attnas.data.text_sequences import TextSequencesConfig, load_text_sequences, text_dataset_names
-from attnas.data.token_sequences import SPLITS, TokenSequences, pad_sequences
+from attnas.data.token_sequences import SPLITS, TokenSequences, batch_indices, check_split, pad_sequences
 from attnas.errors import ConfigError, unknown_name
 from attnas.tasks.base import Task, TaskInfo
 
@@ -107,9 +107,7 @@ class SequenceClassificationTask(Task):
         return self.data.size(self._check_split(split))
 
     def _check_split(self, split: str) -> str:
-        if split not in SPLITS:
-            raise ConfigError(f"unknown split '{split}'; valid: {', '.join(SPLITS)}")
-        return split
+        return check_split(split)
 
     def batches(self, split: str, *, shuffle: bool = False, generator: torch.Generator | None = None,
                 batch_size: int | None = None) -> Iterator[dict[str, torch.Tensor]]:
@@ -123,11 +121,7 @@ class SequenceClassificationTask(Task):
         """
         tokens, lengths, labels = self._tensors[self._check_split(split)]
         bs = batch_size or self.options.batch_size
-        n = labels.shape[0]
-        order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
-        order = order.to(self.device)
-        for start in range(0, n, bs):
-            idx = order[start : start + bs]
+        for idx in batch_indices(labels.shape[0], bs, shuffle, generator, self.device):
             lens = lengths[idx]
             width = int(lens.max())
             tok = tokens[idx, :width]

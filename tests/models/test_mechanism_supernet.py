@@ -105,3 +105,21 @@ def test_a_few_training_steps_fit_one_batch():
         loss.backward()
         opt.step()
     assert loss.item() < 0.5 * first
+
+
+def test_a_deeper_supernet_masks_and_drops_a_block_in_every_layer():
+    torch.manual_seed(0)
+    net = MechanismSupernet(12, 5, ("softmax", "local"), dim=16, heads=2, max_len=32, depth=2,
+                            mechanism_options={"local": OPTS["local"]}).eval()
+    layers = [layer.attention for layer in net.layers]
+    assert len(layers) == 2 and layers[0] is net.supernet and layers[0] is not layers[1]
+    b = batch()
+    with net.masked(["local"]):
+        assert all(layer._masked == {1} for layer in layers)
+        masked = net(b)
+    with net.reuse_outputs(), net.masked(["local"]):
+        torch.testing.assert_close(net(b), masked)  # the cache is checked per layer: layer 2's input differs
+    net.drop("local")
+    assert [layer.active_names for layer in layers] == [["softmax"], ["softmax"]] and net.kept() == "softmax"
+    with pytest.raises(ConfigError, match="depth"):
+        MechanismSupernet(12, 5, ("softmax", "local"), dim=16, heads=2, max_len=32, depth=0)
