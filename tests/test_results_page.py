@@ -52,3 +52,18 @@ def test_the_pattern_catches_machine_paths_and_spares_relative_ones():
     assert MACHINE_PATH.search("ATTNAS_DATA=/work/shared/data attnas ...")
     assert not MACHINE_PATH.search("ATTNAS_DATA=../shared/data attnas search x --out runs/fm")
     assert not MACHINE_PATH.search("see docs/results/autola.md and https://example.org/tmp/x")
+
+
+#: How a page must not refer to a paper or to the work behind it: the project's internal
+#: numbering of papers ("paper 003") and issue numbers mean nothing to a reader.
+INTERNAL_REFERENCE = re.compile(r"\bpaper 00\d\b|\bissues? #?\d+\b", re.IGNORECASE)
+
+
+def test_pages_cite_papers_by_author_and_name_no_issue_numbers():
+    pages = [DOCS / "results.md", *sorted((DOCS / "results").rglob("*.md")), *sorted(DOCS.glob("*.md")),
+             DOCS.parent / "README.md"]
+    found = [f"{p.relative_to(DOCS.parent)}:{n}: {m.group(0)}" for p in pages
+             for n, line in enumerate(p.read_text().splitlines(), 1) for m in INTERNAL_REFERENCE.finditer(line)]
+    assert not found, "\n".join(found)
+    assert INTERNAL_REFERENCE.search("as paper 003 says") and INTERNAL_REFERENCE.search("see issue 23")
+    assert not INTERNAL_REFERENCE.search("Zhou et al., Table VII; 3 issues remain open")
