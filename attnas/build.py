@@ -123,6 +123,23 @@ def check_task(config: RunConfig, space: Any, task: Any) -> None:
                                 f"trained on train and scored on val and test)")
 
 
+def check_retraining(init: str, task: Any) -> None:
+    """Refuse retraining from the search's shared weights where retraining seeds change the split.
+
+    With ``split: per-seed`` (:class:`~attnas.tasks.heterophilous.FixedSplitsTask`) the
+    supernet was trained on the training nodes of one split, and retraining seed ``k`` tests
+    on split ``k``, whose test nodes are training nodes of the other: fine-tuning from the
+    supernet would test on nodes its weights were fitted to.
+
+    Raises:
+        ConfigError: For ``init: supernet`` on such a task.
+    """
+    if init == "supernet" and getattr(task, "splits_per_seed", False):
+        raise ConfigError("retrain.init: supernet would fine-tune weights trained on one split's training nodes and "
+                          "test on another split's, which overlap; use retrain.init=scratch with task.split: per-seed "
+                          "(or a fixed task.split)")
+
+
 def machine_memory(device: torch.device) -> int:
     """Bytes of memory on ``device``: the GPU's, or the machine's RAM for the CPU."""
     if device.type == "cuda":

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from attnas.arch import Arch
-from attnas.build import build_strategy, build_task, pick_device
+from attnas.build import build_strategy, build_task, check_retraining, pick_device
 from attnas.config import RunConfig, TrainConfig, apply_overrides, check_seeds, config_from_dict, to_mapping
 from attnas.data.root import resolve_data_root
 from attnas.errors import ConfigError, RunDirError
@@ -76,6 +76,7 @@ def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None =
         train = config.retrain
         if init:
             train = replace(train, init=init)
+        check_retraining(train.init, task)
         n = seeds or train.seeds
         folder = run.path / "retrain" / str(name) / train.init
         run.remove_stale_temporaries(folder)  # of a retrain killed while it wrote a result

@@ -42,7 +42,7 @@ import torch
 
 from attnas import _registry, pipeline
 from attnas.atomic_files import atomic_write_json
-from attnas.build import build_space, build_task, check_strategy, check_task
+from attnas.build import build_space, build_task, check_retraining, check_strategy, check_task
 from attnas.comparison.plan import Row, plan_rows
 from attnas.comparison.report import write_compare_files
 from attnas.comparison.stats import paired_verdict, summarise
@@ -111,6 +111,7 @@ def compare(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = 
         space = build_space(cfg)
         check_strategy(cfg, space)
         check_task(cfg, space, task)
+        check_retraining(cfg.retrain.init, task)
     if k > 1:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_json(out / PLAN, {"recipe": config.name, "overrides": list(overrides), "seeds": n,

@@ -94,6 +94,11 @@ class FixedSplitsTask(NodeClassificationTask):
         return TaskInfo(kind="node", in_dim=ds.num_features, num_classes=ds.num_classes,
                         extra={"inductive": False, "dataset": ds.name, "split": self.split_index})
 
+    @property
+    def splits_per_seed(self) -> bool:
+        """Whether retraining seed ``k`` trains and tests on its own split (``split: per-seed``)."""
+        return self.options.split == PER_SEED and self.num_splits > 1
+
     def select_split(self, index: int) -> None:
         """Use split ``index mod S`` from now on (with ``split: per-seed``; a fixed split ignores it)."""
         if self.options.split != PER_SEED:

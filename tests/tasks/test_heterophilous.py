@@ -74,3 +74,20 @@ def test_csbm_task_is_scored_by_accuracy_on_its_ten_splits():
     assert torch.equal(next(task.batches("test")).mask, task.dataset.graph.split_masks["test"][2])
     with pytest.raises(ConfigError, match="cannot switch datasets"):
         task.with_dataset("texas")
+
+
+def test_fine_tuning_from_the_supernet_across_splits_is_refused_before_anything_is_written(tmp_path):
+    from attnas.build import check_retraining
+    from attnas.comparison import compare
+
+    write(tmp_path)
+    per_seed = build_task(config(seed=1), tmp_path, torch.device("cpu"))
+    with pytest.raises(ConfigError, match="retrain.init: supernet would fine-tune"):
+        check_retraining("supernet", per_seed)
+    check_retraining("scratch", per_seed)
+    check_retraining("supernet", build_task(config(split=2), tmp_path, torch.device("cpu")))  # one split: fine
+    out = tmp_path / "cmp"
+    with pytest.raises(ConfigError, match="retrain.init: supernet"):
+        compare("autoattend-hetero-quick", ["retrain.init=supernet", "task.dataset=tiny"], baselines=["mlp"],
+                out=out, data_dir=tmp_path, search_seeds=1)
+    assert not out.exists()
