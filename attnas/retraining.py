@@ -136,7 +136,7 @@ def _retrain_row(config: RunConfig, space: Any, task: Any, strategy: Any, arch: 
                  k: int, n: int) -> dict:
     """Train seed ``k`` of a retraining and return its result row (a function of ``k`` alone)."""
     t0 = time.perf_counter()
-    task.select_split(k)  # tasks with fixed repeated splits train seed k on split k mod S
+    task.select_split(k, retraining=True)  # split: per-seed trains seed k on split k mod S
     res = train_final(None, config, space, task, strategy, arch, train=train, seed=config.seed + 100 + k,
                       desc=f"retrain seed {k + 1}/{n}")
     metric = task.metric

@@ -78,13 +78,13 @@ class Task:
         """The task's metric (a fraction in [0, 1]) of ``forward`` on ``split``."""
         raise NotImplementedError
 
-    def select_split(self, index: int) -> None:
+    def select_split(self, index: int, retraining: bool = False) -> None:
         """Train and evaluate on repetition ``index`` of the data's splits from now on.
 
-        Called with the recipe's ``seed`` when a task is built for a run, and with ``k`` before
-        retraining seed ``k``. Tasks with several fixed splits (the ten of the heterophilous
-        graphs, :mod:`attnas.tasks.heterophilous`) may use split ``index mod S``; the others
-        have one split and ignore it.
+        Called with the recipe's ``seed`` when a task is built for a run, and with ``k`` and
+        ``retraining=True`` before retraining seed ``k``. Tasks with several fixed splits (the
+        ten of the heterophilous graphs, :mod:`attnas.tasks.heterophilous`) may use split
+        ``index mod S``; the others have one split and ignore it.
         """
 
     def with_dataset(self, dataset: str) -> Task:

@@ -2,11 +2,18 @@
 
 The graphs of Platonov et al. (ICLR 2023; :mod:`attnas.data.heterophilous`) come with ten
 fixed train/validation/test splits, and results are reported as the mean over the ten.
-``task.split`` picks one (``0``..``9``) or, with ``per-seed`` (the default), lets the run
-decide: a search trains and selects on split ``seed mod S`` (the recipe's ``seed``), and
-retraining seed ``k`` (``attnas retrain``, every row of ``attnas compare``) trains and tests on
-split ``k mod S``. So ten retraining seeds cover the ten splits, and every row of a
-comparison is trained on the same split for the same seed: the split is the pairing unit.
+``task.split`` picks one (``0``..``9``) or lets the run decide:
+
+- ``per-seed`` (the default): a search trains and selects on split ``seed mod S`` (the
+  recipe's ``seed``), and retraining seed ``k`` (``attnas retrain``, every row of ``attnas
+  compare``) trains and tests on split ``k mod S``. Ten retraining seeds cover the ten
+  splits and every row of a comparison is trained on the same split for the same seed: the
+  split is the pairing unit. The search itself has seen the labels of split ``seed``'s
+  training and validation nodes, some of which are other splits' test nodes.
+- ``search-seed``: everything of a run, the search and every retraining seed, uses split
+  ``seed mod S``. With ``attnas compare --search-seeds 10`` each search seed searches,
+  retrains and tests on its own split, so no architecture is chosen with labels of the
+  nodes it is tested on, and the verdict pairs over the ten (search seed, split) pairs.
 
 Everything else (full-batch training, loss, caching of the graph's normalised adjacencies)
 is :class:`~attnas.tasks.node_classification.NodeClassificationTask`'s. The metric is
@@ -32,6 +39,7 @@ from attnas.tasks.base import Task, TaskInfo
 from attnas.tasks.node_classification import NodeBatch, NodeClassificationTask
 
 PER_SEED = "per-seed"
+SEARCH_SEED = "search-seed"
 
 
 @dataclass(frozen=True)
@@ -42,13 +50,14 @@ class HeterophilousConfig:
         dataset: The file stem: ``<data root>/heterophilous/<dataset>.npz`` (``texas``,
             ``wisconsin``, ``chameleon_filtered``, ``squirrel_filtered``, ``minesweeper``,
             ``tolokers``, or a user's file in the same layout).
-        split: A fixed split index, or ``per-seed`` (search: split ``seed mod S``;
-            retraining seed ``k``: split ``k mod S``).
+        split: A fixed split index, ``per-seed`` (search: split ``seed mod S``; retraining
+            seed ``k``: split ``k mod S``) or ``search-seed`` (search and retraining: split
+            ``seed mod S``).
         normalize_features: Divide each node's features by their sum.
     """
 
     dataset: str = "texas"
-    split: Annotated[int, Range(0)] | Literal["per-seed"] = PER_SEED
+    split: Annotated[int, Range(0)] | Literal["per-seed", "search-seed"] = PER_SEED
     normalize_features: bool = False
 
 
@@ -78,11 +87,11 @@ class FixedSplitsTask(NodeClassificationTask):
         self.dataset: GraphDataset = self._load(data_root or resolve_data_root())
         self.num_splits = int(self.dataset.graph.split_masks["train"].size(0))
         split = self.options.split
-        if split != PER_SEED and split >= self.num_splits:
+        if split not in (PER_SEED, SEARCH_SEED) and split >= self.num_splits:
             raise ConfigError(f"task.split: {self.dataset.name} has {self.num_splits} splits (0..{self.num_splits - 1}), "
                               f"got {split}")
         self.metric = "roc_auc" if self.two_class_auc and self.dataset.num_classes == 2 else "accuracy"
-        self.split_index = 0 if split == PER_SEED else split
+        self.split_index = 0 if split in (PER_SEED, SEARCH_SEED) else split
         self._batches: dict[str, NodeBatch] = {}
 
     def _load(self, root: Path) -> GraphDataset:
@@ -99,9 +108,10 @@ class FixedSplitsTask(NodeClassificationTask):
         """Whether retraining seed ``k`` trains and tests on its own split (``split: per-seed``)."""
         return self.options.split == PER_SEED and self.num_splits > 1
 
-    def select_split(self, index: int) -> None:
-        """Use split ``index mod S`` from now on (with ``split: per-seed``; a fixed split ignores it)."""
-        if self.options.split != PER_SEED:
+    def select_split(self, index: int, retraining: bool = False) -> None:
+        """Use split ``index mod S`` from now on (``split: per-seed``; ``search-seed``: only when
+        the run's task is built, not per retraining seed; a fixed split ignores it)."""
+        if self.options.split not in (PER_SEED, SEARCH_SEED) or (retraining and self.options.split == SEARCH_SEED):
             return
         new = index % self.num_splits
         if new != self.split_index:
@@ -155,7 +165,7 @@ class CSBMConfig:
         d: Average degree.
         epsilon: Distance above the detection threshold.
         graph_seed: Seed of the graph and of its ten splits.
-        split: A fixed split index, or ``per-seed`` (as the ``heterophilous`` task).
+        split: A fixed split index, ``per-seed`` or ``search-seed`` (as the ``heterophilous`` task).
     """
 
     phi: Annotated[float, Range(-1, 1)] = 0.0
@@ -164,7 +174,7 @@ class CSBMConfig:
     d: Annotated[float, Range(0, low_open=True)] = 5.0
     epsilon: Annotated[float, Range(0)] = 3.25
     graph_seed: Annotated[int, Range(0)] = 0
-    split: Annotated[int, Range(0)] | Literal["per-seed"] = PER_SEED
+    split: Annotated[int, Range(0)] | Literal["per-seed", "search-seed"] = PER_SEED
 
 
 @register_task("csbm")

@@ -49,7 +49,8 @@ def test_retraining_seed_k_trains_on_split_k(tmp_path, monkeypatch):
     pipeline.search_or_resume(tmp_path / "run", config(seed=1).to_dict(), data_dir=tmp_path)
     used = []
     real = HeterophilousTask.select_split
-    monkeypatch.setattr(HeterophilousTask, "select_split", lambda self, k: (used.append(k), real(self, k)))
+    monkeypatch.setattr(HeterophilousTask, "select_split",
+                        lambda self, k, retraining=False: (used.append(k), real(self, k, retraining)))
     retrain(tmp_path / "run", data_dir=tmp_path)
     assert used == [1, 0, 1, 2]  # the build (the run's seed), then seeds 0, 1, 2
 
@@ -91,3 +92,16 @@ def test_fine_tuning_from_the_supernet_across_splits_is_refused_before_anything_
         compare("autoattend-hetero-quick", ["retrain.init=supernet", "task.dataset=tiny"], baselines=["mlp"],
                 out=out, data_dir=tmp_path, search_seeds=1)
     assert not out.exists()
+
+
+def test_search_seed_mode_keeps_the_run_s_split_for_every_retraining_seed(tmp_path):
+    write(tmp_path)
+    task = build_task(config(seed=13, split="search-seed"), tmp_path, torch.device("cpu"))
+    masks = task.dataset.graph.split_masks
+    assert task.split_index == 3 and not task.splits_per_seed
+    for k in (0, 5):
+        task.select_split(k, retraining=True)
+        assert task.split_index == 3 and torch.equal(next(task.batches("test")).mask, masks["test"][3])
+    per_seed = build_task(config(seed=13), tmp_path, torch.device("cpu"))
+    per_seed.select_split(5, retraining=True)
+    assert per_seed.split_index == 5 and per_seed.splits_per_seed
