@@ -10,7 +10,7 @@ for ds in "$@"; do
   for seed in 0 1 2; do
     # shellcheck disable=SC2086
     attnas --threads 1 compare autoattend-hetero --set "task.dataset=$ds" --set "seed=$seed" $sets \
-      --search-seeds 1 --out "runs/hetero/$ds-s$seed" > "runs/hetero/$ds-s$seed.log" 2>&1
+      --set task.split=per-seed --search-seeds 1 --seeds 10 --out "runs/hetero/$ds-s$seed" > "runs/hetero/$ds-s$seed.log" 2>&1
   done
 done
 python docs/results/heterophilous_tables.py runs/hetero "$@"

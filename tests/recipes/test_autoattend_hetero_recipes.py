@@ -8,11 +8,13 @@ from attnas.comparison.runner import compare
 from attnas.config import load_config
 
 
-def test_the_full_and_quick_recipes_differ_only_in_budget():
+def test_the_full_and_quick_recipes_differ_only_in_budget_and_split_mode():
     full, quick = load_config("autoattend-hetero"), load_config("autoattend-hetero-quick")
-    assert full.task == quick.task and full.space == quick.space
-    assert full.task.options.split == "per-seed" and full.space.options.pool == "hetero"
-    assert full.retrain.init == "scratch" and full.compare.seeds == 10  # ten seeds: the ten fixed splits
+    assert full.task.options.dataset == quick.task.options.dataset and full.space == quick.space
+    # the full recipe: one search per split, each tested on its own split; the quick one pairs over splits
+    assert full.task.options.split == "search-seed" and quick.task.options.split == "per-seed"
+    assert full.space.options.pool == "hetero" and full.retrain.init == "scratch"
+    assert (full.compare.search_seeds, full.compare.seeds) == (10, 3)  # ten search seeds: the ten fixed splits
 
 
 def test_quick_comparison_on_texas_pairs_rows_over_the_splits(data_root, tmp_path):
