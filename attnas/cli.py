@@ -88,6 +88,18 @@ def _kept_run(exc: BaseException) -> str:
     return f"; the run is kept: `attnas search --resume {run_dir}` continues it" if run_dir else ""
 
 
+#: Commands that continue a stopped run when run again with the same arguments (their
+#: finished runs, rows or seeds are kept), and what they keep.
+_RERUN_CONTINUES = {"compare": "rows and seeds", "sweep": "runs", "bench": "cells", "retrain": "seeds"}
+
+
+def _continue_hint(command: str, exc: BaseException) -> str:
+    """How to continue what ``command`` was doing when it was stopped."""
+    if command in _RERUN_CONTINUES:
+        return f"; the same `attnas {command}` command run again continues it (finished {_RERUN_CONTINUES[command]} are kept)"
+    return _kept_run(exc) or "; a search continues with `attnas search --resume RUN_DIR`"
+
+
 def _guard(fn):
     """Turn every exception of a command into one line on stderr and its exit status.
 
@@ -109,8 +121,7 @@ def _guard(fn):
                 if _debug:
                     traceback.print_exc()
                 what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
-                _fail(what + (_kept_run(exc) or "; a search continues with `attnas search --resume RUN_DIR`"),
-                      getattr(exc, "exit_code", 130))
+                _fail(what + _continue_hint(fn.__name__, exc), getattr(exc, "exit_code", 130))
 
     return wrapper
 

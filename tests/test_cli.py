@@ -139,3 +139,21 @@ def test_version_imports_no_torch_and_leaves_the_process_alone():
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("attnas ")
+
+
+@pytest.mark.parametrize("command, args, target", [
+    ("compare", ["compare", "autoattend-digits-quick"], "attnas.comparison.compare"),
+    ("retrain", ["retrain", "somewhere"], "attnas.retraining.retrain"),
+])
+def test_a_stopped_command_that_continues_when_run_again_says_so(monkeypatch, command, args, target):
+    import importlib
+
+    module, name = target.rsplit(".", 1)
+
+    def stop(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(importlib.import_module(module), name, stop)
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 130
+    assert f"interrupted; the same `attnas {command}` command run again continues it (finished" in result.output
