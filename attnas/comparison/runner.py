@@ -100,8 +100,9 @@ def compare(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = 
         for s in range(config.seed, config.seed + k):
             sub = [*overrides, f"seed={s}"]
             plans.append((out / f"search-seed-{s}", sub, plan_rows(recipe, sub, baselines, random, random_architecture)[1]))
-        _check_folder(out, {"recipe": config.name, "overrides": list(overrides), "seeds": n, "search_seeds": k,
-                            "folders": [p[0].name for p in plans]}, nested=True)
+        top_plan = {"recipe": config.name, "overrides": list(overrides), "seeds": n, "search_seeds": k,
+                    "folders": [p[0].name for p in plans]}
+        _check_folder(out, top_plan, nested=True)
     for folder, sub, sub_rows in plans:
         _check_folder(folder, _plan(config.name, sub, n, sub_rows))
     root = resolve_data_root(data_dir)
@@ -114,13 +115,12 @@ def compare(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = 
         check_retraining(cfg.retrain.init, task)
     if k > 1:
         out.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(out / PLAN, {"recipe": config.name, "overrides": list(overrides), "seeds": n,
-                                       "search_seeds": k, "folders": [p[0].name for p in plans]})
+        atomic_write_json(out / PLAN, top_plan)
     results = [_compare_once(folder, sub_rows, _plan(config.name, sub, n, sub_rows), root, n, device, workers,
                              ray_address, task.metric) for folder, sub, sub_rows in plans]
     if k == 1:
         return results[0]
-    result = pool_search_seeds(config.to_dict(), results, [p[0].name for p in plans])
+    result = pool_search_seeds(config.to_dict(), results, top_plan["folders"])
     atomic_write_json(out / RESULT, result)
     write_compare_files(out, result)
     return result
@@ -133,14 +133,13 @@ def _plan(name: str, overrides: list[str], n: int, rows: list[Row]) -> dict:
 def _compare_once(out: Path, rows: list[Row], plan: dict, root: Path, n: int, device: str | None,
                   workers: int | None, ray_address: str | None, metric: str) -> dict:
     """One search seed's comparison in ``out``: every row's run, its retraining seeds, the verdicts."""
-    config = load_config(rows[0].recipe)
     with make_executor(workers, ray_address) as executor:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_json(out / PLAN, plan)
         list(executor.imap(run_row, [r.to_dict() for r in rows], str(out.resolve()), str(root), device))
     summaries = {row.name: retrain(out / row.name, seeds=n, data_dir=root, device=device, workers=workers,
                                    ray_address=ray_address) for row in rows}
-    result = collect(out, config.to_dict(), rows, summaries, metric, n)
+    result = collect(out, rows[0].recipe, rows, summaries, metric, n)  # rows[0]: the searched recipe
     atomic_write_json(out / RESULT, result)
     write_compare_files(out, result)
     return result
@@ -195,19 +194,25 @@ def collect(out: Path, recipe: dict, rows: list[Row], summaries: dict[str, dict]
                       "train_seconds": round(sum(r.get("seconds", 0.0) for r in per_seed), 2),
                       "test": summarise(test), "val": summarise(val), "test_per_seed": test, "val_per_seed": val})
     by_name = {r["name"]: r for r in table}
-    search = by_name["search"]
-    baselines = [r for r in table if r["kind"] == "baseline"]
-    best = max(baselines, key=lambda r: r["val"]["mean"])  # chosen on validation, like everything else
-    verdicts = [paired_verdict(search["test_per_seed"], best["test_per_seed"], "search", best["name"])]
-    if "random-architecture" in by_name:
-        verdicts.append(paired_verdict(search["test_per_seed"], by_name["random-architecture"]["test_per_seed"],
-                                       "search", "random-architecture"))
-    if "random" in by_name:
-        verdicts.append(paired_verdict(search["test_per_seed"], by_name["random"]["test_per_seed"], "search", "random"))
-        verdicts.append(paired_verdict(by_name["random"]["test_per_seed"], best["test_per_seed"], "random", best["name"]))
+    best, pairs = verdict_pairs(table)
+    verdicts = [paired_verdict(by_name[a]["test_per_seed"], by_name[b]["test_per_seed"], a, b) for a, b in pairs]
     return {"recipe": recipe["name"], "task": recipe["task"], "metric": metric, "seeds": seeds,
             "paper_seeds": recipe.get("compare", {}).get("paper_seeds"), "retrain": to_mapping(recipe["retrain"]),
             "best_baseline": best["name"], "rows": table, "verdicts": verdicts}
+
+
+def verdict_pairs(table: list[dict]) -> tuple[dict, list[tuple[str, str]]]:
+    """The best baseline, chosen by mean validation score (test is only reported), and the
+    pairs of rows a comparison judges: search against it, against random search, random
+    search against it, and search against one prior draw, for the rows the table has."""
+    names = {r["name"] for r in table}
+    best = max((r for r in table if r["kind"] == "baseline"), key=lambda r: r["val"]["mean"])
+    pairs = [("search", best["name"])]
+    if "random" in names:
+        pairs += [("search", "random"), ("random", best["name"])]
+    if "random-architecture" in names:
+        pairs.append(("search", "random-architecture"))
+    return best, pairs
 
 
 def still_improving(per_seed: list[dict], retrain_section: dict) -> int | None:
@@ -259,13 +264,7 @@ def pool_search_seeds(recipe: dict, results: list[dict], folders: list[str]) -> 
                       "test_per_search_summary": summarise(test_means),
                       "test_per_seed": pooled_test, "val_per_seed": pooled_val})
     by_name = {r["name"]: r for r in table}
-    baselines = [r for r in table if r["kind"] == "baseline"]
-    best = max(baselines, key=lambda r: r["val"]["mean"])  # chosen on validation
-    pairs = [("search", best["name"])]
-    if "random" in by_name:
-        pairs += [("search", "random"), ("random", best["name"])]
-    if "random-architecture" in by_name:
-        pairs.append(("search", "random-architecture"))
+    best, pairs = verdict_pairs(table)
     verdicts = [paired_verdict(by_name[a]["test_per_search"], by_name[b]["test_per_search"], a, b, unit="search seeds")
                 for a, b in pairs]
     training = [paired_verdict(by_name[a]["test_per_seed"], by_name[b]["test_per_seed"], a, b,
