@@ -6,25 +6,42 @@ Components register themselves with a decorator where they are defined::
     class AutoAttendSpace(Space): ...
 
 and are looked up by name with :func:`get` or built with :func:`create`. An unknown
-name raises :class:`~attnas.errors.ConfigError` listing the valid choices. The first
-lookup imports every module of the component packages (``attnas.spaces``,
-``attnas.strategies``, ``attnas.tasks``, ``attnas.data``, ``attnas.ops``) so that a new
-component only needs a new file, plus any modules advertised by installed packages
-under the ``attnas.plugins`` entry-point group.
+name raises :class:`~attnas.errors.ConfigError` listing the valid choices.
+
+Looking a name up imports only the module that registers it: the index of the built-in
+components (:mod:`attnas._component_index`, name -> module, with each entry's group and
+metadata) says which, so loading a recipe imports its task, space and strategy and
+nothing else (no torch_geometric for an image recipe). :func:`names` answers from the
+index without importing any component. :func:`entries` imports the modules of the kind it
+lists; :func:`discover` imports every module of the component packages (``attnas.spaces``,
+``attnas.strategies``, ``attnas.tasks``, ``attnas.data``, ``attnas.ops``), so that
+``attnas list`` shows everything. Modules advertised by installed packages under the
+``attnas.plugins`` entry-point group are loaded when a name is not in the index, and by
+:func:`names`, :func:`entries` and :func:`discover`.
+
+A component whose module needs an optional extra that is not installed (torch_geometric:
+``attnas[graph]``; gpytorch and BoTorch: ``attnas[bo]``) raises a one-line
+:class:`~attnas.errors.ConfigError` naming the extra when it is looked up, and is left out
+of :func:`entries`.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from attnas._component_index import COMPONENTS
 from attnas.errors import ConfigError, unknown_name
 
 KINDS = ("space", "strategy", "task", "dataset", "op")
 _PACKAGES = ("attnas.ops", "attnas.data", "attnas.tasks", "attnas.spaces", "attnas.strategies")
+
+#: Top-level optional package -> the attnas extra that installs it.
+EXTRAS = {"torch_geometric": "graph", "gpytorch": "bo", "botorch": "bo", "linear_operator": "bo"}
 
 
 @dataclass
@@ -38,6 +55,8 @@ class Entry:
         group: A sub-division of the kind: the pool of an operation (part of its key), or
             a family for other kinds (metadata only, e.g. ``graph`` datasets).
         help: One line for ``attnas list``.
+        extra: Free-form metadata (e.g. a dataset's ``modality``).
+        module: The module whose import registered it.
     """
 
     kind: str
@@ -46,10 +65,12 @@ class Entry:
     group: str = ""
     help: str = ""
     extra: dict = field(default_factory=dict)
+    module: str = ""
 
 
 _ENTRIES: dict[tuple[str, str], Entry] = {}
 _discovered = False
+_plugins_loaded = False
 
 
 def _first_doc_line(obj: Any) -> str:
@@ -60,6 +81,20 @@ def _first_doc_line(obj: Any) -> str:
 def _key(kind: str, name: str, group: str | None) -> tuple[str, str]:
     """Registry key: operations are keyed per pool (group); other kinds by name alone."""
     return (kind, f"{group}/{name}" if kind == "op" and group else name)
+
+
+#: (kind, key) -> (name, group, module, extra) of each built-in component, from the index.
+_INDEX: dict[tuple[str, str], tuple[str, str, str, dict]] = {
+    _key(kind, name, group): (name, group, module, extra) for kind, name, group, module, extra in COMPONENTS
+}
+
+
+def _registering_module() -> str:
+    """The module whose top-level code is running the registration (the one being imported)."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_name != "<module>":
+        frame = frame.f_back
+    return frame.f_globals.get("__name__", "") if frame is not None else ""
 
 
 def register(kind: str, name: str, *, group: str = "", help: str = "", **extra: Any) -> Callable:
@@ -82,7 +117,8 @@ def register(kind: str, name: str, *, group: str = "", help: str = "", **extra: 
             obj, "__qualname__", object()
         ):
             raise ValueError(f"{kind} {key[1]!r} is registered twice ({old.obj!r} and {obj!r})")
-        _ENTRIES[key] = Entry(kind, name, obj, group, help or _first_doc_line(obj), dict(extra))
+        _ENTRIES[key] = Entry(kind, name, obj, group, help or _first_doc_line(obj), dict(extra),
+                              _registering_module())
         return obj
 
     return decorator
@@ -113,8 +149,46 @@ def register_op(group: str, name: str, **kw: Any) -> Callable:
     return register("op", name, group=group, **kw)
 
 
+def missing_extra(exc: ImportError) -> str | None:
+    """The attnas extra that would install the package ``exc`` failed to import, if it is one."""
+    top = (getattr(exc, "name", None) or "").split(".")[0]
+    return EXTRAS.get(top)
+
+
+def _import(module: str, what: str) -> None:
+    """Import a component module; a missing optional package raises a one-line ConfigError naming its extra."""
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        extra = missing_extra(exc)
+        if extra is None:
+            raise
+        raise ConfigError(f"{what} needs {exc.name.split('.')[0]}, which is not installed: "
+                          f'pip install "attnas[{extra}]"') from None
+
+
+def _load_plugins() -> None:
+    """Load the modules advertised under the ``attnas.plugins`` entry-point group (once)."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    try:
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group="attnas.plugins"):
+            ep.load()
+    except Exception as exc:  # a broken third-party plugin must not hide our own components
+        import warnings
+
+        warnings.warn(f"an attnas plugin failed to load: {exc}", stacklevel=3)
+
+
 def discover() -> None:
-    """Import every component module once so their decorators run."""
+    """Import every component module once so their decorators run (and load the plugins).
+
+    Modules that need an optional extra that is not installed are skipped.
+    """
     global _discovered
     if _discovered:
         return
@@ -124,34 +198,57 @@ def discover() -> None:
         for info in pkgutil.walk_packages(pkg.__path__, prefix=pkg_name + "."):
             if info.name.rsplit(".", 1)[-1].startswith("_"):
                 continue
-            importlib.import_module(info.name)
-    try:
-        from importlib.metadata import entry_points
-
-        for ep in entry_points(group="attnas.plugins"):
-            ep.load()
-    except Exception as exc:  # a broken third-party plugin must not hide our own components
-        import warnings
-
-        warnings.warn(f"an attnas plugin failed to load: {exc}", stacklevel=2)
+            try:
+                importlib.import_module(info.name)
+            except ImportError as exc:
+                if missing_extra(exc) is None:
+                    raise
+    _load_plugins()
 
 
-def entries(kind: str, group: str | None = None) -> list[Entry]:
-    """All entries of ``kind`` (optionally of one ``group``), sorted by name."""
-    discover()
-    out = [e for (k, _), e in _ENTRIES.items() if k == kind and (group is None or e.group == group)]
+def _matches(kind: str, group: str | None, entry_group: str, entry_extra: dict, where: dict) -> bool:
+    return (group is None or entry_group == group) and all(entry_extra.get(k) == v for k, v in where.items())
+
+
+def entries(kind: str, group: str | None = None, **where: Any) -> list[Entry]:
+    """Entries of ``kind`` (optionally of one ``group``, and with metadata equal to ``where``), sorted by name.
+
+    Imports the modules that register them; an entry whose module needs a missing extra is left out.
+    """
+    _load_plugins()
+    for (k, key), (_, entry_group, module, extra) in _INDEX.items():
+        if k == kind and (k, key) not in _ENTRIES and _matches(kind, group, entry_group, extra, where):
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                if missing_extra(exc) is None:
+                    raise
+    out = [e for (k, _), e in _ENTRIES.items() if k == kind and _matches(kind, group, e.group, e.extra, where)]
     return sorted(out, key=lambda e: (e.group, e.name))
 
 
-def names(kind: str, group: str | None = None) -> list[str]:
-    """Registered names of ``kind`` (optionally of one ``group``)."""
-    return [e.name for e in entries(kind, group)]
+def names(kind: str, group: str | None = None, **where: Any) -> list[str]:
+    """Registered names of ``kind`` (optionally of one ``group``, and with metadata equal to
+    ``where``, e.g. ``modality="image"``), sorted; imports no built-in component."""
+    _load_plugins()
+    found = {(e.group, e.name) for (k, _), e in _ENTRIES.items() if k == kind and _matches(kind, group, e.group, e.extra, where)}
+    found |= {(entry_group, name) for (k, _), (name, entry_group, _, extra) in _INDEX.items()
+              if k == kind and _matches(kind, group, entry_group, extra, where)}
+    return [name for _, name in sorted(found)]
 
 
 def get_entry(kind: str, name: str, group: str | None = None) -> Entry:
-    """Look up an entry; raises :class:`ConfigError` listing valid names when absent."""
-    discover()
+    """Look up an entry, importing only the module that registers it.
+
+    Raises:
+        ConfigError: Listing the valid names when ``name`` is not registered, or naming the
+            extra to install when its module needs an optional package that is missing.
+    """
     key = _key(kind, name, group)
+    if key not in _ENTRIES and key in _INDEX:
+        _import(_INDEX[key][2], f"{kind} '{name}'")
+    if key not in _ENTRIES:
+        _load_plugins()
     if key not in _ENTRIES:
         what = f"{kind}" + (f" in pool '{group}'" if group else "")
         raise ConfigError(unknown_name(what, name, names(kind, group)))
@@ -166,3 +263,38 @@ def get(kind: str, name: str, group: str | None = None) -> Any:
 def create(kind: str, name: str, *args: Any, group: str | None = None, **kwargs: Any) -> Any:
     """Instantiate the registered ``name`` with ``args`` and ``kwargs``."""
     return get(kind, name, group)(*args, **kwargs)
+
+
+def index_rows() -> list[tuple[str, str, str, str, dict]]:
+    """The rows of :mod:`attnas._component_index` as the built-in modules register them:
+    ``(kind, name, group, module, extra)`` (imports every component module)."""
+    discover()
+    rows = [(e.kind, e.name, e.group, e.module, dict(sorted(e.extra.items()))) for e in _ENTRIES.values()
+            if e.module.startswith("attnas.")]
+    return sorted(rows, key=lambda r: (KINDS.index(r[0]), r[2], r[1]))
+
+
+def index_source(rows: list[tuple[str, str, str, str, dict]]) -> str:
+    """The text of :mod:`attnas._component_index` for ``rows``."""
+    lines = [f"    {row!r}," for row in rows]
+    return INDEX_HEADER + "COMPONENTS = (\n" + "\n".join(lines) + "\n)\n"
+
+
+INDEX_HEADER = '''"""Where each built-in component is registered: (kind, name, group, module, metadata).
+
+The registry (:mod:`attnas._registry`) reads this table to import only the module of a
+name it looks up. Written by ``python -m attnas._registry``, which imports every
+component module; a test checks that it matches what the modules register.
+"""
+
+'''
+
+
+if __name__ == "__main__":  # rewrite attnas/_component_index.py from what the modules register
+    from pathlib import Path
+
+    from attnas import _registry
+
+    path = Path(_registry.__file__).with_name("_component_index.py")
+    path.write_text(_registry.index_source(_registry.index_rows()), encoding="utf-8")
+    print(f"{path}: {len(_registry.index_rows())} components")

@@ -21,7 +21,7 @@ import torch
 from attnas import _registry
 from attnas.config import RunConfig
 from attnas.errors import ConfigError, DataError
-from attnas.rng import rng_state, set_rng_state
+from attnas.rng import first_batch, rng_state, set_rng_state
 from attnas.runs import RunDir
 
 
@@ -212,18 +212,6 @@ def _width_keys(config: RunConfig) -> list[str]:
     return [f"space.{f.name}={getattr(opts, f.name)}" for f in fields(opts)
             if isinstance(getattr(opts, f.name), int) and not isinstance(getattr(opts, f.name), bool)
             and getattr(opts, f.name) > 1000]
-
-
-def first_batch(task: Any, split: str) -> Any:
-    """The first batch (of size 1 where the task batches) of ``split``, or ``None`` when it is empty.
-
-    The random generators are left as they were.
-    """
-    saved = rng_state()
-    try:
-        return next(iter(task.batches(split, batch_size=1)), None)
-    finally:
-        set_rng_state(saved)
 
 
 def build_strategy(config: RunConfig, space: Any, task: Any, run: RunDir) -> Any:

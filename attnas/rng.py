@@ -8,6 +8,7 @@ CUDA) generators, and restore them on resume.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 import torch
@@ -53,3 +54,15 @@ def set_rng_state(state: dict, py_rng: random.Random | None = None) -> None:
         py_rng.setstate(_to_tuple(state["py_rng"]))
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def first_batch(task: Any, split: str) -> Any:
+    """The first batch (of size 1 where the task batches) of ``split``, or ``None`` when it is empty.
+
+    The random generators are left as they were.
+    """
+    saved = rng_state()
+    try:
+        return next(iter(task.batches(split, batch_size=1)), None)
+    finally:
+        set_rng_state(saved)

@@ -10,11 +10,14 @@ features, labels out of range, edges pointing past the last node, ...).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
-from torch_geometric.data import Data
 
 from attnas.errors import DataError
+
+if TYPE_CHECKING:  # torch_geometric (attnas[graph]) is imported by the loaders that make graphs
+    from torch_geometric.data import Data
 
 SPLITS = ("train", "val", "test")
 

@@ -68,7 +68,7 @@ class TextSequencesConfig:
 
 def text_dataset_names() -> list[str]:
     """Registered text datasets (``sst2``, ``sst5``, ``csv``, ...)."""
-    return [e.name for e in _registry.entries("dataset") if e.extra.get("modality") == "text"]
+    return _registry.names("dataset", modality="text")
 
 
 def detokenize(tokens: list[str]) -> str:

@@ -22,7 +22,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch_geometric import nn as gnn
 
 from attnas._registry import register_space
 from attnas.arch import Arch
@@ -89,6 +88,8 @@ class GCN(TwoLayer):
     """Two-layer GCN (Kipf & Welling, 2017, Eq. 9): softmax(A relu(A X W0) W1)."""
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, dropout: float):
+        from torch_geometric import nn as gnn  # attnas[graph], imported when a network is built
+
         super().__init__(gnn.GCNConv(in_dim, hidden), gnn.GCNConv(hidden, out_dim), dropout)
 
 
@@ -104,6 +105,8 @@ class GAT(TwoLayer):
 
     def __init__(self, in_dim: int, hidden: int, heads: int, out_dim: int, out_heads: int, dropout: float,
                  separate: bool = False):
+        from torch_geometric import nn as gnn  # attnas[graph], imported when a network is built
+
         kw = {"add_self_loops": not separate, "residual": separate, "dropout": dropout}
         conv1 = gnn.GATConv(in_dim, hidden, heads=heads, **kw)
         conv2 = gnn.GATConv(hidden * heads, out_dim, heads=out_heads, concat=False, **kw)

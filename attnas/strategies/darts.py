@@ -84,7 +84,7 @@ from torch import nn
 
 from attnas import distributed
 from attnas._registry import register_strategy
-from attnas.build import first_batch
+from attnas.rng import first_batch
 from attnas.errors import ConfigError, DataError, RunDirError, UnsupportedError
 from attnas.rng import rng_state, seed_everything, set_rng_state
 from attnas.strategies.base import SearchResult, Strategy

@@ -81,7 +81,7 @@ class ImageClassificationConfig:
 
 def load_image_dataset(name: str, root: Path, path: str | None = None, image_size: int | None = None) -> ImageDataset:
     """Load the registered image dataset ``name`` (unknown or non-image names raise ``ConfigError``)."""
-    image_names = [e.name for e in _registry.entries("dataset") if e.extra.get("modality") == "image"]
+    image_names = _registry.names("dataset", modality="image")
     if name not in image_names:
         from attnas.errors import unknown_name
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch_geometric.data import Batch
 
 from attnas import _registry
 from attnas._registry import register_task
@@ -128,7 +127,7 @@ class NodeClassificationTask(Task):
         super().__init__(options, data_root)
         entry = _registry.get_entry("dataset", self.options.dataset)
         if entry.group != "graph":
-            graph_sets = [e.name for e in _registry.entries("dataset") if e.group == "graph"]
+            graph_sets = _registry.names("dataset", "graph")
             raise ConfigError(f"task.dataset: '{self.options.dataset}' is not a graph dataset; "
                               f"valid: {', '.join(graph_sets)}")
         kwargs = dict(self.options.options)
@@ -175,6 +174,8 @@ class NodeClassificationTask(Task):
         if not self.dataset.inductive:
             yield self._graph_batch(split)
             return
+        from torch_geometric.data import Batch
+
         graphs = self.dataset.graphs[split]
         per = batch_size or (self.options.batch_graphs if split == "train" else len(graphs))
         order = torch.randperm(len(graphs), generator=generator).tolist() if shuffle else list(range(len(graphs)))

@@ -113,7 +113,7 @@ class TextClassificationConfig:
 
 def text_datasets() -> list[str]:
     """Names of the registered text datasets."""
-    return [e.name for e in _registry.entries("dataset") if e.extra.get("modality") == "text"]
+    return _registry.names("dataset", modality="text")
 
 
 @_registry.register_task("text-classification")
