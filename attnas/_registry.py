@@ -36,12 +36,10 @@ from typing import Any
 
 from attnas._component_index import COMPONENTS
 from attnas.errors import ConfigError, unknown_name
+from attnas.extras import missing_error, missing_extra
 
 KINDS = ("space", "strategy", "task", "dataset", "op")
 _PACKAGES = ("attnas.ops", "attnas.data", "attnas.tasks", "attnas.spaces", "attnas.strategies")
-
-#: Top-level optional package -> the attnas extra that installs it.
-EXTRAS = {"torch_geometric": "graph", "gpytorch": "bo", "botorch": "bo", "linear_operator": "bo"}
 
 
 @dataclass
@@ -149,22 +147,20 @@ def register_op(group: str, name: str, **kw: Any) -> Callable:
     return register("op", name, group=group, **kw)
 
 
-def missing_extra(exc: ImportError) -> str | None:
-    """The attnas extra that would install the package ``exc`` failed to import, if it is one."""
-    top = (getattr(exc, "name", None) or "").split(".")[0]
-    return EXTRAS.get(top)
+def load_module(module: str, what: str) -> None:
+    """Import a component module.
 
-
-def _import(module: str, what: str) -> None:
-    """Import a component module; a missing optional package raises a one-line ConfigError naming its extra."""
+    Raises:
+        ConfigError: ``<what> needs <package>, which is not installed: pip install "attnas[<extra>]"``
+            when the module needs an optional package that is missing (:mod:`attnas.extras`).
+    """
     try:
         importlib.import_module(module)
     except ImportError as exc:
-        extra = missing_extra(exc)
-        if extra is None:
+        package = missing_extra(exc)
+        if package is None:
             raise
-        raise ConfigError(f"{what} needs {exc.name.split('.')[0]}, which is not installed: "
-                          f'pip install "attnas[{extra}]"') from None
+        raise missing_error(package, what) from None
 
 
 def _load_plugins() -> None:
@@ -246,7 +242,7 @@ def get_entry(kind: str, name: str, group: str | None = None) -> Entry:
     """
     key = _key(kind, name, group)
     if key not in _ENTRIES and key in _INDEX:
-        _import(_INDEX[key][2], f"{kind} '{name}'")
+        load_module(_INDEX[key][2], f"{kind} '{name}'")
     if key not in _ENTRIES:
         _load_plugins()
     if key not in _ENTRIES:

@@ -21,6 +21,7 @@ import torch
 from attnas import _registry
 from attnas.config import RunConfig
 from attnas.errors import ConfigError, DataError
+from attnas.extras import require
 from attnas.rng import first_batch, rng_state, set_rng_state
 from attnas.runs import RunDir
 
@@ -92,6 +93,7 @@ def check_strategy(config: RunConfig, space: Any) -> type:
         AttnasError: Naming the missing capability or the bad option.
     """
     cls = _registry.get("strategy", config.strategy.name)
+    require(getattr(cls, "needs", ()), f"strategy '{config.strategy.name}'")
     for capability in cls.requires:
         space.require(capability, config.strategy.name)
     cls.check(config.strategy.options, space)

@@ -61,6 +61,9 @@ ROLES = {"add": ("add", "add"), "attn": ("q", "k", "v")}
 ZERO = "zero"
 
 _ADAPTERS: dict[str, type] = {}
+#: Task kind -> the module that registers the built-in adapter (imported on first use: the
+#: graph adapter needs torch_geometric, which a text search does not).
+ADAPTER_MODULES = {"node": "attnas.spaces.autoattend_graph", "text": "attnas.spaces.autoattend_text"}
 
 
 def register_adapter(kind: str):
@@ -77,7 +80,10 @@ def check_kind(kind: str) -> None:
     """Raise :class:`UnsupportedError` unless an adapter for tasks of ``kind`` is registered."""
     from attnas import _registry
 
-    _registry.discover()
+    if kind not in _ADAPTERS and kind in ADAPTER_MODULES:
+        _registry.load_module(ADAPTER_MODULES[kind], f"space 'autoattend' on '{kind}' tasks")
+    if kind not in _ADAPTERS:
+        _registry.discover()  # a plugin's adapter
     if kind not in _ADAPTERS:
         raise UnsupportedError(
             f"space 'autoattend' has no networks for '{kind}' tasks; supported: {', '.join(sorted(_ADAPTERS))}"

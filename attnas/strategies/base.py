@@ -57,6 +57,9 @@ class Strategy:
     name: ClassVar[str] = ""
     Config: ClassVar[type | None] = None
     requires: ClassVar[tuple[str, ...]] = ()
+    #: Optional packages the strategy imports when it runs (keys of :data:`attnas.extras.EXTRAS`);
+    #: :func:`attnas.build.check_strategy` names the extra to install before anything is written.
+    needs: ClassVar[tuple[str, ...]] = ()
     #: Whether the pipeline trains the found architecture afterwards (``retrain`` settings,
     #: ``model.pt``). A strategy whose search ends in its own final evaluation, whose result
     #: is not a network to train (e.g. ``graph-vae``: a trained graph VAE and its metrics),

@@ -135,6 +135,7 @@ class GraphVAEStrategy(Strategy):
     name = "graph-vae"
     Config = GraphVAEStrategyConfig
     requires = ("dag",)
+    needs = ("gpytorch", "botorch")  # Table 2's sparse GP and the latent BO (attnas[bo])
     final_training = False
 
     @classmethod

@@ -159,6 +159,7 @@ class LatentBO(_OneShot):
     name = "latent-bo"
     Config = LatentBOConfig
     requires = ("one-shot", "dag")
+    needs = ("gpytorch", "botorch")  # the GP and its acquisition (attnas[bo])
 
     @classmethod
     def check(cls, options: LatentBOConfig, space: Any) -> None:
