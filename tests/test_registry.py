@@ -38,3 +38,82 @@ def test_duplicate_registration_is_refused():
     _registry.register("op", "dup-test", group="tests")(a)
     with pytest.raises(ValueError, match="registered twice"):
         _registry.register("op", "dup-test", group="tests")(b)
+
+
+def test_the_index_matches_what_the_modules_register():
+    from attnas._component_index import COMPONENTS
+
+    assert _registry.index_rows() == list(COMPONENTS), "the index is stale: run `python -m attnas._registry`"
+
+
+def test_names_filter_by_group_and_metadata():
+    assert _registry.names("dataset", modality="image") == ["cifar10", "digits", "fashion-mnist", "image-folder"]
+    assert {"sst2", "sst5", "csv"} <= set(_registry.names("dataset", modality="text"))
+    assert set(_registry.names("dataset", "graph")) == {"cora", "citeseer", "pubmed", "ppi", "digits-graph",
+                                                        "graph-file"}
+    assert [e.name for e in _registry.entries("dataset", modality="image")] == _registry.names("dataset",
+                                                                                             modality="image")
+
+
+#: A new Python looks a few names up and reports what it imported, with torch_geometric
+#: made unimportable (as where attnas[graph] is not installed).
+LAZY_LOOKUP = """
+import json, sys
+sys.modules["torch_geometric"] = None
+from attnas import _registry
+from attnas.errors import ConfigError
+out = {"image_names": _registry.names("dataset", modality="image")}
+out["after_names"] = sorted(m for m in sys.modules if m.startswith(("attnas.data.", "attnas.spaces.", "attnas.tasks.",
+                                                                    "attnas.strategies.", "attnas.ops.")))
+out["hoga"] = _registry.get("space", "hoga").__module__
+out["after_get"] = sorted(m for m in sys.modules if m.startswith("attnas.spaces."))
+try:
+    _registry.get("dataset", "cora")
+except ConfigError as exc:
+    out["cora"] = str(exc)
+try:
+    _registry.get("space", "hogaa")
+except ConfigError as exc:
+    out["unknown"] = str(exc)
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def lazy_lookup() -> dict:
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    proc = subprocess.run([sys.executable, "-c", LAZY_LOOKUP], cwd=Path(__file__).parents[1], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_names_import_no_component(lazy_lookup):
+    assert lazy_lookup["image_names"] == ["cifar10", "digits", "fashion-mnist", "image-folder"]
+    assert lazy_lookup["after_names"] == []
+
+
+def test_a_lookup_imports_only_the_module_of_the_name(lazy_lookup):
+    assert lazy_lookup["hoga"] == "attnas.spaces.hoga"
+    assert "attnas.spaces.hoga" in lazy_lookup["after_get"]
+    others = {row[3] for row in _index_rows("space")} - {"attnas.spaces.hoga"}
+    assert not others & set(lazy_lookup["after_get"])
+
+
+def test_a_missing_extra_is_named_in_one_line(lazy_lookup):
+    assert lazy_lookup["cora"] == ("dataset 'cora' needs torch_geometric, which is not installed: "
+                                   'pip install "attnas[graph]"')
+
+
+def test_an_unknown_name_lists_the_names_not_imported(lazy_lookup):
+    assert "did you mean 'hoga'" in lazy_lookup["unknown"] and "autoattend" in lazy_lookup["unknown"]
+
+
+def _index_rows(kind: str) -> list[tuple]:
+    from attnas._component_index import COMPONENTS
+
+    return [row for row in COMPONENTS if row[0] == kind]

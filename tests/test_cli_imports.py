@@ -1,0 +1,48 @@
+"""What the command line imports: a recipe's components only, no optional extra it does not name."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+#: Runs ``attnas ARGS`` in a new Python and prints, after its output, which heavy modules it imported.
+RUN_AND_REPORT = """
+import json, sys
+blocked = sys.argv[1].split(",") if sys.argv[1] else []
+for name in blocked:
+    sys.modules[name] = None  # as where the extra that installs it is missing
+from attnas.cli import main
+sys.argv = ["attnas", *sys.argv[2:]]
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+heavy = ("torch_geometric", "gpytorch", "botorch", "torch._dynamo", "scipy", "sklearn", "matplotlib")
+print(json.dumps({"code": code, "imported": [m for m in heavy if sys.modules.get(m) is not None]}))
+"""
+
+
+def _attnas(*args: str, blocked: str = "") -> tuple[dict, str, str]:
+    proc = subprocess.run([sys.executable, "-c", RUN_AND_REPORT, blocked, *args], cwd=Path(__file__).parents[1],
+                          capture_output=True, text=True, timeout=300)
+    *output, report = proc.stdout.splitlines()
+    return json.loads(report), "\n".join(output), proc.stderr
+
+
+def test_show_imports_no_graph_or_bo_package():
+    for recipe in ("autola-digits-quick", "autoattend-cora-quick"):
+        report, output, err = _attnas("show", recipe)
+        assert report["code"] == 0, err
+        assert f"name: {recipe}" in output
+        assert report["imported"] == [], f"attnas show {recipe} imported {report['imported']}"
+
+
+def test_a_graph_recipe_without_the_graph_extra_is_one_line(tmp_path):
+    out = tmp_path / "run"
+    report, _, err = _attnas("search", "autoattend-digits-quick", "--out", str(out), blocked="torch_geometric")
+    assert report["code"] == 2
+    assert err.strip().splitlines() == ["error: dataset 'digits-graph' needs torch_geometric, which is not "
+                                        'installed: pip install "attnas[graph]"']
+    assert not out.exists()
