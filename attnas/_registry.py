@@ -233,6 +233,23 @@ def names(kind: str, group: str | None = None, **where: Any) -> list[str]:
     return [name for _, name in sorted(found)]
 
 
+def is_registered(kind: str, name: str, group: str | None = None, **where: Any) -> bool:
+    """Whether ``name`` is a ``kind`` (of ``group``, with metadata ``where``); loads the plugins
+    only when ``name`` is not a built-in component (and imports no built-in component)."""
+
+    def known() -> bool:
+        entry = _ENTRIES.get(_key(kind, name, group))
+        if entry is not None:
+            return _matches(kind, group, entry.group, entry.extra, where)
+        row = _INDEX.get(_key(kind, name, group))
+        return row is not None and _matches(kind, group, row[1], row[3], where)
+
+    if known():
+        return True
+    _load_plugins()
+    return known()
+
+
 def get_entry(kind: str, name: str, group: str | None = None) -> Entry:
     """Look up an entry, importing only the module that registers it.
 

@@ -55,6 +55,14 @@ def test_names_filter_by_group_and_metadata():
                                                                                              modality="image")
 
 
+def test_is_registered_checks_group_and_metadata():
+    assert _registry.is_registered("op", "se", "hoga")
+    assert not _registry.is_registered("op", "se", "pyg")
+    assert _registry.is_registered("dataset", "sst5", modality="text")
+    assert not _registry.is_registered("dataset", "digits", modality="text")
+    assert not _registry.is_registered("space", "no-such-space")
+
+
 #: A new Python looks a few names up and reports what it imported, with torch_geometric
 #: made unimportable (as where attnas[graph] is not installed).
 LAZY_LOOKUP = """

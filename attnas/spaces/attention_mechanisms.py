@@ -34,6 +34,7 @@ from typing import Any, Literal
 import numpy as np
 from torch import nn
 
+from attnas import _registry
 from attnas._registry import register_space
 from attnas.arch import Arch
 from attnas.config import Fraction, NonNegativeInt, PositiveInt, check_fields
@@ -89,20 +90,19 @@ class AttentionMechanismsConfig:
 
     def __post_init__(self) -> None:
         check_fields(self)
-        known = mechanism_names()
         if not self.candidates:
             raise ConfigError("candidates: the space needs at least one mechanism")
         for name in self.candidates:
-            if name not in known:
-                raise ConfigError("candidates: " + unknown_name("attention mechanism", name, known))
+            if not _registry.is_registered("op", name, group="mechanism"):
+                raise ConfigError("candidates: " + unknown_name("attention mechanism", name, mechanism_names()))
         dup = sorted({n for n in self.candidates if self.candidates.count(n) > 1})
         if dup:
             raise ConfigError(f"candidates: {', '.join(dup)} listed more than once")
         if self.dim % self.heads:
             raise ConfigError(f"dim: {self.dim} is not divisible by heads {self.heads}")
         for mech, opts in self.mechanism_options.items():
-            if mech not in known:
-                raise ConfigError("mechanism_options: " + unknown_name("attention mechanism", mech, known))
+            if not _registry.is_registered("op", mech, group="mechanism"):
+                raise ConfigError("mechanism_options: " + unknown_name("attention mechanism", mech, mechanism_names()))
             if not isinstance(opts, dict):
                 raise ConfigError(f"mechanism_options.{mech}: expected a mapping of options, got {opts!r}")
             allowed = _mechanism_class(mech).option_names()

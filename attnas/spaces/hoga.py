@@ -97,9 +97,9 @@ class HOGAConfig:
         dup = sorted({o for o in self.ops if self.ops.count(o) > 1})
         if dup:
             raise ConfigError(f"ops: listed more than once: {', '.join(dup)}")
-        known = _registry.names("op", POOL)
-        bad = [o for o in self.ops if o not in known]
+        bad = [o for o in self.ops if not _registry.is_registered("op", o, POOL)]
         if bad:
+            known = _registry.names("op", POOL)
             raise ConfigError(
                 f"ops: unknown operation{'s' if len(bad) > 1 else ''} "
                 + ", ".join(f"'{o}'{did_you_mean(o, known)}" for o in bad)

@@ -60,9 +60,9 @@ class ResNetAttentionConfig:
         check_fields(self)
         if not self.modules:
             raise ConfigError("modules: the list is empty")
-        known = [NONE, *_registry.names("op", POOL)]
-        bad = [m for m in self.modules if m not in known]
+        bad = [m for m in self.modules if m != NONE and not _registry.is_registered("op", m, POOL)]
         if bad:
+            known = [NONE, *_registry.names("op", POOL)]
             raise ConfigError("modules: unknown module " + ", ".join(f"'{m}'{did_you_mean(m, known)}" for m in bad)
                               + f"; valid: {', '.join(known)}")
         dup = sorted({m for m in self.modules if self.modules.count(m) > 1})

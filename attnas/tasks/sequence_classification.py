@@ -49,8 +49,9 @@ class SequenceClassificationConfig:
 
     def __post_init__(self) -> None:
         check_fields(self)
-        valid = sorted(DATASET_OPTIONS) + text_dataset_names()
-        if self.dataset not in valid:
+        if self.dataset not in DATASET_OPTIONS and not _registry.is_registered("dataset", self.dataset,
+                                                                                modality="text"):
+            valid = sorted(DATASET_OPTIONS) + text_dataset_names()
             raise ConfigError("dataset: " + unknown_name("sequence dataset", self.dataset, valid))
 
 
