@@ -23,7 +23,7 @@ PAGE = HERE / "results.md"
 #: The sections in page order: the methods, the comparison with hand-designed attention,
 #: bad inputs and faults, then speed and scale-out.
 ORDER = ["autoattend_graph", "heterophilous", "autoattend_text", "dartformer", "mqar", "autola", "fullattn", "opemb",
-         "nas_bench_graph", "compare", "bad_inputs", "kernels", "scaleout", "export"]
+         "nas_bench_graph", "compare", "bad_inputs", "kernels", "scaleout", "export", "startup"]
 MAX_LINES = 900  # 14 sections; each summary stays short, detail tables go to the detail pages
 PREAMBLE = """# Measured results
 
