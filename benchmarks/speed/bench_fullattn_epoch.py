@@ -1,6 +1,6 @@
 """Time per training epoch of the stage-wise network: local SA k7 against a 3x3 convolution.
 
-Two networks with the macro-architecture of paper 003 (Table I, ``init_channels`` 16,
+Two networks with the macro-architecture of Zhou et al. (2021, Table I, ``init_channels`` 16,
 ``reduction`` 2): every block (stem included) with ``Local SA_k7_h8`` as its attention, and
 the same network with each attention replaced by a bias-free ``Conv2d(mid, mid, 3)`` of the
 same width. One "epoch" is ``--steps`` SGD steps (forward, backward, update) on random

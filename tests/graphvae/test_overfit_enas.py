@@ -1,8 +1,8 @@
-"""Issue 23's fast correctness check: every model of paper 004 overfits a few ENAS graphs.
+"""Issue 23's fast correctness check: every model of Chatzianastasis et al. (2021) overfits a few ENAS graphs.
 
 D-VAE, DVAE-EMB, GCN and GCN-EMB are each trained on the first 20 ENAS training
 architectures (small model, full-batch Adam) and must then reconstruct all of them: the
-stochastic decoding of each posterior mean (D-VAE's reconstruction accuracy, paper 004
+stochastic decoding of each posterior mean (D-VAE's reconstruction accuracy, Chatzianastasis et al., 2021,
 Table 1) returns the input graph in every one of 10 draws per graph. The larger setting
 (100 graphs) is ``docs/results/opemb/overfit.py``. Skipped without the ENAS file.
 """

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Full-attention NAS (paper 003) at CPU scale on Fashion-MNIST (docs/results/fullattn.md):
+# Full-attention NAS (Zhou et al., 2021) at CPU scale on Fashion-MNIST (docs/results/fullattn.md):
 # the searched network, the two Table VII ablations and the all-local-SA baseline, with the
 # same reduced settings for all four (one thread each, run side by side, niced).
 cd "$(dirname "$0")/../../.."  # the repository root

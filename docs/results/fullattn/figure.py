@@ -9,7 +9,7 @@ Usage::
 ``car-darts`` run from its ``pretext`` checkpoint, hides random rectangles of eight test
 images (seeded masks, the training recipe) and shows input, masked input and reconstruction.
 ``architecture`` draws each run's ``arch.json`` as its five stages of three blocks, as in
-Fig. 5 of paper 003.
+Fig. 5 of Zhou et al. (2021).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Latent BO on the ENAS table against random sampling, at the same number of table lookups.
 
-Issue 23: latent BO (paper 004, Sec. 4.3) is scored honestly on the 19,020-row ENAS table:
+Issue 23: latent BO (Chatzianastasis et al., 2021, Sec. 4.3) is scored honestly on the 19,020-row ENAS table:
 a proposal is scored by table lookup when the table holds it; a proposal outside the table
 is counted as *unscored* and never scored by a surrogate. This script measures, over several
 seeds, how fast BO finds good architectures of the table compared with random sampling
@@ -20,9 +20,9 @@ Per seed:
    with ``--decode in-table`` (default) it keeps its most common valid decoding that the
    table holds, with ``--decode valid`` its most common valid decoding (D-VAE's rule). The
    proposal is looked up in the table, or counted unscored.
-   This is paper 004's / D-VAE's protocol (decode, then score).
+   This is Chatzianastasis et al.'s (2021) / D-VAE's protocol (decode, then score).
 3. ``pool`` BO (with ``--propose pool`` or ``both``; **not** the paper's protocol, the
-   arch2vec-style variant of Yan et al. 2020, paper 004's ref. [5]): the same GP, but each
+   arch2vec-style variant of Yan et al. 2020, ref. [5] of Chatzianastasis et al., 2021): the same GP, but each
    round picks the ``--batch`` not yet looked-up table architectures with the highest
    analytic expected improvement at their latent means (top-``batch`` by EI, no batch
    diversity). Nothing is decoded, so nothing is

@@ -1,4 +1,4 @@
-"""Paper 004's Table 2 with three sparse GPs on the same latents: SVGP, FITC and SGPR.
+"""Chatzianastasis et al.'s (2021) Table 2 with three sparse GPs on the same latents: SVGP, FITC and SGPR.
 
 Issue 23 asks for the variational GP used by default to be compared with a FITC-style sparse
 GP (D-VAE's Theano model is FITC) on the same latent means, so that a gap to the paper's

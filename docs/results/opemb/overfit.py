@@ -1,12 +1,12 @@
-"""Correctness check of the graph VAEs: each of paper 004's four models overfits a small set.
+"""Correctness check of the graph VAEs: each of Chatzianastasis et al.'s (2021) four models overfits a small set.
 
 Issue 23's fast check before any long run: D-VAE, DVAE-EMB, GCN and GCN-EMB are each trained
 on the first ``--graphs`` ENAS training architectures until they reconstruct every one of them
-(D-VAE's reconstruction accuracy, paper 004 Table 1: the posterior mean of each graph decoded
+(D-VAE's reconstruction accuracy, Chatzianastasis et al., 2021, Table 1: the posterior mean of each graph decoded
 ``--decodes`` times stochastically, the fraction of decodings equal to the input). A model that
 cannot reach 100 % on a set this small has a bug, not a training-length problem.
 
-The loss is the negative ELBO of paper 004, Eq. 1, as D-VAE trains it::
+The loss is the negative ELBO of Chatzianastasis et al., 2021, Eq. 1, as D-VAE trains it::
 
     L = -E_q[log p(A, X | z)] + beta * KL(q(z | A, X) || N(0, I))
 

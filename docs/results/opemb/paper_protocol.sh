@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Paper 004's protocol (issue 23), one model after the other, resumable: rerun this script
+# Chatzianastasis et al.'s (2021) protocol (issue 23), one model after the other, resumable: rerun this script
 # after an interruption and every run continues from its last epoch checkpoint.
 #
 #   ATTNAS_DATA=/work/shared/data nohup docs/results/opemb/paper_protocol.sh > opemb_protocol.log 2>&1 &
@@ -9,7 +9,7 @@
 #   MODELS     models in order [dvae dvae-emb]; add "gcn gcn-emb" for the GCN rows
 #   THREADS    torch threads [2]
 #   PRECISION  fp32 | bf16 [fp32]
-#   ITERATIONS T of paper 004, Sec. 3.3 [1]; the paper's DVAE-EMB uses 4 (4x the time)
+#   ITERATIONS T of Chatzianastasis et al., 2021, Sec. 3.3 [1]; the paper's DVAE-EMB uses 4 (4x the time)
 #   GP_METHODS sparse GPs compared on the final latents [svgp fitc]
 #   GP_INDUCING, GP_REPEATS, GP_MAXITER  their inducing points, repeats and FITC L-BFGS-B
 #              iterations [500 10 100]. FITC on all 17,118 latents took about 20 s per fit with

@@ -1,4 +1,4 @@
-"""The quick paper-004 ENAS run (recipe ``opemb-enas-quick``), timed.
+"""The quick operation-embeddings ENAS run (recipe ``opemb-enas-quick``), timed.
 
 Usage (from the repository root)::
 

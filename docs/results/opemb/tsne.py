@@ -1,4 +1,4 @@
-"""t-SNE of trained graph VAEs' latent spaces side by side (paper 004, Figs. 9-10).
+"""t-SNE of trained graph VAEs' latent spaces side by side (Chatzianastasis et al., 2021, Figs. 9-10).
 
 Reads the ``vae.pt`` of finished ``graph-vae`` runs on ENAS and plots the latent means of
 the first ``--points`` training architectures, coloured by weight-sharing accuracy::
