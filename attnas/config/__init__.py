@@ -15,6 +15,10 @@ and bad choice are reported with the dotted path of the key, e.g.
 ``space.hiden: unknown key (did you mean 'hidden'?)``). The result is a tree of frozen
 dataclasses (:class:`RunConfig`), written back to the run directory fully resolved.
 
+A recipe may extend another with a top-level ``base:`` (a shipped name or a YAML path from
+the recipe's folder) and keep only its differences; :func:`read_recipe` resolves it
+(the merge rules: :mod:`attnas.config.recipe_merge`).
+
 The package has one module per purpose:
 
 - :mod:`attnas.config.values`: the value types (:class:`Range` and its aliases) and the
