@@ -55,12 +55,16 @@ MAX_BASES = 32
 
 
 def read_yaml(path: str | Path) -> dict:
-    """Read a recipe file's own mapping, turning syntax errors into :class:`ConfigError` with the line.
+    """Read a recipe file as one plain mapping, its ``base:`` chain resolved (:func:`resolve_base`).
 
-    Its ``base:`` is not resolved (:func:`read_recipe` does that); ``!replace`` and
-    ``!delete`` values stay as read.
+    Syntax errors become a :class:`ConfigError` with the line.
     """
     path = Path(path)
+    return resolve_base(read_own_mapping(path), path)
+
+
+def read_own_mapping(path: Path) -> dict:
+    """A recipe file's own mapping: its ``base:`` not resolved, ``!replace`` and ``!delete`` values as read."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -124,7 +128,7 @@ def resolve_base(data: dict, path: Path | None = None, _chain: tuple[Path, ...] 
     """A recipe mapping with its ``base:`` chain resolved and merged (:mod:`attnas.config.recipe_merge`).
 
     Args:
-        data: The recipe's own mapping (as :func:`read_yaml` returns it).
+        data: The recipe's own mapping (as :func:`read_own_mapping` returns it).
         path: Its file; a relative ``base`` path is taken from the file's folder (from the
             working directory for a mapping without a file).
         _chain: The files already on the way here (to report a cycle).
@@ -147,7 +151,7 @@ def resolve_base(data: dict, path: Path | None = None, _chain: tuple[Path, ...] 
     if len(chain) >= MAX_BASES:
         raise ConfigError(f"{source}: more than {MAX_BASES} recipes in its chain of bases")
     try:
-        base_data = read_yaml(base_path)
+        base_data = read_own_mapping(base_path)
     except ConfigError as exc:
         raise ConfigError(f"{source}: base {data['base']!r} is not a usable recipe: {exc}") from None
     own = {k: v for k, v in data.items() if k != "base"}
@@ -158,8 +162,7 @@ def read_recipe(recipe: str | Path | dict) -> dict:
     """A recipe (shipped name, YAML path or mapping) as one plain mapping, its ``base:`` resolved."""
     if isinstance(recipe, dict):
         return resolve_base(recipe)
-    path = recipe_path(str(recipe))
-    return resolve_base(read_yaml(path), path)
+    return read_yaml(recipe_path(str(recipe)))
 
 
 def load_config(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:

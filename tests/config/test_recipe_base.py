@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from attnas.config import list_recipes, load_config, read_recipe, read_yaml, recipe_dir
+from attnas.config.loading import read_own_mapping
 from attnas.errors import ConfigError
 
 SNAPSHOT = Path(__file__).with_name("recipe_snapshot.json")
@@ -40,6 +41,7 @@ def test_base_by_shipped_name_keeps_the_rest_and_drops_base(tmp_path):
         {k: v for k, v in parent["retrain"].items() if k != "epochs"}
     assert got["space"] == parent["space"] and got["strategy"] == parent["strategy"]
     assert load_config(child).retrain.epochs == 3
+    assert read_yaml(child) == got  # what reads a recipe file gets it resolved
 
 
 def test_base_by_relative_path_is_taken_from_the_recipe_folder(tmp_path, monkeypatch):
@@ -112,10 +114,10 @@ def test_every_shipped_recipe_resolves_as_before(name):
     load_config(name)
 
 
-def test_shipped_recipes_extend_by_name_and_the_list_reads_each_description():
+def test_shipped_recipes_extend_by_name_and_describe_themselves():
     for name in list_recipes():
-        own = read_yaml(recipe_dir() / f"{name}.yaml")
-        assert own.get("name") == name and own.get("description"), name  # `attnas list` reads the file itself
+        own = read_own_mapping(recipe_dir() / f"{name}.yaml")
+        assert own.get("name") == name and own.get("description"), name  # each variant says what it is
         assert "/" not in str(own.get("base", "")), f"{name}: a shipped recipe extends a shipped one by name"
 
 
