@@ -33,12 +33,18 @@ status says what happened:
 
 No traceback is printed unless the global ``--debug`` option (or ``ATTNAS_DEBUG=1``) is
 given; then the error is raised with its traceback.
+
+What the library says goes through the standard :mod:`logging` package, on the ``attnas``
+logger and its children; the command shows its INFO messages on stderr (a kernel being
+built, the row a comparison is at), ``--verbose`` adds DEBUG, ``--quiet`` keeps warnings and
+errors only (and turns the progress bars off).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import logging
 import sys
 import traceback
 import warnings
@@ -140,6 +146,33 @@ def _is_click_exception(exc: BaseException) -> bool:
     return any(cls.__module__.split(".")[0] in ("click", "typer") for cls in type(exc).__mro__)
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to the ``sys.stderr`` of the moment (a test runner may swap it between commands)."""
+
+    @property
+    def stream(self):  # type: ignore[override]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+_HANDLER = _StderrHandler()
+_HANDLER.setFormatter(logging.Formatter("%(message)s"))
+
+
+def set_verbosity(verbose: bool = False, quiet: bool = False) -> None:
+    """Show the ``attnas`` logger's messages on stderr: INFO and up by default, DEBUG with
+    ``verbose``, WARNING and up with ``quiet`` (which also silences the progress bars)."""
+    if verbose and quiet:
+        _fail("give --verbose or --quiet, not both")
+    logger = logging.getLogger("attnas")
+    logger.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
+    if _HANDLER not in logger.handlers:
+        logger.addHandler(_HANDLER)
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"attnas {__version__}")
@@ -153,10 +186,15 @@ def main_callback(ctx: typer.Context,
                   threads: Optional[int] = typer.Option(None, "--threads", envvar="ATTNAS_THREADS",
                                                         help="torch CPU threads (default: torch's choice)."),
                   debug: bool = typer.Option(False, "--debug", envvar="ATTNAS_DEBUG",
-                                             help="Raise errors with their traceback instead of one line.")) -> None:
+                                             help="Raise errors with their traceback instead of one line."),
+                  verbose: bool = typer.Option(False, "--verbose", "-v", help="Also show debug messages (which "
+                                               "cached kernel is loaded, ...)."),
+                  quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only warnings and errors (no "
+                                             "progress, no notices).")) -> None:
     """attnas: neural architecture search for attention."""
     global _debug
     _debug = debug
+    set_verbosity(verbose, quiet)
     warnings.formatwarning = lambda message, category, *a, **k: f"warning: {message}\n"
     if ctx.invoked_subcommand in TUNED_COMMANDS and (ctx.obj or {}).get("tune_process"):
         tune_process()

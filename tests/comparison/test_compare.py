@@ -174,3 +174,25 @@ def test_a_row_still_improving_at_the_end_of_its_budget_is_counted():
              {"epochs": 61, "best_epoch": 11}]    # stopped early by its patience
     assert runner.still_improving(seeds, budget) == 1
     assert runner.still_improving([{"epochs": 100}], budget) is None  # results of older versions
+
+
+def test_progress_lines_and_notices_name_the_row_and_its_search_seed(tmp_path, monkeypatch, capsys, caplog):
+    from attnas.progress import progress
+
+    def work(*a, **k):  # a search or retraining that shows one progress line
+        with progress("supernet training", 1) as bar:
+            bar.advance()
+        return {}
+
+    monkeypatch.setenv("ATTNAS_PROGRESS", "1")
+    monkeypatch.setattr(runner.pipeline, "search_or_resume", work)
+    monkeypatch.setattr(runner, "retrain", work)
+    caplog.set_level("INFO", logger="attnas")
+    row = {"name": "random", "kind": "random", "recipe": {"seed": 7}}
+    assert runner.run_row(row, str(tmp_path), None, None) == "random"
+    runner._retrain_row(row, tmp_path, 3, tmp_path, None, None, None)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["compare row random, search seed 7: supernet training: 1/1 "] * 2
+    assert [r.getMessage() for r in caplog.records] == ["compare row random, search seed 7: searching",
+                                                       "compare row random, search seed 7: retraining with 3 "
+                                                       "training seeds"]
