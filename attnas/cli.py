@@ -214,6 +214,7 @@ def list_cmd(what: str = typer.Argument("all", help="spaces, strategies, tasks, 
     """List registered components and shipped recipes."""
     from attnas import _registry
     from attnas.config import list_recipes, read_yaml, recipe_path
+    from attnas.display import plain_text
 
     kinds = {"spaces": "space", "strategies": "strategy", "tasks": "task", "datasets": "dataset", "ops": "op"}
     valid = [*kinds, "recipes", "all"]
@@ -227,12 +228,12 @@ def list_cmd(what: str = typer.Argument("all", help="spaces, strategies, tasks, 
         typer.echo(f"{name}:")
         for e in _registry.entries(kind):
             label = f"{e.group}/{e.name}" if kind == "op" and e.group else e.name
-            typer.echo(f"  {label:28s} {e.help}")
+            typer.echo(f"  {label:28s} {plain_text(e.help)}")
     if what in ("recipes", "all"):
         typer.echo("recipes:")
         for r in list_recipes():
             desc = read_yaml(recipe_path(r)).get("description", "")
-            typer.echo(f"  {r:28s} {desc.splitlines()[0] if desc else ''}")
+            typer.echo(f"  {r:28s} {plain_text(desc.splitlines()[0]) if desc else ''}")
 
 
 @app.command()
@@ -298,9 +299,11 @@ def _search(recipe: Optional[str], set_: list[str], out: Optional[Path], data_di
                               ray_address=ray_address)
     if not run.exists("metrics.json"):  # a distributed rank other than 0
         return
+    from attnas.display import rounded
+
     metrics = run.read_json("metrics.json")
     typer.echo(f"run: {run.path}")
-    typer.echo(json.dumps({k: v for k, v in metrics.items() if isinstance(v, (int, float))}, indent=1))
+    typer.echo(json.dumps(rounded({k: v for k, v in metrics.items() if isinstance(v, (int, float))}), indent=1))
 
 
 @app.command()
@@ -315,20 +318,21 @@ def retrain(run_dir: Path = typer.Argument(..., help="A finished run directory."
             workers: Optional[int] = typer.Option(None, "--workers", help="Train the seeds on N parallel Ray workers."),
             ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP)) -> None:
     """Retrain the found architecture with several seeds (mean and std go to metrics.json)."""
+    from attnas.display import rounded
     from attnas.retraining import retrain as run_retrain
 
     if init not in (None, "supernet", "scratch"):
         _fail(f"--init must be supernet or scratch, got {init!r}")
     s = run_retrain(run_dir, dataset=dataset, seeds=seeds, data_dir=data_dir, device=device, init=init,
                          overrides=set_, workers=workers, ray_address=ray_address)
-    typer.echo(json.dumps({k: v for k, v in s.items() if k != "per_seed"}, indent=1))
+    typer.echo(json.dumps(rounded({k: v for k, v in s.items() if k != "per_seed"}), indent=1))
 
 
 @app.command()
 @_guard
 def sweep(recipe: str = typer.Argument(..., help="Recipe name or YAML path."),
           seeds: int = typer.Option(1, "--seeds", help="Seeds per grid point (the recipe's seed, +1, ...)."),
-          grid: list[str] = typer.Option([], "--grid", help="key=[v1, v2] (repeatable): search every combination."),
+          grid: list[str] = typer.Option([], "--grid", help="key=\\[v1, v2] (repeatable): search every combination."),
           set_: list[str] = typer.Option([], "--set", help="Override shared by every run (repeatable)."),
           out: Optional[Path] = typer.Option(None, "--out", help="Sweep folder (default runs/<name>-sweep-<time>)."),
           data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
@@ -416,8 +420,9 @@ def evaluate(run_dir: Path = typer.Argument(..., help="A finished run directory.
              device: Optional[str] = typer.Option(None, "--device")) -> None:
     """Score the run's final model on the validation and test splits."""
     from attnas import pipeline
+    from attnas.display import rounded
 
-    typer.echo(json.dumps(pipeline.evaluate(run_dir, data_dir=data_dir, device=device), indent=1))
+    typer.echo(json.dumps(rounded(pipeline.evaluate(run_dir, data_dir=data_dir, device=device)), indent=1))
 
 
 @app.command()
