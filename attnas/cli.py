@@ -48,6 +48,7 @@ import logging
 import sys
 import traceback
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
@@ -162,15 +163,26 @@ _HANDLER = _StderrHandler()
 _HANDLER.setFormatter(logging.Formatter("%(message)s"))
 
 
-def set_verbosity(verbose: bool = False, quiet: bool = False) -> None:
+def set_verbosity(verbose: bool = False, quiet: bool = False) -> Callable[[], None]:
     """Show the ``attnas`` logger's messages on stderr: INFO and up by default, DEBUG with
-    ``verbose``, WARNING and up with ``quiet`` (which also silences the progress bars)."""
+    ``verbose``, WARNING and up with ``quiet`` (which also silences the progress bars).
+
+    Returns:
+        What puts the logger back as it was (called when the command ends).
+    """
     if verbose and quiet:
         _fail("give --verbose or --quiet, not both")
     logger = logging.getLogger("attnas")
+    level, attached = logger.level, _HANDLER in logger.handlers
     logger.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
-    if _HANDLER not in logger.handlers:
-        logger.addHandler(_HANDLER)
+    logger.addHandler(_HANDLER)
+
+    def restore() -> None:
+        logger.setLevel(level)
+        if not attached:
+            logger.removeHandler(_HANDLER)
+
+    return restore
 
 
 def _version(value: bool) -> None:
@@ -194,7 +206,7 @@ def main_callback(ctx: typer.Context,
     """attnas: neural architecture search for attention."""
     global _debug
     _debug = debug
-    set_verbosity(verbose, quiet)
+    ctx.call_on_close(set_verbosity(verbose, quiet))
     warnings.formatwarning = lambda message, category, *a, **k: f"warning: {message}\n"
     if ctx.invoked_subcommand in TUNED_COMMANDS and (ctx.obj or {}).get("tune_process"):
         tune_process()
