@@ -17,6 +17,10 @@ from attnas.cli import app
 
 runner = CliRunner()
 
+#: Float32 noise as printed: 10 or more decimals (a float rounded to 6 significant digits has at most 9:
+#: 0.000123457; smaller ones print as 1.23457e-05).
+NOISE = r"\d\.\d{10,}"
+
 
 def run(*args):
     return runner.invoke(app, list(args), catch_exceptions=False)
@@ -71,7 +75,7 @@ def test_search_retrain_evaluate_report_check_arch(tiny_recipe, tmp_path):
     assert 0 <= metrics["val_accuracy"] <= 1 and 0 <= metrics["test_accuracy"] <= 1
     assert metrics["evaluated"] == 30 + 3 * 6
     # printed rounded (no float32 noise), kept whole in metrics.json
-    assert not re.search(r"\d\.\d{7,}", r.output) and re.search(r"\d\.\d{7,}", (out / "metrics.json").read_text())
+    assert not re.search(NOISE, r.output) and re.search(NOISE, (out / "metrics.json").read_text())
     # the same run directory cannot be reused
     r = runner.invoke(app, ["search", str(tiny_recipe), "--out", str(out)])
     assert r.exit_code == 2 and "already holds a run" in r.output
@@ -80,11 +84,11 @@ def test_search_retrain_evaluate_report_check_arch(tiny_recipe, tmp_path):
     assert r.exit_code == 0
     ev = json.loads(r.output)
     assert ev["test_accuracy"] == pytest.approx(metrics["test_accuracy"], abs=1e-5)
-    assert not re.search(r"\d\.\d{7,}", r.output)
+    assert not re.search(NOISE, r.output)
 
     r = run("retrain", str(out), "--seeds", "2", "--set", "retrain.epochs=5")
     assert r.exit_code == 0, r.output
-    assert not re.search(r"\d\.\d{7,}", r.output)
+    assert not re.search(NOISE, r.output)
     summary = json.loads((out / "retrain" / "digits-graph" / "supernet" / "summary.json").read_text())
     assert summary["seeds"] == 2 and len(summary["per_seed"]) == 2
     assert "retrain_digits-graph_supernet_test_accuracy_mean" in json.loads((out / "metrics.json").read_text())
