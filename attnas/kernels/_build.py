@@ -28,6 +28,7 @@ import hashlib
 import logging
 import os
 import platform
+import re
 import shutil
 import stat
 import subprocess
@@ -253,14 +254,24 @@ def _seconds_file(name: str, folder: Path) -> Path:
 
 def estimated_build_seconds(name: str, folder: Path) -> float:
     """About how long building kernel ``name`` takes: its last build's time on this machine
-    (recorded in the cache folder), else a guess from the length of its source and headers
-    (about 5 ms a line with ``-O3`` on one core, at least 1 s)."""
+    (recorded in the cache folder), else a guess from the length of its source
+    and of the headers it includes (about 5 ms a line with ``-O3`` on one core, at least 1 s)."""
     try:
         return max(1.0, float(_seconds_file(name, folder).read_text(encoding="utf-8")))
     except (OSError, ValueError):
         pass
-    lines = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in [CSRC / f"{name}.cpp", *CSRC.glob("*.h")])
-    return max(1.0, 0.005 * lines)
+    return max(1.0, 0.005 * sum(len(text.splitlines()) for text in _source_texts(CSRC / f"{name}.cpp")))
+
+
+def _source_texts(path: Path, seen: set[Path] | None = None) -> list[str]:
+    """The text of ``path`` and of the ``csrc`` headers it includes (``#include "x.h"``), each once."""
+    seen = set() if seen is None else seen
+    if path in seen or not path.exists():
+        return []
+    seen.add(path)
+    text = path.read_text(encoding="utf-8")
+    headers = re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, flags=re.M)
+    return [text, *[t for h in headers for t in _source_texts(CSRC / h, seen)]]
 
 
 def _record_build_seconds(name: str, folder: Path, seconds: float) -> None:
