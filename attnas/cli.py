@@ -37,7 +37,8 @@ given; then the error is raised with its traceback.
 What the library says goes through the standard :mod:`logging` package, on the ``attnas``
 logger and its children; the command shows its INFO messages on stderr (a kernel being
 built, the row a comparison is at), ``--verbose`` adds DEBUG, ``--quiet`` keeps warnings and
-errors only (and turns the progress bars off).
+errors only (and turns the progress bars off), as does ``ATTNAS_PROGRESS=0`` unless
+``--verbose`` is given.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import sys
 import traceback
 import warnings
@@ -165,7 +167,8 @@ _HANDLER.setFormatter(logging.Formatter("%(message)s"))
 
 def set_verbosity(verbose: bool = False, quiet: bool = False) -> Callable[[], None]:
     """Show the ``attnas`` logger's messages on stderr: INFO and up by default, DEBUG with
-    ``verbose``, WARNING and up with ``quiet`` (which also silences the progress bars).
+    ``verbose``, WARNING and up with ``quiet`` (which also silences the progress bars) or
+    when ``ATTNAS_PROGRESS=0`` silences progress output (its notices are progress too).
 
     Returns:
         What puts the logger back as it was (called when the command ends).
@@ -174,6 +177,7 @@ def set_verbosity(verbose: bool = False, quiet: bool = False) -> Callable[[], No
         _fail("give --verbose or --quiet, not both")
     logger = logging.getLogger("attnas")
     level, attached = logger.level, _HANDLER in logger.handlers
+    quiet = quiet or os.environ.get("ATTNAS_PROGRESS", "1") == "0"
     logger.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
     logger.addHandler(_HANDLER)
 

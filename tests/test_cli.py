@@ -168,9 +168,10 @@ def test_a_stopped_command_that_continues_when_run_again_says_so(monkeypatch, co
     assert f"interrupted; the same `attnas {command}` command run again continues it (finished" in result.output
 
 
-@pytest.mark.parametrize("flags, shown", [([], ["info"]), (["-v"], ["debug", "info"]), (["--verbose"], ["debug", "info"]),
-                                          (["-q"], []), (["--quiet"], [])])
-def test_the_verbosity_switch_sets_what_the_attnas_logger_shows(monkeypatch, flags, shown):
+@pytest.mark.parametrize("flags, progress_env, shown", [
+    ([], "1", ["info"]), (["-v"], "1", ["debug", "info"]), (["--verbose"], "1", ["debug", "info"]), (["-q"], "1", []),
+    (["--quiet"], "1", []), ([], "0", []), (["-v"], "0", ["debug", "info"])])
+def test_the_verbosity_switch_sets_what_the_attnas_logger_shows(monkeypatch, flags, progress_env, shown):
     import logging
 
     from attnas import config, progress
@@ -184,12 +185,12 @@ def test_the_verbosity_switch_sets_what_the_attnas_logger_shows(monkeypatch, fla
         seen["progress"] = progress.enabled()
         return []
 
-    monkeypatch.setenv("ATTNAS_PROGRESS", "1")
+    monkeypatch.setenv("ATTNAS_PROGRESS", progress_env)
     monkeypatch.setattr(config, "list_recipes", recipes)
     r = run(*flags, "list", "recipes")
     assert r.exit_code == 0
     assert [line[len("note: "):] for line in r.output.splitlines() if line.startswith("note: ")] == shown
-    assert seen["progress"] == (flags not in (["-q"], ["--quiet"]))
+    assert seen["progress"] == (progress_env == "1" and flags not in (["-q"], ["--quiet"]))
     assert logging.getLogger("attnas").level == logging.NOTSET  # put back when the command ends
     assert all(type(h).__name__ != "_StderrHandler" for h in logging.getLogger("attnas").handlers)
 
