@@ -1,6 +1,6 @@
 """Batch expected-improvement Bayesian optimisation in a graph VAE's latent space.
 
-Paper 004, Sec. 4.3, following D-VAE (Zhang et al. 2019, Sec. 4.3 and its
+Chatzianastasis et al., 2021, Sec. 4.3, following D-VAE (Zhang et al. 2019, Sec. 4.3 and its
 ``bayesian_optimization/bo.py``): start from the training architectures' latent means
 and scores; in each of 10 iterations fit the sparse GP, pick a batch of latent points by
 expected improvement within the box spanned by the data, decode every point many times

@@ -1,6 +1,6 @@
 """Evaluators: what scores an architecture decoded during latent-space optimisation.
 
-Paper 004, Sec. 4.3 (after D-VAE, Sec. 4.3): decoded architectures are evaluated by their
+Chatzianastasis et al., 2021, Sec. 4.3 (after D-VAE, Sec. 4.3): decoded architectures are evaluated by their
 weight-sharing accuracy. Here an :class:`Evaluator` maps decoded DAGs to
 :class:`Evaluation` records, each saying where its value came from (``source``), so no
 output can pass off a prediction as a measurement:

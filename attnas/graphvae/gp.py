@@ -1,6 +1,6 @@
-"""A sparse Gaussian process on latent means: paper 004's Table 2 and the BO surrogate.
+"""A sparse Gaussian process on latent means: Chatzianastasis et al.'s (2021) Table 2 and the BO surrogate.
 
-Paper 004, Sec. 4.2, following D-VAE (Zhang et al. 2019, Sec. 4.2): a sparse GP with 500
+Chatzianastasis et al., 2021, Sec. 4.2, following D-VAE (Zhang et al. 2019, Sec. 4.2): a sparse GP with 500
 inducing points is trained on the latent means of the training architectures to predict
 their weight-sharing accuracy; the test split's RMSE and Pearson's r are reported as
 mean and standard deviation over 10 repetitions. As in D-VAE's ``bo.py`` the targets are
@@ -336,7 +336,7 @@ def gp_prediction(
     z_train: Tensor, y_train: Tensor, z_test: Tensor, y_test: Tensor, settings: SparseGPSettings = SparseGPSettings(),
     description: str = "sparse GP",
 ) -> tuple[float, float]:
-    """One repetition of paper 004's Table 2: fit on the training latents, score the test split.
+    """One repetition of Chatzianastasis et al.'s (2021) Table 2: fit on the training latents, score the test split.
 
     Returns:
         ``(rmse, pearson_r)`` of the test predictions in standardised units.
@@ -369,7 +369,7 @@ def predictive_performance(
     repeats: int = 10,
     settings: SparseGPSettings = SparseGPSettings(),
 ) -> dict:
-    """Paper 004's Table 2: test RMSE (standardised units) and Pearson's r of a sparse GP.
+    """Chatzianastasis et al.'s (2021) Table 2: test RMSE (standardised units) and Pearson's r of a sparse GP.
 
     Args:
         z_train: Training latent means.

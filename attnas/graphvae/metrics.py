@@ -1,7 +1,7 @@
-"""Paper 004's Table 1: reconstruction accuracy, prior validity and uniqueness.
+"""Chatzianastasis et al.'s (2021) Table 1: reconstruction accuracy, prior validity and uniqueness.
 
 D-VAE's protocol (Zhang et al. 2019, Sec. 4.1; public ``train.py``, ``test`` and
-``prior_validity``), which paper 004 follows:
+``prior_validity``), which Chatzianastasis et al. (2021) follow:
 
 - **Reconstruction accuracy**: every test graph is encoded 10 times and each encoding is
   decoded 10 times (stochastic decoding); the fraction of the decodings that are exactly
@@ -13,7 +13,7 @@ D-VAE's protocol (Zhang et al. 2019, Sec. 4.1; public ``train.py``, ``test`` and
   ``prior_validity(scale_to_train_range=True)``), and each is decoded 10 times; the
   fraction of the 10,000 decodings that are valid (ENAS: :func:`is_valid_enas`).
 - **Uniqueness**: distinct valid graphs divided by the number of valid decodings.
-- **Novelty** (reported by D-VAE, not in paper 004's table): the fraction of valid
+- **Novelty** (reported by D-VAE, not in Chatzianastasis et al.'s table): the fraction of valid
   decodings not in the training set.
 
 All values are fractions in [0, 1].
@@ -183,7 +183,7 @@ def table1(
     extra_valid: dict[str, Callable[[DagBatch], Tensor]] | None = None,
     z_train: Tensor | None = None,
 ) -> dict[str, float]:
-    """Paper 004's Table 1 with D-VAE's protocol: reconstruction accuracy, validity, uniqueness.
+    """Chatzianastasis et al.'s (2021) Table 1 with D-VAE's protocol: reconstruction accuracy, validity, uniqueness.
 
     Args:
         model: The trained VAE.

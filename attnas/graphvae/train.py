@@ -1,9 +1,9 @@
 """Training a graph VAE, with every piece of state explicit so a strategy can resume it.
 
-D-VAE's optimisation (Zhang et al. 2019, public ``train.py``; paper 004, Appendix B uses
+D-VAE's optimisation (Zhang et al. 2019, public ``train.py``; Chatzianastasis et al., 2021, Appendix B uses
 the same settings): Adam with learning rate ``1e-4``, batches of 32 graphs shuffled every
 epoch, 300 epochs, and ``ReduceLROnPlateau(factor=0.1, patience=10)`` stepped on the
-epoch's summed training loss. Paper 004, Sec. 3.3 and Appendix B: DVAE-EMB is trained for
+epoch's summed training loss. Chatzianastasis et al., 2021, Sec. 3.3 and Appendix B: DVAE-EMB is trained for
 ``T = 4`` iterations of 300 epochs; iteration 1 initialises the operation embeddings
 from ``N(0, 1)`` and every later iteration trains a freshly initialised model whose
 operation embeddings start from the last epoch of the previous iteration (GCN-EMB:
@@ -35,7 +35,7 @@ from attnas.progress import progress
 
 @dataclass(frozen=True)
 class TrainSettings:
-    """Optimisation settings (defaults: D-VAE's / paper 004's protocol).
+    """Optimisation settings (defaults: D-VAE's / Chatzianastasis et al.'s protocol).
 
     Attributes:
         epochs: Epochs per iteration (paper: 300).
@@ -44,7 +44,7 @@ class TrainSettings:
         plateau_factor: ``ReduceLROnPlateau`` factor (D-VAE: 0.1).
         plateau_patience: ``ReduceLROnPlateau`` patience in epochs (D-VAE: 10).
         iterations: ``T``, full trainings that carry the operation embeddings over
-            (paper 004: 4 for DVAE-EMB, 1 otherwise).
+            (Chatzianastasis et al., 2021: 4 for DVAE-EMB, 1 otherwise).
         seed: Seed of the model initialisation, the batch order and the noise.
         max_batches: Stop each epoch after this many batches (None: the whole epoch).
         precision: ``"fp32"`` (default) or ``"bf16"``: the loss's matrix products under
@@ -158,7 +158,7 @@ def new_state(config: GraphVAEConfig, num_types: int, max_nodes: int, settings: 
 
 
 def next_iteration(state: TrainState) -> TrainState:
-    """Start the next iteration (paper 004, Sec. 3.3): a freshly initialised model whose
+    """Start the next iteration (Chatzianastasis et al., 2021, Sec. 3.3): a freshly initialised model whose
     operation embeddings are the last ones of the previous iteration, with a new optimiser."""
     s = state.settings
     old = state.model

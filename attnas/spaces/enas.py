@@ -1,7 +1,7 @@
-"""The ENAS macro search space (6 layers) as DAGs: the space of D-VAE's and paper 004's data.
+"""The ENAS macro search space (6 layers) as DAGs: the space of D-VAE's and Chatzianastasis et al.'s (2021) data.
 
 Pham et al., *Efficient Neural Architecture Search via Parameter Sharing*, ICML 2018
-(macro space); D-VAE (Zhang et al., NeurIPS 2019, Sec. 4) and paper 004 (Sec. 4) use its
+(macro space); D-VAE (Zhang et al., NeurIPS 2019, Sec. 4) and Chatzianastasis et al. (2021, Sec. 4) use its
 19,020 architectures with their weight-sharing CIFAR-10 accuracy
 (:mod:`attnas.data.enas`).
 

@@ -1,7 +1,7 @@
-"""The stage-wise full-attention search space (paper 003, Sec. III.A-B, Tables I and II).
+"""The stage-wise full-attention search space (Zhou et al., 2021, Sec. III.A-B, Tables I and II).
 
 Zhou et al., *Full-attention based Neural Architecture Search using Context
-Auto-regression*: a fixed ``Local SA_k3_h8`` stem, five stages of three searchable
+Auto-regression* (2021): a fixed ``Local SA_k3_h8`` stem, five stages of three searchable
 layers (``16, 32, 32, 64, 64`` channels times ``init_channels / 16``; the first layer of
 stages 2 and 4 has stride 2), global average pooling and a linear classifier. Every
 searchable layer picks one of the seven blocks of Table II, so the space holds
@@ -116,7 +116,7 @@ def _task_dims(task: Any) -> tuple[int, int]:
 
 @register_space("stagewise")
 class StagewiseSpace(Space):
-    """Stage-wise full-attention search space (paper 003, Table I; 7^15 architectures)."""
+    """Stage-wise full-attention search space (Zhou et al., 2021, Table I; 7^15 architectures)."""
 
     name: ClassVar[str] = "stagewise"
     Config: ClassVar[type] = StagewiseConfig

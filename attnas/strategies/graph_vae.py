@@ -1,6 +1,6 @@
-"""``graph-vae``: paper 004's experiment as a run (operation embeddings in graph VAEs).
+"""``graph-vae``: Chatzianastasis et al.'s (2021) experiment as a run (operation embeddings in graph VAEs).
 
-Chatzianastasis et al., *Operation Embeddings for Neural Architecture Search*, Sec. 4,
+Chatzianastasis et al., *Operation Embeddings for Neural Architecture Search* (2021), Sec. 4,
 with D-VAE's protocol (Zhang et al., NeurIPS 2019). On a table of architectures with
 measured scores (task ``architecture-performance``, e.g. ENAS's 19,020 DAGs) and the
 space they belong to (e.g. ``enas``), resumable phase by phase:
@@ -48,7 +48,7 @@ from attnas.graphvae.train import TrainSettings, TrainState, fit, new_state
 from attnas.graphvae.vae import GraphVAE, paper_model
 from attnas.strategies.base import SearchResult, Strategy
 
-#: Recipe names of paper 004's models.
+#: Recipe names of Chatzianastasis et al.'s (2021) models.
 MODELS = {"dvae": "D-VAE", "dvae-emb": "DVAE-EMB", "gcn": "GCN", "gcn-emb": "GCN-EMB"}
 #: ``T`` of Sec. 3.3 / Appendix B: DVAE-EMB is trained for 4 iterations, the others once.
 PAPER_ITERATIONS = {"dvae-emb": 4}
@@ -56,12 +56,12 @@ PAPER_ITERATIONS = {"dvae-emb": 4}
 
 @dataclass(frozen=True)
 class GraphVAEStrategyConfig:
-    """Options of ``graph-vae`` (defaults: paper 004's protocol, D-VAE's sizes).
+    """Options of ``graph-vae`` (defaults: Chatzianastasis et al.'s protocol, D-VAE's sizes).
 
     The run's seed is added to every seed below (training, GP repetitions, BO).
 
     Attributes:
-        model: ``dvae``, ``dvae-emb``, ``gcn`` or ``gcn-emb`` (paper 004's Tables 1-2).
+        model: ``dvae``, ``dvae-emb``, ``gcn`` or ``gcn-emb`` (Chatzianastasis et al.'s Tables 1-2).
         hidden: Hidden size (D-VAE: 501).
         latent: Latent size (D-VAE: 56).
         epochs: Training epochs per iteration (paper: 300).
@@ -74,7 +74,7 @@ class GraphVAEStrategyConfig:
         precision: ``fp32`` (default, the paper's) or ``bf16``: the training loss's matrix
             products under bf16 autocast, an explicit speed option (docs/results/opemb.md).
         beta: Weight of the KL term in the loss ``-E_q[log p(G|z)] + beta KL(q(z|G) || N(0, I))``
-            (paper 004 Eq. 1 with D-VAE's weighting; D-VAE: 0.005).
+            (Chatzianastasis et al., 2021, Eq. 1 with D-VAE's weighting; D-VAE: 0.005).
         checkpoint_every: Epochs between training checkpoints.
         epoch_recon_graphs: After every epoch, the reconstruction accuracy of the first this
             many test graphs (each posterior mean decoded ``epoch_recon_decodes`` times,
@@ -130,7 +130,8 @@ class GraphVAEStrategyConfig:
 
 @register_strategy("graph-vae")
 class GraphVAEStrategy(Strategy):
-    """Graph VAE on a table of architectures: Tables 1-2, graph properties, t-SNE, latent BO (paper 004)."""
+    """Graph VAE on a table of architectures: Tables 1-2, graph properties, t-SNE, latent BO
+    (Chatzianastasis et al., 2021)."""
 
     name = "graph-vae"
     Config = GraphVAEStrategyConfig
@@ -202,7 +203,7 @@ class GraphVAEStrategy(Strategy):
     def epoch_reconstruction(self, model: GraphVAE, epoch: int) -> dict:
         """Reconstruction accuracy of the first ``epoch_recon_graphs`` test graphs after an epoch.
 
-        D-VAE's measure (paper 004, Table 1): the fraction of stochastic decodings of each
+        D-VAE's measure (Chatzianastasis et al., 2021, Table 1): the fraction of stochastic decodings of each
         posterior mean that equal the input graph; ``recon_greedy`` decodes each once with the
         most likely choices. Seeded by the run's seed and the epoch, and drawn from a generator
         of its own, so it does not change the training (a resumed run stays exact).

@@ -1,6 +1,6 @@
 """``latent-bo``: Bayesian optimisation in a graph VAE's latent space, scored by a supernet.
 
-Paper 004, Sec. 4.3 (after D-VAE, Sec. 4.3) carried over to any space that can be drawn
+Chatzianastasis et al., 2021, Sec. 4.3 (after D-VAE, Sec. 4.3) carried over to any space that can be drawn
 as a DAG and trained one-shot (capabilities ``one-shot`` and ``dag``, e.g. AutoAttend):
 
 1. ``supernet``: the one-shot supernet is trained exactly as ``one-shot-evolution``
@@ -70,14 +70,14 @@ class LatentVAEConfig:
     """The graph VAE of ``latent-bo`` and the architectures it learns from.
 
     Attributes:
-        model: ``dvae``, ``dvae-emb``, ``gcn`` or ``gcn-emb`` (paper 004).
+        model: ``dvae``, ``dvae-emb``, ``gcn`` or ``gcn-emb`` (Chatzianastasis et al., 2021).
         samples: Distinct architectures drawn from the prior to train on.
         hidden: Hidden size.
         latent: Latent size.
         epochs: Training epochs (per iteration).
         batch_size: Graphs per batch.
         lr: Adam learning rate.
-        iterations: ``T`` of paper 004, Sec. 3.3 (training rounds carrying the operation
+        iterations: ``T`` of Chatzianastasis et al., 2021, Sec. 3.3 (training rounds carrying the operation
             embeddings over).
         checkpoint_every: Epochs between checkpoints.
     """
@@ -154,7 +154,8 @@ class LatentBOConfig:
 
 @register_strategy("latent-bo")
 class LatentBO(_OneShot):
-    """Supernet + graph VAE + batch EI in its latent space (paper 004, Sec. 4.3, on any DAG space)."""
+    """Supernet + graph VAE + batch EI in its latent space (Chatzianastasis et al., 2021, Sec. 4.3, on any
+    DAG space)."""
 
     name = "latent-bo"
     Config = LatentBOConfig

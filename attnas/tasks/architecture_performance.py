@@ -1,6 +1,6 @@
 """Architecture performance: a table of architectures (as DAGs) with measured scores.
 
-The data of paper 004's experiments (Sec. 4): the ENAS 6-layer dataset, 19,020
+The data of Chatzianastasis et al.'s (2021) experiments (Sec. 4): the ENAS 6-layer dataset, 19,020
 architectures with their weight-sharing CIFAR-10 accuracy, split 90/10 as D-VAE does
 (:mod:`attnas.data.enas`). Graph VAEs learn from the DAGs; the scores are what latent-space
 predictors and Bayesian optimisation aim at (metric ``accuracy``, a fraction).
@@ -55,7 +55,7 @@ class ArchitecturePerformanceConfig:
 
 @register_task("architecture-performance")
 class ArchitecturePerformanceTask(MeasuredScoresTask):
-    """Architectures as DAGs with measured scores (ENAS 19,020, paper 004)."""
+    """Architectures as DAGs with measured scores (ENAS 19,020, Chatzianastasis et al., 2021)."""
 
     name = "architecture-performance"
     Config = ArchitecturePerformanceConfig
