@@ -56,4 +56,4 @@ def test_every_module_is_in_the_api_reference():
     private = re.compile(r"\._")
     missing = [m for m in modules if not private.search(m) and m not in ("attnas", "attnas.__main__")
                and not any(m == d or m.startswith(d + ".") for d in documented - {"attnas"})]
-    assert not missing, f"modules in no page of docs/api/: {missing}"
+    assert not missing, f"modules in no page of docs/api/ (add a '::: module' line to docs/api/runs.md): {missing}"
