@@ -13,7 +13,9 @@ before rendering:
 - a name that goes through a private one (``_OneShot``), which the reference leaves out, is
   shown as code;
 - any other role (``:math:``, names of other libraries such as ``torch.nn.Module``) is shown
-  as code.
+  as code;
+- a ``.. math::`` block becomes a fenced ``latex`` code block, so its formula is shown as
+  written (Markdown would eat its backslashes).
 
 Loaded by ``mkdocs.yml`` (``extensions: [docs/api_roles.py]``), so ``mkdocs build`` must run
 from the repository root.
@@ -22,11 +24,13 @@ from the repository root.
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import Any
 
 import griffe
 
 ROLE = re.compile(r":(?:py:)?(?P<role>[a-z]+):`(?P<target>[^`]+)`")
+MATH = re.compile(r"^(\s*)\.\. math::\s*$")
 LINKED_ROLES = {"class", "func", "meth", "attr", "data", "mod", "exc", "obj", "const"}
 
 
@@ -57,6 +61,29 @@ def _private(path: str) -> bool:
     return any(part.startswith("_") and not part.startswith("__") for part in path.split(".")[1:])
 
 
+def math_blocks(text: str) -> str:
+    """``text`` with each ``.. math::`` directive and its indented body as a fenced code block."""
+    lines, out, i = text.splitlines(), [], 0
+    while i < len(lines):
+        directive = MATH.match(lines[i])
+        if not directive:
+            out.append(lines[i])
+            i += 1
+            continue
+        indent = directive.group(1)
+        body, i = [], i + 1
+        while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > len(indent)):
+            body.append(lines[i])
+            i += 1
+        while body and not body[-1].strip():
+            body.pop()
+        formula = textwrap.dedent("\n".join(body)).strip("\n").splitlines()
+        if out and out[-1].strip():
+            out.append("")
+        out += [f"{indent}```latex", *(indent + line for line in formula), f"{indent}```", ""]
+    return "\n".join(out)
+
+
 def rewrite(text: str, obj: griffe.Object) -> str:
     """``text`` with every Sphinx role replaced by a Markdown autorefs link or inline code."""
 
@@ -72,7 +99,7 @@ def rewrite(text: str, obj: griffe.Object) -> str:
             return f"`{label}`"
         return f"[`{label}`][{full}]"
 
-    return ROLE.sub(replace, text)
+    return ROLE.sub(replace, math_blocks(text))
 
 
 class SphinxRoles(griffe.Extension):
