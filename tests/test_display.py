@@ -31,9 +31,6 @@ def test_float32_noise_is_rounded_and_everything_else_kept():
     ("a graph (:mod:`attnas.data.csbm`), on", "a graph (attnas.data.csbm), on"),
     ("Table 3: :math:`x \\mapsto x` (pad)", "Table 3: x ↦ x (pad)"),
     ("a *word* and **bold**, 1 * F, N(0,1)*1e-3", "a word and bold, 1 * F, N(0,1)*1e-3"),
-    ("space (paper 003, Table I; 7^15)", "space (Zhou et al., Table I; 7^15)"),
-    ("Paper 004's protocol (issue 23) - hidden 501", "Chatzianastasis et al.'s protocol - hidden 501"),
-    ("a (issue 23; Sec. 4) b; issue 7; c", "a (Sec. 4) b; c"),
     ("run `attnas retrain RUN`.", "run attnas retrain RUN."),
 ])
 def test_plain_text_removes_markup_and_internal_words(text, plain):

@@ -9,7 +9,7 @@ output can pass off a prediction as a measurement:
   weight-sharing accuracies, ``source="dataset"``) for the architectures it holds; the
   others are handed to a fallback evaluator when one is given, and otherwise answered
   ``source="unscored"`` with no value (``nan``): an architecture outside the table has no
-  measurement, and latent BO counts and reports it as unscored (issue 23);
+  measurement, and latent BO counts and reports it as unscored;
 - :class:`SurrogateEvaluator` predicts with a sparse GP on the VAE's latent means
   (``source="surrogate"``): a model's guess, never a measurement. Latent BO on a table no
   longer uses it (a GP fitted on the same latents as the BO's own GP would let the search

@@ -17,7 +17,7 @@ whose length scales start at the median pairwise distance of the inputs; inducin
 start at a random subset of the training inputs. The repetitions differ in that subset
 and in the minibatch order.
 
-``SparseGPSettings.method`` chooses the approximation (issue 23: so that a gap to the
+``SparseGPSettings.method`` chooses the approximation (so that a gap to the
 paper's Table 2 can be blamed on the right part), all on the same latents, kernel,
 initialisation and inducing-point subset:
 

@@ -17,7 +17,7 @@ space they belong to (e.g. ``enas``), resumable phase by phase:
    (``source: dataset``); one outside the table is **unscored** (``source: unscored``, no
    value): it is counted (``bo_unscored`` in the metrics, ``unscored`` in each round's
    event) and never scored by a surrogate, since a GP fitted on the same latents would
-   let the search optimise its own model (issue 23). With ``bo_decode: in-table`` each
+   let the search optimise its own model. With ``bo_decode: in-table`` each
    proposal keeps its most common valid decoding that is in the table, so it is unscored
    only when none of its valid decodings is. Every proposal goes to ``bo.json`` and to the events.
 

@@ -35,7 +35,7 @@ names are mechanism names in the homogeneous search, ``mechanism/i`` in the
 heterogeneous one), ``selection`` (kept and dropped blocks and every trial's scores),
 ``supernet_val_accuracy``, ``supernet_epochs``, ``search_mode`` and ``search_seconds``.
 
-**Costs** (issue 25): after the selection every candidate mechanism's ``report_costs``
+**Costs**: after the selection every candidate mechanism's ``report_costs``
 (default parameters and forward latency, :mod:`attnas.costs`) are measured on its
 homogeneous standalone network (the model a homogeneous search would retrain) at the
 run's input size (the first ``train`` batch at ``costs.batch_size``, default
