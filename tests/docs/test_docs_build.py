@@ -32,6 +32,8 @@ def test_mkdocs_build_is_strict_and_clean(tmp_path):
     runs = (site / "api" / "runs" / "index.html").read_text()
     # a Sphinx role of a docstring became a link to the documented object
     assert re.search(r'href="[^"]*#attnas\.errors\.ConfigError"', runs)
+    ops = (site / "api" / "ops" / "index.html").read_text()
+    assert ".. math::" not in ops and 'class="language-latex"' in ops  # formulas kept as written
     for page in ("methods/autoattend", "methods/dartformer", "methods/autola", "methods/fullattn",
                  "methods/opemb", "own_data", "plugins", "results", "developing"):
         assert (site / page / "index.html").is_file(), page
