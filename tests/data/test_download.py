@@ -8,7 +8,6 @@ machine does, or one that fails the test when called.
 from __future__ import annotations
 
 import shutil
-import sys
 import urllib.error
 from pathlib import Path
 
@@ -20,10 +19,9 @@ from attnas.data.heterophilous import load_heterophilous
 from attnas.data.planetoid import load_planetoid
 from attnas.data.ppi import PPI_FILES, load_ppi
 from attnas.errors import DataError
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from heterophilous_files import arrays  # noqa: E402
-from planetoid_files import SUFFIXES, write_planetoid_raw  # noqa: E402
+from code_marker import CodeRanMarker
+from heterophilous_files import arrays
+from planetoid_files import SUFFIXES, write_planetoid_raw
 
 CORA_FILES = sorted(f"ind.cora.{s}" for s in SUFFIXES)
 
@@ -94,18 +92,6 @@ def test_offline_switch_attempts_no_download(tmp_path, monkeypatch):
     assert _tree(tmp_path) == []
 
 
-class _Marker:
-    """Unpickling this creates a file: proof of code execution if the file appears."""
-
-    def __init__(self, path):
-        self.path = str(path)
-
-    def __reduce__(self):
-        import pathlib
-
-        return (pathlib.Path.touch, (pathlib.Path(self.path),))
-
-
 def test_a_crafted_download_is_refused_before_torch_geometric_unpickles_it(tmp_path, monkeypatch, online):
     import pickle
 
@@ -113,7 +99,7 @@ def test_a_crafted_download_is_refused_before_torch_geometric_unpickles_it(tmp_p
 
     def crafted_download(self):
         write_planetoid_raw(Path(self.raw_dir), "cora")
-        Path(self.raw_dir, "ind.cora.x").write_bytes(pickle.dumps(_Marker(marker), protocol=2))
+        Path(self.raw_dir, "ind.cora.x").write_bytes(pickle.dumps(CodeRanMarker(marker), protocol=2))
 
     monkeypatch.setattr(Planetoid, "download", crafted_download)
     with pytest.raises(DataError, match=r"Planetoid failed \(DataError: Cora/raw/ind.cora.x is not a Planetoid file"):
