@@ -13,12 +13,12 @@ from typing import Any, Literal
 
 from attnas import _registry
 from attnas.config.values import (
+    CheckedConfig,
     NonNegativeFloat,
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
     Seed,
-    check_fields,
     check_finite,
     coerce,
     from_mapping,
@@ -40,7 +40,7 @@ def to_mapping(obj: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class OptimConfig:
+class OptimConfig(CheckedConfig):
     """Optimiser options shared by every training loop.
 
     Attributes:
@@ -62,9 +62,6 @@ class OptimConfig:
     lr_min: NonNegativeFloat = 0.0
     batch_size: PositiveInt = 128
     grad_clip: NonNegativeFloat = 0.0
-
-    def __post_init__(self) -> None:
-        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -92,7 +89,7 @@ class TrainConfig(OptimConfig):
 
 
 @dataclass(frozen=True)
-class CompareConfig:
+class CompareConfig(CheckedConfig):
     """How ``attnas compare`` judges the recipe's search (see :mod:`attnas.comparison`).
 
     Attributes:
@@ -115,7 +112,7 @@ class CompareConfig:
 
 
 @dataclass(frozen=True)
-class ComponentConfig:
+class ComponentConfig(CheckedConfig):
     """A component section: the registered ``name`` and its validated ``options``."""
 
     name: str
@@ -127,7 +124,7 @@ class ComponentConfig:
 
 
 @dataclass(frozen=True)
-class RunConfig:
+class RunConfig(CheckedConfig):
     """A fully validated run: what to search, where, how, and how to retrain the result."""
 
     name: str

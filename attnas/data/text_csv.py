@@ -29,7 +29,7 @@ from typing import Any, Literal
 import numpy as np
 
 from attnas._registry import register_dataset
-from attnas.config import Fraction, Seed, check_fields
+from attnas.config import CheckedConfig, Fraction, Seed
 from attnas.data.root import resolve_data_root
 from attnas.data.text_dataset import TEXT_SPLITS, TextDataset, TextSplit, lowercase
 from attnas.errors import ConfigError, DataError
@@ -51,7 +51,7 @@ def tokenize(text: str, lower: bool = True) -> list[str]:
 
 
 @dataclass(frozen=True)
-class CsvOptions:
+class CsvOptions(CheckedConfig):
     """Where a user's text data is and how to read it.
 
     Attributes:
@@ -85,9 +85,11 @@ class CsvOptions:
     split_seed: Seed = 0
     lowercase: bool = True
 
+    field_prefix = "csv."
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", tuple(str(label) for label in self.labels))
-        check_fields(self, "csv.")
+        super().__post_init__()
         if self.val_fraction + self.test_fraction >= 1.0:
             raise ConfigError("csv.val_fraction + csv.test_fraction must be below 1")
         if len(set(self.labels)) != len(self.labels):

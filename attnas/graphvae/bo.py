@@ -34,7 +34,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from attnas.config import PositiveInt, Seed, check_fields
+from attnas.config import CheckedConfig, PositiveInt, Seed
 from attnas.errors import DataError
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.evaluator import UNSCORED, Evaluator
@@ -46,7 +46,7 @@ INVALID = "invalid"
 
 
 @dataclass(frozen=True)
-class BOSettings:
+class BOSettings(CheckedConfig):
     """Latent Bayesian-optimisation settings (defaults: D-VAE's ENAS protocol).
 
     Attributes:
@@ -80,9 +80,6 @@ class BOSettings:
     gp: SparseGPSettings = field(default_factory=SparseGPSettings)
     seed: Seed = 0
     unscored: Literal["worst", "skip"] = "worst"
-
-    def __post_init__(self) -> None:
-        check_fields(self)
 
 
 @dataclass

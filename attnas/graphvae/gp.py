@@ -55,13 +55,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from attnas.config import PositiveFloat, PositiveInt, Seed, check_fields
+from attnas.config import CheckedConfig, PositiveFloat, PositiveInt, Seed
 from attnas.errors import ConfigError, DataError, check_finite_loss
 from attnas.progress import progress
 
 
 @dataclass(frozen=True)
-class SparseGPSettings:
+class SparseGPSettings(CheckedConfig):
     """Sparse-GP training settings.
 
     Attributes:
@@ -83,9 +83,6 @@ class SparseGPSettings:
     seed: Seed = 0
     method: Literal["svgp", "fitc", "sgpr"] = "svgp"
     maxiter: PositiveInt = 200
-
-    def __post_init__(self) -> None:
-        check_fields(self)
 
 
 class SparseGP:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attnas.config import PositiveInt, check_fields
+from attnas.config import CheckedConfig, PositiveInt
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.validity import is_valid_enas
 from attnas.graphvae.vae import GraphVAE
@@ -152,7 +152,7 @@ def validity_uniqueness(
 
 
 @dataclass(frozen=True)
-class Table1Settings:
+class Table1Settings(CheckedConfig):
     """How many graphs and decodings Table 1 uses (defaults: D-VAE's protocol).
 
     Attributes:
@@ -168,9 +168,6 @@ class Table1Settings:
     decode_times: PositiveInt = 10
     prior_points: PositiveInt = 1000
     prior_decodes: PositiveInt = 10
-
-    def __post_init__(self) -> None:
-        check_fields(self)
 
 
 def table1(

@@ -26,7 +26,7 @@ from typing import Annotated, Literal
 import torch
 from torch.optim.lr_scheduler import ReduceLROnPlateau
 
-from attnas.config import NonNegativeInt, PositiveFloat, PositiveInt, Range, Seed, check_fields
+from attnas.config import CheckedConfig, NonNegativeInt, PositiveFloat, PositiveInt, Range, Seed
 from attnas.errors import CheckpointError, DataError, check_finite_loss
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.vae import GraphVAE, GraphVAEConfig, precision_context
@@ -34,7 +34,7 @@ from attnas.progress import progress
 
 
 @dataclass(frozen=True)
-class TrainSettings:
+class TrainSettings(CheckedConfig):
     """Optimisation settings (defaults: D-VAE's / Chatzianastasis et al.'s protocol).
 
     Attributes:
@@ -62,9 +62,6 @@ class TrainSettings:
     seed: Seed = 0
     max_batches: PositiveInt | None = None
     precision: Literal["fp32", "bf16"] = "fp32"
-
-    def __post_init__(self) -> None:
-        check_fields(self)
 
 
 @dataclass

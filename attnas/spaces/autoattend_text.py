@@ -41,7 +41,7 @@ from typing import Any, Literal
 from torch import nn
 
 from attnas import _registry
-from attnas.config import from_mapping
+from attnas.config import CheckedConfig, from_mapping
 from attnas.errors import ConfigError
 from attnas.models.text_encoder import MaskedPoolingHead, TextStem
 from attnas.ops.sequence_attention import SequenceAttention
@@ -50,7 +50,7 @@ from attnas.tasks.base import TaskInfo
 
 
 @dataclass(frozen=True)
-class TextAdapterOptions:
+class TextAdapterOptions(CheckedConfig):
     """Text options of the AutoAttend space (``space.options``).
 
     Attributes:

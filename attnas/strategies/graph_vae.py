@@ -37,7 +37,7 @@ import torch
 from attnas._registry import register_strategy
 from attnas.arch import Arch
 from attnas.checkpoint_files import save_checkpoint_file
-from attnas.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Range, check_fields
+from attnas.config import CheckedConfig, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Range
 from attnas.errors import ArchError, ConfigError
 from attnas.graphvae.bo import INVALID, BOSettings, BOState, latent_bo
 from attnas.graphvae.dag_dataset import DagDataset
@@ -55,7 +55,7 @@ PAPER_ITERATIONS = {"dvae-emb": 4}
 
 
 @dataclass(frozen=True)
-class GraphVAEStrategyConfig:
+class GraphVAEStrategyConfig(CheckedConfig):
     """Options of ``graph-vae`` (defaults: Chatzianastasis et al.'s protocol, D-VAE's sizes).
 
     The run's seed is added to every seed below (training, GP repetitions, BO).
@@ -116,7 +116,7 @@ class GraphVAEStrategyConfig:
     bo_decode: Literal["valid", "in-table"] = "valid"
 
     def __post_init__(self) -> None:
-        check_fields(self)
+        super().__post_init__()
         self.train_settings(0)  # validates epochs, batch_size, lr, iterations, ...
 
     def train_settings(self, seed: int) -> TrainSettings:

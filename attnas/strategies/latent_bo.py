@@ -49,7 +49,7 @@ import torch
 
 from attnas._registry import register_strategy
 from attnas.arch import Arch
-from attnas.config import PositiveFloat, PositiveInt, check_fields
+from attnas.config import CheckedConfig, PositiveFloat, PositiveInt
 from attnas.costs import CostsConfig
 from attnas.errors import ConfigError
 from attnas.graphvae.bo import BOSettings, propose
@@ -66,7 +66,7 @@ from attnas.strategies.one_shot_config import RerankConfig, SupernetConfig, chec
 
 
 @dataclass(frozen=True)
-class LatentVAEConfig:
+class LatentVAEConfig(CheckedConfig):
     """The graph VAE of ``latent-bo`` and the architectures it learns from.
 
     Attributes:
@@ -92,8 +92,10 @@ class LatentVAEConfig:
     iterations: PositiveInt = 1
     checkpoint_every: PositiveInt = 5
 
+    field_prefix = "vae."
+
     def __post_init__(self) -> None:
-        check_fields(self, "vae.")
+        super().__post_init__()
         self.train_settings(0)
 
     def train_settings(self, seed: int) -> TrainSettings:
@@ -103,7 +105,7 @@ class LatentVAEConfig:
 
 
 @dataclass(frozen=True)
-class LatentBOConfig:
+class LatentBOConfig(CheckedConfig):
     """Options of ``latent-bo``.
 
     Attributes:
@@ -141,7 +143,7 @@ class LatentBOConfig:
     costs: CostsConfig = field(default_factory=CostsConfig)
 
     def __post_init__(self) -> None:
-        check_fields(self)
+        super().__post_init__()
         if self.objectives is not None and len(self.objectives) >= 2:
             raise ConfigError(f"strategy.objectives: latent-bo optimises the validation metric alone, got "
                               f"{list(self.objectives)}; one-shot-evolution keeps a Pareto front of two or more")

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from attnas import _registry
-from attnas.config import NonNegativeInt, PositiveInt, Seed, check_fields
+from attnas.config import CheckedConfig, NonNegativeInt, PositiveInt, Seed
 from attnas.data.glove import GloveVectors, embedding_matrix, load_glove
 from attnas.data.root import resolve_data_root
 from attnas.data.text_csv import CsvOptions
@@ -64,7 +64,7 @@ class TextBatch:
 
 
 @dataclass(frozen=True)
-class TextClassificationConfig:
+class TextClassificationConfig(CheckedConfig):
     """Options of the text-classification task.
 
     Attributes:
@@ -106,7 +106,7 @@ class TextClassificationConfig:
     csv: CsvOptions = field(default_factory=CsvOptions)
 
     def __post_init__(self) -> None:
-        check_fields(self)
+        super().__post_init__()
         if self.vocab == "train+glove" and self.glove == "none":
             raise ConfigError("vocab: 'train+glove' needs GloVe vectors (glove is 'none')")
 
