@@ -14,6 +14,7 @@ from typing import Any, Literal
 from attnas import _registry
 from attnas.config.values import (
     CheckedConfig,
+    build_checked,
     NonNegativeFloat,
     NonNegativeInt,
     PositiveFloat,
@@ -196,7 +197,7 @@ def config_from_dict(data: Any) -> RunConfig:
     for key in ("name", "task", "space", "strategy"):
         if key not in data:
             raise ConfigError(f"{key}: required key is missing")
-    return RunConfig(
+    return build_checked(RunConfig, dict(
         name=coerce(data["name"], str, "name"),
         description=coerce(data.get("description", ""), str, "description"),
         seed=coerce(data.get("seed", 0), Seed, "seed"),
@@ -205,6 +206,6 @@ def config_from_dict(data: Any) -> RunConfig:
         strategy=_component("strategy", data["strategy"]),
         retrain=from_mapping(TrainConfig, data.get("retrain"), "retrain"),
         compare=from_mapping(CompareConfig, data.get("compare"), "compare"),
-    )
+    ))
 
 

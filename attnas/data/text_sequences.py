@@ -29,7 +29,7 @@ from typing import Literal
 
 from attnas import _registry
 from attnas.config import CheckedConfig, NonNegativeInt, PositiveInt, Seed
-from attnas.data.text_csv import CsvOptions
+from attnas.data.text_csv import CsvConfig
 from attnas.data.text_dataset import TEXT_SPLITS, TextDataset, TextSplit
 from attnas.data.token_sequences import TokenSequences
 from attnas.data.vocab import Vocab
@@ -60,7 +60,7 @@ class TextSequencesConfig(CheckedConfig):
     phrases: bool = False
     train_size: NonNegativeInt = 0
     subset_seed: Seed = 0
-    csv: CsvOptions = field(default_factory=CsvOptions)
+    csv: CsvConfig = field(default_factory=CsvConfig)
 
     field_prefix = "text."
 

@@ -152,7 +152,7 @@ def validity_uniqueness(
 
 
 @dataclass(frozen=True)
-class Table1Settings(CheckedConfig):
+class Table1Config(CheckedConfig):
     """How many graphs and decodings Table 1 uses (defaults: D-VAE's protocol).
 
     Attributes:
@@ -170,11 +170,15 @@ class Table1Settings(CheckedConfig):
     prior_decodes: PositiveInt = 10
 
 
+#: The former name of :class:`Table1Config`, still importable.
+Table1Settings = Table1Config
+
+
 def table1(
     model: GraphVAE,
     train: DagBatch,
     test: DagBatch,
-    settings: Table1Settings = Table1Settings(),
+    settings: Table1Config = Table1Config(),
     is_valid: Callable[[DagBatch], Tensor] = is_valid_enas,
     seed: int = 0,
     extra_valid: dict[str, Callable[[DagBatch], Tensor]] | None = None,

@@ -34,7 +34,7 @@ from attnas.progress import progress
 
 
 @dataclass(frozen=True)
-class TrainSettings(CheckedConfig):
+class VAETrainConfig(CheckedConfig):
     """Optimisation settings (defaults: D-VAE's / Chatzianastasis et al.'s protocol).
 
     Attributes:
@@ -64,6 +64,10 @@ class TrainSettings(CheckedConfig):
     precision: Literal["fp32", "bf16"] = "fp32"
 
 
+#: The former name of :class:`VAETrainConfig`, still importable.
+TrainSettings = VAETrainConfig
+
+
 @dataclass
 class TrainState:
     """Everything a graph-VAE training run needs to continue.
@@ -83,7 +87,7 @@ class TrainState:
     model: GraphVAE
     optimizer: torch.optim.Optimizer
     scheduler: ReduceLROnPlateau
-    settings: TrainSettings
+    settings: VAETrainConfig
     iteration: int = 0
     epoch: int = 0
     generator: torch.Generator = field(default_factory=torch.Generator)
@@ -117,7 +121,7 @@ class TrainState:
             CheckpointError: When a key is missing or the weights do not fit the model.
         """
         try:
-            settings = TrainSettings(**data["settings"])
+            settings = VAETrainConfig(**data["settings"])
             model = GraphVAE.from_arguments(data["model_args"])
             model.load_state_dict(data["model"])
             state = _fresh_optim(model, settings)
@@ -132,7 +136,7 @@ class TrainState:
         return state
 
 
-def _fresh_optim(model: GraphVAE, settings: TrainSettings) -> TrainState:
+def _fresh_optim(model: GraphVAE, settings: VAETrainConfig) -> TrainState:
     optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr, fused=True)  # one kernel for all parameters
     scheduler = ReduceLROnPlateau(
         optimizer, mode="min", factor=settings.plateau_factor, patience=settings.plateau_patience
@@ -146,7 +150,7 @@ def _init_model(config: GraphVAEConfig, num_types: int, max_nodes: int, seed: in
         return GraphVAE(config, num_types, max_nodes)
 
 
-def new_state(config: GraphVAEConfig, num_types: int, max_nodes: int, settings: TrainSettings) -> TrainState:
+def new_state(config: GraphVAEConfig, num_types: int, max_nodes: int, settings: VAETrainConfig) -> TrainState:
     """A fresh training state: model initialised from ``settings.seed``, epoch 0 of iteration 0."""
     model = _init_model(config, num_types, max_nodes, settings.seed)
     state = _fresh_optim(model, settings)

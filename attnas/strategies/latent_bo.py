@@ -52,10 +52,10 @@ from attnas.arch import Arch
 from attnas.config import CheckedConfig, PositiveFloat, PositiveInt
 from attnas.costs import CostsConfig
 from attnas.errors import ConfigError
-from attnas.graphvae.bo import BOSettings, propose
-from attnas.graphvae.gp import SparseGPSettings
+from attnas.graphvae.bo import BOConfig, propose
+from attnas.graphvae.gp import SparseGPConfig
 from attnas.graphvae.space_dags import SpaceDecoder, space_dataset
-from attnas.graphvae.train import TrainSettings, TrainState, fit, new_state
+from attnas.graphvae.train import VAETrainConfig, TrainState, fit, new_state
 from attnas.graphvae.vae import paper_model
 from attnas.progress import progress
 from attnas.strategies.base import SearchResult
@@ -98,9 +98,9 @@ class LatentVAEConfig(CheckedConfig):
         super().__post_init__()
         self.train_settings(0)
 
-    def train_settings(self, seed: int) -> TrainSettings:
+    def train_settings(self, seed: int) -> VAETrainConfig:
         """The VAE's optimisation settings."""
-        return TrainSettings(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, iterations=self.iterations,
+        return VAETrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, iterations=self.iterations,
                              seed=seed)
 
 
@@ -133,9 +133,9 @@ class LatentBOConfig(CheckedConfig):
     vae: LatentVAEConfig = field(default_factory=LatentVAEConfig)
     initial: PositiveInt = 500
     budget: PositiveInt = 1000
-    bo: BOSettings = field(default_factory=lambda: BOSettings(
+    bo: BOConfig = field(default_factory=lambda: BOConfig(
         iterations=20, batch_size=100, decode_attempts=100, num_restarts=4, raw_samples=512, mc_samples=128,
-        maxiter=100, sequential=False, gp=SparseGPSettings(inducing=256)))
+        maxiter=100, sequential=False, gp=SparseGPConfig(inducing=256)))
     checkpoint_every: PositiveInt = 100
     rerank: RerankConfig = field(default_factory=RerankConfig)
     objectives: list[str] | None = None

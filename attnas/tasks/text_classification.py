@@ -26,7 +26,7 @@ from attnas import _registry
 from attnas.config import CheckedConfig, NonNegativeInt, PositiveInt, Seed
 from attnas.data.glove import GloveVectors, embedding_matrix, load_glove
 from attnas.data.root import resolve_data_root
-from attnas.data.text_csv import CsvOptions
+from attnas.data.text_csv import CsvConfig
 from attnas.data.text_dataset import TEXT_SPLITS, TextDataset
 from attnas.data.vocab import EncodedText, Vocab, lengths_to_mask
 from attnas.errors import ConfigError, unknown_name
@@ -103,7 +103,7 @@ class TextClassificationConfig(CheckedConfig):
     batch_size: PositiveInt = 128
     eval_batch_size: PositiveInt = 512
     bucket: NonNegativeInt = 0
-    csv: CsvOptions = field(default_factory=CsvOptions)
+    csv: CsvConfig = field(default_factory=CsvConfig)
 
     def __post_init__(self) -> None:
         super().__post_init__()
