@@ -264,8 +264,6 @@ def from_mapping(cls: type, data: Any, path: str = "") -> Any:
     return obj
 
 
-
-
 @functools.lru_cache(maxsize=None)
 def _checked_hints(cls: type) -> tuple[tuple[str, Any], ...]:
     """The init fields of ``cls`` whose type declares a :class:`Range` or a ``Literal``."""
@@ -316,7 +314,8 @@ class CheckedConfig:
     (:func:`check_fields`), so an options object built in Python meets the same bounds as a
     recipe; a recipe's values, already checked while they were read (:func:`from_mapping`),
     are not walked a second time. A subclass that also checks how its fields relate
-    overrides ``__post_init__`` and calls ``super().__post_init__()`` first.
+    overrides ``__post_init__`` and calls ``super().__post_init__()`` before those checks
+    (after normalising a field, e.g. a list to a tuple, where it does).
 
     Attributes:
         field_prefix: Put before each field name in messages (e.g. ``"space."``).
