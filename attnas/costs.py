@@ -85,7 +85,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from attnas.config import NonNegativeFloat, NonNegativeInt, PositiveInt, check_fields, to_mapping
+from attnas.config import CheckedConfig, NonNegativeFloat, NonNegativeInt, PositiveInt, to_mapping
 from attnas.errors import ConfigError
 from attnas.models.complexity import count_macs, count_parameters
 from attnas.rng import rng_state, set_rng_state
@@ -120,7 +120,7 @@ COSTS_FILE = "costs.jsonl"
 
 
 @dataclass(frozen=True)
-class CostsConfig:
+class CostsConfig(CheckedConfig):
     """How architecture costs are measured (``strategy.costs``).
 
     Attributes:
@@ -162,8 +162,7 @@ class CostsConfig:
     rtol: NonNegativeFloat = 0.1
     latency: Literal["auto", "network", "operations"] = "auto"
 
-    def __post_init__(self) -> None:
-        check_fields(self, "costs.")
+    field_prefix = "costs."
 
     def protocol(self, latency: str | None = None) -> dict:
         """The timing protocol (part of the cache key: a cost measured otherwise is not re-used).

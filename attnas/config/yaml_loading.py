@@ -78,6 +78,11 @@ class _Loader(yaml.SafeLoader):
         return super().construct_yaml_int(node)
 
 
+# Before _RecipeLoader copies the constructors (its add_constructor calls below): recipe files too
+# get the integer bound.
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+
+
 class Replace(dict):
     """A recipe mapping tagged ``!replace``: it takes the place of its base's mapping instead
     of being merged into it."""
@@ -120,7 +125,6 @@ class _Dumper(yaml.SafeDumper):
     """SafeDumper that quotes the strings :class:`_Loader` reads as numbers (``'1e5'``)."""
 
 
-_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 for _cls in (_Loader, _Dumper):
     _cls.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+0123456789."))
 

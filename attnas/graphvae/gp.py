@@ -17,7 +17,7 @@ whose length scales start at the median pairwise distance of the inputs; inducin
 start at a random subset of the training inputs. The repetitions differ in that subset
 and in the minibatch order.
 
-``SparseGPSettings.method`` chooses the approximation (so that a gap to the
+``SparseGPConfig.method`` chooses the approximation (so that a gap to the
 paper's Table 2 can be blamed on the right part), all on the same latents, kernel,
 initialisation and inducing-point subset:
 
@@ -55,13 +55,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from attnas.config import PositiveFloat, PositiveInt, Seed, check_fields
+from attnas.config import CheckedConfig, PositiveFloat, PositiveInt, Seed
 from attnas.errors import ConfigError, DataError, check_finite_loss
 from attnas.progress import progress
 
 
 @dataclass(frozen=True)
-class SparseGPSettings:
+class SparseGPConfig(CheckedConfig):
     """Sparse-GP training settings.
 
     Attributes:
@@ -84,8 +84,9 @@ class SparseGPSettings:
     method: Literal["svgp", "fitc", "sgpr"] = "svgp"
     maxiter: PositiveInt = 200
 
-    def __post_init__(self) -> None:
-        check_fields(self)
+
+#: The former name of :class:`SparseGPConfig`, still importable.
+SparseGPSettings = SparseGPConfig
 
 
 class SparseGP:
@@ -140,7 +141,7 @@ def _median_distance(x: Tensor, generator: torch.Generator, sample: int = 1000) 
     return med if med > 0 else 1.0
 
 
-def fit_sparse_gp(x: Tensor, y: Tensor, settings: SparseGPSettings = SparseGPSettings(), description: str = "sparse GP") -> SparseGP:
+def fit_sparse_gp(x: Tensor, y: Tensor, settings: SparseGPConfig = SparseGPConfig(), description: str = "sparse GP") -> SparseGP:
     """Fit a sparse GP to ``(x, y)`` (``settings.method``: SVGP, FITC or SGPR; module doc).
 
     Args:
@@ -270,7 +271,7 @@ def _woodbury():
     return gpytorch.settings.fast_computations(covar_root_decomposition=True, log_prob=True, solves=True)
 
 
-def _fit_inducing_exact(x, ys, covar, likelihood, inducing, settings: SparseGPSettings, y_mean, y_std) -> SparseGP:
+def _fit_inducing_exact(x, ys, covar, likelihood, inducing, settings: SparseGPConfig, y_mean, y_std) -> SparseGP:
     """FITC or SGPR: an exact GP with an inducing-point kernel, fitted by L-BFGS-B on its evidence."""
     from botorch.models.gpytorch import GPyTorchModel
     from gpytorch.distributions import MultivariateNormal
@@ -333,7 +334,7 @@ def rmse_pearson(pred: Tensor | np.ndarray, target: Tensor | np.ndarray) -> tupl
 
 
 def gp_prediction(
-    z_train: Tensor, y_train: Tensor, z_test: Tensor, y_test: Tensor, settings: SparseGPSettings = SparseGPSettings(),
+    z_train: Tensor, y_train: Tensor, z_test: Tensor, y_test: Tensor, settings: SparseGPConfig = SparseGPConfig(),
     description: str = "sparse GP",
 ) -> tuple[float, float]:
     """One repetition of Chatzianastasis et al.'s (2021) Table 2: fit on the training latents, score the test split.
@@ -367,7 +368,7 @@ def predictive_performance(
     z_test: Tensor,
     y_test: Tensor,
     repeats: int = 10,
-    settings: SparseGPSettings = SparseGPSettings(),
+    settings: SparseGPConfig = SparseGPConfig(),
 ) -> dict:
     """Chatzianastasis et al.'s (2021) Table 2: test RMSE (standardised units) and Pearson's r of a sparse GP.
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attnas.config import PositiveInt, check_fields
+from attnas.config import CheckedConfig, PositiveInt
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.validity import is_valid_enas
 from attnas.graphvae.vae import GraphVAE
@@ -152,7 +152,7 @@ def validity_uniqueness(
 
 
 @dataclass(frozen=True)
-class Table1Settings:
+class Table1Config(CheckedConfig):
     """How many graphs and decodings Table 1 uses (defaults: D-VAE's protocol).
 
     Attributes:
@@ -169,15 +169,16 @@ class Table1Settings:
     prior_points: PositiveInt = 1000
     prior_decodes: PositiveInt = 10
 
-    def __post_init__(self) -> None:
-        check_fields(self)
+
+#: The former name of :class:`Table1Config`, still importable.
+Table1Settings = Table1Config
 
 
 def table1(
     model: GraphVAE,
     train: DagBatch,
     test: DagBatch,
-    settings: Table1Settings = Table1Settings(),
+    settings: Table1Config = Table1Config(),
     is_valid: Callable[[DagBatch], Tensor] = is_valid_enas,
     seed: int = 0,
     extra_valid: dict[str, Callable[[DagBatch], Tensor]] | None = None,

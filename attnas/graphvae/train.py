@@ -26,7 +26,7 @@ from typing import Annotated, Literal
 import torch
 from torch.optim.lr_scheduler import ReduceLROnPlateau
 
-from attnas.config import NonNegativeInt, PositiveFloat, PositiveInt, Range, Seed, check_fields
+from attnas.config import CheckedConfig, NonNegativeInt, PositiveFloat, PositiveInt, Range, Seed
 from attnas.errors import CheckpointError, DataError, check_finite_loss
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.vae import GraphVAE, GraphVAEConfig, precision_context
@@ -34,7 +34,7 @@ from attnas.progress import progress
 
 
 @dataclass(frozen=True)
-class TrainSettings:
+class VAETrainConfig(CheckedConfig):
     """Optimisation settings (defaults: D-VAE's / Chatzianastasis et al.'s protocol).
 
     Attributes:
@@ -63,8 +63,9 @@ class TrainSettings:
     max_batches: PositiveInt | None = None
     precision: Literal["fp32", "bf16"] = "fp32"
 
-    def __post_init__(self) -> None:
-        check_fields(self)
+
+#: The former name of :class:`VAETrainConfig`, still importable.
+TrainSettings = VAETrainConfig
 
 
 @dataclass
@@ -86,7 +87,7 @@ class TrainState:
     model: GraphVAE
     optimizer: torch.optim.Optimizer
     scheduler: ReduceLROnPlateau
-    settings: TrainSettings
+    settings: VAETrainConfig
     iteration: int = 0
     epoch: int = 0
     generator: torch.Generator = field(default_factory=torch.Generator)
@@ -120,7 +121,7 @@ class TrainState:
             CheckpointError: When a key is missing or the weights do not fit the model.
         """
         try:
-            settings = TrainSettings(**data["settings"])
+            settings = VAETrainConfig(**data["settings"])
             model = GraphVAE.from_arguments(data["model_args"])
             model.load_state_dict(data["model"])
             state = _fresh_optim(model, settings)
@@ -135,7 +136,7 @@ class TrainState:
         return state
 
 
-def _fresh_optim(model: GraphVAE, settings: TrainSettings) -> TrainState:
+def _fresh_optim(model: GraphVAE, settings: VAETrainConfig) -> TrainState:
     optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr, fused=True)  # one kernel for all parameters
     scheduler = ReduceLROnPlateau(
         optimizer, mode="min", factor=settings.plateau_factor, patience=settings.plateau_patience
@@ -149,7 +150,7 @@ def _init_model(config: GraphVAEConfig, num_types: int, max_nodes: int, seed: in
         return GraphVAE(config, num_types, max_nodes)
 
 
-def new_state(config: GraphVAEConfig, num_types: int, max_nodes: int, settings: TrainSettings) -> TrainState:
+def new_state(config: GraphVAEConfig, num_types: int, max_nodes: int, settings: VAETrainConfig) -> TrainState:
     """A fresh training state: model initialised from ``settings.seed``, epoch 0 of iteration 0."""
     model = _init_model(config, num_types, max_nodes, settings.seed)
     state = _fresh_optim(model, settings)

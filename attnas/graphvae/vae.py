@@ -20,7 +20,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-from attnas.config import NonNegativeFloat, PositiveInt, check_fields
+from attnas.config import CheckedConfig, NonNegativeFloat, PositiveInt
 from attnas.errors import ConfigError, DataError
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.decoder import DagDecoder
@@ -30,7 +30,7 @@ from attnas.graphvae.op_encoding import OperationEncoding
 
 
 @dataclass(frozen=True)
-class GraphVAEConfig:
+class GraphVAEConfig(CheckedConfig):
     """Options of a graph VAE (defaults: D-VAE's ENAS settings).
 
     Attributes:
@@ -57,9 +57,6 @@ class GraphVAEConfig:
     message_input: Literal["vertex_id", "operation"] = "vertex_id"
     beta: NonNegativeFloat = 0.005
     eps_scale: NonNegativeFloat = 0.01
-
-    def __post_init__(self) -> None:
-        check_fields(self)
 
 
 #: The models of Chatzianastasis et al.'s (2021) Tables 1-2, with D-VAE's ENAS sizes.

@@ -38,7 +38,7 @@ from torch import nn
 
 from attnas._registry import register_space
 from attnas.arch import Arch
-from attnas.config import PositiveInt, check_fields
+from attnas.config import CheckedConfig, PositiveInt
 from attnas.errors import ArchError, ConfigError, UnsupportedError, unknown_name
 from attnas.models.stagewise_network import (
     LAYERS_PER_STAGE,
@@ -57,7 +57,7 @@ _SHARED_STAGE_PATTERN = (0, 1, 0, 1, 0)  # stage -> shared structure (stages 1,3
 
 
 @dataclass(frozen=True)
-class StagewiseConfig:
+class StagewiseConfig(CheckedConfig):
     """Options of the stage-wise space.
 
     Attributes:
@@ -90,8 +90,10 @@ class StagewiseConfig:
     impl: Literal["fast", "unfold", "fused"] = "fused"
     final_channels: Optional[PositiveInt] = None
 
+    field_prefix = "space."
+
     def __post_init__(self) -> None:
-        check_fields(self, "space.")
+        super().__post_init__()
         for name in ("init_channels", "final_channels"):
             c = getattr(self, name)
             if c is None:

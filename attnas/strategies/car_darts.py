@@ -50,7 +50,7 @@ import torch
 from torch import nn
 
 from attnas._registry import register_strategy
-from attnas.config import NonNegativeFloat, PositiveFloat, PositiveInt, Range, check_fields
+from attnas.config import NonNegativeFloat, PositiveFloat, PositiveInt, Range
 from attnas.errors import UnsupportedError
 from attnas.models.car_decoder import ContextAutoregressionModel
 from attnas.models.stagewise_network import image_tensor
@@ -92,10 +92,6 @@ class CarDartsConfig(DartsConfig):
     mask_fraction: Annotated[float, Range(0, 1, low_open=True)] = 0.25
     mask_boxes: PositiveInt = 4
     reset_weights: bool = False
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_fields(self)
 
 
 def masked_reconstruction_loss(model: ContextAutoregressionModel, images: torch.Tensor, *,

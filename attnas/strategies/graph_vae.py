@@ -37,14 +37,14 @@ import torch
 from attnas._registry import register_strategy
 from attnas.arch import Arch
 from attnas.checkpoint_files import save_checkpoint_file
-from attnas.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Range, check_fields
+from attnas.config import CheckedConfig, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Range
 from attnas.errors import ArchError, ConfigError
-from attnas.graphvae.bo import INVALID, BOSettings, BOState, latent_bo
+from attnas.graphvae.bo import INVALID, BOConfig, BOState, latent_bo
 from attnas.graphvae.dag_dataset import DagDataset
-from attnas.graphvae.gp import SparseGPSettings, gp_prediction, summarize_predictions
-from attnas.graphvae.metrics import Table1Settings, table1
+from attnas.graphvae.gp import SparseGPConfig, gp_prediction, summarize_predictions
+from attnas.graphvae.metrics import Table1Config, table1
 from attnas.graphvae.space_dags import SpaceDecoder
-from attnas.graphvae.train import TrainSettings, TrainState, fit, new_state
+from attnas.graphvae.train import VAETrainConfig, TrainState, fit, new_state
 from attnas.graphvae.vae import GraphVAE, paper_model
 from attnas.strategies.base import SearchResult, Strategy
 
@@ -55,7 +55,7 @@ PAPER_ITERATIONS = {"dvae-emb": 4}
 
 
 @dataclass(frozen=True)
-class GraphVAEStrategyConfig:
+class GraphVAEStrategyConfig(CheckedConfig):
     """Options of ``graph-vae`` (defaults: Chatzianastasis et al.'s protocol, D-VAE's sizes).
 
     The run's seed is added to every seed below (training, GP repetitions, BO).
@@ -107,22 +107,22 @@ class GraphVAEStrategyConfig:
     checkpoint_every: PositiveInt = 10
     epoch_recon_graphs: NonNegativeInt = 0
     epoch_recon_decodes: PositiveInt = 10
-    table1: Table1Settings = field(default_factory=Table1Settings)
-    gp: SparseGPSettings = field(default_factory=SparseGPSettings)
+    table1: Table1Config = field(default_factory=Table1Config)
+    gp: SparseGPConfig = field(default_factory=SparseGPConfig)
     gp_repeats: PositiveInt = 10
     properties: bool = True
     tsne_points: NonNegativeInt | None = None
-    bo: BOSettings | None = field(default_factory=BOSettings)
+    bo: BOConfig | None = field(default_factory=BOConfig)
     bo_decode: Literal["valid", "in-table"] = "valid"
 
     def __post_init__(self) -> None:
-        check_fields(self)
+        super().__post_init__()
         self.train_settings(0)  # validates epochs, batch_size, lr, iterations, ...
 
-    def train_settings(self, seed: int) -> TrainSettings:
+    def train_settings(self, seed: int) -> VAETrainConfig:
         """The optimisation settings (``T`` resolved for the model)."""
         iterations = self.iterations if self.iterations is not None else PAPER_ITERATIONS.get(self.model, 1)
-        return TrainSettings(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
+        return VAETrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
                              plateau_factor=self.plateau_factor, plateau_patience=self.plateau_patience,
                              iterations=iterations, seed=seed, max_batches=self.max_batches,
                              precision=self.precision)

@@ -23,7 +23,7 @@ from torch import Tensor
 
 from attnas import _registry
 from attnas._registry import register_task
-from attnas.config import Range, Seed, check_fields
+from attnas.config import CheckedConfig, Range, Seed
 from attnas.errors import ConfigError, unknown_name
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.dag_dataset import DagDataset
@@ -36,7 +36,7 @@ _VALIDITY: dict[str, Callable[[DagBatch], Tensor]] = {"enas6": is_valid_enas}
 
 
 @dataclass(frozen=True)
-class ArchitecturePerformanceConfig:
+class ArchitecturePerformanceConfig(CheckedConfig):
     """Options of the architecture-performance task.
 
     Attributes:
@@ -48,9 +48,6 @@ class ArchitecturePerformanceConfig:
     dataset: str = "enas6"
     split_seed: Seed = 0
     train_fraction: Annotated[float, Range(0, 1, low_open=True, high_open=True)] = 0.9
-
-    def __post_init__(self) -> None:
-        check_fields(self)
 
 
 @register_task("architecture-performance")

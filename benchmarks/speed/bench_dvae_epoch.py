@@ -160,12 +160,12 @@ def report_flops(variants, data, hidden, per_epoch, cpu) -> None:
 def report_whole_epochs(models, data, hidden: int, precision: str, threads: int) -> None:
     """Time one whole epoch per model as training runs it (``train_epoch``: every batch, the
     shuffling, the per-batch loss read-out), from a fresh model."""
-    from attnas.graphvae.train import TrainSettings, new_state, train_epoch
+    from attnas.graphvae.train import VAETrainConfig, new_state, train_epoch
 
     torch.set_num_threads(threads)
     for name in models:
         state = new_state(paper_model(name, hidden=hidden), data.num_types, data.max_nodes,
-                          TrainSettings(epochs=1, precision=precision))
+                          VAETrainConfig(epochs=1, precision=precision))
         before = _load()
         w, c = time.perf_counter(), time.process_time()
         record = train_epoch(state, data)

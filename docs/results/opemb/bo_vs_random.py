@@ -58,12 +58,12 @@ from pathlib import Path
 import torch
 
 from attnas.checkpoint_files import load_checkpoint_file, save_checkpoint_file
-from attnas.graphvae.bo import BOSettings, BOState, latent_bo
+from attnas.graphvae.bo import BOConfig, BOState, latent_bo
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.evaluator import UNSCORED, Evaluation, TableEvaluator
-from attnas.graphvae.gp import SparseGPSettings, fit_sparse_gp
-from attnas.graphvae.train import TrainSettings, fit, new_state
+from attnas.graphvae.gp import SparseGPConfig, fit_sparse_gp
+from attnas.graphvae.train import VAETrainConfig, fit, new_state
 from attnas.graphvae.validity import is_valid_enas
 from attnas.graphvae.vae import GraphVAE, paper_model
 
@@ -105,7 +105,7 @@ def get_vae(args, train) -> GraphVAE:
             print(f"VAE loaded from {path} ({ck['seconds']} s of training)")
             return model.eval()
     config = paper_model(MODELS[args.model], hidden=args.hidden, latent=args.latent)
-    settings = TrainSettings(epochs=args.epochs, batch_size=32, lr=args.lr, seed=args.vae_seed)
+    settings = VAETrainConfig(epochs=args.epochs, batch_size=32, lr=args.lr, seed=args.vae_seed)
     t = time.time()
     state = fit(new_state(config, train.num_types, train.max_nodes, settings), train, description="VAE")
     seconds = round(time.time() - t, 1)
@@ -146,7 +146,7 @@ def expected_improvement(gp, z, best: float) -> torch.Tensor:
 
 
 def pool_bo(table: TableEvaluator, everything, z_all, initial: list[int],
-            settings: BOSettings) -> tuple[list[dict], list[float]]:
+            settings: BOConfig) -> tuple[list[dict], list[float]]:
     """BO over the encoded table (not the paper's protocol): each round, the ``batch_size``
     unread table architectures of highest analytic EI at their latent means.
 
@@ -181,10 +181,10 @@ def run_seed(model, table: TableEvaluator, everything, z_all, threshold, args, s
     n = len(everything)
     keys = everything.graphs.keys()
     initial = rng.sample(range(n), args.initial)
-    settings = BOSettings(iterations=args.rounds, batch_size=args.batch, decode_attempts=args.decode_attempts,
+    settings = BOConfig(iterations=args.rounds, batch_size=args.batch, decode_attempts=args.decode_attempts,
                           num_restarts=args.num_restarts, raw_samples=args.raw_samples, mc_samples=args.mc_samples,
                           maxiter=args.maxiter, sequential=False, seed=seed, unscored=args.unscored,
-                          gp=SparseGPSettings(inducing=args.inducing, epochs=args.gp_epochs, batch_size=1000, lr=0.01,
+                          gp=SparseGPConfig(inducing=args.inducing, epochs=args.gp_epochs, batch_size=1000, lr=0.01,
                                              method=args.gp_method, maxiter=args.gp_maxiter))
     rest = sorted(set(range(n)) - set(initial))
     random.Random(10_000 + seed).shuffle(rest)

@@ -3,7 +3,7 @@
 Issue 23 asks for the variational GP used by default to be compared with a FITC-style sparse
 GP (D-VAE's Theano model is FITC) on the same latent means, so that a gap to the paper's
 RMSE / Pearson's r is not blamed on the wrong part. For each method of
-:class:`~attnas.graphvae.gp.SparseGPSettings` (``svgp``, ``fitc``, ``sgpr``) the GP is fitted
+:class:`~attnas.graphvae.gp.SparseGPConfig` (``svgp``, ``fitc``, ``sgpr``) the GP is fitted
 on the training latents and scored on the test split (RMSE in standardised units, Pearson's
 r), ``--repeats`` times (seeds differ in the inducing subset and, for SVGP, the minibatches).
 
@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from attnas.checkpoint_files import load_checkpoint_file
-from attnas.graphvae.gp import SparseGPSettings, gp_prediction
+from attnas.graphvae.gp import SparseGPConfig, gp_prediction
 from attnas.graphvae.vae import GraphVAE
 
 
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     for method in args.methods:
         rmses, rs, secs = [], [], []
         for i in range(args.repeats):
-            s = SparseGPSettings(inducing=args.inducing, method=method, seed=i, maxiter=args.maxiter, epochs=args.epochs)
+            s = SparseGPConfig(inducing=args.inducing, method=method, seed=i, maxiter=args.maxiter, epochs=args.epochs)
             t = time.time()
             rmse, r = gp_prediction(z_train, train.y, z_test, test.y, s)
             secs.append(time.time() - t)

@@ -30,7 +30,7 @@ import torch
 
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.metrics import reconstruction_accuracy, same_dag
-from attnas.graphvae.train import TrainSettings, new_state, train_epoch
+from attnas.graphvae.train import VAETrainConfig, new_state, train_epoch
 from attnas.graphvae.vae import PAPER_MODELS, paper_model
 
 
@@ -61,7 +61,7 @@ def overfit(data: DagDataset, model_name: str, hidden: int, latent: int, lr: flo
         ``seconds``, ``cpu_seconds``.
     """
     config = paper_model(model_name, hidden=hidden, latent=latent)
-    settings = TrainSettings(epochs=max_epochs, batch_size=batch_size, lr=lr, seed=seed,
+    settings = VAETrainConfig(epochs=max_epochs, batch_size=batch_size, lr=lr, seed=seed,
                              plateau_patience=max_epochs)  # no learning-rate decay while overfitting
     state = new_state(config, data.num_types, data.max_nodes, settings)
     gen = torch.Generator().manual_seed(seed)

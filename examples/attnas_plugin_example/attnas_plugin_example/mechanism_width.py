@@ -22,14 +22,14 @@ from torch import nn
 
 from attnas import names, register_space
 from attnas.arch import Arch
-from attnas.config import Fraction, PositiveInt, check_fields
+from attnas.config import CheckedConfig, Fraction, PositiveInt
 from attnas.errors import ArchError, ConfigError
 from attnas.models.transformer_encoder import TransformerEncoderClassifier
 from attnas.spaces.base import Space
 
 
 @dataclass(frozen=True)
-class MechanismWidthConfig:
+class MechanismWidthConfig(CheckedConfig):
     """Options of the ``mechanism-width`` space.
 
     Attributes:
@@ -47,7 +47,7 @@ class MechanismWidthConfig:
     dropout: Fraction = 0.1
 
     def __post_init__(self) -> None:
-        check_fields(self)
+        super().__post_init__()  # the ranges of the field types (CheckedConfig)
         known = names("op", "mechanism")
         for name in self.candidates:
             if name not in known:
