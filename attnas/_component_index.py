@@ -1,6 +1,6 @@
 """Where each built-in component is registered: (kind, name, group, module, metadata).
 
-The registry (:mod:`attnas._registry`) reads this table to import only the module of a
+The registry (``attnas._registry``) reads this table to import only the module of a
 name it looks up. Written by ``python -m attnas._registry``, which imports every
 component module; a test checks that it matches what the modules register.
 """

@@ -9,7 +9,7 @@ and are looked up by name with :func:`get` or built with :func:`create`. An unkn
 name raises :class:`~attnas.errors.ConfigError` listing the valid choices.
 
 Looking a name up imports only the module that registers it: the index of the built-in
-components (:mod:`attnas._component_index`, name -> module, with each entry's group and
+components (``attnas._component_index``, name -> module, with each entry's group and
 metadata) says which, so loading a recipe imports its task, space and strategy and
 nothing else (no torch_geometric for an image recipe). :func:`names` answers from the
 index without importing any component. :func:`entries` imports the modules of the kind it
@@ -152,7 +152,7 @@ def load_module(module: str, what: str) -> None:
 
     Raises:
         ConfigError: ``<what> needs <package>, which is not installed: pip install "attnas[<extra>]"``
-            when the module needs an optional package that is missing (:mod:`attnas.extras`).
+            when the module needs an optional package that is missing (``attnas.extras``).
     """
     try:
         importlib.import_module(module)
@@ -279,7 +279,7 @@ def create(kind: str, name: str, *args: Any, group: str | None = None, **kwargs:
 
 
 def index_rows() -> list[tuple[str, str, str, str, dict]]:
-    """The rows of :mod:`attnas._component_index` as the built-in modules register them:
+    """The rows of ``attnas._component_index`` as the built-in modules register them:
     ``(kind, name, group, module, extra)`` (imports every component module)."""
     discover()
     rows = [(e.kind, e.name, e.group, e.module, dict(sorted(e.extra.items()))) for e in _ENTRIES.values()
@@ -288,14 +288,14 @@ def index_rows() -> list[tuple[str, str, str, str, dict]]:
 
 
 def index_source(rows: list[tuple[str, str, str, str, dict]]) -> str:
-    """The text of :mod:`attnas._component_index` for ``rows``."""
+    """The text of ``attnas._component_index`` for ``rows``."""
     lines = [f"    {row!r}," for row in rows]
     return INDEX_HEADER + "COMPONENTS = (\n" + "\n".join(lines) + "\n)\n"
 
 
 INDEX_HEADER = '''"""Where each built-in component is registered: (kind, name, group, module, metadata).
 
-The registry (:mod:`attnas._registry`) reads this table to import only the module of a
+The registry (``attnas._registry``) reads this table to import only the module of a
 name it looks up. Written by ``python -m attnas._registry``, which imports every
 component module; a test checks that it matches what the modules register.
 """

@@ -33,15 +33,24 @@ status says what happened:
 
 No traceback is printed unless the global ``--debug`` option (or ``ATTNAS_DEBUG=1``) is
 given; then the error is raised with its traceback.
+
+What the library says goes through the standard :mod:`logging` package, on the ``attnas``
+logger and its children; the command shows its INFO messages on stderr (a kernel being
+built, the row a comparison is at), ``--verbose`` adds DEBUG, ``--quiet`` keeps warnings and
+errors only (and turns the progress bars off), as does ``ATTNAS_PROGRESS=0`` unless
+``--verbose`` is given.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import logging
+import os
 import sys
 import traceback
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
@@ -140,6 +149,46 @@ def _is_click_exception(exc: BaseException) -> bool:
     return any(cls.__module__.split(".")[0] in ("click", "typer") for cls in type(exc).__mro__)
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to the ``sys.stderr`` of the moment (a test runner may swap it between commands)."""
+
+    @property
+    def stream(self):  # type: ignore[override]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+_HANDLER = _StderrHandler()
+_HANDLER.setFormatter(logging.Formatter("%(message)s"))
+
+
+def set_verbosity(verbose: bool = False, quiet: bool = False) -> Callable[[], None]:
+    """Show the ``attnas`` logger's messages on stderr: INFO and up by default, DEBUG with
+    ``verbose``, WARNING and up with ``quiet`` (which also silences the progress bars) or
+    when ``ATTNAS_PROGRESS=0`` silences progress output (its notices are progress too).
+
+    Returns:
+        What puts the logger back as it was (called when the command ends).
+    """
+    if verbose and quiet:
+        _fail("give --verbose or --quiet, not both")
+    logger = logging.getLogger("attnas")
+    level, attached = logger.level, _HANDLER in logger.handlers
+    quiet = quiet or os.environ.get("ATTNAS_PROGRESS", "1") == "0"
+    logger.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
+    logger.addHandler(_HANDLER)
+
+    def restore() -> None:
+        logger.setLevel(level)
+        if not attached:
+            logger.removeHandler(_HANDLER)
+
+    return restore
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"attnas {__version__}")
@@ -153,10 +202,15 @@ def main_callback(ctx: typer.Context,
                   threads: Optional[int] = typer.Option(None, "--threads", envvar="ATTNAS_THREADS",
                                                         help="torch CPU threads (default: torch's choice)."),
                   debug: bool = typer.Option(False, "--debug", envvar="ATTNAS_DEBUG",
-                                             help="Raise errors with their traceback instead of one line.")) -> None:
+                                             help="Raise errors with their traceback instead of one line."),
+                  verbose: bool = typer.Option(False, "--verbose", "-v", help="Also show debug messages (which "
+                                               "cached kernel is loaded, ...)."),
+                  quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only warnings and errors (no "
+                                             "progress, no notices).")) -> None:
     """attnas: neural architecture search for attention."""
     global _debug
     _debug = debug
+    ctx.call_on_close(set_verbosity(verbose, quiet))
     warnings.formatwarning = lambda message, category, *a, **k: f"warning: {message}\n"
     if ctx.invoked_subcommand in TUNED_COMMANDS and (ctx.obj or {}).get("tune_process"):
         tune_process()
@@ -176,6 +230,7 @@ def list_cmd(what: str = typer.Argument("all", help="spaces, strategies, tasks, 
     """List registered components and shipped recipes."""
     from attnas import _registry
     from attnas.config import list_recipes, read_yaml, recipe_path
+    from attnas.display import plain_text
 
     kinds = {"spaces": "space", "strategies": "strategy", "tasks": "task", "datasets": "dataset", "ops": "op"}
     valid = [*kinds, "recipes", "all"]
@@ -189,12 +244,12 @@ def list_cmd(what: str = typer.Argument("all", help="spaces, strategies, tasks, 
         typer.echo(f"{name}:")
         for e in _registry.entries(kind):
             label = f"{e.group}/{e.name}" if kind == "op" and e.group else e.name
-            typer.echo(f"  {label:28s} {e.help}")
+            typer.echo(f"  {label:28s} {plain_text(e.help)}")
     if what in ("recipes", "all"):
         typer.echo("recipes:")
         for r in list_recipes():
             desc = read_yaml(recipe_path(r)).get("description", "")
-            typer.echo(f"  {r:28s} {desc.splitlines()[0] if desc else ''}")
+            typer.echo(f"  {r:28s} {plain_text(desc.splitlines()[0]) if desc else ''}")
 
 
 @app.command()
@@ -260,9 +315,11 @@ def _search(recipe: Optional[str], set_: list[str], out: Optional[Path], data_di
                               ray_address=ray_address)
     if not run.exists("metrics.json"):  # a distributed rank other than 0
         return
+    from attnas.display import rounded
+
     metrics = run.read_json("metrics.json")
     typer.echo(f"run: {run.path}")
-    typer.echo(json.dumps({k: v for k, v in metrics.items() if isinstance(v, (int, float))}, indent=1))
+    typer.echo(json.dumps(rounded({k: v for k, v in metrics.items() if isinstance(v, (int, float))}), indent=1))
 
 
 @app.command()
@@ -277,20 +334,21 @@ def retrain(run_dir: Path = typer.Argument(..., help="A finished run directory."
             workers: Optional[int] = typer.Option(None, "--workers", help="Train the seeds on N parallel Ray workers."),
             ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP)) -> None:
     """Retrain the found architecture with several seeds (mean and std go to metrics.json)."""
+    from attnas.display import rounded
     from attnas.retraining import retrain as run_retrain
 
     if init not in (None, "supernet", "scratch"):
         _fail(f"--init must be supernet or scratch, got {init!r}")
     s = run_retrain(run_dir, dataset=dataset, seeds=seeds, data_dir=data_dir, device=device, init=init,
                          overrides=set_, workers=workers, ray_address=ray_address)
-    typer.echo(json.dumps({k: v for k, v in s.items() if k != "per_seed"}, indent=1))
+    typer.echo(json.dumps(rounded({k: v for k, v in s.items() if k != "per_seed"}), indent=1))
 
 
 @app.command()
 @_guard
 def sweep(recipe: str = typer.Argument(..., help="Recipe name or YAML path."),
           seeds: int = typer.Option(1, "--seeds", help="Seeds per grid point (the recipe's seed, +1, ...)."),
-          grid: list[str] = typer.Option([], "--grid", help="key=[v1, v2] (repeatable): search every combination."),
+          grid: list[str] = typer.Option([], "--grid", help="key=\\[v1, v2] (repeatable): search every combination."),
           set_: list[str] = typer.Option([], "--set", help="Override shared by every run (repeatable)."),
           out: Optional[Path] = typer.Option(None, "--out", help="Sweep folder (default runs/<name>-sweep-<time>)."),
           data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
@@ -378,8 +436,9 @@ def evaluate(run_dir: Path = typer.Argument(..., help="A finished run directory.
              device: Optional[str] = typer.Option(None, "--device")) -> None:
     """Score the run's final model on the validation and test splits."""
     from attnas import pipeline
+    from attnas.display import rounded
 
-    typer.echo(json.dumps(pipeline.evaluate(run_dir, data_dir=data_dir, device=device), indent=1))
+    typer.echo(json.dumps(rounded(pipeline.evaluate(run_dir, data_dir=data_dir, device=device)), indent=1))
 
 
 @app.command()

@@ -48,7 +48,7 @@ Measurement protocol:
   supernet, so timing every network whole (``latency: network``) adds a large share of
   the wall time of a search whose candidates are scored quickly; timing each operation
   once (``operations``, what ``auto`` picks for the AutoAttend spaces) adds little
-  (``benchmarks/bench_cost_overhead.py`` measures both).
+  (``benchmarks/speed/bench_cost_overhead.py`` measures both).
 - Measuring leaves every random generator as it was (building a network draws its
   initial weights; a training step may draw dropout masks), so a search with costs
   samples the same architectures as one without.
@@ -85,7 +85,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from attnas.config import NonNegativeFloat, NonNegativeInt, PositiveInt, check_fields, to_mapping
+from attnas.config import CheckedConfig, NonNegativeFloat, NonNegativeInt, PositiveInt, to_mapping
 from attnas.errors import ConfigError
 from attnas.models.complexity import count_macs, count_parameters
 from attnas.rng import rng_state, set_rng_state
@@ -120,7 +120,7 @@ COSTS_FILE = "costs.jsonl"
 
 
 @dataclass(frozen=True)
-class CostsConfig:
+class CostsConfig(CheckedConfig):
     """How architecture costs are measured (``strategy.costs``).
 
     Attributes:
@@ -141,7 +141,7 @@ class CostsConfig:
             were seen. ``auto`` (default): ``operations`` where the space's networks have
             ``latency_parts``, ``network`` elsewhere (:attr:`CostModel.latency` resolves
             it; the cache key and ``costs.jsonl`` hold the resolved method). Measured
-            with ``benchmarks/bench_latency_by_operations.py`` (one torch thread; the
+            with ``benchmarks/speed/bench_latency_by_operations.py`` (one torch thread; the
             reference is the median of three whole-network timings), the estimate ranks
             architectures about as well as whole-network timings rank each other on
             both AutoAttend spaces: Spearman 0.90-0.98 on the text space
@@ -162,8 +162,7 @@ class CostsConfig:
     rtol: NonNegativeFloat = 0.1
     latency: Literal["auto", "network", "operations"] = "auto"
 
-    def __post_init__(self) -> None:
-        check_fields(self, "costs.")
+    field_prefix = "costs."
 
     def protocol(self, latency: str | None = None) -> dict:
         """The timing protocol (part of the cache key: a cost measured otherwise is not re-used).

@@ -82,7 +82,7 @@ def choose_omp_wait_policy() -> str | None:
     with other processes made small torch operations up to 70x slower on a shared 2-core
     machine. On an idle machine the runtime's default (spin briefly, then sleep) is kept:
     there, ``PASSIVE`` made two threads 1.4x slower than the default (D-VAE training step,
-    2 threads, ``benchmarks/bench_dvae_epoch.py``) and ``autola-digits-quick`` 2.2x slower
+    2 threads, ``benchmarks/speed/bench_dvae_epoch.py``) and ``autola-digits-quick`` 2.2x slower
     (its compiled kernels start many short OpenMP regions). OpenMP reads the variable once,
     when torch starts its thread pool, so it must be decided before any torch work.
 

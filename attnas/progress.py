@@ -1,15 +1,23 @@
 """Progress bars for long work (rich on a terminal, periodic log lines elsewhere).
 
-Set ``ATTNAS_PROGRESS=0`` to silence them (tests do).
+Set ``ATTNAS_PROGRESS=0`` to silence them (tests do); they are silent too when the ``attnas``
+logger's own level is set above INFO (``attnas --quiet``, or
+``logging.getLogger("attnas").setLevel(logging.WARNING)``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
 from contextlib import contextmanager
+from contextvars import ContextVar
 from collections.abc import Iterator
+
+#: What the work in progress belongs to (e.g. a comparison's row and seed), put before every
+#: progress line's description (:func:`labelled`).
+_LABEL: ContextVar[str] = ContextVar("attnas_progress_label", default="")
 
 
 class _LineProgress:
@@ -46,8 +54,26 @@ class _Silent:
 
 
 def enabled() -> bool:
-    """Whether progress output is on (``ATTNAS_PROGRESS`` is not ``0``)."""
-    return os.environ.get("ATTNAS_PROGRESS", "1") != "0"
+    """Whether progress output is on: ``ATTNAS_PROGRESS`` is not ``0`` and the ``attnas`` logger's
+    own level (unset for a library user who has not configured logging) is not above INFO."""
+    return os.environ.get("ATTNAS_PROGRESS", "1") != "0" and logging.getLogger("attnas").level <= logging.INFO
+
+
+@contextmanager
+def labelled(label: str) -> Iterator[None]:
+    """Within this block every progress bar's description starts with ``label`` (e.g.
+    ``compare row random, search seed 1``), after any label of an enclosing block."""
+    outer = _LABEL.get()
+    token = _LABEL.set(f"{outer}, {label}" if outer else label)
+    try:
+        yield
+    finally:
+        _LABEL.reset(token)
+
+
+def current_label() -> str:
+    """The label of the enclosing :func:`labelled` blocks (``""`` outside any)."""
+    return _LABEL.get()
 
 
 @contextmanager
@@ -55,10 +81,12 @@ def progress(description: str, total: int, completed: int = 0) -> Iterator:
     """A progress bar for ``total`` units of work; call ``.advance(n, **fields)``.
 
     Args:
-        description: What is being done.
+        description: What is being done (after the label of any enclosing :func:`labelled`).
         total: Units of work.
         completed: Units already done (a resumed run starts part-way).
     """
+    if _LABEL.get():
+        description = f"{_LABEL.get()}: {description}"
     if not enabled():
         yield _Silent()
         return

@@ -10,6 +10,7 @@ killed half-way leaves the previous files whole.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import numpy as np  # noqa: E402
 
 from attnas.arch import Arch  # noqa: E402
 from attnas.atomic_files import atomic_write_file, atomic_write_text  # noqa: E402
+from attnas.display import rounded  # noqa: E402
 from attnas.report_mechanisms import mechanism_section  # noqa: E402
 from attnas.report_pareto import pareto_section  # noqa: E402
 from attnas.runs import RunDir  # noqa: E402
@@ -151,13 +153,8 @@ def rerank_section(events: list[dict], space: Any, run: RunDir, metric: str) -> 
         desc = space.describe(Arch(space.name, e["arch"])) if "arch" in e else ""
         mark = " **(chosen)**" if i == chosen else ""
         lines.append(f"| {e['index'] + 1} | `{desc}`{mark} | {e['supernet_score']:.4f} | {e['val']:.4f} |")
-    lines.append("")
-    if len(rows) >= 3:
-        from scipy import stats
-
-        tau = stats.kendalltau([e["supernet_score"] for e in rows], [e["val"] for e in rows]).statistic
-        lines += [f"Kendall's tau between the two orders: {tau:.2f} (1: the re-ranking kept the supernet's order).",
-                  ""]
+    lines += ["", rerank_order_sentence([e["supernet_score"] for e in rows], [e["val"] for e in rows],
+                                        rows[chosen]["index"] + 1), ""]
     fig, ax = plt.subplots(figsize=(4.2, 3.4))
     ax.scatter([e["supernet_score"] for e in rows], [e["val"] for e in rows], s=18)
     ax.scatter([rows[chosen]["supernet_score"]], [rows[chosen]["val"]], s=60, facecolors="none", edgecolors="tab:red",
@@ -168,6 +165,32 @@ def rerank_section(events: list[dict], space: Any, run: RunDir, metric: str) -> 
     fig.tight_layout()
     _save(fig, run.file("rerank.png"))
     return lines + ["![re-ranking](rerank.png)", ""]
+
+
+def rerank_order_sentence(supernet: list[float], reranked: list[float], chosen_rank: int) -> str:
+    """Whether the re-ranking kept the supernet's choice, and Kendall's tau-b between the two
+    orders (Kendall, Biometrika 1938) where it is defined.
+
+    Args:
+        supernet: The candidates' supernet scores.
+        reranked: Their scores after re-ranking, in the same order.
+        chosen_rank: The supernet rank (1: its best) of the candidate the re-ranking chose.
+    """
+    if chosen_rank == 1:
+        choice = "The re-ranking kept the supernet's first choice."
+    else:
+        choice = f"The re-ranking chose the supernet's rank {chosen_rank}, not its first choice."
+    if len(supernet) < 2:
+        return choice
+    equal = [what for what, xs in (("supernet", supernet), ("re-ranked", reranked)) if len(set(xs)) == 1]
+    if equal:
+        return (f"{choice} Kendall's tau between the two orders is undefined: the {' and the '.join(equal)} "
+                f"scores of the {len(supernet)} candidates are all equal.")
+    from scipy import stats
+
+    tau = float(stats.kendalltau(supernet, reranked).statistic)
+    return (f"{choice} Kendall's tau between the two orders over {len(supernet)} candidates: {tau:.2f} "
+            "(1: the same order, -1: the reverse).")
 
 
 def top_candidates_section(events: list[dict], space: Any, chosen: Arch | None, metric: str,
@@ -197,6 +220,8 @@ def _table(rows: dict[str, Any]) -> str:
     for k, v in rows.items():
         if isinstance(v, float):
             v = f"{v:.4f}"
+        elif isinstance(v, (list, tuple, dict)):
+            v = json.dumps(rounded(v))
         out.append(f"| {k} | {v} |")
     return "\n".join(out)
 
@@ -206,8 +231,9 @@ def write_report(run_dir: str | Path) -> Path:
 
     For a comparison folder (``attnas compare``) the report is its table, verdicts and figure.
     """
-    from attnas.config import config_from_dict
     from attnas.build import build_space
+    from attnas.config import config_from_dict
+    from attnas.config.yaml_loading import dump_yaml
 
     if (Path(run_dir) / "compare.json").exists():
         from attnas.comparison.report import write_compare_files
@@ -225,7 +251,7 @@ def write_report(run_dir: str | Path) -> Path:
     lines = [f"# attnas run: {config.name}", ""]
     if config.description:
         lines += [config.description, ""]
-    lines += [f"- run directory: `{run.path}`", f"- status: {info.get('status', 'unknown')}",
+    lines += [f"- run directory: `{run.path.name}`", f"- status: {info.get('status', 'unknown')}",
               f"- task: `{config.task.name}` ({config.task.get('dataset', '')}), space: `{config.space.name}`, "
               f"strategy: `{config.strategy.name}`, seed: {config.seed}", ""]
     if metrics:
@@ -245,7 +271,7 @@ def write_report(run_dir: str | Path) -> Path:
             lines += ["![architecture](architecture.png)", ""]
         except Exception as exc:  # noqa: BLE001 - a space without to_dag still gets a report
             lines += [f"(no drawing: {exc})", ""]
-        lines += ["```json", json.dumps(arch.to_dict(), indent=1), "```", ""]
+        lines += ["```json", json.dumps(rounded(arch.to_dict()), indent=1), "```", ""]
     events = run.events()
     if plot_progress(events, run.file("search_progress.png"), metric):
         lines += ["## Search progress", "", "![search progress](search_progress.png)", ""]
@@ -262,7 +288,20 @@ def write_report(run_dir: str | Path) -> Path:
             lines.append(f"- {s['dataset']}: test {metric} {s.get(m + '_mean', float('nan')):.4f} "
                          f"± {s.get(m + '_std', float('nan')):.4f} over {s['seeds']} seeds (init: {s['init']})")
         lines.append("")
-    lines += ["## Configuration", "", "```yaml", config.to_yaml().rstrip(), "```", ""]
+    lines += ["## Configuration", "", "```yaml", dump_yaml(relative_paths(config.to_dict(), run.path)).rstrip(), "```",
+              ""]
     path = run.file("report.md")
-    run.write_text("report.md", "\n".join(lines))
+    run.write_text("report.md", "\n".join(lines).replace(str(run.path), "."))
     return path
+
+
+def relative_paths(data: Any, folder: Path) -> Any:
+    """``data`` (plain data) with every absolute path of an existing file or folder written
+    relative to ``folder``, so that a report stays valid when its run folder is moved or shared."""
+    if isinstance(data, dict):
+        return {k: relative_paths(v, folder) for k, v in data.items()}
+    if isinstance(data, list):
+        return [relative_paths(v, folder) for v in data]
+    if isinstance(data, str) and os.path.isabs(data) and os.path.exists(data):
+        return os.path.relpath(data, folder)
+    return data

@@ -20,6 +20,7 @@ from attnas.data.root import resolve_data_root
 from attnas.errors import ConfigError, RunDirError
 from attnas.parallel import RunSpec, SequentialExecutor, make_executor, worker_cached
 from attnas.pipeline import open_finished, saved_data_root, train_final
+from attnas.progress import current_label, labelled
 from attnas.runs import RunDir
 
 
@@ -96,7 +97,7 @@ def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None =
         with (make_executor(workers, ray_address) if len(todo) > 1 else SequentialExecutor()) as executor:
             if executor.parallel:
                 job = RetrainJob(RunSpec(config.to_dict(), str(data_root), "cpu"), str(run.path), arch.to_dict(),
-                                 dataset if transfer else None, train, n)
+                                 dataset if transfer else None, train, n, current_label())
                 outcomes = executor.imap_outcomes(retrain_seed, todo, job)
             else:
                 strategy = build_strategy(config, space, task, run) if train.init == "supernet" else None
@@ -154,6 +155,7 @@ class RetrainJob:
     dataset: str | None
     train: TrainConfig
     seeds: int
+    label: str = ""  # what the progress lines belong to (:func:`attnas.progress.labelled`)
 
 
 def retrain_seed(k: int, job: RetrainJob) -> dict:
@@ -168,4 +170,5 @@ def retrain_seed(k: int, job: RetrainJob) -> dict:
 
     config, space, task, strategy = worker_cached(("retrain", job.spec.key(), job.run_path, job.dataset,
                                                    job.train.init), build)
-    return _retrain_row(config, space, task, strategy, Arch.from_dict(job.arch), job.train, k, job.seeds)
+    with labelled(job.label):
+        return _retrain_row(config, space, task, strategy, Arch.from_dict(job.arch), job.train, k, job.seeds)

@@ -31,8 +31,7 @@ import torch
 from attnas import pipeline
 from attnas.atomic_files import atomic_write_json
 from attnas.build import build_space, build_task, check_strategy, check_task
-from attnas.config import (check_run_count, check_seeds, config_from_dict, load_config, parse_override, read_yaml,
-                           recipe_path)
+from attnas.config import check_run_count, check_seeds, config_from_dict, load_config, parse_override, read_recipe
 from attnas.data.root import resolve_data_root
 from attnas.errors import ConfigError, RunDirError
 from attnas.parallel import make_executor
@@ -76,7 +75,7 @@ def plan_sweep(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...]
         ``{"recipe": mapping, "overrides", "grid", "seeds", "runs": [{"name", "point", "overrides", "seed"}]}``.
     """
     check_seeds(seeds)
-    data = dict(recipe) if isinstance(recipe, dict) else read_yaml(recipe_path(str(recipe)))
+    data = read_recipe(recipe)
     runs = []
     points = grid_points(grid)
     check_run_count(len(points) * seeds, f"--seeds {seeds} x {len(points)} grid point(s)")

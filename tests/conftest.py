@@ -1,4 +1,4 @@
-"""Shared test set-up: point ATTNAS_DATA at ../shared/data when it exists, keep torch small."""
+"""Shared test set-up: point ATTNAS_DATA at ../shared/data when it exists, keep torch small, never download."""
 
 from __future__ import annotations
 
@@ -17,6 +17,10 @@ import torch  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = (REPO / ".." / "shared" / "data").resolve()
+
+# Tests never download a dataset: a missing named dataset is reported, not fetched
+# (tests of the download path unset this and replace torch_geometric's download).
+os.environ["ATTNAS_OFFLINE"] = "1"
 
 if "ATTNAS_DATA" not in os.environ and SHARED_DATA.exists():
     os.environ["ATTNAS_DATA"] = str(SHARED_DATA)

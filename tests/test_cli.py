@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,10 @@ from attnas import allocator, cli, cpu_busy
 from attnas.cli import app
 
 runner = CliRunner()
+
+#: Float32 noise as printed: 10 or more decimals (a float rounded to 6 significant digits has at most 9:
+#: 0.000123457; smaller ones print as 1.23457e-05).
+NOISE = r"\d\.\d{10,}"
 
 
 def run(*args):
@@ -69,6 +74,8 @@ def test_search_retrain_evaluate_report_check_arch(tiny_recipe, tmp_path):
     metrics = json.loads((out / "metrics.json").read_text())
     assert 0 <= metrics["val_accuracy"] <= 1 and 0 <= metrics["test_accuracy"] <= 1
     assert metrics["evaluated"] == 30 + 3 * 6
+    # printed rounded (no float32 noise), kept whole in metrics.json
+    assert not re.search(NOISE, r.output) and re.search(NOISE, (out / "metrics.json").read_text())
     # the same run directory cannot be reused
     r = runner.invoke(app, ["search", str(tiny_recipe), "--out", str(out)])
     assert r.exit_code == 2 and "already holds a run" in r.output
@@ -76,10 +83,12 @@ def test_search_retrain_evaluate_report_check_arch(tiny_recipe, tmp_path):
     r = run("evaluate", str(out))
     assert r.exit_code == 0
     ev = json.loads(r.output)
-    assert ev["test_accuracy"] == pytest.approx(metrics["test_accuracy"])
+    assert ev["test_accuracy"] == pytest.approx(metrics["test_accuracy"], abs=1e-5)
+    assert not re.search(NOISE, r.output)
 
     r = run("retrain", str(out), "--seeds", "2", "--set", "retrain.epochs=5")
     assert r.exit_code == 0, r.output
+    assert not re.search(NOISE, r.output)
     summary = json.loads((out / "retrain" / "digits-graph" / "supernet" / "summary.json").read_text())
     assert summary["seeds"] == 2 and len(summary["per_seed"]) == 2
     assert "retrain_digits-graph_supernet_test_accuracy_mean" in json.loads((out / "metrics.json").read_text())
@@ -157,3 +166,35 @@ def test_a_stopped_command_that_continues_when_run_again_says_so(monkeypatch, co
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 130
     assert f"interrupted; the same `attnas {command}` command run again continues it (finished" in result.output
+
+
+@pytest.mark.parametrize("flags, progress_env, shown", [
+    ([], "1", ["info"]), (["-v"], "1", ["debug", "info"]), (["--verbose"], "1", ["debug", "info"]), (["-q"], "1", []),
+    (["--quiet"], "1", []), ([], "0", []), (["-v"], "0", ["debug", "info"])])
+def test_the_verbosity_switch_sets_what_the_attnas_logger_shows(monkeypatch, flags, progress_env, shown):
+    import logging
+
+    from attnas import config, progress
+
+    seen = {}
+
+    def recipes():  # a library function that talks through its logger while the command runs
+        log = logging.getLogger("attnas.config")
+        log.debug("note: debug")
+        log.info("note: info")
+        seen["progress"] = progress.enabled()
+        return []
+
+    monkeypatch.setenv("ATTNAS_PROGRESS", progress_env)
+    monkeypatch.setattr(config, "list_recipes", recipes)
+    r = run(*flags, "list", "recipes")
+    assert r.exit_code == 0
+    assert [line[len("note: "):] for line in r.output.splitlines() if line.startswith("note: ")] == shown
+    assert seen["progress"] == (progress_env == "1" and flags not in (["-q"], ["--quiet"]))
+    assert logging.getLogger("attnas").level == logging.NOTSET  # put back when the command ends
+    assert all(type(h).__name__ != "_StderrHandler" for h in logging.getLogger("attnas").handlers)
+
+
+def test_verbose_and_quiet_together_are_refused():
+    r = runner.invoke(app, ["-v", "-q", "list", "recipes"])
+    assert r.exit_code == 2 and "give --verbose or --quiet, not both" in r.output

@@ -113,7 +113,7 @@ def _option_classes():
 
 
 #: Integer options that are identifiers, not quantities; each is checked against its valid set.
-_NOT_QUANTITIES = {"CsvOptions.labels", "AutoAttendConfig.constraints"}
+_NOT_QUANTITIES = {"CsvConfig.labels", "AutoAttendConfig.constraints"}
 
 
 def test_every_numeric_option_declares_its_range():

@@ -114,6 +114,34 @@ def test_a_head_that_does_not_answer_stops_put_and_submit_with_one_line(local_ra
     assert local_ray.map(operator.add, [1, 2], 3) == [4, 5]  # the real head answers
 
 
+def test_a_head_lost_while_a_result_is_awaited_stops_with_one_line(local_ray):
+    """While a result is awaited, the executor checks every ``poll_seconds`` that the head
+    still answers: a task submitted to a live head whose head then stops answering ends the
+    wait with one line (Ray alone would wait a minute and end the process with its own log
+    line). A head killed for real mid-retrain: tests/test_ray_faults.py (``-m extended``)."""
+    import re
+    import socket
+    import time
+
+    from attnas.errors import WorkerError
+
+    with socket.socket() as s:  # a free port, closed again: connecting to it is refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    head, poll = local_ray._head, local_ray.poll_seconds
+    (ref,) = local_ray._submit(time.sleep, [1.5], ())  # submitted while the head answers
+    local_ray._head, local_ray.poll_seconds = ("127.0.0.1", port), 0.2
+    try:
+        started = time.monotonic()
+        with pytest.raises(WorkerError, match=re.escape(f"lost the local Ray: its head (127.0.0.1:{port}) "
+                                                        "does not answer (")):
+            local_ray._get(ref)
+        assert time.monotonic() - started < 1.5  # found at a poll, before the task could end
+    finally:
+        local_ray._head, local_ray.poll_seconds = head, poll
+    assert local_ray._get(ref) is None  # the real head answers: the task ran to its end
+
+
 def test_parallel_scoring_equals_sequential(recipe, sequential_run, local_ray, tmp_path):
     run = pipeline.search(recipe, out=tmp_path / "run", workers=2)
     same_result(run, sequential_run)

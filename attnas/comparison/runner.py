@@ -35,6 +35,7 @@ seeds, run side by side on Ray with the same results as one after the other.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -50,11 +51,20 @@ from attnas.config import check_seeds, load_config, to_mapping
 from attnas.data.root import resolve_data_root
 from attnas.errors import RunDirError
 from attnas.parallel import make_executor
+from attnas.progress import labelled
 from attnas.retraining import retrain
 from attnas.runs import RunDir, run_folder_name
 
 PLAN = "compare-plan.json"
 RESULT = "compare.json"
+
+_log = logging.getLogger(__name__)
+
+
+def row_label(row: dict) -> str:
+    """How progress lines and notices name a row: its name and its search seed (the recipe's
+    seed, which every row of one search seed shares)."""
+    return f"compare row {row['name']}, search seed {row['recipe'].get('seed')}"
 
 
 def compare(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (), seeds: int | None = None,
@@ -137,8 +147,7 @@ def _compare_once(out: Path, rows: list[Row], plan: dict, root: Path, n: int, de
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_json(out / PLAN, plan)
         list(executor.imap(run_row, [r.to_dict() for r in rows], str(out.resolve()), str(root), device))
-    summaries = {row.name: retrain(out / row.name, seeds=n, data_dir=root, device=device, workers=workers,
-                                   ray_address=ray_address) for row in rows}
+    summaries = {row.name: _retrain_row(row.to_dict(), out, n, root, device, workers, ray_address) for row in rows}
     result = collect(out, rows[0].recipe, rows, summaries, metric, n)  # rows[0]: the searched recipe
     atomic_write_json(out / RESULT, result)
     write_compare_files(out, result)
@@ -161,9 +170,22 @@ def _check_folder(out: Path, plan: dict, nested: bool = False) -> None:
             raise RunDirError(f"{out} is not empty and holds no comparison; choose a new or empty folder with --out")
 
 
+def _retrain_row(row: dict, out: Path, n: int, root: Path, device: str | None, workers: int | None,
+                 ray_address: str | None) -> dict:
+    """Retrain one row's architecture with the ``n`` training seeds (finished seeds are kept)."""
+    label = row_label(row)
+    _log.info("%s: retraining with %d training seeds", label, n)
+    with labelled(label):
+        return retrain(out / row["name"], seeds=n, data_dir=root, device=device, workers=workers,
+                       ray_address=ray_address)
+
+
 def run_row(row: dict, out: str, data_dir: str | None, device: str | None) -> str:
     """Run (or continue, or just read) one row's search; returns the row's name."""
-    pipeline.search_or_resume(Path(out) / row["name"], row["recipe"], data_dir=data_dir, device=device)
+    label = row_label(row)
+    _log.info("%s: %s", label, "training the baseline" if row["kind"] == "baseline" else "searching")
+    with labelled(label):
+        pipeline.search_or_resume(Path(out) / row["name"], row["recipe"], data_dir=data_dir, device=device)
     return row["name"]
 
 

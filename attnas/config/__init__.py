@@ -15,12 +15,18 @@ and bad choice are reported with the dotted path of the key, e.g.
 ``space.hiden: unknown key (did you mean 'hidden'?)``). The result is a tree of frozen
 dataclasses (:class:`RunConfig`), written back to the run directory fully resolved.
 
+A recipe may extend another with a top-level ``base:`` (a shipped name or a YAML path from
+the recipe's folder) and keep only its differences; :func:`read_recipe` resolves it
+(the merge rules: :mod:`attnas.config.recipe_merge`).
+
 The package has one module per purpose:
 
 - :mod:`attnas.config.values`: the value types (:class:`Range` and its aliases) and the
-  checks of a value against its type (:func:`coerce`, :func:`from_mapping`, :func:`check_fields`);
+  checks of a value against its type (:func:`coerce`, :func:`from_mapping`, :func:`check_fields`) and
+  :class:`CheckedConfig`, the base of every options dataclass;
 - :mod:`attnas.config.run`: the run configuration (:class:`RunConfig`, :class:`TrainConfig`, ...);
-- :mod:`attnas.config.loading`: recipes, ``--set`` overrides and :func:`load_config`.
+- :mod:`attnas.config.loading`: recipes, ``base:``, ``--set`` overrides and :func:`load_config`;
+- :mod:`attnas.config.recipe_merge`: how a recipe is laid over the recipe it extends (``base:``).
 
 Everything is importable from ``attnas.config`` itself.
 """
@@ -32,6 +38,7 @@ from attnas.config.loading import (
     list_recipes,
     load_config,
     parse_override,
+    read_recipe,
     read_yaml,
     recipe_dir,
     recipe_path,
@@ -46,6 +53,7 @@ from attnas.config.run import (
     to_mapping,
 )
 from attnas.config.values import (
+    CheckedConfig,
     Fraction,
     NonNegativeFloat,
     NonNegativeInt,
@@ -63,8 +71,8 @@ from attnas.config.values import (
 )
 
 __all__ = [
-    "CompareConfig", "ComponentConfig", "Fraction", "NonNegativeFloat", "NonNegativeInt", "OptimConfig",
+    "CheckedConfig", "CompareConfig", "ComponentConfig", "Fraction", "NonNegativeFloat", "NonNegativeInt", "OptimConfig",
     "PositiveFloat", "PositiveInt", "Range", "RunConfig", "Seed", "TrainConfig", "apply_overrides",
     "check_fields", "check_finite", "check_keyword_options", "check_run_count", "check_seeds", "coerce", "config_from_dict", "from_mapping", "list_recipes", "load_config",
-    "parse_override", "read_yaml", "recipe_dir", "recipe_path", "to_mapping",
+    "parse_override", "read_recipe", "read_yaml", "recipe_dir", "recipe_path", "to_mapping",
 ]

@@ -13,12 +13,13 @@ from typing import Any, Literal
 
 from attnas import _registry
 from attnas.config.values import (
+    CheckedConfig,
+    build_checked,
     NonNegativeFloat,
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
     Seed,
-    check_fields,
     check_finite,
     coerce,
     from_mapping,
@@ -40,7 +41,7 @@ def to_mapping(obj: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class OptimConfig:
+class OptimConfig(CheckedConfig):
     """Optimiser options shared by every training loop.
 
     Attributes:
@@ -62,9 +63,6 @@ class OptimConfig:
     lr_min: NonNegativeFloat = 0.0
     batch_size: PositiveInt = 128
     grad_clip: NonNegativeFloat = 0.0
-
-    def __post_init__(self) -> None:
-        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -92,7 +90,7 @@ class TrainConfig(OptimConfig):
 
 
 @dataclass(frozen=True)
-class CompareConfig:
+class CompareConfig(CheckedConfig):
     """How ``attnas compare`` judges the recipe's search (see :mod:`attnas.comparison`).
 
     Attributes:
@@ -115,7 +113,7 @@ class CompareConfig:
 
 
 @dataclass(frozen=True)
-class ComponentConfig:
+class ComponentConfig(CheckedConfig):
     """A component section: the registered ``name`` and its validated ``options``."""
 
     name: str
@@ -127,7 +125,7 @@ class ComponentConfig:
 
 
 @dataclass(frozen=True)
-class RunConfig:
+class RunConfig(CheckedConfig):
     """A fully validated run: what to search, where, how, and how to retrain the result."""
 
     name: str
@@ -199,7 +197,7 @@ def config_from_dict(data: Any) -> RunConfig:
     for key in ("name", "task", "space", "strategy"):
         if key not in data:
             raise ConfigError(f"{key}: required key is missing")
-    return RunConfig(
+    return build_checked(RunConfig, dict(
         name=coerce(data["name"], str, "name"),
         description=coerce(data.get("description", ""), str, "description"),
         seed=coerce(data.get("seed", 0), Seed, "seed"),
@@ -208,6 +206,6 @@ def config_from_dict(data: Any) -> RunConfig:
         strategy=_component("strategy", data["strategy"]),
         retrain=from_mapping(TrainConfig, data.get("retrain"), "retrain"),
         compare=from_mapping(CompareConfig, data.get("compare"), "compare"),
-    )
+    ))
 
 

@@ -5,15 +5,18 @@ Numeric options declare their valid range in their type, with ``typing.Annotated
 :data:`NonNegativeFloat`, :data:`Fraction`, :data:`Seed`). :func:`from_mapping` checks every
 value against its type while it reads a recipe, so ``strategy.evolution.parents: 0`` is
 reported as ``strategy.evolution.parents: must be >= 1, got 0`` before anything is built or
-written; :func:`check_fields` applies the same checks to a dataclass built in Python. No
+written; :func:`check_fields` applies the same walk to a dataclass built in Python, and
+:class:`CheckedConfig`, the base of every options dataclass, runs it as one is built. No
 number anywhere in a config may be NaN or infinite.
 """
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import math
+import numbers
 import types
 import typing
 from dataclasses import dataclass, fields, is_dataclass
@@ -126,13 +129,19 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
-def coerce(value: Any, tp: Any, path: str) -> Any:
+def coerce(value: Any, tp: Any, path: str, *, suggest: bool = True) -> Any:
     """Check ``value`` against the type hint ``tp`` and convert it where lossless.
 
+    The one walk of a value against its type: a recipe's values are read through it
+    (:func:`from_mapping`) and an options object built in Python is checked with it
+    (:func:`check_fields`).
+
     Args:
-        value: A value read from YAML or a ``--set`` override.
+        value: A value read from YAML or a ``--set`` override, or a field of an options object.
         tp: The field's type hint.
         path: Dotted key, used in error messages.
+        suggest: Whether a choice that is not valid gets a "did you mean" for the closest
+            valid one (for a recipe's misspelling; not for a value set in code).
 
     Raises:
         ConfigError: When the value does not fit the type.
@@ -143,7 +152,7 @@ def coerce(value: Any, tp: Any, path: str) -> Any:
     origin = typing.get_origin(tp)
     if origin is Annotated:
         base, *extras = typing.get_args(tp)
-        value = coerce(value, base, path)
+        value = coerce(value, base, path, suggest=suggest)
         for extra in extras:
             if isinstance(extra, Range) and value is not None:
                 extra.check(value, path)
@@ -151,8 +160,9 @@ def coerce(value: Any, tp: Any, path: str) -> Any:
     if origin is Literal:
         choices = typing.get_args(tp)
         if value not in choices:
+            hint = did_you_mean(str(value), map(str, choices)) if suggest else ""
             raise ConfigError(
-                f"{path}: {value!r} is not a valid choice{did_you_mean(str(value), map(str, choices))}; "
+                f"{path}: {value!r} is not a valid choice{hint}; "
                 f"valid: {', '.join(map(str, choices))}"
             )
         return value
@@ -165,7 +175,7 @@ def coerce(value: Any, tp: Any, path: str) -> Any:
             if arg is _NoneType:
                 continue
             try:
-                return coerce(value, arg, path)
+                return coerce(value, arg, path, suggest=suggest)
             except _OutOfRange as exc:
                 out_of_range = out_of_range or exc
             except ConfigError:
@@ -178,7 +188,7 @@ def coerce(value: Any, tp: Any, path: str) -> Any:
             raise ConfigError(f"{path}: expected {_type_name(tp)}, got {value!r}")
         args = typing.get_args(tp)
         item_tp = args[0] if args else Any
-        items = [coerce(v, item_tp, f"{path}[{i}]") for i, v in enumerate(value)]
+        items = [coerce(v, item_tp, f"{path}[{i}]", suggest=suggest) for i, v in enumerate(value)]
         return tuple(items)
     if origin is dict:
         if not isinstance(value, dict):
@@ -192,14 +202,14 @@ def coerce(value: Any, tp: Any, path: str) -> Any:
             return value
         raise ConfigError(f"{path}: expected true or false, got {value!r}")
     if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             if not (isinstance(value, float) and value.is_integer()):
                 raise ConfigError(f"{path}: expected an integer, got {value!r}")
-            value = int(value)
+        value = int(value)
         check_finite(value, path)
         return value
     if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise ConfigError(f"{path}: expected a number, got {value!r}")
         try:
             number = float(value)
@@ -246,14 +256,12 @@ def from_mapping(cls: type, data: Any, path: str = "") -> Any:
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise ConfigError(f"{prefix}{name}: required key is missing")
     try:
-        obj = cls(**kwargs)
+        obj = build_checked(cls, kwargs)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}" if path and not str(exc).startswith(path) else str(exc)) from None
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{path or cls.__name__}: {exc}") from None
     return obj
-
-
 
 
 @functools.lru_cache(maxsize=None)
@@ -274,38 +282,12 @@ def _declares_bounds(tp: Any) -> bool:
     return False
 
 
-def _check_bounds(value: Any, tp: Any, path: str) -> None:
-    origin = typing.get_origin(tp)
-    if value is None:
-        return
-    if origin is Literal:
-        choices = typing.get_args(tp)
-        if value not in choices:
-            raise ConfigError(f"{path}: {value!r} is not a valid choice; valid: {', '.join(map(str, choices))}")
-    elif origin is Annotated:
-        base, *extras = typing.get_args(tp)
-        _check_bounds(value, base, path)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            for extra in extras:
-                if isinstance(extra, Range):
-                    extra.check(value, path)
-    elif origin in (typing.Union, types.UnionType):
-        arms = [arg for arg in typing.get_args(tp) if arg is not _NoneType]
-        if len(arms) == 1:
-            _check_bounds(value, arms[0], path)
-    elif origin in (list, tuple) and isinstance(value, (list, tuple)):
-        args = [arg for arg in typing.get_args(tp) if arg is not Ellipsis]
-        if len(args) == 1:
-            for i, item in enumerate(value):
-                _check_bounds(item, args[0], f"{path}[{i}]")
-
-
 def check_fields(obj: Any, prefix: str = "") -> None:
     """Check the fields of a config dataclass against the ranges and choices their types declare.
 
-    A recipe's values are checked while it is read (:func:`from_mapping`); call this in a
-    ``__post_init__`` so that an options object built in Python is held to the same bounds.
-    Checks that relate several fields stay in the ``__post_init__``.
+    The same walk as a recipe's values get (:func:`coerce`), for an options object built in
+    Python; :class:`CheckedConfig` runs it in ``__post_init__``. Checks that relate several
+    fields stay in the subclass's ``__post_init__``.
 
     Args:
         obj: A dataclass instance.
@@ -316,8 +298,44 @@ def check_fields(obj: Any, prefix: str = "") -> None:
             bounds, or ``must be a finite number`` for a NaN or infinite one.
     """
     for name, tp in _checked_hints(type(obj)):
-        check_finite(getattr(obj, name), prefix + name)
-        _check_bounds(getattr(obj, name), tp, prefix + name)
+        value = getattr(obj, name)
+        if value is not None:
+            coerce(value, tp, prefix + name, suggest=False)
+
+
+#: The class :func:`from_mapping` is building from values it has already checked.
+_PRECHECKED: contextvars.ContextVar[type | None] = contextvars.ContextVar("_PRECHECKED", default=None)
+
+
+class CheckedConfig:
+    """The base of every options dataclass: its fields are checked as it is built.
+
+    ``__post_init__`` holds every field to the range or choices its type declares
+    (:func:`check_fields`), so an options object built in Python meets the same bounds as a
+    recipe; a recipe's values, already checked while they were read (:func:`from_mapping`),
+    are not walked a second time. A subclass that also checks how its fields relate
+    overrides ``__post_init__`` and calls ``super().__post_init__()`` before those checks
+    (after normalising a field, e.g. a list to a tuple, where it does).
+
+    Attributes:
+        field_prefix: Put before each field name in messages (e.g. ``"space."``).
+    """
+
+    field_prefix: typing.ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        if _PRECHECKED.get() is not type(self):
+            check_fields(self, self.field_prefix)
+
+
+def build_checked(cls: type, kwargs: dict) -> Any:
+    """``cls(**kwargs)`` for values :func:`coerce` has already checked against ``cls``'s types
+    (the range checks of :class:`CheckedConfig` are not run again; its relation checks are)."""
+    token = _PRECHECKED.set(cls)
+    try:
+        return cls(**kwargs)
+    finally:
+        _PRECHECKED.reset(token)
 
 
 #: Most runs one command may plan (seeds times grid points): each is a training.

@@ -15,6 +15,10 @@ took the machine with it:
   refused where it is read, with its line (Python refuses to convert 4,301 digits at all).
 
 Every failure is a :class:`~attnas.errors.ConfigError` naming the source and the line.
+
+A recipe file (``load_yaml(..., recipe=True)``) may also use two tags that say how it
+extends its ``base:`` recipe (:mod:`attnas.config.recipe_merge`): ``!replace`` on a
+mapping (:class:`Replace`) and ``!delete`` (:data:`DELETE`). Elsewhere they are errors.
 """
 
 from __future__ import annotations
@@ -74,11 +78,53 @@ class _Loader(yaml.SafeLoader):
         return super().construct_yaml_int(node)
 
 
+# Before _RecipeLoader copies the constructors (its add_constructor calls below): recipe files too
+# get the integer bound.
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+
+
+class Replace(dict):
+    """A recipe mapping tagged ``!replace``: it takes the place of its base's mapping instead
+    of being merged into it."""
+
+
+class _Delete:
+    """The type of :data:`DELETE`."""
+
+    def __repr__(self) -> str:
+        return "!delete"
+
+
+#: The value of a recipe key tagged ``!delete``: the key is removed from its base's mapping.
+DELETE = _Delete()
+
+
+class _RecipeLoader(_Loader):
+    """:class:`_Loader` that also reads the ``!replace`` and ``!delete`` tags of a recipe."""
+
+    def construct_replace(self, node: Node) -> Any:
+        if not isinstance(node, MappingNode):
+            raise ConfigError(f"{self.source}: line {node.start_mark.line + 1}: !replace is for a mapping "
+                              "(a list or a value replaces its base's already)")
+        data = Replace()
+        yield data
+        data.update(self.construct_mapping(node))
+
+    def construct_delete(self, node: Node) -> _Delete:
+        if not (isinstance(node, ScalarNode) and node.value == ""):
+            raise ConfigError(f"{self.source}: line {node.start_mark.line + 1}: !delete takes no value "
+                              "(write `key: !delete`)")
+        return DELETE
+
+
+_RecipeLoader.add_constructor("!replace", _RecipeLoader.construct_replace)
+_RecipeLoader.add_constructor("!delete", _RecipeLoader.construct_delete)
+
+
 class _Dumper(yaml.SafeDumper):
     """SafeDumper that quotes the strings :class:`_Loader` reads as numbers (``'1e5'``)."""
 
 
-_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 for _cls in (_Loader, _Dumper):
     _cls.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+0123456789."))
 
@@ -114,12 +160,13 @@ def _expanded_size(root: Node, source: str) -> int:
     return sizes[id(root)]
 
 
-def load_yaml(text: str, source: str) -> Any:
+def load_yaml(text: str, source: str, recipe: bool = False) -> Any:
     """Parse one YAML document with the checks of the module docstring.
 
     Args:
         text: The document.
         source: What the message names (``recipe.yaml``, ``--set 'retrain.lr=...'``).
+        recipe: Read the ``!replace`` and ``!delete`` tags of a recipe file.
 
     Returns:
         The data (``None`` for an empty document).
@@ -129,7 +176,7 @@ def load_yaml(text: str, source: str) -> Any:
             or with a duplicate key.
         yaml.YAMLError: For malformed YAML (the caller names where).
     """
-    loader = type("Loader", (_Loader,), {"source": source})(text)
+    loader = type("Loader", (_RecipeLoader if recipe else _Loader,), {"source": source})(text)
     try:
         node = loader.get_single_node()
         if node is None:

@@ -1,4 +1,4 @@
-"""The ENAS 6-layer architecture dataset that D-VAE and paper 004 use.
+"""The ENAS 6-layer architecture dataset that D-VAE and Chatzianastasis et al. (2021) use.
 
 The file is ``$ROOT/enas/final_structures6.txt`` from the public D-VAE repository
 (``shared/data/SOURCES.md``, section 4). Each line is a Python literal: a nested list

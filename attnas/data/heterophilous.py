@@ -11,7 +11,12 @@ Minesweeper, Tolokers, Roman-empire, ... as ``<name>.npz`` files holding
 - ``train_masks`` / ``val_masks`` / ``test_masks``: bool, [S, N], the S fixed splits (10).
 
 Any file in this layout under ``<data root>/heterophilous/`` is read, so a user's own graph
-works too. Files are read with ``allow_pickle=False`` (no code can be unpickled) and every
+works too. The files torch_geometric's :class:`~torch_geometric.datasets.HeterophilousGraphDataset`
+fetches (the same files: roman_empire, amazon_ratings, minesweeper, tolokers, questions)
+are downloaded through it when missing (:mod:`attnas.data.download`; not with
+``ATTNAS_OFFLINE`` set). Texas, Wisconsin and the filtered Chameleon and Squirrel are not:
+torch_geometric's ``WebKB`` and ``WikipediaNetwork`` fetch Geom-GCN's text files and the
+unfiltered graphs, not these files. Files are read with ``allow_pickle=False`` (no code can be unpickled) and every
 array is checked (:func:`check_arrays`, then :func:`~attnas.data.graphs.validate_graph` on
 every split) before anything else happens: the first problem is named in a
 :class:`~attnas.errors.DataError`.
@@ -28,11 +33,27 @@ from torch_geometric.data import Data
 from torch_geometric.utils import to_undirected
 
 from attnas.data.graphs import SPLITS, GraphDataset, validate_graph
+from attnas.data.download import Source
 from attnas.data.root import require_files
 from attnas.errors import DataError
 
 FOLDER = "heterophilous"
+#: The file stems torch_geometric's ``HeterophilousGraphDataset`` downloads (its raw file is ``<stem>.npz``).
+PYG_NAMES = ("roman_empire", "amazon_ratings", "minesweeper", "tolokers", "questions")
 KEYS = ("node_features", "node_labels", "edges", "train_masks", "val_masks", "test_masks")
+
+
+def heterophilous_source(name: str) -> Source | None:
+    """Download through :class:`torch_geometric.datasets.HeterophilousGraphDataset`, for its names only."""
+    if name not in PYG_NAMES:
+        return None
+
+    def build(staging: Path) -> str:
+        from torch_geometric.datasets import HeterophilousGraphDataset
+
+        return HeterophilousGraphDataset(str(staging), name).raw_dir
+
+    return Source("torch_geometric.datasets.HeterophilousGraphDataset", build)
 
 
 def check_arrays(arrays: dict[str, np.ndarray], where: str) -> None:
@@ -108,11 +129,12 @@ def load_heterophilous(root: Path, name: str, normalize_features: bool = False) 
         normalize_features: Divide each node's features by their sum (rows summing to zero are kept).
 
     Raises:
-        DataError: When the file is missing or any array is malformed (named in the message).
+        DataError: When the file is missing (and could not be downloaded) or any array is
+            malformed (named in the message).
     """
     if not name or "/" in name or "\\" in name or name.startswith("."):
         raise DataError(f"heterophilous: task.dataset must be a file stem under {FOLDER}/, got {name!r}")
-    (path,) = require_files(root / FOLDER, [f"{name}.npz"], name)
+    (path,) = require_files(root / FOLDER, [f"{name}.npz"], name, heterophilous_source(name))
     arrays = read_npz(path)
     check_arrays(arrays, str(path))
     x = torch.from_numpy(arrays["node_features"]).float()

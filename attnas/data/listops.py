@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Annotated, Union
 
 from attnas._registry import register_dataset
-from attnas.config import NonNegativeInt, PositiveInt, Range, Seed, check_fields
+from attnas.config import CheckedConfig, NonNegativeInt, PositiveInt, Range, Seed
 from attnas.data.token_sequences import TokenSequences
 from attnas.errors import ConfigError, DataError
 
@@ -51,7 +51,7 @@ Tree = Union[int, tuple[str, tuple["Tree", ...]]]
 
 
 @dataclass(frozen=True)
-class ListOpsConfig:
+class ListOpsConfig(CheckedConfig):
     """How ListOps is generated (defaults: the LRA setting).
 
     Attributes:
@@ -75,7 +75,7 @@ class ListOpsConfig:
     seed: Seed = 0
 
     def __post_init__(self) -> None:
-        check_fields(self)
+        super().__post_init__()
         if self.max_length <= self.min_length + 1:
             raise ConfigError(
                 f"max_length: must exceed min_length + 1 (both bounds are exclusive), "

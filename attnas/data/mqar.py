@@ -37,7 +37,7 @@ from typing import Annotated
 
 import numpy as np
 
-from attnas.config import PositiveInt, Range, Seed, check_fields
+from attnas.config import CheckedConfig, PositiveInt, Range, Seed
 from attnas.errors import ConfigError
 
 #: Label of positions that are not queries (ignored by the loss and the accuracy).
@@ -48,7 +48,7 @@ SPLIT_INDEX = {"train": 0, "val": 1, "test": 2}
 
 
 @dataclass(frozen=True)
-class MQARConfig:
+class MQARConfig(CheckedConfig):
     """How MQAR is generated (defaults: a quick setting that trains on one CPU core in minutes).
 
     Attributes:
@@ -74,7 +74,7 @@ class MQARConfig:
     seed: Seed = 0
 
     def __post_init__(self) -> None:
-        check_fields(self)
+        super().__post_init__()
         if self.vocab_size // 2 - 1 < self.num_pairs:
             raise ConfigError(f"vocab_size: {self.vocab_size} leaves {self.vocab_size // 2 - 1} keys for "
                               f"num_pairs={self.num_pairs}; need vocab_size >= {2 * (self.num_pairs + 1)}")

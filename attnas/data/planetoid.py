@@ -8,6 +8,11 @@ read-only). The ``ind.*`` files are pickles: they are read with
 SciPy CSR matrices and a ``defaultdict`` of lists, so a crafted file cannot run code;
 every object is checked before it is used. Features are row-normalised by default, as
 GCN and GAT do.
+
+When the files are missing they are downloaded through
+:class:`torch_geometric.datasets.Planetoid` (:mod:`attnas.data.download`; not with
+``ATTNAS_OFFLINE`` set), whose raw folder is this layout. The downloaded files pass the
+restricted reader before torch_geometric's processing unpickles them.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from torch_geometric.utils import index_to_mask
 
 from attnas._registry import register_dataset
 from attnas.data.graphs import GraphDataset, validate_graph
+from attnas.data.download import DownloadFailed, Source
 from attnas.data.root import require_files
 from attnas.data.safe_pickle import DEFAULTDICT_OF_LISTS, NUMPY_ARRAYS, SCIPY_CSR, restricted_load
 from attnas.errors import DataError
@@ -43,6 +49,28 @@ def planetoid_raw_dir(root: Path, name: str) -> Path:
         if cand.exists():
             return cand
     return root / "Planetoid" / proper / "raw"
+
+
+def planetoid_source(name: str) -> Source:
+    """Download through :class:`torch_geometric.datasets.Planetoid`, checking the files first."""
+
+    label = "torch_geometric.datasets.Planetoid"
+
+    def build(staging: Path) -> str:
+        from torch_geometric.datasets import Planetoid
+
+        class CheckedPlanetoid(Planetoid):
+            def download(self) -> None:
+                super().download()
+                raw = Path(self.raw_dir)
+                absent = [f"ind.{name}.{s}" for s in _SUFFIXES if not (raw / f"ind.{name}.{s}").is_file()]
+                if absent:
+                    raise DownloadFailed(f"the download through {label} did not provide {', '.join(absent)}")
+                read_planetoid(raw, name)  # refuse a crafted pickle before torch_geometric unpickles it
+
+        return CheckedPlanetoid(str(staging), _NAMES[name]).raw_dir
+
+    return Source(label, build)
 
 
 def _unpickle(path: Path) -> Any:
@@ -147,11 +175,11 @@ def load_planetoid(root: Path, name: str, normalize_features: bool = True) -> Gr
         normalize_features: Row-normalise the bag-of-words features.
 
     Raises:
-        DataError: Naming every missing raw file and the folder it is expected in, or the
-            file that is not of the format.
+        DataError: Naming every missing raw file and the folder it is expected in (after
+            a download that failed or was not allowed), or the file that is not of the format.
     """
     raw = planetoid_raw_dir(root, name)
-    require_files(raw, [f"ind.{name}.{s}" for s in _SUFFIXES], _NAMES[name])
+    require_files(raw, [f"ind.{name}.{s}" for s in _SUFFIXES], _NAMES[name], planetoid_source(name))
     data = read_planetoid(raw, name)
     if normalize_features:
         s = data.x.sum(dim=1, keepdim=True).clamp(min=1.0)

@@ -12,7 +12,9 @@ per graph id, node ids relabelled from 0, self-loops removed), from JSON and fro
 ``.npy`` files read with ``allow_pickle=False``: no file is unpickled. Because building
 them takes a while, the result is cached in the per-user cache, under the SHA-256 of the
 raw files, as a checksummed file of tensors that loads with ``weights_only=True``
-(:func:`attnas.checkpoint_files.load_checkpoint_file`); the data root itself is never written.
+(:func:`attnas.checkpoint_files.load_checkpoint_file`); the data root itself is written only
+when the files are missing and are downloaded through :class:`torch_geometric.datasets.PPI`
+(:mod:`attnas.data.download`; not with ``ATTNAS_OFFLINE`` set), whose raw folder is this layout.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from torch_geometric.utils import remove_self_loops
 from attnas._registry import register_dataset
 from attnas.checkpoint_files import load_checkpoint_file, save_checkpoint_file
 from attnas.data.graphs import GraphDataset, validate_graph
+from attnas.data.download import Source
 from attnas.data.root import default_cache_dir, require_files
 from attnas.errors import CheckpointError, DataError
 
@@ -46,6 +49,16 @@ def ppi_raw_dir(root: Path) -> Path:
         if (cand / "train_graph.json").exists():
             return cand
     return root / "PPI" / "raw"
+
+
+def _build_pyg_ppi(staging: Path) -> str:
+    from torch_geometric.datasets import PPI
+
+    return PPI(str(staging)).raw_dir
+
+
+#: Downloads the raw files through torch_geometric's own class.
+PPI_SOURCE = Source("torch_geometric.datasets.PPI", _build_pyg_ppi)
 
 
 def raw_digest(raw: Path) -> str:
@@ -126,7 +139,7 @@ def load_ppi(root: Path, **_: object) -> GraphDataset:
             that cannot be read.
     """
     raw = ppi_raw_dir(root)
-    require_files(raw, PPI_FILES, "PPI")
+    require_files(raw, PPI_FILES, "PPI", PPI_SOURCE)
     splits = read_ppi(raw)
     for split, graphs in splits.items():
         if not graphs:

@@ -29,7 +29,7 @@ from typing import Any, Literal
 import numpy as np
 
 from attnas._registry import register_dataset
-from attnas.config import Fraction, Seed, check_fields
+from attnas.config import CheckedConfig, Fraction, Seed
 from attnas.data.root import resolve_data_root
 from attnas.data.text_dataset import TEXT_SPLITS, TextDataset, TextSplit, lowercase
 from attnas.errors import ConfigError, DataError
@@ -51,7 +51,7 @@ def tokenize(text: str, lower: bool = True) -> list[str]:
 
 
 @dataclass(frozen=True)
-class CsvOptions:
+class CsvConfig(CheckedConfig):
     """Where a user's text data is and how to read it.
 
     Attributes:
@@ -85,15 +85,21 @@ class CsvOptions:
     split_seed: Seed = 0
     lowercase: bool = True
 
+    field_prefix = "csv."
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", tuple(str(label) for label in self.labels))
-        check_fields(self, "csv.")
+        super().__post_init__()
         if self.val_fraction + self.test_fraction >= 1.0:
             raise ConfigError("csv.val_fraction + csv.test_fraction must be below 1")
         if len(set(self.labels)) != len(self.labels):
             raise ConfigError(f"csv.labels: duplicate labels in {list(self.labels)}")
         if self.split_column and (self.val_path or self.test_path):
             raise ConfigError("csv: give either split_column or val_path/test_path, not both")
+
+
+#: The former name of :class:`CsvConfig`, still importable.
+CsvOptions = CsvConfig
 
 
 def _resolve(path: str, root: Path | None) -> Path:
@@ -103,7 +109,7 @@ def _resolve(path: str, root: Path | None) -> Path:
     return root / p
 
 
-def _read_rows(path: Path, opts: CsvOptions) -> list[tuple[int, str, str, str]]:
+def _read_rows(path: Path, opts: CsvConfig) -> list[tuple[int, str, str, str]]:
     """``(line, text, label, split)`` for every data row of ``path``."""
     if not path.is_file():
         raise DataError(f"csv: file {path} does not exist")
@@ -119,7 +125,7 @@ def _read_rows(path: Path, opts: CsvOptions) -> list[tuple[int, str, str, str]]:
         raise DataError(f"csv {path}, line {reader.line_num}: {exc}{hint}") from None
 
 
-def _parse_rows(path: Path, reader: Any, delimiter: str, opts: CsvOptions) -> list[tuple[int, str, str, str]]:
+def _parse_rows(path: Path, reader: Any, delimiter: str, opts: CsvConfig) -> list[tuple[int, str, str, str]]:
     """The rows of ``reader`` (see :func:`_read_rows`)."""
     header = next(reader, None)
     if header is None:
@@ -162,7 +168,7 @@ def _parse_rows(path: Path, reader: Any, delimiter: str, opts: CsvOptions) -> li
     return rows
 
 
-def _label_map(rows: list[tuple[Path, int, str, str, str]], opts: CsvOptions) -> tuple[dict[str, int], tuple[str, ...]]:
+def _label_map(rows: list[tuple[Path, int, str, str, str]], opts: CsvConfig) -> tuple[dict[str, int], tuple[str, ...]]:
     if opts.labels:
         known = {lab: i for i, lab in enumerate(opts.labels)}
         for path, line, _, label, _ in rows:
@@ -211,9 +217,9 @@ def stratified_holdout(labels: list[int], fractions: dict[str, float], seed: int
 
 
 @register_dataset("csv", modality="text", options=("csv",))
-def load_text_csv(root: str | os.PathLike | None = None, *, csv: CsvOptions | None = None) -> TextDataset:
-    """A user's CSV/TSV text-classification file(s), validated (see :class:`CsvOptions`)."""
-    opts = csv or CsvOptions()
+def load_text_csv(root: str | os.PathLike | None = None, *, csv: CsvConfig | None = None) -> TextDataset:
+    """A user's CSV/TSV text-classification file(s), validated (see :class:`CsvConfig`)."""
+    opts = csv or CsvConfig()
     if not opts.path:
         raise ConfigError("csv: set task.csv.path to your CSV or TSV file")
     data_root = resolve_data_root(root)

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Literal
 
 from attnas import _registry
-from attnas.config import NonNegativeInt, PositiveInt, Seed, check_fields
-from attnas.data.text_csv import CsvOptions
+from attnas.config import CheckedConfig, NonNegativeInt, PositiveInt, Seed
+from attnas.data.text_csv import CsvConfig
 from attnas.data.text_dataset import TEXT_SPLITS, TextDataset, TextSplit
 from attnas.data.token_sequences import TokenSequences
 from attnas.data.vocab import Vocab
@@ -41,7 +41,7 @@ PTB_UNESCAPE = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-":
 
 
 @dataclass(frozen=True)
-class TextSequencesConfig:
+class TextSequencesConfig(CheckedConfig):
     """How a text dataset becomes token sequences.
 
     Attributes:
@@ -60,10 +60,9 @@ class TextSequencesConfig:
     phrases: bool = False
     train_size: NonNegativeInt = 0
     subset_seed: Seed = 0
-    csv: CsvOptions = field(default_factory=CsvOptions)
+    csv: CsvConfig = field(default_factory=CsvConfig)
 
-    def __post_init__(self) -> None:
-        check_fields(self, "text.")
+    field_prefix = "text."
 
 
 def text_dataset_names() -> list[str]:

@@ -1,4 +1,4 @@
-"""Graph variational autoencoders for architecture DAGs (paper 004 and D-VAE).
+"""Graph variational autoencoders for architecture DAGs (Chatzianastasis et al., 2021; D-VAE, Zhang et al., 2019).
 
 Modules, one purpose each:
 

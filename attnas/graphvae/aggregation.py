@@ -1,6 +1,6 @@
 """D-VAE's gated-sum aggregation of predecessor messages.
 
-Paper 004, Appendix A, Eqs. 6 and 10 (D-VAE, Zhang et al. 2019, Sec. 3.2)::
+Chatzianastasis et al., 2021, Appendix A, Eqs. 6 and 10 (D-VAE, Zhang et al. 2019, Sec. 3.2)::
 
     h_u^in = sum_{v -> u} g(Cat(h_v, x_v)) * m(Cat(h_v, x_v))
 
@@ -17,7 +17,7 @@ from torch import Tensor, nn
 
 
 class GatedSum(nn.Module):
-    """Gated messages ``g(s) * m(s)`` of D-VAE (paper 004, Eq. 6/10).
+    """Gated messages ``g(s) * m(s)`` of D-VAE (Chatzianastasis et al., 2021, Eq. 6/10).
 
     Args:
         in_dim: Size of the vertex descriptor ``s = Cat(h_v, x_v)``.
@@ -74,9 +74,9 @@ def aggregate(weights: Tensor, messages: Tensor) -> Tensor:
 def descriptor_features(mode: str, x: Tensor, num_ids: int) -> Tensor:
     """The vertex features concatenated to a hidden state to form a message descriptor.
 
-    D-VAE's Eq. 4 and paper 004's Eqs. 6/10 write the descriptor as ``Cat(h_v, x_v)`` with
+    D-VAE's Eq. 4 and Chatzianastasis et al.'s (2021) Eqs. 6/10 write the descriptor as ``Cat(h_v, x_v)`` with
     ``x_v`` the vertex's operation (one-hot or embedding): mode ``"operation"``. The public
-    D-VAE code and the paper-004 authors' code concatenate the one-hot *index* of the
+    D-VAE code and Chatzianastasis et al.'s code concatenate the one-hot *index* of the
     vertex instead (their ``vid=True`` default): mode ``"vertex_id"``.
 
     Args:

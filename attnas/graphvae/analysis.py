@@ -1,6 +1,6 @@
-"""Graph properties against performance (paper 004, Sec. 4.4) and the latent t-SNE (Sec. 4.5).
+"""Graph properties against performance (Chatzianastasis et al., 2021, Sec. 4.4) and the latent t-SNE (Sec. 4.5).
 
-Paper 004, Sec. 4.4 and Appendix C: over the 19,020 ENAS architectures, the average path
+Chatzianastasis et al., 2021, Sec. 4.4 and Appendix C: over the 19,020 ENAS architectures, the average path
 length correlates positively with performance (Pearson's r = 0.32) and the clustering
 coefficient negatively (r = -0.39).
 
@@ -35,7 +35,7 @@ def _digraph(adj: np.ndarray) -> nx.DiGraph:
 
 
 def average_path_length(adj: np.ndarray) -> float:
-    """Paper 004's Eq. 12 for one DAG (``adj[u, v] = 1`` for an edge ``u -> v``)."""
+    """Chatzianastasis et al.'s (2021) Eq. 12 for one DAG (``adj[u, v] = 1`` for an edge ``u -> v``)."""
     adj = np.asarray(adj)
     n = len(adj)
     if n < 2:
@@ -89,7 +89,7 @@ def tsne_embedding(z: Tensor | np.ndarray, seed: int = 0, perplexity: float = 30
 def plot_tsne(
     z: Tensor | np.ndarray, y: Tensor | np.ndarray, path: str | Path, title: str = "latent space", seed: int = 0
 ) -> Path:
-    """Save the 2-D t-SNE of latent means coloured by accuracy (paper 004, Figs. 9-10).
+    """Save the 2-D t-SNE of latent means coloured by accuracy (Chatzianastasis et al., 2021, Figs. 9-10).
 
     Args:
         z: Latent means ``(n, d)``.

@@ -1,6 +1,6 @@
 """Batch expected-improvement Bayesian optimisation in a graph VAE's latent space.
 
-Paper 004, Sec. 4.3, following D-VAE (Zhang et al. 2019, Sec. 4.3 and its
+Chatzianastasis et al., 2021, Sec. 4.3, following D-VAE (Zhang et al. 2019, Sec. 4.3 and its
 ``bayesian_optimization/bo.py``): start from the training architectures' latent means
 and scores; in each of 10 iterations fit the sparse GP, pick a batch of latent points by
 expected improvement within the box spanned by the data, decode every point many times
@@ -10,7 +10,7 @@ and keep its most common valid decoding, score the decoded architectures, and ad
 Scores come from an :class:`~attnas.graphvae.evaluator.Evaluator`. On a table of measured
 architectures (ENAS's 19,020) a decoded architecture outside the table has no score: its
 proposal is labelled ``unscored`` (value None), counted, and never reported as an accuracy.
-What enters the GP data for it is ``BOSettings.unscored``: ``"worst"`` (the worst observed
+What enters the GP data for it is ``BOConfig.unscored``: ``"worst"`` (the worst observed
 score, D-VAE's rule for invalid decodings, so the search moves away from the region) or
 ``"skip"`` (the point is left out).
 
@@ -34,11 +34,11 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from attnas.config import PositiveInt, Seed, check_fields
+from attnas.config import CheckedConfig, PositiveInt, Seed
 from attnas.errors import DataError
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.evaluator import UNSCORED, Evaluator
-from attnas.graphvae.gp import SparseGPSettings, fit_sparse_gp
+from attnas.graphvae.gp import SparseGPConfig, fit_sparse_gp
 from attnas.graphvae.vae import GraphVAE
 from attnas.progress import progress
 
@@ -46,7 +46,7 @@ INVALID = "invalid"
 
 
 @dataclass(frozen=True)
-class BOSettings:
+class BOConfig(CheckedConfig):
     """Latent Bayesian-optimisation settings (defaults: D-VAE's ENAS protocol).
 
     Attributes:
@@ -77,12 +77,13 @@ class BOSettings:
     mc_samples: PositiveInt = 256
     maxiter: PositiveInt = 200
     sequential: bool = True
-    gp: SparseGPSettings = field(default_factory=SparseGPSettings)
+    gp: SparseGPConfig = field(default_factory=SparseGPConfig)
     seed: Seed = 0
     unscored: Literal["worst", "skip"] = "worst"
 
-    def __post_init__(self) -> None:
-        check_fields(self)
+
+#: The former name of :class:`BOConfig`, still importable.
+BOSettings = BOConfig
 
 
 @dataclass
@@ -213,7 +214,7 @@ def decode_most_common(
     return out
 
 
-def _select(gp_model, x: Tensor, y_std: Tensor, settings: BOSettings, generator_seed: int) -> Tensor:
+def _select(gp_model, x: Tensor, y_std: Tensor, settings: BOConfig, generator_seed: int) -> Tensor:
     from botorch.acquisition import qExpectedImprovement, qLogExpectedImprovement
     from botorch.optim import optimize_acqf
     from botorch.sampling import SobolQMCNormalSampler
@@ -243,7 +244,7 @@ def propose(
     x: Tensor,
     y: Tensor,
     is_valid: Callable[[DagBatch], Tensor],
-    settings: BOSettings,
+    settings: BOConfig,
     iteration: int,
     generator: torch.Generator | None = None,
     prefer: Callable[[DagBatch], Tensor] | None = None,
@@ -328,7 +329,7 @@ def latent_bo(
     y_train: Tensor,
     evaluator: Evaluator,
     is_valid: Callable[[DagBatch], Tensor],
-    settings: BOSettings = BOSettings(),
+    settings: BOConfig = BOConfig(),
     on_iteration: Callable[[int, list[Proposal]], None] | None = None,
     state: BOState | None = None,
     prefer: Callable[[DagBatch], Tensor] | None = None,

@@ -1,7 +1,7 @@
 """The autoregressive DAG decoder of D-VAE, shared by the D-VAE and GCN encoders.
 
 D-VAE (Zhang et al., NeurIPS 2019, Sec. 3.3), used unchanged by the operation-embeddings
-paper (Chatzianastasis et al., paper 004, Sec. 3.2.2). From ``z`` the initial state
+paper (Chatzianastasis et al., 2021, Sec. 3.2.2). From ``z`` the initial state
 is ``h_0 = tanh(W z + b)``; the input vertex gets ``h = GRU(x_start, h_0)``. Then, for
 ``t = 1, 2, ...``:
 
@@ -48,7 +48,7 @@ from attnas.graphvae.shared_linear import SharedLinear
 class EdgeScorer(nn.Module):
     """D-VAE's edge MLP ``f_add_edge(Cat(h_k, h_t))`` (Linear 2H -> 4H, ReLU, Linear 4H -> 1).
 
-    Step 3 of D-VAE's decoder (Zhang et al. 2019, Sec. 3.3; paper 004, Sec. 3.2.2): the
+    Step 3 of D-VAE's decoder (Zhang et al. 2019, Sec. 3.3; Chatzianastasis et al., 2021, Sec. 3.2.2): the
     edge ``u_k -> u_t`` is added with probability ``sigmoid(f_add_edge(Cat(h_{u_k}, h_{u_t})))``.
 
     The first layer is linear in the concatenation: ``W [h_k; h_t] + b = W_s h_k + W_d h_t + b``.
@@ -98,7 +98,7 @@ class EdgeScorer(nn.Module):
 
 
 class DagDecoder(nn.Module):
-    """D-VAE's autoregressive DAG decoder (Zhang et al. 2019; paper 004, Sec. 3.2.2).
+    """D-VAE's autoregressive DAG decoder (Zhang et al. 2019; Chatzianastasis et al., 2021, Sec. 3.2.2).
 
     Args:
         num_types: Number of vertex types (input and output included).
@@ -135,7 +135,7 @@ class DagDecoder(nn.Module):
     def log_likelihood(self, z: Tensor, encode_ops: Callable[[Tensor], Tensor], batch: DagBatch) -> tuple[Tensor, Tensor]:
         """Teacher-forced log-likelihood of ``batch`` given ``z`` (D-VAE's ``loss``).
 
-        The reconstruction term ``log p(G | z)`` of the ELBO (paper 004, Eq. 1): the
+        The reconstruction term ``log p(G | z)`` of the ELBO (Chatzianastasis et al., 2021, Eq. 1): the
         log-probability of every vertex type and of every edge decision ``k -> v``
         (``k < v``) of D-VAE's generation procedure (module doc), with the true types and
         edges fed in.
@@ -243,7 +243,7 @@ class DagDecoder(nn.Module):
     ) -> DagBatch:
         """Decode latent codes into DAGs (D-VAE's ``decode``).
 
-        D-VAE's generation procedure (Zhang et al. 2019, Sec. 3.3; paper 004, Sec. 3.2.2;
+        D-VAE's generation procedure (Zhang et al. 2019, Sec. 3.3; Chatzianastasis et al., 2021, Sec. 3.2.2;
         steps 1-3 of the module doc), one vertex at a time for the whole batch.
 
         Args:

@@ -1,7 +1,7 @@
 """The D-VAE encoder: asynchronous message passing in topological order.
 
 D-VAE (Zhang et al., NeurIPS 2019, Sec. 3.1; the operation-embeddings paper,
-Chatzianastasis et al., paper 004, Appendix A, Eqs. 4-11): vertices
+Chatzianastasis et al., 2021, Appendix A, Eqs. 4-11): vertices
 are processed one at a time in a topological order; vertex ``u`` aggregates the gated
 messages of its (already processed) predecessors and updates its state with a GRU::
 
@@ -36,7 +36,7 @@ from attnas.graphvae.shared_linear import SharedLinear
 
 
 class DVAEEncoder(nn.Module):
-    """D-VAE's asynchronous GRU encoder (paper 004, Eqs. 4-11; D-VAE Sec. 3.1).
+    """D-VAE's asynchronous GRU encoder (Chatzianastasis et al., 2021, Eqs. 4-11; D-VAE Sec. 3.1).
 
     Args:
         x_dim: Size of the operation features (one-hot size or ``d_op``).
@@ -85,7 +85,7 @@ class DVAEEncoder(nn.Module):
         self.fc_logvar = nn.Linear(hidden, latent)
 
     def forward(self, x: Tensor, adj: Tensor, n_nodes: Tensor) -> tuple[Tensor, Tensor]:
-        """Posterior mean and log-variance of every graph (paper 004, Eqs. 2a-2b / 3a-3b).
+        """Posterior mean and log-variance of every graph (Chatzianastasis et al., 2021, Eqs. 2a-2b / 3a-3b).
 
         The graph state is the output vertex's forward state; with ``bidirectional`` it is
         ``unify(Cat(h_out^fwd, h_in^bwd))``.
@@ -106,13 +106,14 @@ class DVAEEncoder(nn.Module):
         return self._head(hg)
 
     def _head(self, hg: Tensor) -> tuple[Tensor, Tensor]:
-        """``(mu, logvar)`` from the graph state (paper 004, Eqs. 2a-2b / 3a-3b)."""
+        """``(mu, logvar)`` from the graph state (Chatzianastasis et al., 2021, Eqs. 2a-2b / 3a-3b)."""
         if self.bidirectional:
             hg = self.unify(hg)
         return self.fc_mu(hg), self.fc_logvar(hg)
 
     def propagate(self, x: Tensor, feats: Tensor, adj: Tensor, reverse: bool, n_nodes: Tensor | None = None) -> Tensor:
-        """One sweep of the message passing (paper 004, Eqs. 6-7 / 10-11) in (reverse) topological order.
+        """One sweep of the message passing in (reverse) topological order (Chatzianastasis et al., 2021,
+        Eqs. 6-7 / 10-11).
 
         A vertex's level is the length of the longest path reaching it (from a source in the
         forward sweep, from a sink in the reverse one), so every vertex of a level has all
@@ -152,7 +153,7 @@ class DVAEEncoder(nn.Module):
     def _sweep_both_by_index(self, x: Tensor, feats: Tensor, adj: Tensor) -> tuple[Tensor, Tensor]:
         """Both sweeps of the bidirectional encoder at once, on graphs in index order.
 
-        Eqs. 6-7 / 10-11 of paper 004 (D-VAE, Zhang et al. 2019, Sec. 3.1) in both
+        Eqs. 6-7 / 10-11 of Chatzianastasis et al. (2021; D-VAE, Zhang et al. 2019, Sec. 3.1) in both
         directions of D-VAE's bidirectional encoder: step ``t`` updates vertex ``t`` in the forward sweep and
         vertex ``N - 1 - t`` in the reverse one. The two directions' products run as one
         product of the stacked weights (:class:`~attnas.graphvae.shared_linear.SharedLinear`
@@ -202,7 +203,7 @@ class DVAEEncoder(nn.Module):
 
     def _sweep_by_level(self, x: Tensor, feats: Tensor, adj: Tensor, reverse: bool, level: Tensor,
                         real: Tensor) -> Tensor:
-        """One direction's sweep, one GRU call per topological level (paper 004, Eqs. 6-7 / 10-11).
+        """One direction's sweep, one GRU call per topological level (Chatzianastasis et al., 2021, Eqs. 6-7 / 10-11).
 
         Args:
             x: Operation features, ``(B, N, x_dim)``.
@@ -237,7 +238,7 @@ class DVAEEncoder(nn.Module):
         return states
 
     def _sweep_by_index(self, x: Tensor, feats: Tensor, adj: Tensor, reverse: bool) -> Tensor:
-        """One direction's sweep, vertex index by vertex index (paper 004, Eqs. 6-7 / 10-11).
+        """One direction's sweep, vertex index by vertex index (Chatzianastasis et al., 2021, Eqs. 6-7 / 10-11).
 
         Valid when the vertex numbering is a topological order. The GRU's input products of
         every vertex are one call before the loop; the recurrent and gated-sum products go

@@ -1,6 +1,6 @@
 """D-VAE's edge MLP over every candidate edge, as one fused autograd function.
 
-Paper 004, Sec. 3.2.2 (D-VAE, Zhang et al. 2019, Sec. 3.3): the edge ``u_k -> u_t`` is
+Chatzianastasis et al., 2021, Sec. 3.2.2 (D-VAE, Zhang et al. 2019, Sec. 3.3): the edge ``u_k -> u_t`` is
 added with probability ``sigmoid(f_add_edge(Cat(h_{u_k}, h_{u_t})))``, ``f_add_edge`` a
 Linear(2H, 4H) - ReLU - Linear(4H, 1) MLP. Its first layer splits into a source part
 ``W_s h_k`` (one row per source vertex) and a target part ``W_d h_t + b`` (one row per

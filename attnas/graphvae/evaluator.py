@@ -1,6 +1,6 @@
 """Evaluators: what scores an architecture decoded during latent-space optimisation.
 
-Paper 004, Sec. 4.3 (after D-VAE, Sec. 4.3): decoded architectures are evaluated by their
+Chatzianastasis et al., 2021, Sec. 4.3 (after D-VAE, Sec. 4.3): decoded architectures are evaluated by their
 weight-sharing accuracy. Here an :class:`Evaluator` maps decoded DAGs to
 :class:`Evaluation` records, each saying where its value came from (``source``), so no
 output can pass off a prediction as a measurement:
@@ -9,7 +9,7 @@ output can pass off a prediction as a measurement:
   weight-sharing accuracies, ``source="dataset"``) for the architectures it holds; the
   others are handed to a fallback evaluator when one is given, and otherwise answered
   ``source="unscored"`` with no value (``nan``): an architecture outside the table has no
-  measurement, and latent BO counts and reports it as unscored (issue 23);
+  measurement, and latent BO counts and reports it as unscored;
 - :class:`SurrogateEvaluator` predicts with a sparse GP on the VAE's latent means
   (``source="surrogate"``): a model's guess, never a measurement. Latent BO on a table no
   longer uses it (a GP fitted on the same latents as the BO's own GP would let the search

@@ -1,13 +1,13 @@
 """The GCN encoder: simultaneous graph convolutions over a DAG.
 
-The GCN baseline of D-VAE (Zhang et al. 2019, Sec. 4, "GCN") and paper 004 (Sec. 4,
+The GCN baseline of D-VAE (Zhang et al. 2019, Sec. 4, "GCN") and Chatzianastasis et al. (2021, Sec. 4,
 GCN / GCN-EMB): every vertex is updated at the same time in each of ``L`` layers
 (Kipf & Welling 2017, generalised to directed graphs as in D-VAE)::
 
     h_v^{l+1} = ReLU(W_l (h_v^l / (d_in(v) + 1)
                           + sum_{u -> v} h_u^l / sqrt((d_out(u) + 1)(d_in(v) + 1))) + b_l)
 
-with ``h^0 = x`` (one-hot operations or operation embeddings, paper 004 Eq. 3a-3b).
+with ``h^0 = x`` (one-hot operations or operation embeddings, Chatzianastasis et al., 2021, Eq. 3a-3b).
 With ``undirected=True`` edge directions are ignored and both degrees are total degrees.
 The graph state is the sum of the states of all vertices except the input and output
 vertices; two linear layers give the posterior mean and log-variance.
@@ -26,7 +26,7 @@ from attnas.errors import ConfigError
 
 
 class GCNEncoder(nn.Module):
-    """Directed GCN encoder of D-VAE's GCN baseline (paper 004, Sec. 4).
+    """Directed GCN encoder of D-VAE's GCN baseline (Chatzianastasis et al., 2021, Sec. 4).
 
     Args:
         x_dim: Size of the operation features.

@@ -1,6 +1,6 @@
-"""A sparse Gaussian process on latent means: paper 004's Table 2 and the BO surrogate.
+"""A sparse Gaussian process on latent means: Chatzianastasis et al.'s (2021) Table 2 and the BO surrogate.
 
-Paper 004, Sec. 4.2, following D-VAE (Zhang et al. 2019, Sec. 4.2): a sparse GP with 500
+Chatzianastasis et al., 2021, Sec. 4.2, following D-VAE (Zhang et al. 2019, Sec. 4.2): a sparse GP with 500
 inducing points is trained on the latent means of the training architectures to predict
 their weight-sharing accuracy; the test split's RMSE and Pearson's r are reported as
 mean and standard deviation over 10 repetitions. As in D-VAE's ``bo.py`` the targets are
@@ -17,7 +17,7 @@ whose length scales start at the median pairwise distance of the inputs; inducin
 start at a random subset of the training inputs. The repetitions differ in that subset
 and in the minibatch order.
 
-``SparseGPSettings.method`` chooses the approximation (issue 23: so that a gap to the
+``SparseGPConfig.method`` chooses the approximation (so that a gap to the
 paper's Table 2 can be blamed on the right part), all on the same latents, kernel,
 initialisation and inducing-point subset:
 
@@ -55,13 +55,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from attnas.config import PositiveFloat, PositiveInt, Seed, check_fields
+from attnas.config import CheckedConfig, PositiveFloat, PositiveInt, Seed
 from attnas.errors import ConfigError, DataError, check_finite_loss
 from attnas.progress import progress
 
 
 @dataclass(frozen=True)
-class SparseGPSettings:
+class SparseGPConfig(CheckedConfig):
     """Sparse-GP training settings.
 
     Attributes:
@@ -84,8 +84,9 @@ class SparseGPSettings:
     method: Literal["svgp", "fitc", "sgpr"] = "svgp"
     maxiter: PositiveInt = 200
 
-    def __post_init__(self) -> None:
-        check_fields(self)
+
+#: The former name of :class:`SparseGPConfig`, still importable.
+SparseGPSettings = SparseGPConfig
 
 
 class SparseGP:
@@ -140,7 +141,7 @@ def _median_distance(x: Tensor, generator: torch.Generator, sample: int = 1000) 
     return med if med > 0 else 1.0
 
 
-def fit_sparse_gp(x: Tensor, y: Tensor, settings: SparseGPSettings = SparseGPSettings(), description: str = "sparse GP") -> SparseGP:
+def fit_sparse_gp(x: Tensor, y: Tensor, settings: SparseGPConfig = SparseGPConfig(), description: str = "sparse GP") -> SparseGP:
     """Fit a sparse GP to ``(x, y)`` (``settings.method``: SVGP, FITC or SGPR; module doc).
 
     Args:
@@ -270,7 +271,7 @@ def _woodbury():
     return gpytorch.settings.fast_computations(covar_root_decomposition=True, log_prob=True, solves=True)
 
 
-def _fit_inducing_exact(x, ys, covar, likelihood, inducing, settings: SparseGPSettings, y_mean, y_std) -> SparseGP:
+def _fit_inducing_exact(x, ys, covar, likelihood, inducing, settings: SparseGPConfig, y_mean, y_std) -> SparseGP:
     """FITC or SGPR: an exact GP with an inducing-point kernel, fitted by L-BFGS-B on its evidence."""
     from botorch.models.gpytorch import GPyTorchModel
     from gpytorch.distributions import MultivariateNormal
@@ -333,10 +334,10 @@ def rmse_pearson(pred: Tensor | np.ndarray, target: Tensor | np.ndarray) -> tupl
 
 
 def gp_prediction(
-    z_train: Tensor, y_train: Tensor, z_test: Tensor, y_test: Tensor, settings: SparseGPSettings = SparseGPSettings(),
+    z_train: Tensor, y_train: Tensor, z_test: Tensor, y_test: Tensor, settings: SparseGPConfig = SparseGPConfig(),
     description: str = "sparse GP",
 ) -> tuple[float, float]:
-    """One repetition of paper 004's Table 2: fit on the training latents, score the test split.
+    """One repetition of Chatzianastasis et al.'s (2021) Table 2: fit on the training latents, score the test split.
 
     Returns:
         ``(rmse, pearson_r)`` of the test predictions in standardised units.
@@ -367,9 +368,9 @@ def predictive_performance(
     z_test: Tensor,
     y_test: Tensor,
     repeats: int = 10,
-    settings: SparseGPSettings = SparseGPSettings(),
+    settings: SparseGPConfig = SparseGPConfig(),
 ) -> dict:
-    """Paper 004's Table 2: test RMSE (standardised units) and Pearson's r of a sparse GP.
+    """Chatzianastasis et al.'s (2021) Table 2: test RMSE (standardised units) and Pearson's r of a sparse GP.
 
     Args:
         z_train: Training latent means.

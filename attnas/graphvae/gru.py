@@ -1,6 +1,6 @@
 """A GRU cell step from a zero hidden state, without the hidden-state product.
 
-The vertex update of D-VAE (Zhang et al. 2019, Sec. 3.1; paper 004, Eqs. 7 / 11) is a
+The vertex update of D-VAE (Zhang et al. 2019, Sec. 3.1; Chatzianastasis et al., 2021, Eqs. 7 / 11) is a
 GRU cell. ``nn.GRUCell`` (Cho et al. 2014) computes ``r = sigma(W_ir x + b_ir + W_hr h + b_hr)``,
 ``z = sigma(W_iz x + b_iz + W_hz h + b_hz)``, ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``
 and ``h' = (1 - z) * n + z * h``. With ``h = 0`` every ``W_h* h`` product vanishes, so

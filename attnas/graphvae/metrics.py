@@ -1,7 +1,7 @@
-"""Paper 004's Table 1: reconstruction accuracy, prior validity and uniqueness.
+"""Chatzianastasis et al.'s (2021) Table 1: reconstruction accuracy, prior validity and uniqueness.
 
 D-VAE's protocol (Zhang et al. 2019, Sec. 4.1; public ``train.py``, ``test`` and
-``prior_validity``), which paper 004 follows:
+``prior_validity``), which Chatzianastasis et al. (2021) follow:
 
 - **Reconstruction accuracy**: every test graph is encoded 10 times and each encoding is
   decoded 10 times (stochastic decoding); the fraction of the decodings that are exactly
@@ -13,7 +13,7 @@ D-VAE's protocol (Zhang et al. 2019, Sec. 4.1; public ``train.py``, ``test`` and
   ``prior_validity(scale_to_train_range=True)``), and each is decoded 10 times; the
   fraction of the 10,000 decodings that are valid (ENAS: :func:`is_valid_enas`).
 - **Uniqueness**: distinct valid graphs divided by the number of valid decodings.
-- **Novelty** (reported by D-VAE, not in paper 004's table): the fraction of valid
+- **Novelty** (reported by D-VAE, not in Chatzianastasis et al.'s table): the fraction of valid
   decodings not in the training set.
 
 All values are fractions in [0, 1].
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attnas.config import PositiveInt, check_fields
+from attnas.config import CheckedConfig, PositiveInt
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.validity import is_valid_enas
 from attnas.graphvae.vae import GraphVAE
@@ -152,7 +152,7 @@ def validity_uniqueness(
 
 
 @dataclass(frozen=True)
-class Table1Settings:
+class Table1Config(CheckedConfig):
     """How many graphs and decodings Table 1 uses (defaults: D-VAE's protocol).
 
     Attributes:
@@ -169,21 +169,22 @@ class Table1Settings:
     prior_points: PositiveInt = 1000
     prior_decodes: PositiveInt = 10
 
-    def __post_init__(self) -> None:
-        check_fields(self)
+
+#: The former name of :class:`Table1Config`, still importable.
+Table1Settings = Table1Config
 
 
 def table1(
     model: GraphVAE,
     train: DagBatch,
     test: DagBatch,
-    settings: Table1Settings = Table1Settings(),
+    settings: Table1Config = Table1Config(),
     is_valid: Callable[[DagBatch], Tensor] = is_valid_enas,
     seed: int = 0,
     extra_valid: dict[str, Callable[[DagBatch], Tensor]] | None = None,
     z_train: Tensor | None = None,
 ) -> dict[str, float]:
-    """Paper 004's Table 1 with D-VAE's protocol: reconstruction accuracy, validity, uniqueness.
+    """Chatzianastasis et al.'s (2021) Table 1 with D-VAE's protocol: reconstruction accuracy, validity, uniqueness.
 
     Args:
         model: The trained VAE.

@@ -1,6 +1,6 @@
 """How a vertex's operation is shown to the graph VAE: one-hot or a learned embedding.
 
-Paper 004 (Chatzianastasis et al., "Operation Embeddings for Neural Architecture
+Chatzianastasis et al., 2021 ("Operation Embeddings for Neural Architecture
 Search", Sec. 3.3) replaces the fixed one-hot operation matrix ``X`` of D-VAE/GCN with
 an operation embedding ``O: K -> R^{d_op}`` (Eqs. 3a-3b, 8-11): a table of ``|K|``
 learnable vectors of size ``d_op = 3``, initialised from ``N(0, 1)`` and trained with the
@@ -20,7 +20,7 @@ from attnas.errors import ConfigError
 
 
 class OperationEncoding(nn.Module):
-    """One-hot vectors or learnable operation embeddings ``O(x)`` (paper 004, Sec. 3.3).
+    """One-hot vectors or learnable operation embeddings ``O(x)`` (Chatzianastasis et al., 2021, Sec. 3.3).
 
     Args:
         num_types: Number of vertex types ``|K|`` (operations plus input and output).

@@ -1,6 +1,6 @@
 """A linear map applied at many sequential steps, with one weight-gradient product.
 
-The D-VAE encoder and decoder (paper 004, Appendix A, Eqs. 4-11; D-VAE, Zhang et al.
+The D-VAE encoder and decoder (Chatzianastasis et al., 2021, Appendix A, Eqs. 4-11; D-VAE, Zhang et al.
 2019, Sec. 3) apply the same GRU hidden-state product ``W_hh h`` and the same gated-sum
 product ``[W_g; W_m] Cat(h, x)`` once per vertex, in a sequence: each step needs the
 previous step's output, so every product has only ``B`` (the batch size) rows. Autograd

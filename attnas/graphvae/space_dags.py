@@ -5,7 +5,7 @@ e.g. AutoAttend and ENAS) can feed a graph VAE: :func:`space_dataset` encodes
 architectures with the space's vocabulary (its ``input`` and ``output`` vertices become
 the VAE's start and end types), and :class:`SpaceDecoder` turns decoded graphs back into
 architectures, a decoding counting as valid exactly when ``space.from_dag`` accepts it
-(paper 004, Sec. 4.3 / D-VAE: only valid decodings are evaluated).
+(Chatzianastasis et al., 2021, Sec. 4.3 / D-VAE: only valid decodings are evaluated).
 """
 
 from __future__ import annotations

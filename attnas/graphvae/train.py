@@ -1,9 +1,9 @@
 """Training a graph VAE, with every piece of state explicit so a strategy can resume it.
 
-D-VAE's optimisation (Zhang et al. 2019, public ``train.py``; paper 004, Appendix B uses
+D-VAE's optimisation (Zhang et al. 2019, public ``train.py``; Chatzianastasis et al., 2021, Appendix B uses
 the same settings): Adam with learning rate ``1e-4``, batches of 32 graphs shuffled every
 epoch, 300 epochs, and ``ReduceLROnPlateau(factor=0.1, patience=10)`` stepped on the
-epoch's summed training loss. Paper 004, Sec. 3.3 and Appendix B: DVAE-EMB is trained for
+epoch's summed training loss. Chatzianastasis et al., 2021, Sec. 3.3 and Appendix B: DVAE-EMB is trained for
 ``T = 4`` iterations of 300 epochs; iteration 1 initialises the operation embeddings
 from ``N(0, 1)`` and every later iteration trains a freshly initialised model whose
 operation embeddings start from the last epoch of the previous iteration (GCN-EMB:
@@ -26,7 +26,7 @@ from typing import Annotated, Literal
 import torch
 from torch.optim.lr_scheduler import ReduceLROnPlateau
 
-from attnas.config import NonNegativeInt, PositiveFloat, PositiveInt, Range, Seed, check_fields
+from attnas.config import CheckedConfig, NonNegativeInt, PositiveFloat, PositiveInt, Range, Seed
 from attnas.errors import CheckpointError, DataError, check_finite_loss
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.vae import GraphVAE, GraphVAEConfig, precision_context
@@ -34,8 +34,8 @@ from attnas.progress import progress
 
 
 @dataclass(frozen=True)
-class TrainSettings:
-    """Optimisation settings (defaults: D-VAE's / paper 004's protocol).
+class VAETrainConfig(CheckedConfig):
+    """Optimisation settings (defaults: D-VAE's / Chatzianastasis et al.'s protocol).
 
     Attributes:
         epochs: Epochs per iteration (paper: 300).
@@ -44,7 +44,7 @@ class TrainSettings:
         plateau_factor: ``ReduceLROnPlateau`` factor (D-VAE: 0.1).
         plateau_patience: ``ReduceLROnPlateau`` patience in epochs (D-VAE: 10).
         iterations: ``T``, full trainings that carry the operation embeddings over
-            (paper 004: 4 for DVAE-EMB, 1 otherwise).
+            (Chatzianastasis et al., 2021: 4 for DVAE-EMB, 1 otherwise).
         seed: Seed of the model initialisation, the batch order and the noise.
         max_batches: Stop each epoch after this many batches (None: the whole epoch).
         precision: ``"fp32"`` (default) or ``"bf16"``: the loss's matrix products under
@@ -63,8 +63,9 @@ class TrainSettings:
     max_batches: PositiveInt | None = None
     precision: Literal["fp32", "bf16"] = "fp32"
 
-    def __post_init__(self) -> None:
-        check_fields(self)
+
+#: The former name of :class:`VAETrainConfig`, still importable.
+TrainSettings = VAETrainConfig
 
 
 @dataclass
@@ -86,7 +87,7 @@ class TrainState:
     model: GraphVAE
     optimizer: torch.optim.Optimizer
     scheduler: ReduceLROnPlateau
-    settings: TrainSettings
+    settings: VAETrainConfig
     iteration: int = 0
     epoch: int = 0
     generator: torch.Generator = field(default_factory=torch.Generator)
@@ -120,7 +121,7 @@ class TrainState:
             CheckpointError: When a key is missing or the weights do not fit the model.
         """
         try:
-            settings = TrainSettings(**data["settings"])
+            settings = VAETrainConfig(**data["settings"])
             model = GraphVAE.from_arguments(data["model_args"])
             model.load_state_dict(data["model"])
             state = _fresh_optim(model, settings)
@@ -135,7 +136,7 @@ class TrainState:
         return state
 
 
-def _fresh_optim(model: GraphVAE, settings: TrainSettings) -> TrainState:
+def _fresh_optim(model: GraphVAE, settings: VAETrainConfig) -> TrainState:
     optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr, fused=True)  # one kernel for all parameters
     scheduler = ReduceLROnPlateau(
         optimizer, mode="min", factor=settings.plateau_factor, patience=settings.plateau_patience
@@ -149,7 +150,7 @@ def _init_model(config: GraphVAEConfig, num_types: int, max_nodes: int, seed: in
         return GraphVAE(config, num_types, max_nodes)
 
 
-def new_state(config: GraphVAEConfig, num_types: int, max_nodes: int, settings: TrainSettings) -> TrainState:
+def new_state(config: GraphVAEConfig, num_types: int, max_nodes: int, settings: VAETrainConfig) -> TrainState:
     """A fresh training state: model initialised from ``settings.seed``, epoch 0 of iteration 0."""
     model = _init_model(config, num_types, max_nodes, settings.seed)
     state = _fresh_optim(model, settings)
@@ -158,7 +159,7 @@ def new_state(config: GraphVAEConfig, num_types: int, max_nodes: int, settings: 
 
 
 def next_iteration(state: TrainState) -> TrainState:
-    """Start the next iteration (paper 004, Sec. 3.3): a freshly initialised model whose
+    """Start the next iteration (Chatzianastasis et al., 2021, Sec. 3.3): a freshly initialised model whose
     operation embeddings are the last ones of the previous iteration, with a new optimiser."""
     s = state.settings
     old = state.model

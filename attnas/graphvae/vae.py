@@ -1,12 +1,12 @@
 """The graph VAE: an encoder, the shared DAG decoder, and D-VAE's ELBO loss.
 
-Paper 004, Sec. 3.2, Eq. 1 (the evidence lower bound) with D-VAE's training details
+Chatzianastasis et al., 2021, Sec. 3.2, Eq. 1 (the evidence lower bound) with D-VAE's training details
 (Zhang et al. 2019, public code): the loss of a batch is the teacher-forced negative
 log-likelihood of the true graphs plus ``beta * KL(q(z|G) || N(0, I))``, summed over the
 batch, with ``beta = 0.005``; during training ``z = mu + eps_scale * eps * sigma`` with
 ``eps_scale = 0.01``, and at evaluation ``z = mu``.
 
-The four models of paper 004's tables are :data:`PAPER_MODELS`: D-VAE and DVAE-EMB use
+The four models of Chatzianastasis et al.'s (2021) tables are :data:`PAPER_MODELS`: D-VAE and DVAE-EMB use
 the bidirectional asynchronous encoder, GCN and GCN-EMB the directed GCN encoder; the
 ``-EMB`` variants replace one-hot operations with learned 3-dimensional embeddings.
 """
@@ -20,7 +20,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-from attnas.config import NonNegativeFloat, PositiveInt, check_fields
+from attnas.config import CheckedConfig, NonNegativeFloat, PositiveInt
 from attnas.errors import ConfigError, DataError
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.decoder import DagDecoder
@@ -30,19 +30,19 @@ from attnas.graphvae.op_encoding import OperationEncoding
 
 
 @dataclass(frozen=True)
-class GraphVAEConfig:
+class GraphVAEConfig(CheckedConfig):
     """Options of a graph VAE (defaults: D-VAE's ENAS settings).
 
     Attributes:
         encoder: ``"dvae"`` (asynchronous GRU message passing) or ``"gcn"``.
-        operations: ``"onehot"`` or ``"embedding"`` (paper 004's operation embeddings).
+        operations: ``"onehot"`` or ``"embedding"`` (Chatzianastasis et al.'s operation embeddings).
         op_dim: Size ``d_op`` of an operation embedding (paper: 3).
         hidden: Hidden state size (D-VAE: 501).
         latent: Latent size (D-VAE: 56).
         bidirectional: D-VAE encoder: add the reverse pass; GCN: ignore edge directions.
         gcn_layers: Number of GCN layers (D-VAE: 3).
         message_input: Vertex descriptor in messages: ``"vertex_id"`` (public code) or
-            ``"operation"`` (Eq. 6 as printed in paper 004).
+            ``"operation"`` (Eq. 6 as printed in Chatzianastasis et al., 2021).
         beta: Weight of the KL term (D-VAE: 0.005).
         eps_scale: Scale of the reparameterisation noise during training (D-VAE: 0.01).
     """
@@ -58,11 +58,8 @@ class GraphVAEConfig:
     beta: NonNegativeFloat = 0.005
     eps_scale: NonNegativeFloat = 0.01
 
-    def __post_init__(self) -> None:
-        check_fields(self)
 
-
-#: The models of paper 004's Tables 1-2, with D-VAE's ENAS sizes.
+#: The models of Chatzianastasis et al.'s (2021) Tables 1-2, with D-VAE's ENAS sizes.
 PAPER_MODELS: dict[str, GraphVAEConfig] = {
     "D-VAE": GraphVAEConfig(encoder="dvae", operations="onehot", bidirectional=True),
     "DVAE-EMB": GraphVAEConfig(encoder="dvae", operations="embedding", bidirectional=True),
@@ -83,7 +80,7 @@ def precision_context(precision: str, device: torch.device | str = "cpu") -> con
 
 
 def paper_model(name: str, **overrides) -> GraphVAEConfig:
-    """The config of one of paper 004's models, with optional field overrides."""
+    """The config of one of Chatzianastasis et al.'s (2021) models, with optional field overrides."""
     if name not in PAPER_MODELS:
         from attnas.errors import unknown_name
 
@@ -92,7 +89,7 @@ def paper_model(name: str, **overrides) -> GraphVAEConfig:
 
 
 class GraphVAE(nn.Module):
-    """A variational autoencoder for DAGs (paper 004, Sec. 3; D-VAE).
+    """A variational autoencoder for DAGs (Chatzianastasis et al., 2021, Sec. 3; D-VAE).
 
     Args:
         config: The model options.

@@ -2,8 +2,9 @@
 
 A kernel is a C++ source in ``attnas/kernels/csrc`` (plain C++, no PyTorch headers), built with
 ``g++ -O3 -march=native -fopenmp -shared`` into a per-user cache and called through
-:mod:`ctypes` on tensor data pointers. The first build takes a few seconds; later processes load
-the cached shared object, after these checks:
+:mod:`ctypes` on tensor data pointers. The first build takes a few seconds, announced by one
+line on the ``attnas.kernels._build`` logger (``building kernel NAME (once, about N s)``, at INFO,
+which the command line shows); later processes load the cached shared object, after these checks:
 
 * the cache key is the SHA-256 of the source and every header of ``csrc``, the compiler's path
   and ``--version`` output, the flags and the CPU's model and feature flags (``-march=native``
@@ -24,8 +25,10 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import logging
 import os
 import platform
+import re
 import shutil
 import stat
 import subprocess
@@ -44,6 +47,8 @@ KERNEL_DTYPES: dict[torch.dtype, int] = {torch.float32: 0, torch.float64: 1}
 
 #: The C++ sources and headers (package data).
 CSRC = Path(__file__).resolve().parent / "csrc"
+
+_log = logging.getLogger(__name__)
 
 FLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-shared", "-fPIC", "-std=c++17"]
 
@@ -184,13 +189,17 @@ class Library:
             problem = self._check(path, record)
             if problem is None:
                 try:
+                    _log.debug("loading kernel %s from the cache: %s", self.name, path)
                     return self._bind(ctypes.CDLL(str(path)))
                 except OSError as exc:
                     problem = f"it does not load ({exc})"
             warnings.warn(f"attnas.kernels: rebuilding {path.name}: {problem}", RuntimeWarning, stacklevel=4)
+        _log.info("building kernel %s (once, about %.0f s)", self.name, estimated_build_seconds(self.name, folder))
         t0 = time.perf_counter()
         self._build(cxx, folder, path, record)
         self.build_seconds = time.perf_counter() - t0
+        _record_build_seconds(self.name, folder, self.build_seconds)
+        _log.debug("built kernel %s in %.1f s: %s", self.name, self.build_seconds, path)
         return self._bind(ctypes.CDLL(str(path)))
 
     @staticmethod
@@ -237,6 +246,41 @@ class Library:
 
 class _NoCompiler(RuntimeError):
     pass
+
+
+def _seconds_file(name: str, folder: Path) -> Path:
+    return folder / f"{name}.build-seconds"
+
+
+def estimated_build_seconds(name: str, folder: Path) -> float:
+    """About how long building kernel ``name`` takes: its last build's time on this machine
+    (recorded in the cache folder), else a guess from the length of its source
+    and of the headers it includes (about 5 ms a line with ``-O3`` on one core, at least 1 s)."""
+    try:
+        return max(1.0, float(_seconds_file(name, folder).read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        pass
+    return max(1.0, 0.005 * sum(len(text.splitlines()) for text in _source_texts(CSRC / f"{name}.cpp")))
+
+
+def _source_texts(path: Path, seen: set[Path] | None = None) -> list[str]:
+    """The text of ``path`` and of the ``csrc`` headers it includes (``#include "x.h"``), each once."""
+    seen = set() if seen is None else seen
+    if path in seen or not path.exists():
+        return []
+    seen.add(path)
+    text = path.read_text(encoding="utf-8")
+    headers = re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, flags=re.M)
+    return [text, *[t for h in headers for t in _source_texts(CSRC / h, seen)]]
+
+
+def _record_build_seconds(name: str, folder: Path, seconds: float) -> None:
+    """Keep how long the build took, for the next build's notice (a failure is ignored: it is
+    only an estimate)."""
+    try:
+        _seconds_file(name, folder).write_text(f"{seconds:.1f}\n", encoding="utf-8")
+    except OSError:
+        pass
 
 
 def int64_array(values: Sequence[int]) -> ctypes.Array:

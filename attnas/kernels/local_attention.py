@@ -1,4 +1,4 @@
-"""Kernel ``local_attention``: SASA local self-attention (paper 003's ``Local SA``) compiled for the CPU.
+"""Kernel ``local_attention``: SASA local self-attention (``Local SA`` of Zhou et al., 2021) compiled for the CPU.
 
 ``csrc/local_attention.cpp`` keeps a tile of 16 queries' logits, softmax and weighted sums in
 cache and fuses the backward pass likewise, on the flat, zero-padded layout of

@@ -1,4 +1,4 @@
-"""The encoder-decoder of the context auto-regression search (paper 003, Sec. III.C, Fig. 3).
+"""The encoder-decoder of the context auto-regression search (Zhou et al., 2021, Sec. III.C, Fig. 3).
 
 "The macro-architecture [...] is used as the encoder to extract the features. Then, the
 feature is passed through a series of up-sampling layers to produce the prediction."

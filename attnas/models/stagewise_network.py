@@ -1,6 +1,6 @@
-"""Networks of the stage-wise full-attention search space (paper 003, Table I).
+"""Networks of the stage-wise full-attention search space (Zhou et al., 2021, Table I).
 
-The macro-architecture (Zhou et al., Sec. III.A, Table I, Fig. 1(a)):
+The macro-architecture (Zhou et al., 2021, Sec. III.A, Table I, Fig. 1(a)):
 
 =========  ==================  ===================  ======  ========
 part       operation           output channels      layers  stride
@@ -117,7 +117,7 @@ class _Backbone(nn.Module):
 
 
 class StagewiseNetwork(_Backbone):
-    """One architecture of the stage-wise space (paper 003, Table I).
+    """One architecture of the stage-wise space (Zhou et al., 2021, Table I).
 
     Args:
         ops: The 15 searched blocks (names from :data:`CANDIDATES`), stage by stage.
@@ -154,7 +154,7 @@ class StagewiseNetwork(_Backbone):
 
 
 class MixedLayer(nn.Module):
-    """A searchable layer relaxed as in DARTS (paper 003, Eq. 1).
+    """A searchable layer relaxed as in DARTS (Zhou et al., 2021, Eq. 1).
 
     ``f(x) = sum_b softmax(alpha)_b * b(x)`` over the seven candidate blocks.
 
@@ -183,7 +183,7 @@ class MixedLayer(nn.Module):
 
 
 class RelaxedStagewiseNetwork(_Backbone):
-    """Continuous relaxation of the stage-wise space (paper 003, Sec. III.B, Eq. 1).
+    """Continuous relaxation of the stage-wise space (Zhou et al., 2021, Sec. III.B, Eq. 1).
 
     Architecture parameters ``alpha`` (``[groups, 7]``, initialised to zero: "an equal
     amount of attention over all possible operations", Sec. IV.B) are kept apart from the

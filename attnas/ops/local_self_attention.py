@@ -2,7 +2,7 @@ r"""Local multi-head self-attention with relative position embeddings.
 
 The "stand-alone self-attention" layer of Ramachandran et al., *Stand-Alone Self-Attention
 in Vision Models* (NeurIPS 2019, Eq. 3), the local operation of the full-attention NAS
-search space (Zhou et al., paper 003, Sec. III.A, Table II: ``Local SA_k{3,5,7}_h{4,8}``):
+search space (Zhou et al., 2021, Sec. III.A, Table II: ``Local SA_k{3,5,7}_h{4,8}``):
 
 .. math::
     y_{ij} = \sum_{(a,b) \in \mathcal{N}_k(i,j)}
@@ -170,7 +170,7 @@ def local_attention(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_col: T
 
 
 class LocalSelfAttention(nn.Module):
-    """Local multi-head self-attention layer (SASA Eq. 3; paper 003 Table II ``Local SA``).
+    """Local multi-head self-attention layer (SASA Eq. 3; Zhou et al., 2021, Table II ``Local SA``).
 
     Projects the input with bias-free 1x1 convolutions to queries, keys and values of
     ``out_channels`` channels and attends over each pixel's ``kernel_size x

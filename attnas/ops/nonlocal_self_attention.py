@@ -2,7 +2,7 @@
 
 The non-local operation of Wang et al., *Non-local Neural Networks* (CVPR 2018, Eqs. 1-3,
 "embedded Gaussian" pairwise function), the global operation of the full-attention NAS
-search space (Zhou et al., paper 003, Sec. III.A, Table II ``Non-local SA``):
+search space (Zhou et al., 2021, Sec. III.A, Table II ``Non-local SA``):
 
 .. math::
     y_i = \\sum_{j} \\frac{\\exp(\\theta(x_i)^\\top \\phi(x_j))}
@@ -56,7 +56,7 @@ def nonlocal_attention(theta: Tensor, phi: Tensor, g: Tensor) -> Tensor:
 
 
 class NonLocalSelfAttention(nn.Module):
-    """Non-local self-attention operation (Wang et al. 2018; paper 003 Table II).
+    """Non-local self-attention operation (Wang et al. 2018; Zhou et al., 2021, Table II).
 
     Args:
         in_channels: Input channels.

@@ -6,7 +6,7 @@ does that, but on CPU ``nn.GRU`` then records a small autograd graph per time st
 (several operations per step and direction), and in its backward pass every step's
 slice of the packed input projection zero-fills a gradient as large as the whole
 projection (quadratic in the length), which made it a large part of the 24-layer
-supernet's backward pass (``benchmarks/bench_autoattend_text.py`` compares the two in
+supernet's backward pass (``benchmarks/speed/bench_autoattend_text.py`` compares the two in
 the same run).
 
 This module computes the same function on the right-padded ``[B, L, H]`` batch:

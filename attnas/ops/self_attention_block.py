@@ -1,7 +1,7 @@
 """The building blocks of the full-attention search space and its seven candidates.
 
 Zhou et al., *Full-attention based Neural Architecture Search using Context
-Auto-regression* (paper 003), Sec. III.A, Fig. 1(c) (non-local block) and Fig. 1(d)
+Auto-regression* (2021), Sec. III.A, Fig. 1(c) (non-local block) and Fig. 1(d)
 (local block), candidates of Table II. A block is a "bottleneck" in the sense of He et
 al. (2016):
 
@@ -91,7 +91,7 @@ def _bn(channels: int, enabled: bool) -> nn.Module:
 
 
 class SelfAttentionBlock(nn.Module):
-    """Bottleneck self-attention block (paper 003, Fig. 1(c)/(d)).
+    """Bottleneck self-attention block (Zhou et al., 2021, Fig. 1(c)/(d)).
 
     Args:
         in_channels: Input channels.
@@ -177,7 +177,7 @@ def _register(name: str) -> None:
         return make_candidate(name, in_channels, out_channels, stride, **options)
 
     factory.__name__ = factory.__qualname__ = f"make_{name}"
-    factory.__doc__ = f"{label} building block (paper 003, Table II and Fig. 1)."
+    factory.__doc__ = f"{label} building block (Zhou et al., 2021, Table II and Fig. 1)."
     register_op("fullattn", name, help=f"{label} block (full-attention NAS, Table II)")(factory)
 
 

@@ -80,7 +80,9 @@ def masked_multihead_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     memory layout (SDPA falls back to a slower path for non-contiguous inputs).
 
     Args:
-        q, k, v: Queries, keys and values.
+        q: Queries.
+        k: Keys.
+        v: Values.
         ctx: Padding of the batch (keys and queries share it).
         heads: Number of heads :math:`h`; must divide :math:`H`.
         dropout: Dropout on the attention weights (training only; pass 0 in eval).

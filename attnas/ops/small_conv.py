@@ -53,10 +53,13 @@ def depthwise_pair(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, d
 
     Args:
         x: ``(B, C_in, H, W)``.
-        w1, w2: ``(C_out, 1, k, k)`` filters (``k`` odd, the same for both), ``C_out`` a multiple
+        w1: ``(C_out, 1, k, k)`` filters of the first bank (``k`` odd), ``C_out`` a multiple
             of ``C_in``.
-        b1, b2: Optional ``(C_out,)`` biases.
-        d1, d2: Dilations.
+        b1: Optional ``(C_out,)`` biases of the first bank.
+        d1: Dilation of the first bank.
+        w2: Filters of the second bank, shaped like ``w1``.
+        b2: Optional ``(C_out,)`` biases of the second bank.
+        d2: Dilation of the second bank.
 
     Returns:
         The two outputs, ``(B, C_out, H, W)`` each.

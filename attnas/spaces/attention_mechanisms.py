@@ -37,7 +37,7 @@ from torch import nn
 from attnas import _registry
 from attnas._registry import register_space
 from attnas.arch import Arch
-from attnas.config import Fraction, NonNegativeInt, PositiveInt, check_fields
+from attnas.config import CheckedConfig, Fraction, NonNegativeInt, PositiveInt
 from attnas.errors import ArchError, ConfigError, unknown_name
 from attnas.models.mechanism_supernet import DEFAULT_CANDIDATES, MechanismSupernet
 from attnas.models.transformer_encoder import TransformerEncoderClassifier
@@ -52,7 +52,7 @@ def _mechanism_class(name: str) -> type:
 
 
 @dataclass(frozen=True)
-class AttentionMechanismsConfig:
+class AttentionMechanismsConfig(CheckedConfig):
     """Options of the attention-mechanism space (defaults: LRA ListOps model sizes).
 
     Long Range Arena's ListOps models (Tay et al. 2021, ``base_listops_config``) have
@@ -89,7 +89,7 @@ class AttentionMechanismsConfig:
     supernet_depth: PositiveInt = 1
 
     def __post_init__(self) -> None:
-        check_fields(self)
+        super().__post_init__()
         if not self.candidates:
             raise ConfigError("candidates: the space needs at least one mechanism")
         for name in self.candidates:

@@ -53,7 +53,7 @@ from torch import nn
 from attnas import _registry
 from attnas._registry import register_space
 from attnas.arch import Arch
-from attnas.config import Fraction, PositiveInt, check_fields
+from attnas.config import CheckedConfig, Fraction, PositiveInt
 from attnas.errors import ArchError, ConfigError, unknown_name
 from attnas.models.autoattend_network import ROLES, ZERO, AutoAttendModel, AutoAttendSupernet, adapter_for
 from attnas.spaces.base import Baseline, Space
@@ -63,7 +63,7 @@ IDENTITY = "identity"
 
 
 @dataclass(frozen=True)
-class AutoAttendConfig:
+class AutoAttendConfig(CheckedConfig):
     """Options of the AutoAttend space.
 
     Attributes:
@@ -112,8 +112,10 @@ class AutoAttendConfig:
     qk_norm: bool = False
     options: dict[str, Any] | None = None
 
+    field_prefix = "space."
+
     def __post_init__(self) -> None:
-        check_fields(self, "space.")
+        super().__post_init__()
         if not self.layer_types:
             raise ConfigError("space.layer_types: must name at least one of add, attn")
         if len(set(self.layer_types)) != len(self.layer_types):

@@ -41,7 +41,7 @@ from typing import Any, Literal
 from torch import nn
 
 from attnas import _registry
-from attnas.config import from_mapping
+from attnas.config import CheckedConfig, from_mapping
 from attnas.errors import ConfigError
 from attnas.models.text_encoder import MaskedPoolingHead, TextStem
 from attnas.ops.sequence_attention import SequenceAttention
@@ -50,7 +50,7 @@ from attnas.tasks.base import TaskInfo
 
 
 @dataclass(frozen=True)
-class TextAdapterOptions:
+class TextAdapterConfig(CheckedConfig):
     """Text options of the AutoAttend space (``space.options``).
 
     Attributes:
@@ -66,6 +66,10 @@ class TextAdapterOptions:
     gru: Literal["sum", "concat", "forward"] = "sum"
     freeze_embeddings: bool = False
     attention_norm: bool = True
+
+
+#: The former name of :class:`TextAdapterConfig`, still importable.
+TextAdapterOptions = TextAdapterConfig
 
 
 @register_adapter("text")
@@ -91,7 +95,7 @@ class TextAdapter:
         if self.opts.stem != "project" or self.opts.head != "linear":
             raise ConfigError(f"space.stem / space.head: text networks have an embedding stem and a pooling head "
                               f"(stem: project, head: linear), got stem {self.opts.stem!r}, head {self.opts.head!r}")
-        self.text = from_mapping(TextAdapterOptions, self.opts.options or {}, "space.options")
+        self.text = from_mapping(TextAdapterConfig, self.opts.options or {}, "space.options")
         self.add_dropout = self.opts.dropout
 
     def stem(self) -> nn.Module:

@@ -1,7 +1,7 @@
-"""The ENAS macro search space (6 layers) as DAGs: the space of D-VAE's and paper 004's data.
+"""The ENAS macro search space (6 layers) as DAGs: the space of D-VAE's and Chatzianastasis et al.'s (2021) data.
 
 Pham et al., *Efficient Neural Architecture Search via Parameter Sharing*, ICML 2018
-(macro space); D-VAE (Zhang et al., NeurIPS 2019, Sec. 4) and paper 004 (Sec. 4) use its
+(macro space); D-VAE (Zhang et al., NeurIPS 2019, Sec. 4) and Chatzianastasis et al. (2021, Sec. 4) use its
 19,020 architectures with their weight-sharing CIFAR-10 accuracy
 (:mod:`attnas.data.enas`).
 
@@ -35,7 +35,7 @@ from torch import nn
 
 from attnas._registry import register_space
 from attnas.arch import Arch
-from attnas.config import PositiveInt, check_fields
+from attnas.config import CheckedConfig, PositiveInt
 from attnas.data.enas import VOCAB
 from attnas.errors import ArchError, UnsupportedError, unknown_name
 from attnas.spaces.base import Space
@@ -45,7 +45,7 @@ OPS = VOCAB[2:]
 
 
 @dataclass(frozen=True)
-class EnasConfig:
+class EnasConfig(CheckedConfig):
     """Options of the ENAS macro space.
 
     Attributes:
@@ -54,8 +54,7 @@ class EnasConfig:
 
     layers: PositiveInt = 6
 
-    def __post_init__(self) -> None:
-        check_fields(self, "space.")
+    field_prefix = "space."
 
 
 @register_space("enas")

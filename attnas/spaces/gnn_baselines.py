@@ -25,7 +25,7 @@ from torch import nn
 
 from attnas._registry import register_space
 from attnas.arch import Arch
-from attnas.config import Fraction, PositiveInt
+from attnas.config import CheckedConfig, Fraction, PositiveInt
 from attnas.errors import ArchError, unknown_name
 from attnas.ops.dropout import fast_dropout
 from attnas.spaces.base import Space
@@ -34,7 +34,7 @@ MODELS = ("gcn", "gat")
 
 
 @dataclass(frozen=True)
-class GNNBaselineConfig:
+class GNNBaselineConfig(CheckedConfig):
     """Options (defaults: the papers' Cora settings).
 
     Attributes:

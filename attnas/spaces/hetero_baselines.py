@@ -34,7 +34,7 @@ from torch_geometric import nn as gnn
 
 from attnas._registry import register_space
 from attnas.arch import Arch
-from attnas.config import Fraction, PositiveInt
+from attnas.config import CheckedConfig, Fraction, PositiveInt
 from attnas.ops.dropout import fast_dropout
 from attnas.ops.graph_context import GraphContext
 from attnas.ops.graph_heterophily import GPRPropagation
@@ -55,7 +55,7 @@ MODELS = tuple(DESCRIPTIONS)
 
 
 @dataclass(frozen=True)
-class HeteroBaselineConfig:
+class HeteroBaselineConfig(CheckedConfig):
     """Options (defaults: the papers' settings).
 
     Attributes:

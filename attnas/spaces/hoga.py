@@ -43,7 +43,7 @@ from torch import nn
 from attnas import _registry
 from attnas._registry import register_space
 from attnas.arch import Arch
-from attnas.config import PositiveInt, check_fields
+from attnas.config import CheckedConfig, PositiveInt
 from attnas.errors import ArchError, ConfigError, did_you_mean
 from attnas.models.hoga_networks import RelaxedHOGANetwork, hoga_factory
 from attnas.models.image_classifier import ImageClassifier
@@ -63,7 +63,7 @@ FIGURE3_EDGES: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class HOGAConfig:
+class HOGAConfig(CheckedConfig):
     """Options of the HOGA space.
 
     Attributes:
@@ -89,7 +89,7 @@ class HOGAConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ops", tuple(self.ops))
-        check_fields(self)
+        super().__post_init__()
         if self.width % self.groups:
             raise ConfigError(f"width: must be a positive multiple of groups ({self.groups}), got {self.width}")
         if not self.ops:

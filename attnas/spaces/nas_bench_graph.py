@@ -31,7 +31,7 @@ from torch import nn
 
 from attnas._registry import register_space
 from attnas.arch import Arch
-from attnas.config import check_fields
+from attnas.config import CheckedConfig
 from attnas.errors import ArchError, UnsupportedError, unknown_name
 from attnas.spaces.base import Space
 from attnas.spaces.nas_bench_graph_canonical import LINKS, OPS, PROTEINS_OPS, canonical_code, canonical_form, decode
@@ -95,7 +95,7 @@ def arch_index(operations: str) -> ArchIndex:
 
 
 @dataclass(frozen=True)
-class NasBenchGraphConfig:
+class NasBenchGraphConfig(CheckedConfig):
     """Options of the NAS-Bench-Graph space.
 
     Attributes:
@@ -105,8 +105,7 @@ class NasBenchGraphConfig:
 
     operations: Literal["all", "proteins"] = "all"
 
-    def __post_init__(self) -> None:
-        check_fields(self, "space.")
+    field_prefix = "space."
 
 
 @register_space("nas-bench-graph")

@@ -28,7 +28,7 @@ from torch import nn
 from attnas import _registry
 from attnas._registry import register_space
 from attnas.arch import Arch
-from attnas.config import PositiveInt, check_fields
+from attnas.config import CheckedConfig, PositiveInt
 from attnas.errors import ArchError, ConfigError, did_you_mean
 from attnas.models.image_classifier import ImageClassifier
 from attnas.models.resnet_cifar import cifar_resnet
@@ -39,7 +39,7 @@ NONE = "none"
 
 
 @dataclass(frozen=True)
-class ResNetAttentionConfig:
+class ResNetAttentionConfig(CheckedConfig):
     """Options of the ``resnet-attention`` space.
 
     Attributes:
@@ -57,7 +57,7 @@ class ResNetAttentionConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "modules", tuple(self.modules))
-        check_fields(self)
+        super().__post_init__()
         if not self.modules:
             raise ConfigError("modules: the list is empty")
         bad = [m for m in self.modules if m != NONE and not _registry.is_registered("op", m, POOL)]

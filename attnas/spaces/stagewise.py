@@ -1,7 +1,7 @@
-"""The stage-wise full-attention search space (paper 003, Sec. III.A-B, Tables I and II).
+"""The stage-wise full-attention search space (Zhou et al., 2021, Sec. III.A-B, Tables I and II).
 
 Zhou et al., *Full-attention based Neural Architecture Search using Context
-Auto-regression*: a fixed ``Local SA_k3_h8`` stem, five stages of three searchable
+Auto-regression* (2021): a fixed ``Local SA_k3_h8`` stem, five stages of three searchable
 layers (``16, 32, 32, 64, 64`` channels times ``init_channels / 16``; the first layer of
 stages 2 and 4 has stride 2), global average pooling and a linear classifier. Every
 searchable layer picks one of the seven blocks of Table II, so the space holds
@@ -38,7 +38,7 @@ from torch import nn
 
 from attnas._registry import register_space
 from attnas.arch import Arch
-from attnas.config import PositiveInt, check_fields
+from attnas.config import CheckedConfig, PositiveInt
 from attnas.errors import ArchError, ConfigError, UnsupportedError, unknown_name
 from attnas.models.stagewise_network import (
     LAYERS_PER_STAGE,
@@ -57,7 +57,7 @@ _SHARED_STAGE_PATTERN = (0, 1, 0, 1, 0)  # stage -> shared structure (stages 1,3
 
 
 @dataclass(frozen=True)
-class StagewiseConfig:
+class StagewiseConfig(CheckedConfig):
     """Options of the stage-wise space.
 
     Attributes:
@@ -90,8 +90,10 @@ class StagewiseConfig:
     impl: Literal["fast", "unfold", "fused"] = "fused"
     final_channels: Optional[PositiveInt] = None
 
+    field_prefix = "space."
+
     def __post_init__(self) -> None:
-        check_fields(self, "space.")
+        super().__post_init__()
         for name in ("init_channels", "final_channels"):
             c = getattr(self, name)
             if c is None:
@@ -116,7 +118,7 @@ def _task_dims(task: Any) -> tuple[int, int]:
 
 @register_space("stagewise")
 class StagewiseSpace(Space):
-    """Stage-wise full-attention search space (paper 003, Table I; 7^15 architectures)."""
+    """Stage-wise full-attention search space (Zhou et al., 2021, Table I; 7^15 architectures)."""
 
     name: ClassVar[str] = "stagewise"
     Config: ClassVar[type] = StagewiseConfig

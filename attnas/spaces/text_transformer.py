@@ -24,13 +24,13 @@ from torch import nn
 
 from attnas._registry import register_space
 from attnas.arch import Arch
-from attnas.config import Fraction, NonNegativeInt, PositiveInt, check_fields
+from attnas.config import CheckedConfig, Fraction, NonNegativeInt, PositiveInt
 from attnas.errors import ArchError, ConfigError
 from attnas.spaces.base import Space
 
 
 @dataclass(frozen=True)
-class TextTransformerConfig:
+class TextTransformerConfig(CheckedConfig):
     """Options of the Transformer baseline (defaults: AutoAttend's NLP setting, Sec. 5.2.3).
 
     Attributes:
@@ -53,8 +53,10 @@ class TextTransformerConfig:
     pooling: Literal["max", "mean", "max+mean"] = "max"
     norm_first: bool = True
 
+    field_prefix = "space."
+
     def __post_init__(self) -> None:
-        check_fields(self, "space.")
+        super().__post_init__()
         if self.hidden % self.heads:
             raise ConfigError(f"space.hidden: {self.hidden} is not divisible by space.heads={self.heads}")
 

@@ -57,7 +57,7 @@ class Strategy:
     name: ClassVar[str] = ""
     Config: ClassVar[type | None] = None
     requires: ClassVar[tuple[str, ...]] = ()
-    #: Optional packages the strategy imports when it runs (keys of :data:`attnas.extras.EXTRAS`);
+    #: Optional packages the strategy imports when it runs (keys of ``attnas.extras.EXTRAS``);
     #: :func:`attnas.build.check_strategy` names the extra to install before anything is written.
     needs: ClassVar[tuple[str, ...]] = ()
     #: Whether the pipeline trains the found architecture afterwards (``retrain`` settings,

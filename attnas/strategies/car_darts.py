@@ -1,7 +1,7 @@
 """``car-darts``: full-attention search with context auto-regression, then DARTS fine-tuning.
 
 Zhou et al., *Full-attention based Neural Architecture Search using Context
-Auto-regression* (paper 003), Sec. III.B-D, Fig. 4 and Sec. IV.B. Two bilevel phases on
+Auto-regression* (2021), Sec. III.B-D, Fig. 4 and Sec. IV.B. Two bilevel phases on
 the DARTS relaxation of the stage-wise space (Eq. 1, ``alpha`` initialised to zero):
 
 1. **Search phase: context auto-regression** (Sec. III.C, Fig. 3; tag ``pretext``).
@@ -50,7 +50,7 @@ import torch
 from torch import nn
 
 from attnas._registry import register_strategy
-from attnas.config import NonNegativeFloat, PositiveFloat, PositiveInt, Range, check_fields
+from attnas.config import NonNegativeFloat, PositiveFloat, PositiveInt, Range
 from attnas.errors import UnsupportedError
 from attnas.models.car_decoder import ContextAutoregressionModel
 from attnas.models.stagewise_network import image_tensor
@@ -63,7 +63,7 @@ __all__ = ["CarDarts", "CarDartsConfig", "masked_reconstruction_loss"]
 
 @dataclass(frozen=True)
 class CarDartsConfig(DartsConfig):
-    """Options of ``car-darts`` (defaults: paper 003, Sec. IV.B).
+    """Options of ``car-darts`` (defaults: Zhou et al., 2021, Sec. IV.B).
 
     The inherited :class:`~attnas.strategies.darts.DartsConfig` options set the fine-tuning
     phase (``epochs`` 50, ``arch_lr`` 1e-4) and the weight optimiser of both phases (SGD lr
@@ -93,15 +93,11 @@ class CarDartsConfig(DartsConfig):
     mask_boxes: PositiveInt = 4
     reset_weights: bool = False
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_fields(self)
-
 
 def masked_reconstruction_loss(model: ContextAutoregressionModel, images: torch.Tensor, *,
                                generator: torch.Generator | None = None, max_fraction: float = 0.25,
                                max_boxes: int = 4) -> torch.Tensor:
-    """The context auto-regression loss of one batch (paper 003, Sec. III.C).
+    """The context auto-regression loss of one batch (Zhou et al., 2021, Sec. III.C).
 
     Args:
         model: Encoder-decoder (masked image -> image).
@@ -129,7 +125,7 @@ def _check_car(model: nn.Module, space_name: str, info: Any) -> None:
 
 @register_strategy("car-darts")
 class CarDarts(Darts):
-    """Context auto-regression search of alpha, then first-order DARTS on the task (paper 003)."""
+    """Context auto-regression search of alpha, then first-order DARTS on the task (Zhou et al., 2021)."""
 
     name = "car-darts"
     Config = CarDartsConfig

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
-from attnas.config import Fraction, NonNegativeFloat, PositiveFloat, PositiveInt, check_fields
+from attnas.config import CheckedConfig, Fraction, NonNegativeFloat, PositiveFloat, PositiveInt
 from attnas.errors import ConfigError
 
 
 @dataclass(frozen=True)
-class CostTermConfig:
+class CostTermConfig(CheckedConfig):
     """The expected-cost term of the architecture step (``strategy.cost``; off by default).
 
     The architecture loss becomes ``task loss + weight * (E[cost] - min) / (max - min)``:
@@ -29,12 +29,11 @@ class CostTermConfig:
     weight: NonNegativeFloat = 0.0
     batch_size: PositiveInt = 1
 
-    def __post_init__(self) -> None:
-        check_fields(self, "cost.")
+    field_prefix = "cost."
 
 
 @dataclass(frozen=True)
-class DartsConfig:
+class DartsConfig(CheckedConfig):
     """Options of ``darts`` (defaults: AutoLA Sec. 4.2 and DARTS).
 
     Attributes:
@@ -81,7 +80,7 @@ class DartsConfig:
     cost: CostTermConfig = field(default_factory=CostTermConfig)
 
     def __post_init__(self) -> None:
-        check_fields(self)
+        super().__post_init__()
         if not self.lr_min <= self.lr:
             raise ConfigError(f"lr_min: must be in [0, lr={self.lr}], got {self.lr_min}")
         if len(self.arch_betas) != 2:

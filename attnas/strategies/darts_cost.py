@@ -1,4 +1,4 @@
-"""The differentiable expected-cost term of the DARTS strategies (``strategy.cost``, issue 25).
+"""The differentiable expected-cost term of the DARTS strategies (``strategy.cost``).
 
 A relaxed network mixes, on every row ``r`` of its architecture weights ``alpha`` (an edge
 of a HOGA cell, a layer group of the stage-wise space), the operations of the columns

@@ -12,12 +12,13 @@ from typing import Any
 
 from attnas._registry import register_strategy
 from attnas.arch import Arch, load_arch
+from attnas.config import CheckedConfig
 from attnas.errors import ConfigError
 from attnas.strategies.base import SearchResult, Strategy
 
 
 @dataclass(frozen=True)
-class FixedConfig:
+class FixedConfig(CheckedConfig):
     """Options of ``fixed``.
 
     Attributes:
@@ -29,6 +30,7 @@ class FixedConfig:
     arch_file: str = ""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not self.arch and not self.arch_file:
             raise ConfigError("strategy: 'fixed' needs strategy.arch (the choices) or strategy.arch_file")
 

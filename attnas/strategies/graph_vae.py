@@ -1,6 +1,6 @@
-"""``graph-vae``: paper 004's experiment as a run (operation embeddings in graph VAEs).
+"""``graph-vae``: Chatzianastasis et al.'s (2021) experiment as a run (operation embeddings in graph VAEs).
 
-Chatzianastasis et al., *Operation Embeddings for Neural Architecture Search*, Sec. 4,
+Chatzianastasis et al., *Operation Embeddings for Neural Architecture Search* (2021), Sec. 4,
 with D-VAE's protocol (Zhang et al., NeurIPS 2019). On a table of architectures with
 measured scores (task ``architecture-performance``, e.g. ENAS's 19,020 DAGs) and the
 space they belong to (e.g. ``enas``), resumable phase by phase:
@@ -17,7 +17,7 @@ space they belong to (e.g. ``enas``), resumable phase by phase:
    (``source: dataset``); one outside the table is **unscored** (``source: unscored``, no
    value): it is counted (``bo_unscored`` in the metrics, ``unscored`` in each round's
    event) and never scored by a surrogate, since a GP fitted on the same latents would
-   let the search optimise its own model (issue 23). With ``bo_decode: in-table`` each
+   let the search optimise its own model. With ``bo_decode: in-table`` each
    proposal keeps its most common valid decoding that is in the table, so it is unscored
    only when none of its valid decodings is. Every proposal goes to ``bo.json`` and to the events.
 
@@ -37,31 +37,31 @@ import torch
 from attnas._registry import register_strategy
 from attnas.arch import Arch
 from attnas.checkpoint_files import save_checkpoint_file
-from attnas.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Range, check_fields
+from attnas.config import CheckedConfig, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Range
 from attnas.errors import ArchError, ConfigError
-from attnas.graphvae.bo import INVALID, BOSettings, BOState, latent_bo
+from attnas.graphvae.bo import INVALID, BOConfig, BOState, latent_bo
 from attnas.graphvae.dag_dataset import DagDataset
-from attnas.graphvae.gp import SparseGPSettings, gp_prediction, summarize_predictions
-from attnas.graphvae.metrics import Table1Settings, table1
+from attnas.graphvae.gp import SparseGPConfig, gp_prediction, summarize_predictions
+from attnas.graphvae.metrics import Table1Config, table1
 from attnas.graphvae.space_dags import SpaceDecoder
-from attnas.graphvae.train import TrainSettings, TrainState, fit, new_state
+from attnas.graphvae.train import VAETrainConfig, TrainState, fit, new_state
 from attnas.graphvae.vae import GraphVAE, paper_model
 from attnas.strategies.base import SearchResult, Strategy
 
-#: Recipe names of paper 004's models.
+#: Recipe names of Chatzianastasis et al.'s (2021) models.
 MODELS = {"dvae": "D-VAE", "dvae-emb": "DVAE-EMB", "gcn": "GCN", "gcn-emb": "GCN-EMB"}
 #: ``T`` of Sec. 3.3 / Appendix B: DVAE-EMB is trained for 4 iterations, the others once.
 PAPER_ITERATIONS = {"dvae-emb": 4}
 
 
 @dataclass(frozen=True)
-class GraphVAEStrategyConfig:
-    """Options of ``graph-vae`` (defaults: paper 004's protocol, D-VAE's sizes).
+class GraphVAEStrategyConfig(CheckedConfig):
+    """Options of ``graph-vae`` (defaults: Chatzianastasis et al.'s protocol, D-VAE's sizes).
 
     The run's seed is added to every seed below (training, GP repetitions, BO).
 
     Attributes:
-        model: ``dvae``, ``dvae-emb``, ``gcn`` or ``gcn-emb`` (paper 004's Tables 1-2).
+        model: ``dvae``, ``dvae-emb``, ``gcn`` or ``gcn-emb`` (Chatzianastasis et al.'s Tables 1-2).
         hidden: Hidden size (D-VAE: 501).
         latent: Latent size (D-VAE: 56).
         epochs: Training epochs per iteration (paper: 300).
@@ -74,7 +74,7 @@ class GraphVAEStrategyConfig:
         precision: ``fp32`` (default, the paper's) or ``bf16``: the training loss's matrix
             products under bf16 autocast, an explicit speed option (docs/results/opemb.md).
         beta: Weight of the KL term in the loss ``-E_q[log p(G|z)] + beta KL(q(z|G) || N(0, I))``
-            (paper 004 Eq. 1 with D-VAE's weighting; D-VAE: 0.005).
+            (Chatzianastasis et al., 2021, Eq. 1 with D-VAE's weighting; D-VAE: 0.005).
         checkpoint_every: Epochs between training checkpoints.
         epoch_recon_graphs: After every epoch, the reconstruction accuracy of the first this
             many test graphs (each posterior mean decoded ``epoch_recon_decodes`` times,
@@ -107,22 +107,22 @@ class GraphVAEStrategyConfig:
     checkpoint_every: PositiveInt = 10
     epoch_recon_graphs: NonNegativeInt = 0
     epoch_recon_decodes: PositiveInt = 10
-    table1: Table1Settings = field(default_factory=Table1Settings)
-    gp: SparseGPSettings = field(default_factory=SparseGPSettings)
+    table1: Table1Config = field(default_factory=Table1Config)
+    gp: SparseGPConfig = field(default_factory=SparseGPConfig)
     gp_repeats: PositiveInt = 10
     properties: bool = True
     tsne_points: NonNegativeInt | None = None
-    bo: BOSettings | None = field(default_factory=BOSettings)
+    bo: BOConfig | None = field(default_factory=BOConfig)
     bo_decode: Literal["valid", "in-table"] = "valid"
 
     def __post_init__(self) -> None:
-        check_fields(self)
+        super().__post_init__()
         self.train_settings(0)  # validates epochs, batch_size, lr, iterations, ...
 
-    def train_settings(self, seed: int) -> TrainSettings:
+    def train_settings(self, seed: int) -> VAETrainConfig:
         """The optimisation settings (``T`` resolved for the model)."""
         iterations = self.iterations if self.iterations is not None else PAPER_ITERATIONS.get(self.model, 1)
-        return TrainSettings(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
+        return VAETrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
                              plateau_factor=self.plateau_factor, plateau_patience=self.plateau_patience,
                              iterations=iterations, seed=seed, max_batches=self.max_batches,
                              precision=self.precision)
@@ -130,7 +130,8 @@ class GraphVAEStrategyConfig:
 
 @register_strategy("graph-vae")
 class GraphVAEStrategy(Strategy):
-    """Graph VAE on a table of architectures: Tables 1-2, graph properties, t-SNE, latent BO (paper 004)."""
+    """Graph VAE on a table of architectures: Tables 1-2, graph properties, t-SNE, latent BO
+    (Chatzianastasis et al., 2021)."""
 
     name = "graph-vae"
     Config = GraphVAEStrategyConfig
@@ -203,7 +204,7 @@ class GraphVAEStrategy(Strategy):
     def epoch_reconstruction(self, model: GraphVAE, epoch: int) -> dict:
         """Reconstruction accuracy of the first ``epoch_recon_graphs`` test graphs after an epoch.
 
-        D-VAE's measure (paper 004, Table 1): the fraction of stochastic decodings of each
+        D-VAE's measure (Chatzianastasis et al., 2021, Table 1): the fraction of stochastic decodings of each
         posterior mean that equal the input graph; ``recon_greedy`` decodes each once with the
         most likely choices. Seeded by the run's seed and the epoch, and drawn from a generator
         of its own, so it does not change the training (a resumed run stays exact).

@@ -1,6 +1,6 @@
 """``latent-bo``: Bayesian optimisation in a graph VAE's latent space, scored by a supernet.
 
-Paper 004, Sec. 4.3 (after D-VAE, Sec. 4.3) carried over to any space that can be drawn
+Chatzianastasis et al., 2021, Sec. 4.3 (after D-VAE, Sec. 4.3) carried over to any space that can be drawn
 as a DAG and trained one-shot (capabilities ``one-shot`` and ``dag``, e.g. AutoAttend):
 
 1. ``supernet``: the one-shot supernet is trained exactly as ``one-shot-evolution``
@@ -49,13 +49,13 @@ import torch
 
 from attnas._registry import register_strategy
 from attnas.arch import Arch
-from attnas.config import PositiveFloat, PositiveInt, check_fields
+from attnas.config import CheckedConfig, PositiveFloat, PositiveInt
 from attnas.costs import CostsConfig
 from attnas.errors import ConfigError
-from attnas.graphvae.bo import BOSettings, propose
-from attnas.graphvae.gp import SparseGPSettings
+from attnas.graphvae.bo import BOConfig, propose
+from attnas.graphvae.gp import SparseGPConfig
 from attnas.graphvae.space_dags import SpaceDecoder, space_dataset
-from attnas.graphvae.train import TrainSettings, TrainState, fit, new_state
+from attnas.graphvae.train import VAETrainConfig, TrainState, fit, new_state
 from attnas.graphvae.vae import paper_model
 from attnas.progress import progress
 from attnas.strategies.base import SearchResult
@@ -66,18 +66,18 @@ from attnas.strategies.one_shot_config import RerankConfig, SupernetConfig, chec
 
 
 @dataclass(frozen=True)
-class LatentVAEConfig:
+class LatentVAEConfig(CheckedConfig):
     """The graph VAE of ``latent-bo`` and the architectures it learns from.
 
     Attributes:
-        model: ``dvae``, ``dvae-emb``, ``gcn`` or ``gcn-emb`` (paper 004).
+        model: ``dvae``, ``dvae-emb``, ``gcn`` or ``gcn-emb`` (Chatzianastasis et al., 2021).
         samples: Distinct architectures drawn from the prior to train on.
         hidden: Hidden size.
         latent: Latent size.
         epochs: Training epochs (per iteration).
         batch_size: Graphs per batch.
         lr: Adam learning rate.
-        iterations: ``T`` of paper 004, Sec. 3.3 (training rounds carrying the operation
+        iterations: ``T`` of Chatzianastasis et al., 2021, Sec. 3.3 (training rounds carrying the operation
             embeddings over).
         checkpoint_every: Epochs between checkpoints.
     """
@@ -92,18 +92,20 @@ class LatentVAEConfig:
     iterations: PositiveInt = 1
     checkpoint_every: PositiveInt = 5
 
+    field_prefix = "vae."
+
     def __post_init__(self) -> None:
-        check_fields(self, "vae.")
+        super().__post_init__()
         self.train_settings(0)
 
-    def train_settings(self, seed: int) -> TrainSettings:
+    def train_settings(self, seed: int) -> VAETrainConfig:
         """The VAE's optimisation settings."""
-        return TrainSettings(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, iterations=self.iterations,
+        return VAETrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, iterations=self.iterations,
                              seed=seed)
 
 
 @dataclass(frozen=True)
-class LatentBOConfig:
+class LatentBOConfig(CheckedConfig):
     """Options of ``latent-bo``.
 
     Attributes:
@@ -131,9 +133,9 @@ class LatentBOConfig:
     vae: LatentVAEConfig = field(default_factory=LatentVAEConfig)
     initial: PositiveInt = 500
     budget: PositiveInt = 1000
-    bo: BOSettings = field(default_factory=lambda: BOSettings(
+    bo: BOConfig = field(default_factory=lambda: BOConfig(
         iterations=20, batch_size=100, decode_attempts=100, num_restarts=4, raw_samples=512, mc_samples=128,
-        maxiter=100, sequential=False, gp=SparseGPSettings(inducing=256)))
+        maxiter=100, sequential=False, gp=SparseGPConfig(inducing=256)))
     checkpoint_every: PositiveInt = 100
     rerank: RerankConfig = field(default_factory=RerankConfig)
     objectives: list[str] | None = None
@@ -141,7 +143,7 @@ class LatentBOConfig:
     costs: CostsConfig = field(default_factory=CostsConfig)
 
     def __post_init__(self) -> None:
-        check_fields(self)
+        super().__post_init__()
         if self.objectives is not None and len(self.objectives) >= 2:
             raise ConfigError(f"strategy.objectives: latent-bo optimises the validation metric alone, got "
                               f"{list(self.objectives)}; one-shot-evolution keeps a Pareto front of two or more")
@@ -154,7 +156,8 @@ class LatentBOConfig:
 
 @register_strategy("latent-bo")
 class LatentBO(_OneShot):
-    """Supernet + graph VAE + batch EI in its latent space (paper 004, Sec. 4.3, on any DAG space)."""
+    """Supernet + graph VAE + batch EI in its latent space (Chatzianastasis et al., 2021, Sec. 4.3, on any
+    DAG space)."""
 
     name = "latent-bo"
     Config = LatentBOConfig

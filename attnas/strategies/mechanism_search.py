@@ -35,7 +35,7 @@ names are mechanism names in the homogeneous search, ``mechanism/i`` in the
 heterogeneous one), ``selection`` (kept and dropped blocks and every trial's scores),
 ``supernet_val_accuracy``, ``supernet_epochs``, ``search_mode`` and ``search_seconds``.
 
-**Costs** (issue 25): after the selection every candidate mechanism's ``report_costs``
+**Costs**: after the selection every candidate mechanism's ``report_costs``
 (default parameters and forward latency, :mod:`attnas.costs`) are measured on its
 homogeneous standalone network (the model a homogeneous search would retrain) at the
 run's input size (the first ``train`` batch at ``costs.batch_size``, default
@@ -59,7 +59,7 @@ from torch import nn
 
 from attnas._registry import register_strategy
 from attnas.arch import Arch
-from attnas.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, TrainConfig, check_fields
+from attnas.config import CheckedConfig, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, TrainConfig
 from attnas.costs import COSTS, CostModel, CostsConfig
 from attnas.errors import ConfigError, check_finite_loss, unknown_name
 from attnas.progress import progress
@@ -79,7 +79,7 @@ from attnas.train import fit, make_optimizer
 
 
 @dataclass(frozen=True)
-class SupernetTrainingConfig:
+class SupernetTrainingConfig(CheckedConfig):
     """How the fixed-alpha supernet is trained "to convergence".
 
     Attributes:
@@ -110,9 +110,6 @@ class SupernetTrainingConfig:
     eval_every: PositiveInt = 1
     checkpoint_every: PositiveInt = 1
 
-    def __post_init__(self) -> None:
-        check_fields(self)
-
     def train_config(self) -> TrainConfig:
         """The same settings as a :class:`~attnas.config.TrainConfig` for :func:`attnas.train.fit`."""
         return TrainConfig(epochs=self.epochs, lr=self.lr, weight_decay=self.weight_decay, optimizer=self.optimizer,
@@ -122,7 +119,7 @@ class SupernetTrainingConfig:
 
 
 @dataclass(frozen=True)
-class MechanismSearchConfig:
+class MechanismSearchConfig(CheckedConfig):
     """Options of ``mechanism-search``.
 
     Attributes:
@@ -144,7 +141,7 @@ class MechanismSearchConfig:
     costs: CostsConfig = field(default_factory=CostsConfig)
 
     def __post_init__(self) -> None:
-        check_fields(self)
+        super().__post_init__()
         for name in self.report_costs:
             if name not in COSTS:
                 raise ConfigError("report_costs: " + unknown_name("cost", name, COSTS))

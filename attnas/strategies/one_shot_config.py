@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from attnas.config import Fraction, NonNegativeInt, OptimConfig, PositiveFloat, PositiveInt, check_fields
+from attnas.config import CheckedConfig, Fraction, NonNegativeInt, OptimConfig, PositiveFloat, PositiveInt
 from attnas.costs import CostsConfig
 from attnas.errors import ConfigError
 
@@ -55,7 +55,7 @@ class SupernetConfig(OptimConfig):
 
 
 @dataclass(frozen=True)
-class RerankConfig:
+class RerankConfig(CheckedConfig):
     """Re-ranking of the best candidates (Sec. 5.2.3: the top 10 of the evolution, the best
     validation score wins).
 
@@ -75,12 +75,9 @@ class RerankConfig:
     patience: NonNegativeInt = 0
     seeds: PositiveInt = 1
 
-    def __post_init__(self) -> None:
-        check_fields(self)
-
 
 @dataclass(frozen=True)
-class EvolutionConfig:
+class EvolutionConfig(CheckedConfig):
     """Evolution of Sec. 5.2.3.
 
     Attributes:
@@ -114,7 +111,7 @@ def check_cost_options(options: Any) -> None:
 
 
 @dataclass(frozen=True)
-class OneShotEvolutionConfig:
+class OneShotEvolutionConfig(CheckedConfig):
     """Options of ``one-shot-evolution``.
 
     Attributes:
@@ -143,12 +140,12 @@ class OneShotEvolutionConfig:
     costs: CostsConfig = field(default_factory=CostsConfig)
 
     def __post_init__(self) -> None:
-        check_fields(self)
+        super().__post_init__()
         check_cost_options(self)
 
 
 @dataclass(frozen=True)
-class OneShotRandomConfig:
+class OneShotRandomConfig(CheckedConfig):
     """Options of ``one-shot-random``.
 
     Attributes:
@@ -170,5 +167,5 @@ class OneShotRandomConfig:
     costs: CostsConfig = field(default_factory=CostsConfig)
 
     def __post_init__(self) -> None:
-        check_fields(self)
+        super().__post_init__()
         check_cost_options(self)

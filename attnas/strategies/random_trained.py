@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from attnas._registry import register_strategy
 from attnas.arch import Arch
-from attnas.config import PositiveInt, TrainConfig, check_fields
+from attnas.config import CheckedConfig, PositiveInt, TrainConfig
 from attnas.errors import ConfigError
 from attnas.rng import seed_everything
 from attnas.strategies.base import SearchResult, Strategy
@@ -37,7 +37,7 @@ def _short_training() -> TrainConfig:
 
 
 @dataclass(frozen=True)
-class RandomTrainedConfig:
+class RandomTrainedConfig(CheckedConfig):
     """Options of ``random-trained``.
 
     Attributes:
@@ -48,9 +48,6 @@ class RandomTrainedConfig:
 
     samples: PositiveInt = 8
     train: TrainConfig = field(default_factory=_short_training)
-
-    def __post_init__(self) -> None:
-        check_fields(self)
 
 
 @register_strategy("random-trained")

@@ -31,7 +31,7 @@ from scipy.stats import norm
 
 from attnas._registry import register_strategy
 from attnas.checkpoint_files import load_checkpoint_file
-from attnas.config import PositiveInt, Range, check_fields
+from attnas.config import CheckedConfig, PositiveInt, Range
 from attnas.errors import ConfigError
 from attnas.graphvae.space_dags import space_dataset
 from attnas.graphvae.vae import GraphVAE
@@ -104,7 +104,7 @@ def latent_bo(queries: ValidationQueries, budget: int, rng: random.Random, laten
 
 
 @dataclass(frozen=True)
-class TableLatentBOConfig:
+class TableLatentBOConfig(CheckedConfig):
     """Options of ``table-latent-bo``.
 
     Attributes:
@@ -122,8 +122,10 @@ class TableLatentBOConfig:
     batch: PositiveInt = 10
     pool: Annotated[int, Range(0)] = 2000
 
+    field_prefix = "strategy."
+
     def __post_init__(self) -> None:
-        check_fields(self, "strategy.")
+        super().__post_init__()
         if not self.vae_file:
             raise ConfigError("strategy.vae_file: 'table-latent-bo' needs a graph VAE of the space (a graph-vae "
                               "run's vae.pt)")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
 from attnas._registry import register_strategy
-from attnas.config import PositiveInt, Range, check_fields
+from attnas.config import CheckedConfig, PositiveInt, Range
 from attnas.errors import UnsupportedError
 from attnas.strategies.base import SearchResult, Strategy
 from attnas.strategies.table_search import LOOPS
@@ -32,7 +32,7 @@ from attnas.tasks.nas_bench_graph import ValidationQueries
 
 
 @dataclass(frozen=True)
-class BudgetConfig:
+class BudgetConfig(CheckedConfig):
     """Options of ``table-random`` and ``local-search``.
 
     Attributes:
@@ -41,12 +41,11 @@ class BudgetConfig:
 
     budget: PositiveInt = 100
 
-    def __post_init__(self) -> None:
-        check_fields(self, "strategy.")
+    field_prefix = "strategy."
 
 
 @dataclass(frozen=True)
-class RegularizedEvolutionConfig:
+class RegularizedEvolutionConfig(CheckedConfig):
     """Options of ``regularized-evolution`` (Real et al., AAAI 2019).
 
     Attributes:
@@ -59,12 +58,11 @@ class RegularizedEvolutionConfig:
     population: PositiveInt = 20
     sample_size: PositiveInt = 5
 
-    def __post_init__(self) -> None:
-        check_fields(self, "strategy.")
+    field_prefix = "strategy."
 
 
 @dataclass(frozen=True)
-class TableEvolutionConfig:
+class TableEvolutionConfig(CheckedConfig):
     """Options of ``table-evolution`` (AutoAttend's evolution, Guan et al., ICML 2021).
 
     Attributes:
@@ -77,8 +75,7 @@ class TableEvolutionConfig:
     population_fraction: Annotated[float, Range(0, 1, low_open=True)] = 0.5
     rounds: Annotated[int, Range(0)] = 5
 
-    def __post_init__(self) -> None:
-        check_fields(self, "strategy.")
+    field_prefix = "strategy."
 
 
 class _TableStrategy(Strategy):

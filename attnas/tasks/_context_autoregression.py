@@ -1,6 +1,6 @@
 """Context auto-regression: the self-supervised pretext of the full-attention search.
 
-Zhou et al., paper 003, Sec. III.C and Fig. 3: "several regions on the input image are
+Zhou et al., 2021, Sec. III.C and Fig. 3: "several regions on the input image are
 randomly masked before it is fed into an encoder-decoder network. [...] The network is
 trained by regressing the ground truth content. L1 loss is used as the reconstruction
 loss [...]. Instead of choosing a single mask at a fixed location, several smaller,
@@ -99,7 +99,7 @@ def mask_images(images: Tensor, mask: Tensor, fill: float = 0.0) -> Tensor:
 
 
 def masked_l1_loss(reconstruction: Tensor, images: Tensor, mask: Tensor) -> Tensor:
-    """Mean absolute error on the hidden pixels only (paper 003, Sec. III.C, L1 loss).
+    """Mean absolute error on the hidden pixels only (Zhou et al., 2021, Sec. III.C, L1 loss).
 
     Args:
         reconstruction: Decoder output ``[B, C, H, W]``.

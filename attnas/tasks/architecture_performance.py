@@ -1,6 +1,6 @@
 """Architecture performance: a table of architectures (as DAGs) with measured scores.
 
-The data of paper 004's experiments (Sec. 4): the ENAS 6-layer dataset, 19,020
+The data of Chatzianastasis et al.'s (2021) experiments (Sec. 4): the ENAS 6-layer dataset, 19,020
 architectures with their weight-sharing CIFAR-10 accuracy, split 90/10 as D-VAE does
 (:mod:`attnas.data.enas`). Graph VAEs learn from the DAGs; the scores are what latent-space
 predictors and Bayesian optimisation aim at (metric ``accuracy``, a fraction).
@@ -23,7 +23,7 @@ from torch import Tensor
 
 from attnas import _registry
 from attnas._registry import register_task
-from attnas.config import Range, Seed, check_fields
+from attnas.config import CheckedConfig, Range, Seed
 from attnas.errors import ConfigError, unknown_name
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.dag_dataset import DagDataset
@@ -36,7 +36,7 @@ _VALIDITY: dict[str, Callable[[DagBatch], Tensor]] = {"enas6": is_valid_enas}
 
 
 @dataclass(frozen=True)
-class ArchitecturePerformanceConfig:
+class ArchitecturePerformanceConfig(CheckedConfig):
     """Options of the architecture-performance task.
 
     Attributes:
@@ -49,13 +49,10 @@ class ArchitecturePerformanceConfig:
     split_seed: Seed = 0
     train_fraction: Annotated[float, Range(0, 1, low_open=True, high_open=True)] = 0.9
 
-    def __post_init__(self) -> None:
-        check_fields(self)
-
 
 @register_task("architecture-performance")
 class ArchitecturePerformanceTask(MeasuredScoresTask):
-    """Architectures as DAGs with measured scores (ENAS 19,020, paper 004)."""
+    """Architectures as DAGs with measured scores (ENAS 19,020, Chatzianastasis et al., 2021)."""
 
     name = "architecture-performance"
     Config = ArchitecturePerformanceConfig

@@ -32,7 +32,7 @@ from typing import Annotated, Any, Literal
 import torch
 
 from attnas._registry import register_task
-from attnas.config.values import Range
+from attnas.config.values import CheckedConfig, Range
 from attnas.data.graphs import SPLITS, GraphDataset
 from attnas.errors import ConfigError
 from attnas.tasks.base import Task, TaskInfo
@@ -43,7 +43,7 @@ SEARCH_SEED = "search-seed"
 
 
 @dataclass(frozen=True)
-class HeterophilousConfig:
+class HeterophilousConfig(CheckedConfig):
     """Options of the ``heterophilous`` task.
 
     Attributes:
@@ -155,7 +155,7 @@ class HeterophilousTask(FixedSplitsTask):
 
 
 @dataclass(frozen=True)
-class CSBMConfig:
+class CSBMConfig(CheckedConfig):
     """Options of the ``csbm`` task (defaults: GPR-GNN's, Chien et al., ICLR 2021, Sec. 5).
 
     Attributes:

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 from attnas import _registry
 from attnas._registry import register_task
-from attnas.config import Fraction, NonNegativeInt, PositiveInt, Seed, check_fields
+from attnas.config import CheckedConfig, Fraction, NonNegativeInt, PositiveInt, Seed
 from attnas.data.augment import random_crop, random_flip
 from attnas.data.image_dataset import ImageDataset
 from attnas.data.root import resolve_data_root
@@ -39,7 +39,7 @@ TRAIN_SPLITS = ("train", "train_a", "train_b")
 
 
 @dataclass(frozen=True)
-class ImageClassificationConfig:
+class ImageClassificationConfig(CheckedConfig):
     """Options of the image classification task.
 
     Attributes:
@@ -74,9 +74,6 @@ class ImageClassificationConfig:
     train_subset: Optional[PositiveInt] = None
     test_subset: Optional[PositiveInt] = None
     split_seed: Seed = 0
-
-    def __post_init__(self) -> None:
-        check_fields(self)
 
 
 def load_image_dataset(name: str, root: Path, path: str | None = None, image_size: int | None = None) -> ImageDataset:

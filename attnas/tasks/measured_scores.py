@@ -1,6 +1,6 @@
 """The base of tasks whose scores are stored measurements: no network is trained on them.
 
-Tables of architectures with measured performance (the ENAS table of D-VAE and paper 004,
+Tables of architectures with measured performance (the ENAS table of D-VAE and Chatzianastasis et al., 2021,
 NAS-Bench-Graph) have no training batches, loss or model evaluation; :class:`MeasuredScoresTask`
 refuses each with one line that says what the task holds and which strategies use it.
 """

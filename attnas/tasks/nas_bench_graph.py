@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from attnas._registry import register_task
+from attnas.config import CheckedConfig
 from attnas.data.nas_bench_graph import DATASETS, BenchTable, load_table
 from attnas.errors import ConfigError, UnsupportedError, unknown_name
 from attnas.tasks.base import TaskInfo
@@ -86,7 +87,7 @@ class ValidationQueries:
 
 
 @dataclass(frozen=True)
-class NasBenchGraphTaskConfig:
+class NasBenchGraphTaskConfig(CheckedConfig):
     """Options of the NAS-Bench-Graph task.
 
     Attributes:
@@ -96,6 +97,7 @@ class NasBenchGraphTaskConfig:
     dataset: str = "cora"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.dataset not in DATASETS:
             raise ConfigError(f"task.dataset: {unknown_name('NAS-Bench-Graph dataset', self.dataset, DATASETS)}")
 

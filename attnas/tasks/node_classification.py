@@ -18,14 +18,14 @@ import torch.nn.functional as F
 
 from attnas import _registry
 from attnas._registry import register_task
-from attnas.config import PositiveInt, Seed, check_keyword_options
+from attnas.config import CheckedConfig, PositiveInt, Seed, check_keyword_options
 from attnas.data.graphs import GraphDataset
 from attnas.errors import ConfigError, unknown_name
 from attnas.tasks.base import SPLITS, Task, TaskInfo
 
 
 @dataclass(frozen=True)
-class NodeClassificationConfig:
+class NodeClassificationConfig(CheckedConfig):
     """Options of the node-classification task.
 
     Attributes:

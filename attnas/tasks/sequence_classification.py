@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from attnas import _registry
-from attnas.config import PositiveInt, check_fields
+from attnas.config import CheckedConfig, PositiveInt
 from attnas.data.listops import ListOpsConfig
 from attnas.data.text_sequences import TextSequencesConfig, load_text_sequences, text_dataset_names
 from attnas.data.token_sequences import SPLITS, TokenSequences, batch_indices, check_split, pad_sequences
@@ -32,7 +32,7 @@ DATASET_OPTIONS = {"listops": "listops"}
 
 
 @dataclass(frozen=True)
-class SequenceClassificationConfig:
+class SequenceClassificationConfig(CheckedConfig):
     """Options of :class:`SequenceClassificationTask`.
 
     Attributes:
@@ -48,7 +48,7 @@ class SequenceClassificationConfig:
     batch_size: PositiveInt = 32
 
     def __post_init__(self) -> None:
-        check_fields(self)
+        super().__post_init__()
         if self.dataset not in DATASET_OPTIONS and not _registry.is_registered("dataset", self.dataset,
                                                                                 modality="text"):
             valid = sorted(DATASET_OPTIONS) + text_dataset_names()

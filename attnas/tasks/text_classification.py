@@ -23,10 +23,10 @@ import torch
 import torch.nn.functional as F
 
 from attnas import _registry
-from attnas.config import NonNegativeInt, PositiveInt, Seed, check_fields
+from attnas.config import CheckedConfig, NonNegativeInt, PositiveInt, Seed
 from attnas.data.glove import GloveVectors, embedding_matrix, load_glove
 from attnas.data.root import resolve_data_root
-from attnas.data.text_csv import CsvOptions
+from attnas.data.text_csv import CsvConfig
 from attnas.data.text_dataset import TEXT_SPLITS, TextDataset
 from attnas.data.vocab import EncodedText, Vocab, lengths_to_mask
 from attnas.errors import ConfigError, unknown_name
@@ -64,7 +64,7 @@ class TextBatch:
 
 
 @dataclass(frozen=True)
-class TextClassificationConfig:
+class TextClassificationConfig(CheckedConfig):
     """Options of the text-classification task.
 
     Attributes:
@@ -103,10 +103,10 @@ class TextClassificationConfig:
     batch_size: PositiveInt = 128
     eval_batch_size: PositiveInt = 512
     bucket: NonNegativeInt = 0
-    csv: CsvOptions = field(default_factory=CsvOptions)
+    csv: CsvConfig = field(default_factory=CsvConfig)
 
     def __post_init__(self) -> None:
-        check_fields(self)
+        super().__post_init__()
         if self.vocab == "train+glove" and self.glove == "none":
             raise ConfigError("vocab: 'train+glove' needs GloVe vectors (glove is 'none')")
 

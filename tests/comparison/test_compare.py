@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -174,3 +175,50 @@ def test_a_row_still_improving_at_the_end_of_its_budget_is_counted():
              {"epochs": 61, "best_epoch": 11}]    # stopped early by its patience
     assert runner.still_improving(seeds, budget) == 1
     assert runner.still_improving([{"epochs": 100}], budget) is None  # results of older versions
+
+
+def test_progress_lines_and_notices_name_the_row_and_its_search_seed(tmp_path, monkeypatch, capsys, caplog):
+    from attnas.progress import progress
+
+    def work(*a, **k):  # a search or retraining that shows one progress line
+        with progress("supernet training", 1) as bar:
+            bar.advance()
+        return {}
+
+    monkeypatch.setenv("ATTNAS_PROGRESS", "1")
+    monkeypatch.setattr(runner.pipeline, "search_or_resume", work)
+    monkeypatch.setattr(runner, "retrain", work)
+    caplog.set_level("INFO", logger="attnas")
+    row = {"name": "random", "kind": "random", "recipe": {"seed": 7}}
+    assert runner.run_row(row, str(tmp_path), None, None) == "random"
+    runner._retrain_row(row, tmp_path, 3, tmp_path, None, None, None)
+    lines = [line for line in capsys.readouterr().err.splitlines() if "supernet training" in line]
+    assert lines == ["compare row random, search seed 7: supernet training: 1/1 "] * 2
+    assert [r.getMessage() for r in caplog.records] == ["compare row random, search seed 7: searching",
+                                                       "compare row random, search seed 7: retraining with 3 "
+                                                       "training seeds"]
+
+
+def test_a_seed_retrained_on_a_worker_keeps_the_row_label(monkeypatch):
+    from attnas.progress import current_label, labelled
+
+    seen = []
+    monkeypatch.setattr(retraining, "worker_cached", lambda key, build: (None, None, None, None))
+    monkeypatch.setattr(retraining, "_retrain_row", lambda *a: seen.append(current_label()) or {})
+    with labelled("compare row gcn, search seed 3"):
+        job = retraining.RetrainJob(SimpleNamespace(key=lambda: "spec"), "run", {"space": "x", "choices": {}}, None,
+                                    SimpleNamespace(init="scratch"), 2, current_label())
+    monkeypatch.setattr(retraining.Arch, "from_dict", staticmethod(lambda d: d))
+    retraining.retrain_seed(1, job)  # as on a worker: outside the driver's block
+    assert seen == ["compare row gcn, search seed 3"] and current_label() == ""
+
+
+def test_compare_md_holds_no_absolute_path_and_no_float32_noise(reference):
+    import re
+
+    out, result = reference
+    text = (out / "compare.md").read_text()
+    assert str(out) not in text and str(out.parent) not in text
+    assert not re.search(r"(?<![\w.])/(?:tmp|home|work|root|Users|var)/", text)
+    assert not re.search(r"\d\.\d{10,}", text)
+    assert re.search(r"\d\.\d{10,}", (out / "compare.json").read_text())  # the file programs read keeps them

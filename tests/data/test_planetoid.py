@@ -8,6 +8,7 @@ import pytest
 
 from attnas.data.planetoid import load_planetoid
 from attnas.errors import DataError
+from code_marker import CodeRanMarker
 
 
 @pytest.mark.parametrize("name,nodes,edges,features,classes", [
@@ -68,18 +69,6 @@ def test_same_data_as_torch_geometric(data_root, name):
         assert ours[key].dtype == theirs[key].dtype and torch.equal(ours[key], theirs[key]), key
 
 
-class _Marker:
-    """Unpickling this creates a file: proof of code execution if the file appears."""
-
-    def __init__(self, path):
-        self.path = str(path)
-
-    def __reduce__(self):
-        import pathlib
-
-        return (pathlib.Path.touch, (pathlib.Path(self.path),))
-
-
 def _cora_folder(root, x_object):
     """A Cora raw folder whose ``ind.cora.x`` pickles ``x_object`` (the other files are empty)."""
     import pickle
@@ -96,7 +85,7 @@ def test_a_pickled_object_in_a_raw_file_is_refused_not_run(tmp_path):
     import pickle
 
     marker = tmp_path / "code-ran"
-    raw = _cora_folder(tmp_path / "data", _Marker(marker))
+    raw = _cora_folder(tmp_path / "data", CodeRanMarker(marker))
     with pytest.raises(DataError, match=r"ind.cora.x is not a Planetoid file \(refusing to load "):
         load_planetoid(tmp_path / "data", "cora")
     assert not marker.exists()

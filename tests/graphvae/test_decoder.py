@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 from dag_factory import random_dags
-from reference_dvae import log_likelihood_one
 
 from attnas.graphvae.dag_batch import END_TYPE, START_TYPE
 from attnas.graphvae.decoder import DagDecoder, EdgeScorer
+from attnas.graphvae.reference_dvae import log_likelihood_one
 from attnas.graphvae.validity import is_valid_dag
 from attnas.graphvae.vae import GraphVAE, GraphVAEConfig
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 from dag_factory import random_dags
-from reference_dvae import encode_one
 
 from attnas.graphvae.aggregation import descriptor_features
 from attnas.graphvae.dvae_encoder import DVAEEncoder
+from attnas.graphvae.reference_dvae import encode_one
 from attnas.graphvae.vae import GraphVAE, GraphVAEConfig
 
 

@@ -1,13 +1,13 @@
 """Loss gradients of the batched model against the per-graph reference of D-VAE's
-procedure (``reference_dvae.py``), in float64."""
+procedure (:mod:`attnas.graphvae.reference_dvae`), in float64."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 from dag_factory import random_dags
-from reference_dvae import encode_one, log_likelihood_one
 
+from attnas.graphvae.reference_dvae import encode_one, log_likelihood_one
 from attnas.graphvae.vae import GraphVAE, GraphVAEConfig
 
 

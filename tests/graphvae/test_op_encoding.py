@@ -1,4 +1,4 @@
-"""One-hot operations vs learnable operation embeddings (paper 004, Sec. 3.3)."""
+"""One-hot operations vs learnable operation embeddings (Chatzianastasis et al., 2021, Sec. 3.3)."""
 
 from __future__ import annotations
 

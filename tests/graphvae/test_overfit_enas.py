@@ -1,23 +1,20 @@
-"""Issue 23's fast correctness check: every model of paper 004 overfits a few ENAS graphs.
+"""Issue 23's fast correctness check: every model of Chatzianastasis et al. (2021) overfits a few ENAS graphs.
 
 D-VAE, DVAE-EMB, GCN and GCN-EMB are each trained on the first 20 ENAS training
 architectures (small model, full-batch Adam) and must then reconstruct all of them: the
-stochastic decoding of each posterior mean (D-VAE's reconstruction accuracy, paper 004
+stochastic decoding of each posterior mean (D-VAE's reconstruction accuracy, Chatzianastasis et al., 2021,
 Table 1) returns the input graph in every one of 10 draws per graph. The larger setting
-(100 graphs) is ``benchmarks/opemb_overfit.py``. Skipped without the ENAS file.
+(100 graphs) is ``docs/results/opemb/overfit.py``. Skipped without the ENAS file.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-from attnas.graphvae.vae import PAPER_MODELS  # noqa: E402
+from attnas.graphvae.vae import PAPER_MODELS
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +29,7 @@ def enas20():
 
 @pytest.mark.parametrize("model", list(PAPER_MODELS))
 def test_model_overfits_twenty_enas_graphs_to_perfect_reconstruction(enas20, model):
-    from opemb_overfit import overfit
+    from docs.results.opemb.overfit import overfit
 
     out = overfit(enas20, model, hidden=48, latent=56, lr=1e-2, batch_size=20, max_epochs=600, check_every=25,
                   decodes=10, seed=0, log=lambda line: None)

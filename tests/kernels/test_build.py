@@ -62,3 +62,34 @@ def test_a_cache_others_can_write_to_is_refused(cache):
         assert lib.load() is None
     assert "refusing" in lib.unavailable_reason()
     assert not list(cache.glob("*.so"))
+
+
+def test_a_first_build_is_announced_before_the_compiler_runs(tmp_path, monkeypatch, caplog):
+    # a fake compiler: nothing is compiled; the announcement must come before the build call
+    from attnas.kernels import _build
+
+    monkeypatch.delenv("ATTNAS_NO_KERNELS", raising=False)
+    monkeypatch.setenv("ATTNAS_KERNEL_CACHE", str(tmp_path / "kernels"))
+    monkeypatch.setattr(_build, "compiler", lambda: "true")
+    seen_at_build: list[str] = []
+
+    def fake_build(self, cxx, folder, path, record):
+        seen_at_build.extend(r.getMessage() for r in caplog.records)
+        raise RuntimeError("fake compiler failed")
+
+    monkeypatch.setattr(Library, "_build", fake_build)
+    caplog.set_level("INFO", logger="attnas")
+    lib = _fresh()
+    with pytest.warns(RuntimeWarning, match="fake compiler failed"):
+        assert lib.load() is None
+    [notice] = seen_at_build
+    assert notice.startswith(f"building kernel {lib.name} (once, about ") and notice.endswith(" s)")
+
+
+def test_the_estimate_is_the_last_build_time_else_a_guess_from_the_source(tmp_path):
+    from attnas.kernels._build import _record_build_seconds, estimated_build_seconds
+
+    guess = estimated_build_seconds("hoga_gates", tmp_path)
+    assert 1.0 <= guess < 60.0
+    _record_build_seconds("hoga_gates", tmp_path, 23.4)
+    assert estimated_build_seconds("hoga_gates", tmp_path) == 23.4

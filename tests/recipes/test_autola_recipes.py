@@ -125,7 +125,7 @@ def test_cifar10_recipe_without_the_files_names_them(tmp_path):
 @pytest.mark.parametrize("backbone, blocks", [("resnet32", 15), ("resnet56", 27)])
 def test_searched_cell_transfers_to_a_deeper_backbone(tmp_path, backbone, blocks):
     # The paper's Table 1 protocol (search on ResNet-20, train the cell in ResNet-32/56), as
-    # benchmarks/autola_fashionmnist_cpu.sh runs it: a baseline recipe with the searched arch.json.
+    # docs/results/autola/fashionmnist_cpu.sh runs it: a baseline recipe with the searched arch.json.
     from attnas.spaces.hoga import FIGURE3_EDGES
     from attnas.strategies.fixed import FixedArchitecture
 

@@ -1,4 +1,4 @@
-"""``graph-vae`` (paper 004's ENAS experiment as a run) on a tiny synthetic ENAS file."""
+"""``graph-vae`` (Chatzianastasis et al.'s ENAS experiment as a run) on a tiny synthetic ENAS file."""
 
 from __future__ import annotations
 

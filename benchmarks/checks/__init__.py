@@ -1,0 +1,1 @@
+"""Checks of attnas against outside services the tests cannot start (``python -m benchmarks.checks.<name>``)."""
