@@ -14,8 +14,10 @@ process may use. Two reference rows: ``python -c "import torch"`` (the floor: ev
 component imports torch) and ``attnas --version`` (the command line without a recipe).
 Writes ``startup_time.json`` and ``startup_time.md`` to ``--out``.
 
-    PYTHONPATH=. python benchmarks/startup_time.py --out runs/startup --repeats 5
-    PYTHONPATH=. python benchmarks/startup_time.py --recipes autola-digits-quick,transformer-sst5
+    python -m benchmarks.speed.startup_time --out runs/startup --repeats 5
+    python -m benchmarks.speed.startup_time --recipes autola-digits-quick,transformer-sst5
+
+Run from the repository root: ``python -m attnas`` imports attnas from the working folder.
 """
 
 from __future__ import annotations
