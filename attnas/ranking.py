@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import json
+import math
 import random
 import statistics
 from dataclasses import replace
@@ -232,6 +233,14 @@ def ranking_file_label(label: str) -> str:
     return run_folder_name(label)
 
 
+def _coefficient(value: float, p: float | None = None) -> str:
+    """A rank correlation as printed: three decimals (with its p-value), or why it is
+    undefined (``scipy`` gives NaN when one of the two score lists is constant)."""
+    if math.isnan(value):
+        return "undefined (one of the two score lists is constant)"
+    return f"{value:.3f}" + (f" (p {p:.2g})" if p is not None else "")
+
+
 def ranking_markdown(summary: dict) -> str:
     """A short Markdown summary of a ranking measurement."""
     v, t = summary["val"], summary["test"]
@@ -239,8 +248,8 @@ def ranking_markdown(summary: dict) -> str:
     return (f"# Supernet ranking: {summary['recipe']} ({summary['label']})\n\n"
             f"{summary['archs']} architectures from the prior, {summary['seeds']} stand-alone seeds each.\n\n"
             f"| against stand-alone | Kendall's tau | Spearman's rho |\n|---|---|---|\n"
-            f"| validation | {v['kendall_tau']:.3f} (p {v['kendall_p']:.2g}) | {v['spearman_rho']:.3f} |\n"
-            f"| test | {t['kendall_tau']:.3f} (p {t['kendall_p']:.2g}) | {t['spearman_rho']:.3f} |\n\n"
+            f"| validation | {_coefficient(v['kendall_tau'], v['kendall_p'])} | {_coefficient(v['spearman_rho'])} |\n"
+            f"| test | {_coefficient(t['kendall_tau'], t['kendall_p'])} | {_coefficient(t['spearman_rho'])} |\n\n"
             f"The supernet's best: `{top['arch']}`, stand-alone val {top['val_mean']:.4f} (rank {top['val_rank']}), "
             f"test {top['test_mean']:.4f}. Best stand-alone: `{best['arch']}`, val {best['val_mean']:.4f}, "
             f"test {best['test_mean']:.4f}.\n")
@@ -259,8 +268,10 @@ def plot_ranking(summary: dict, path: Path) -> None:
                 fmt="o", ms=4, alpha=0.8, capsize=2)
     ax.set_xlabel("supernet validation score (inherited weights)")
     ax.set_ylabel(f"stand-alone validation score (mean of {summary['seeds']} seeds)")
-    ax.set_title(f"{summary['recipe']} [{summary['label']}]: Kendall tau {summary['val']['kendall_tau']:.2f}, "
-                 f"Spearman rho {summary['val']['spearman_rho']:.2f}", fontsize=9)
+    tau, rho = summary["val"]["kendall_tau"], summary["val"]["spearman_rho"]
+    ax.set_title(f"{summary['recipe']} [{summary['label']}]: Kendall tau "
+                 f"{'undefined' if math.isnan(tau) else f'{tau:.2f}'}, Spearman rho "
+                 f"{'undefined' if math.isnan(rho) else f'{rho:.2f}'}", fontsize=9)
     fig.tight_layout()
     try:
         atomic_write_file(path, lambda tmp: fig.savefig(tmp, dpi=120))

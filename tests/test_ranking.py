@@ -57,3 +57,18 @@ def test_a_claim_of_a_process_that_is_gone_is_taken_over(tmp_path):
     assert _claim(tmp_path, "1-0") and (tmp_path / "1-0").read_text() == str(os.getpid())
     (tmp_path / "2-0").write_text(str(os.getppid()))  # a live process holds it
     assert not _claim(tmp_path, "2-0")
+
+
+def test_the_markdown_says_why_a_correlation_is_undefined():
+    """scipy's tau and rho are NaN when the scores of one side are all equal: the page says
+    so instead of printing ``nan``."""
+    from attnas.ranking import rank_correlations, ranking_markdown
+
+    constant = rank_correlations([0.5, 0.5, 0.5, 0.5], [0.1, 0.4, 0.2, 0.3])
+    ordered = rank_correlations([0.1, 0.2, 0.3, 0.4], [0.1, 0.2, 0.3, 0.4])
+    best = {"arch": "a", "val_mean": 0.5, "test_mean": 0.5, "val_rank": 1}
+    text = ranking_markdown({"recipe": "r", "label": "x", "archs": 4, "seeds": 1, "val": constant,
+                             "test": ordered, "supernet_top1": best, "standalone_best": best})
+    assert "nan" not in text.lower()
+    assert "| validation | undefined (one of the two score lists is constant) | undefined" in text
+    assert "| test | 1.000 (p " in text
