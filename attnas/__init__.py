@@ -29,15 +29,15 @@ _EXPORTS = {
     "check_arch_file": "attnas.pipeline",
     "retrain": "attnas.retraining",
     # the registry of spaces, strategies, tasks, datasets and operations
-    "names": "attnas._registry",
-    "entries": "attnas._registry",
-    "get": "attnas._registry",
-    "create": "attnas._registry",
-    "register_space": "attnas._registry",
-    "register_strategy": "attnas._registry",
-    "register_task": "attnas._registry",
-    "register_dataset": "attnas._registry",
-    "register_op": "attnas._registry",
+    "names": "attnas.registry",
+    "entries": "attnas.registry",
+    "get": "attnas.registry",
+    "create": "attnas.registry",
+    "register_space": "attnas.registry",
+    "register_strategy": "attnas.registry",
+    "register_task": "attnas.registry",
+    "register_dataset": "attnas.registry",
+    "register_op": "attnas.registry",
 }
 
 __all__ = sorted(_EXPORTS)

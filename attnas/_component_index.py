@@ -1,7 +1,7 @@
 """Where each built-in component is registered: (kind, name, group, module, metadata).
 
-The registry (``attnas._registry``) reads this table to import only the module of a
-name it looks up. Written by ``python -m attnas._registry``, which imports every
+The registry (``attnas.registry``) reads this table to import only the module of a
+name it looks up. Written by ``python -m attnas.registry``, which imports every
 component module; a test checks that it matches what the modules register.
 """
 

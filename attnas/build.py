@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from attnas import _registry
+from attnas import registry
 from attnas.config import RunConfig
 from attnas.errors import ConfigError, DataError
 from attnas.extras import require
@@ -72,7 +72,7 @@ def pick_device(device: str | None) -> torch.device:
 
 def build_task(config: RunConfig, data_root: Path, device: torch.device) -> Any:
     """The task a config describes, with its data loaded and moved to ``device``."""
-    cls = _registry.get("task", config.task.name)
+    cls = registry.get("task", config.task.name)
     task = cls(config.task.options, data_root).to(device)
     task.select_split(config.seed)
     return task
@@ -80,7 +80,7 @@ def build_task(config: RunConfig, data_root: Path, device: torch.device) -> Any:
 
 def build_space(config: RunConfig) -> Any:
     """The space a config describes."""
-    return _registry.get("space", config.space.name)(config.space.options)
+    return registry.get("space", config.space.name)(config.space.options)
 
 
 def check_strategy(config: RunConfig, space: Any) -> type:
@@ -92,7 +92,7 @@ def check_strategy(config: RunConfig, space: Any) -> type:
     Raises:
         AttnasError: Naming the missing capability or the bad option.
     """
-    cls = _registry.get("strategy", config.strategy.name)
+    cls = registry.get("strategy", config.strategy.name)
     require(getattr(cls, "needs", ()), f"strategy '{config.strategy.name}'")
     for capability in cls.requires:
         space.require(capability, config.strategy.name)
@@ -111,7 +111,7 @@ def check_task(config: RunConfig, space: Any, task: Any) -> None:
     Raises:
         AttnasError: Naming the problem.
     """
-    cls = _registry.get("strategy", config.strategy.name)
+    cls = registry.get("strategy", config.strategy.name)
     space.check_task(task)
     cls.check_task(config.strategy.options, space, task)
     info = task.info
@@ -218,5 +218,5 @@ def _width_keys(config: RunConfig) -> list[str]:
 
 def build_strategy(config: RunConfig, space: Any, task: Any, run: RunDir) -> Any:
     """The strategy a config describes (refusing a space it cannot drive)."""
-    cls = _registry.get("strategy", config.strategy.name)
+    cls = registry.get("strategy", config.strategy.name)
     return cls(config.strategy.options, space, task, run, seed=config.seed)

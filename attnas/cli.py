@@ -228,7 +228,7 @@ def main_callback(ctx: typer.Context,
 @_guard
 def list_cmd(what: str = typer.Argument("all", help="spaces, strategies, tasks, datasets, ops, recipes or all")) -> None:
     """List registered components and shipped recipes."""
-    from attnas import _registry
+    from attnas import registry
     from attnas.config import list_recipes, read_yaml, recipe_path
     from attnas.display import plain_text
 
@@ -242,7 +242,7 @@ def list_cmd(what: str = typer.Argument("all", help="spaces, strategies, tasks, 
         if what not in (name, "all"):
             continue
         typer.echo(f"{name}:")
-        for e in _registry.entries(kind):
+        for e in registry.entries(kind):
             label = f"{e.group}/{e.name}" if kind == "op" and e.group else e.name
             typer.echo(f"  {label:28s} {plain_text(e.help)}")
     if what in ("recipes", "all"):

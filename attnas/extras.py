@@ -5,7 +5,7 @@ spaces and operations need torch_geometric (``pip install "attnas[graph]"``); th
 Bayesian optimisation of the graph VAEs needs gpytorch and BoTorch
 (``pip install "attnas[bo]"``). Modules that need them import them at their top; the
 registry imports a component's module only when the component is looked up
-(``attnas._registry``), and turns the import failure into the message of :func:`missing_error`.
+(``attnas.registry``), and turns the import failure into the message of :func:`missing_error`.
 """
 
 from __future__ import annotations

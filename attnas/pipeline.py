@@ -39,7 +39,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnas import _registry, distributed, run_environment
+from attnas import registry, distributed, run_environment
 from attnas._version import __version__
 from attnas.arch import Arch, load_arch
 from attnas.build import build_space, build_strategy, build_task, check_strategy, check_task, pick_device
@@ -306,7 +306,7 @@ def open_finished(run_dir: str | Path, final_model: bool = False) -> tuple[RunDi
     """
     run = RunDir.open(run_dir)
     config = config_from_dict(run.read_config_yaml())
-    if final_model and not _registry.get("strategy", config.strategy.name).final_training:
+    if final_model and not registry.get("strategy", config.strategy.name).final_training:
         raise UnsupportedError(f"{run.path}: strategy '{config.strategy.name}' ends in its own evaluation "
                                "(metrics.json); its runs have no final model to load, evaluate or retrain")
     if not run.exists(RunDir.ARCH):

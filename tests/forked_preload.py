@@ -1,5 +1,5 @@
 """What the tests' fork server (:mod:`forked_attnas`) imports before it forks a child:
-torch, the command line, every component module that ``attnas._registry.discover`` would
+torch, the command line, every component module that ``attnas.registry.discover`` would
 import (without running it: a child discovers the plugins itself), torch_geometric and
 scikit-learn (the digits graph's data and neighbours). Not a test module.
 
@@ -15,9 +15,9 @@ import torch  # noqa: F401  (first: see above)
 import attnas.cli  # noqa: F401
 import attnas.pipeline  # noqa: F401
 import attnas.retraining  # noqa: F401
-from attnas import _registry
+from attnas import registry
 
-for _package in _registry._PACKAGES:
+for _package in registry._PACKAGES:
     for _info in pkgutil.walk_packages(importlib.import_module(_package).__path__, prefix=_package + "."):
         if not _info.name.rsplit(".", 1)[-1].startswith("_"):
             importlib.import_module(_info.name)

@@ -9,14 +9,14 @@ import sys
 from pathlib import Path
 
 import attnas
-from attnas import _registry, _version, pipeline, retraining
+from attnas import registry, _version, pipeline, retraining
 
 
 def test_public_names_are_the_pipeline_and_registry_functions():
     assert attnas.search is pipeline.search and attnas.resume is pipeline.resume
     assert attnas.load_model is pipeline.load_model and attnas.evaluate is pipeline.evaluate
     assert attnas.retrain is retraining.retrain
-    assert attnas.names is _registry.names and attnas.create is _registry.create
+    assert attnas.names is registry.names and attnas.create is registry.create
     assert "autoattend" in attnas.names("space")
     assert set(attnas.__all__) <= set(dir(attnas))
     for name in attnas.__all__:

@@ -223,10 +223,10 @@ def test_bad_csv_text_files(recipe, tmp_path, edit, options, message):
 
 def test_space_without_networks_for_the_task(recipe, tmp_path):
     """A task kind AutoAttend has no domain adapter for is refused before anything is written."""
-    from attnas import _registry
+    from attnas import registry
     from attnas.models.autoattend_network import _ADAPTERS
 
-    _registry.discover()
+    registry.discover()
     assert "image" not in _ADAPTERS  # AutoAttend has graph and text networks only
     recipe["task"] = {"name": "image-classification", "dataset": "digits"}
     fails_cleanly(tmp_path, ["search", write_recipe(tmp_path, recipe)],

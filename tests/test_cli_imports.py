@@ -23,9 +23,9 @@ for args in commands:
     except SystemExit as exc:
         codes.append(exc.code)
 heavy = ("torch_geometric", "gpytorch", "botorch", "torch._dynamo", "scipy", "sklearn", "matplotlib")
-from attnas import _registry
+from attnas import registry
 print(json.dumps({"codes": codes, "imported": [m for m in heavy if sys.modules.get(m) is not None],
-                  "plugins_looked_up": _registry._plugins_loaded}))
+                  "plugins_looked_up": registry._plugins_loaded}))
 """
 
 

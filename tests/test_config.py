@@ -88,11 +88,11 @@ def _option_classes():
     import dataclasses
     import typing
 
-    from attnas import _registry
+    from attnas import registry
 
-    _registry.discover()
-    todo = [TrainConfig] + [c for kind in ("task", "space", "strategy") for name in _registry.names(kind)
-                            if (c := getattr(_registry.get(kind, name), "Config", None)) is not None]
+    registry.discover()
+    todo = [TrainConfig] + [c for kind in ("task", "space", "strategy") for name in registry.names(kind)
+                            if (c := getattr(registry.get(kind, name), "Config", None)) is not None]
     seen: list[type] = []
 
     def nested(tp):

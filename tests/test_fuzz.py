@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attnas import _registry
+from attnas import registry
 from attnas.arch import Arch
 from attnas.config import config_from_dict, load_config
 from attnas.errors import ArchError, ConfigError
@@ -87,7 +87,7 @@ def _replace(node, path, value):
 
 
 def _spaces():
-    return [(name, _registry.get("space", name)()) for name in _registry.names("space")]
+    return [(name, registry.get("space", name)()) for name in registry.names("space")]
 
 
 SPACES = _spaces()

@@ -9,7 +9,7 @@ by model code (docs/developing.md, "Compiled CPU kernels"). The edges are those 
 :func:`test_import_graph.import_graph`; imports under ``if TYPE_CHECKING:`` do not count.
 
 Not checked here (no import names it): ``attnas.models.autoattend_network.check_kind`` calls
-``attnas._registry.discover()``, which imports every module of ``attnas/spaces`` at run time so
+``attnas.registry.discover()``, which imports every module of ``attnas/spaces`` at run time so
 that the AutoAttend domain adapters (``attnas/spaces/autoattend_graph.py``,
 ``attnas/spaces/autoattend_text.py``, registered with ``register_adapter``) are found, and the
 adapters read the space object's options: networks still reach spaces through the registry.
@@ -59,7 +59,7 @@ def test_layer_never_imports_the_packages_above_it(graph, layer):
 
 def test_the_rule_sees_a_function_level_import(graph):
     """The graph the rules read includes imports inside functions (as ``check_kind`` has one)."""
-    assert graph.has_edge("attnas.models.autoattend_network", "attnas._registry") or any(
+    assert graph.has_edge("attnas.models.autoattend_network", "attnas.registry") or any(
         b.startswith("attnas.registry") for b in graph.successors("attnas.models.autoattend_network"))
 
 

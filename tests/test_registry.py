@@ -4,26 +4,26 @@ from __future__ import annotations
 
 import pytest
 
-from attnas import _registry
+from attnas import registry
 from attnas.errors import ConfigError
 
 
 def test_core_components_are_discovered():
-    assert "autoattend" in _registry.names("space")
-    assert {"one-shot-evolution", "one-shot-random", "fixed"} <= set(_registry.names("strategy"))
-    assert {"cora", "citeseer", "pubmed", "ppi", "digits-graph", "graph-file"} <= set(_registry.names("dataset"))
-    assert "node-classification" in _registry.names("task")
-    pyg = set(_registry.names("op", "pyg"))
+    assert "autoattend" in registry.names("space")
+    assert {"one-shot-evolution", "one-shot-random", "fixed"} <= set(registry.names("strategy"))
+    assert {"cora", "citeseer", "pubmed", "ppi", "digits-graph", "graph-file"} <= set(registry.names("dataset"))
+    assert "node-classification" in registry.names("task")
+    pyg = set(registry.names("op", "pyg"))
     assert pyg == {"zero", "identity", "gcn", "sage", "gat_1", "gat_2", "gat_4", "gat_8", "gat_16", "linear",
                    "arma", "cheb", "sg"}
     # Sec. 5.2.1: every CiteSeer / PubMed operation has the Eq. 7 form, zero aside (no identity)
-    assert set(_registry.names("op", "mp")) == {"zero", "const", "gcn", "gat", "sym_gat", "cos", "linear",
+    assert set(registry.names("op", "mp")) == {"zero", "const", "gcn", "gat", "sym_gat", "cos", "linear",
                                                 "gene_linear"}
 
 
 def test_unknown_name_suggests_and_lists():
     with pytest.raises(ConfigError) as err:
-        _registry.get("op", "sagee", group="pyg")
+        registry.get("op", "sagee", group="pyg")
     msg = str(err.value)
     assert "did you mean 'sage'" in msg and "gat_16" in msg
 
@@ -35,32 +35,32 @@ def test_duplicate_registration_is_refused():
     def b():
         pass
 
-    _registry.register("op", "dup-test", group="tests")(a)
+    registry.register("op", "dup-test", group="tests")(a)
     with pytest.raises(ValueError, match="registered twice"):
-        _registry.register("op", "dup-test", group="tests")(b)
+        registry.register("op", "dup-test", group="tests")(b)
 
 
 def test_the_index_matches_what_the_modules_register():
     from attnas._component_index import COMPONENTS
 
-    assert _registry.index_rows() == list(COMPONENTS), "the index is stale: run `python -m attnas._registry`"
+    assert registry.index_rows() == list(COMPONENTS), "the index is stale: run `python -m attnas.registry`"
 
 
 def test_names_filter_by_group_and_metadata():
-    assert _registry.names("dataset", modality="image") == ["cifar10", "digits", "fashion-mnist", "image-folder"]
-    assert {"sst2", "sst5", "csv"} <= set(_registry.names("dataset", modality="text"))
-    assert set(_registry.names("dataset", "graph")) == {"cora", "citeseer", "pubmed", "ppi", "digits-graph",
+    assert registry.names("dataset", modality="image") == ["cifar10", "digits", "fashion-mnist", "image-folder"]
+    assert {"sst2", "sst5", "csv"} <= set(registry.names("dataset", modality="text"))
+    assert set(registry.names("dataset", "graph")) == {"cora", "citeseer", "pubmed", "ppi", "digits-graph",
                                                         "graph-file"}
-    assert [e.name for e in _registry.entries("dataset", modality="image")] == _registry.names("dataset",
+    assert [e.name for e in registry.entries("dataset", modality="image")] == registry.names("dataset",
                                                                                              modality="image")
 
 
 def test_is_registered_checks_group_and_metadata():
-    assert _registry.is_registered("op", "se", "hoga")
-    assert not _registry.is_registered("op", "se", "pyg")
-    assert _registry.is_registered("dataset", "sst5", modality="text")
-    assert not _registry.is_registered("dataset", "digits", modality="text")
-    assert not _registry.is_registered("space", "no-such-space")
+    assert registry.is_registered("op", "se", "hoga")
+    assert not registry.is_registered("op", "se", "pyg")
+    assert registry.is_registered("dataset", "sst5", modality="text")
+    assert not registry.is_registered("dataset", "digits", modality="text")
+    assert not registry.is_registered("space", "no-such-space")
 
 
 #: A new Python looks a few names up and reports what it imported, with torch_geometric
@@ -68,19 +68,19 @@ def test_is_registered_checks_group_and_metadata():
 LAZY_LOOKUP = """
 import json, sys
 sys.modules["torch_geometric"] = None
-from attnas import _registry
+from attnas import registry
 from attnas.errors import ConfigError
-out = {"image_names": _registry.names("dataset", modality="image")}
+out = {"image_names": registry.names("dataset", modality="image")}
 out["after_names"] = sorted(m for m in sys.modules if m.startswith(("attnas.data.", "attnas.spaces.", "attnas.tasks.",
                                                                     "attnas.strategies.", "attnas.ops.")))
-out["hoga"] = _registry.get("space", "hoga").__module__
+out["hoga"] = registry.get("space", "hoga").__module__
 out["after_get"] = sorted(m for m in sys.modules if m.startswith("attnas.spaces."))
 try:
-    _registry.get("dataset", "cora")
+    registry.get("dataset", "cora")
 except ConfigError as exc:
     out["cora"] = str(exc)
 try:
-    _registry.get("space", "hogaa")
+    registry.get("space", "hogaa")
 except ConfigError as exc:
     out["unknown"] = str(exc)
 print(json.dumps(out))

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from attnas import _registry
+from attnas import registry
 from attnas.atomic_files import atomic_write_text
 from attnas.config import from_mapping
 from attnas.errors import ConfigError, unknown_name
@@ -72,7 +72,7 @@ class StrategySpec:
 
     def options(self, budget: int) -> Any:
         """The strategy's options at ``budget``."""
-        config = _registry.get("strategy", self.name).Config
+        config = registry.get("strategy", self.name).Config
         known = {f.name for f in fields(config)}
         for key in self.settings:
             if key not in known:
@@ -85,7 +85,7 @@ def table_strategies() -> list[str]:
     """The registered strategies that search tables (:class:`~attnas.strategies.table_strategies._TableStrategy`)."""
     from attnas.strategies.table_strategies import _TableStrategy
 
-    return sorted(e.name for e in _registry.entries("strategy") if issubclass(e.obj, _TableStrategy))
+    return sorted(e.name for e in registry.entries("strategy") if issubclass(e.obj, _TableStrategy))
 
 
 def incumbent_curve(scores: np.ndarray, tests: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -115,7 +115,7 @@ def run_cell(task: NasBenchGraphTask, space: NasBenchGraphSpace, spec: StrategyS
         search rewarded with the test column would report), and the incumbent's test
         performance after each query (``curves[k][q - 1]``).
     """
-    cls = _registry.get("strategy", spec.name)
+    cls = registry.get("strategy", spec.name)
     options = spec.options(budget)
     index = space.index
     test_column = task.test_column(index.codes)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from attnas import _registry
+from attnas import registry
 from attnas.build import build_space
 from attnas.config import RunConfig, load_config
 from attnas.errors import ConfigError, UnsupportedError, unknown_name
@@ -73,7 +73,7 @@ def plan_rows(recipe: str | dict, overrides: list[str] | tuple[str, ...] = (),
         ConfigError: When a baseline name is unknown.
     """
     config = load_config(recipe, overrides)
-    strategy_cls = _registry.get("strategy", config.strategy.name)
+    strategy_cls = registry.get("strategy", config.strategy.name)
     if config.strategy.name == "fixed":
         raise UnsupportedError(f"recipe '{config.name}' trains a fixed architecture (strategy 'fixed'); "
                                "compare needs a recipe that searches")

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import torch
 
-from attnas import _registry, pipeline
+from attnas import registry, pipeline
 from attnas.atomic_files import atomic_write_json
 from attnas.build import build_space, build_task, check_retraining, check_strategy, check_task
 from attnas.comparison.plan import Row, plan_rows
@@ -99,7 +99,7 @@ def compare(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = 
     n = check_seeds(config.compare.seeds if seeds is None else seeds)
     k = search_seeds if search_seeds is not None else config.compare.search_seeds
     if k is None:
-        k = _registry.get("strategy", config.strategy.name).compare_search_seeds
+        k = registry.get("strategy", config.strategy.name).compare_search_seeds
     k = check_seeds(k, "--search-seeds")
     make_executor(workers, ray_address, check_only=True)
     out = Path(out) if out else Path("runs") / f"{run_folder_name(config.name)}-compare-{time.strftime('%Y%m%d-%H%M%S')}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Literal
 
-from attnas import _registry
+from attnas import registry
 from attnas.config.values import (
     CheckedConfig,
     build_checked,
@@ -162,10 +162,10 @@ def _component(kind: str, data: Any) -> ComponentConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{kind}: expected a mapping with a 'name' key, got {data!r}")
     if "name" not in data:
-        raise ConfigError(f"{kind}.name: required key is missing; valid: {', '.join(_registry.names(kind))}")
+        raise ConfigError(f"{kind}.name: required key is missing; valid: {', '.join(registry.names(kind))}")
     name = coerce(data["name"], str, f"{kind}.name")
     try:
-        cls = _registry.get(_COMPONENT_KIND[kind], name)
+        cls = registry.get(_COMPONENT_KIND[kind], name)
     except ConfigError as exc:
         raise ConfigError(f"{kind}.name: {exc}") from None
     options_cls = getattr(cls, "Config", None)

@@ -16,7 +16,7 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import to_undirected
 
-from attnas._registry import register_dataset
+from attnas.registry import register_dataset
 from attnas.data.graphs import GraphDataset, random_split_masks, validate_graph
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnas._registry import register_dataset
+from attnas.registry import register_dataset
 from attnas.data.root import require_files, resolve_data_root
 from attnas.errors import DataError
 from attnas.graphvae.dag_batch import DagBatch

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnas._registry import register_dataset
+from attnas.registry import register_dataset
 from attnas.data.image_dataset import ImageDataset
 from attnas.data.root import require_files
 from attnas.errors import DataError

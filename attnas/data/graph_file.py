@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from torch_geometric.data import Data
 
-from attnas._registry import register_dataset
+from attnas.registry import register_dataset
 from attnas.data.graphs import GraphDataset, random_split_masks, validate_graph
 from attnas.errors import DataError
 

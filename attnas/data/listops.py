@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Union
 
-from attnas._registry import register_dataset
+from attnas.registry import register_dataset
 from attnas.config import CheckedConfig, NonNegativeInt, PositiveInt, Range, Seed
 from attnas.data.token_sequences import TokenSequences
 from attnas.errors import ConfigError, DataError

@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnas._registry import register_dataset
+from attnas.registry import register_dataset
 from attnas.data.nas_bench_graph import DATASETS, load_table
 from attnas.errors import DataError
 from attnas.graphvae.dag_dataset import DagDataset

@@ -28,7 +28,7 @@ from torch_geometric.io import read_txt_array
 from torch_geometric.io.planetoid import edge_index_from_dict
 from torch_geometric.utils import index_to_mask
 
-from attnas._registry import register_dataset
+from attnas.registry import register_dataset
 from attnas.data.graphs import GraphDataset, validate_graph
 from attnas.data.download import DownloadFailed, Source
 from attnas.data.root import require_files

@@ -28,7 +28,7 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import remove_self_loops
 
-from attnas._registry import register_dataset
+from attnas.registry import register_dataset
 from attnas.checkpoint_files import load_checkpoint_file, save_checkpoint_file
 from attnas.data.graphs import GraphDataset, validate_graph
 from attnas.data.download import Source

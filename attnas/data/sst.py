@@ -26,7 +26,7 @@ import os
 import re
 from pathlib import Path
 
-from attnas._registry import register_dataset
+from attnas.registry import register_dataset
 from attnas.data.root import require_files, resolve_data_root
 from attnas.data.text_dataset import TextDataset, TextSplit
 from attnas.errors import DataError

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from attnas._registry import register_dataset
+from attnas.registry import register_dataset
 from attnas.config import CheckedConfig, Fraction, Seed
 from attnas.data.root import resolve_data_root
 from attnas.data.text_dataset import TEXT_SPLITS, TextDataset, TextSplit, lowercase

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from attnas import _registry
+from attnas import registry
 from attnas.config import CheckedConfig, NonNegativeInt, PositiveInt, Seed
 from attnas.data.text_csv import CsvConfig
 from attnas.data.text_dataset import TEXT_SPLITS, TextDataset, TextSplit
@@ -67,7 +67,7 @@ class TextSequencesConfig(CheckedConfig):
 
 def text_dataset_names() -> list[str]:
     """Registered text datasets (``sst2``, ``sst5``, ``csv``, ...)."""
-    return _registry.names("dataset", modality="text")
+    return registry.names("dataset", modality="text")
 
 
 def detokenize(tokens: list[str]) -> str:
@@ -116,7 +116,7 @@ def load_text_sequences(dataset: str, options: TextSequencesConfig | None = None
     valid = text_dataset_names()
     if dataset not in valid:
         raise ConfigError("task.dataset: " + unknown_name("text dataset", dataset, valid))
-    entry = _registry.get_entry("dataset", dataset)
+    entry = registry.get_entry("dataset", dataset)
     kwargs = {k: getattr(opts, k) for k in entry.extra.get("options", ())}
     data: TextDataset = entry.obj(root, **kwargs)
     splits = {s: data[s] for s in TEXT_SPLITS}

@@ -78,12 +78,12 @@ def register_adapter(kind: str):
 
 def check_kind(kind: str) -> None:
     """Raise :class:`UnsupportedError` unless an adapter for tasks of ``kind`` is registered."""
-    from attnas import _registry
+    from attnas import registry
 
     if kind not in _ADAPTERS and kind in ADAPTER_MODULES:
-        _registry.load_module(ADAPTER_MODULES[kind], f"space 'autoattend' on '{kind}' tasks")
+        registry.load_module(ADAPTER_MODULES[kind], f"space 'autoattend' on '{kind}' tasks")
     if kind not in _ADAPTERS:
-        _registry.discover()  # a plugin's adapter
+        registry.discover()  # a plugin's adapter
     if kind not in _ADAPTERS:
         raise UnsupportedError(
             f"space 'autoattend' has no networks for '{kind}' tasks; supported: {', '.join(sorted(_ADAPTERS))}"

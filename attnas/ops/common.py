@@ -45,7 +45,7 @@ def activation(name: str) -> nn.Module:
 
 def register_common_ops(pool: str, identity: bool = True) -> None:
     """Register ``zero`` and (unless ``identity`` is False) ``identity`` (Table 3's common operations) in ``pool``."""
-    from attnas._registry import register_op
+    from attnas.registry import register_op
 
     def zero(dim: int, **_: Any) -> nn.Module:
         """Zero operation."""

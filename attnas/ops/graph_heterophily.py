@@ -23,7 +23,7 @@ from torch import nn
 from torch_geometric import nn as gnn
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
-from attnas._registry import register_op
+from attnas.registry import register_op
 from attnas.ops import graph_pyg
 from attnas.ops.common import activation, register_common_ops
 from attnas.ops.dropout import fast_dropout

@@ -27,7 +27,7 @@ from torch import nn
 from torch_geometric import nn as gnn
 from torch_geometric.utils import softmax
 
-from attnas._registry import register_op
+from attnas.registry import register_op
 from attnas.ops.common import activation, register_common_ops
 from attnas.ops.dropout import fast_dropout
 from attnas.ops.graph_context import GraphContext, project

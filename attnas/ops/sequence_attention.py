@@ -20,7 +20,7 @@ import math
 import torch
 from torch import nn
 
-from attnas._registry import register_op
+from attnas.registry import register_op
 from attnas.errors import ConfigError
 from attnas.ops.dropout import FastDropout, fast_dropout
 from attnas.ops.sequence_context import SequenceContext

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attnas._registry import register_op
+from attnas.registry import register_op
 from attnas.errors import ConfigError
 from attnas.ops.dropout import FastDropout
 from attnas.ops.padded_gru import padded_gru

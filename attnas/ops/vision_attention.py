@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnas._registry import register_op
+from attnas.registry import register_op
 from attnas.errors import ConfigError
 from attnas.ops.gate_pooling import mean
 from attnas.ops.overrides import overridable
@@ -377,6 +377,6 @@ HOGA_OPS: tuple[str, ...] = (
 
 def create_attention(name: str, channels: int, reduction: int = 4) -> nn.Module:
     """Build the ``hoga``-pool operation ``name`` (unknown names raise ``ConfigError``)."""
-    from attnas._registry import get
+    from attnas.registry import get
 
     return get("op", name, group=POOL)(channels, reduction)

@@ -34,8 +34,8 @@ from typing import Any, Literal
 import numpy as np
 from torch import nn
 
-from attnas import _registry
-from attnas._registry import register_space
+from attnas import registry
+from attnas.registry import register_space
 from attnas.arch import Arch
 from attnas.config import CheckedConfig, Fraction, NonNegativeInt, PositiveInt
 from attnas.errors import ArchError, ConfigError, unknown_name
@@ -46,9 +46,9 @@ from attnas.spaces.base import Baseline, Space
 
 
 def _mechanism_class(name: str) -> type:
-    from attnas import _registry
+    from attnas import registry
 
-    return _registry.get("op", name, group="mechanism")
+    return registry.get("op", name, group="mechanism")
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ class AttentionMechanismsConfig(CheckedConfig):
         if not self.candidates:
             raise ConfigError("candidates: the space needs at least one mechanism")
         for name in self.candidates:
-            if not _registry.is_registered("op", name, group="mechanism"):
+            if not registry.is_registered("op", name, group="mechanism"):
                 raise ConfigError("candidates: " + unknown_name("attention mechanism", name, mechanism_names()))
         dup = sorted({n for n in self.candidates if self.candidates.count(n) > 1})
         if dup:
@@ -101,7 +101,7 @@ class AttentionMechanismsConfig(CheckedConfig):
         if self.dim % self.heads:
             raise ConfigError(f"dim: {self.dim} is not divisible by heads {self.heads}")
         for mech, opts in self.mechanism_options.items():
-            if not _registry.is_registered("op", mech, group="mechanism"):
+            if not registry.is_registered("op", mech, group="mechanism"):
                 raise ConfigError("mechanism_options: " + unknown_name("attention mechanism", mech, mechanism_names()))
             if not isinstance(opts, dict):
                 raise ConfigError(f"mechanism_options.{mech}: expected a mapping of options, got {opts!r}")

@@ -50,8 +50,8 @@ from typing import Any, Literal
 import numpy as np
 from torch import nn
 
-from attnas import _registry
-from attnas._registry import register_space
+from attnas import registry
+from attnas.registry import register_space
 from attnas.arch import Arch
 from attnas.config import CheckedConfig, Fraction, PositiveInt
 from attnas.errors import ArchError, ConfigError, unknown_name
@@ -157,9 +157,9 @@ class AutoAttendSpace(Space):
     def __init__(self, options: AutoAttendConfig | None = None):
         super().__init__(options)
         opts = self.options
-        pool = _registry.names("op", opts.pool)
+        pool = registry.names("op", opts.pool)
         if not pool:
-            pools = sorted({e.group for e in _registry.entries("op")})
+            pools = sorted({e.group for e in registry.entries("op")})
             raise ConfigError(unknown_name("space.pool", opts.pool, pools))
         if opts.ops:
             for op in opts.ops:

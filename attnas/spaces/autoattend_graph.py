@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnas import _registry
+from attnas import registry
 from attnas.errors import ConfigError
 from attnas.ops.graph_attention import EdgeScaledDotProductAttention
 from attnas.ops.dropout import fast_dropout
@@ -107,7 +107,7 @@ class GraphAdapter:
     def op(self, name: str, in_dim: int, out_dim: int, last: bool) -> nn.Module:
         """Operation ``name`` of the space's pool, ``in_dim -> out_dim``; on a last layer of class
         scores (``head: none``) with the activation ``out_act``."""
-        factory = _registry.get("op", name, group=self.opts.pool)
+        factory = registry.get("op", name, group=self.opts.pool)
         act = self.opts.out_act if last and self.opts.head == "none" else self.opts.act
         return factory(in_dim, out_dim, act=act, attn_dropout=self.opts.attn_dropout, op_heads=self.opts.op_heads,
                        last=last)

@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 from torch import nn
 
-from attnas import _registry
+from attnas import registry
 from attnas.config import CheckedConfig, from_mapping
 from attnas.errors import ConfigError
 from attnas.models.text_encoder import MaskedPoolingHead, TextStem
@@ -114,7 +114,7 @@ class TextAdapter:
 
     def op(self, name: str, in_dim: int, out_dim: int, last: bool) -> nn.Module:
         """The operation ``name`` of the ``text`` pool, hidden -> hidden (``in_dim == out_dim == hidden``)."""
-        factory = _registry.get("op", name, group="text")
+        factory = registry.get("op", name, group="text")
         h, p, pre = self.opts.hidden, self.opts.dropout, self.text.pre_norm
         if name in ("conv1", "conv3"):
             return factory(h, dropout=p, pre_norm=pre)

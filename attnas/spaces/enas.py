@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from torch import nn
 
-from attnas._registry import register_space
+from attnas.registry import register_space
 from attnas.arch import Arch
 from attnas.config import CheckedConfig, PositiveInt
 from attnas.data.enas import VOCAB

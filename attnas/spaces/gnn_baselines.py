@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnas._registry import register_space
+from attnas.registry import register_space
 from attnas.arch import Arch
 from attnas.config import CheckedConfig, Fraction, PositiveInt
 from attnas.errors import ArchError, unknown_name

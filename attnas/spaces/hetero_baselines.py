@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric import nn as gnn
 
-from attnas._registry import register_space
+from attnas.registry import register_space
 from attnas.arch import Arch
 from attnas.config import CheckedConfig, Fraction, PositiveInt
 from attnas.ops.dropout import fast_dropout

@@ -40,8 +40,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from attnas import _registry
-from attnas._registry import register_space
+from attnas import registry
+from attnas.registry import register_space
 from attnas.arch import Arch
 from attnas.config import CheckedConfig, PositiveInt
 from attnas.errors import ArchError, ConfigError, did_you_mean
@@ -97,9 +97,9 @@ class HOGAConfig(CheckedConfig):
         dup = sorted({o for o in self.ops if self.ops.count(o) > 1})
         if dup:
             raise ConfigError(f"ops: listed more than once: {', '.join(dup)}")
-        bad = [o for o in self.ops if not _registry.is_registered("op", o, POOL)]
+        bad = [o for o in self.ops if not registry.is_registered("op", o, POOL)]
         if bad:
-            known = _registry.names("op", POOL)
+            known = registry.names("op", POOL)
             raise ConfigError(
                 f"ops: unknown operation{'s' if len(bad) > 1 else ''} "
                 + ", ".join(f"'{o}'{did_you_mean(o, known)}" for o in bad)
@@ -174,7 +174,7 @@ class HOGASpace(Space):
         missing = [k for k in keys if k not in edges]
         if missing:
             raise ArchError(f"choices.edges: missing edge{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
-        known = _registry.names("op", POOL)
+        known = registry.names("op", POOL)
         unknown = [(k, o) for k, o in edges.items() if o not in known]
         if unknown:
             listed = ", ".join(f"'{o}' on edge {k}{did_you_mean(str(o), known)}" for k, o in unknown)

@@ -29,7 +29,7 @@ from typing import Any, Literal
 import numpy as np
 from torch import nn
 
-from attnas._registry import register_space
+from attnas.registry import register_space
 from attnas.arch import Arch
 from attnas.config import CheckedConfig
 from attnas.errors import ArchError, UnsupportedError, unknown_name

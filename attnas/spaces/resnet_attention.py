@@ -25,8 +25,8 @@ from typing import Any, Literal
 
 from torch import nn
 
-from attnas import _registry
-from attnas._registry import register_space
+from attnas import registry
+from attnas.registry import register_space
 from attnas.arch import Arch
 from attnas.config import CheckedConfig, PositiveInt
 from attnas.errors import ArchError, ConfigError, did_you_mean
@@ -60,9 +60,9 @@ class ResNetAttentionConfig(CheckedConfig):
         super().__post_init__()
         if not self.modules:
             raise ConfigError("modules: the list is empty")
-        bad = [m for m in self.modules if m != NONE and not _registry.is_registered("op", m, POOL)]
+        bad = [m for m in self.modules if m != NONE and not registry.is_registered("op", m, POOL)]
         if bad:
-            known = [NONE, *_registry.names("op", POOL)]
+            known = [NONE, *registry.names("op", POOL)]
             raise ConfigError("modules: unknown module " + ", ".join(f"'{m}'{did_you_mean(m, known)}" for m in bad)
                               + f"; valid: {', '.join(known)}")
         dup = sorted({m for m in self.modules if self.modules.count(m) > 1})

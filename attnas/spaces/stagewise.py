@@ -36,7 +36,7 @@ from typing import Any, ClassVar, Literal, Optional
 import numpy as np
 from torch import nn
 
-from attnas._registry import register_space
+from attnas.registry import register_space
 from attnas.arch import Arch
 from attnas.config import CheckedConfig, PositiveInt
 from attnas.errors import ArchError, ConfigError, UnsupportedError, unknown_name

@@ -22,7 +22,7 @@ from typing import Any, Literal
 import numpy as np
 from torch import nn
 
-from attnas._registry import register_space
+from attnas.registry import register_space
 from attnas.arch import Arch
 from attnas.config import CheckedConfig, Fraction, NonNegativeInt, PositiveInt
 from attnas.errors import ArchError, ConfigError

@@ -49,7 +49,7 @@ from typing import Annotated, Any, Literal
 import torch
 from torch import nn
 
-from attnas._registry import register_strategy
+from attnas.registry import register_strategy
 from attnas.config import NonNegativeFloat, PositiveFloat, PositiveInt, Range
 from attnas.errors import UnsupportedError
 from attnas.models.car_decoder import ContextAutoregressionModel

@@ -83,7 +83,7 @@ import torch
 from torch import nn
 
 from attnas import distributed
-from attnas._registry import register_strategy
+from attnas.registry import register_strategy
 from attnas.rng import first_batch
 from attnas.errors import ConfigError, DataError, RunDirError, UnsupportedError
 from attnas.rng import rng_state, seed_everything, set_rng_state

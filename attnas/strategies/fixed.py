@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from attnas._registry import register_strategy
+from attnas.registry import register_strategy
 from attnas.arch import Arch, load_arch
 from attnas.config import CheckedConfig
 from attnas.errors import ConfigError

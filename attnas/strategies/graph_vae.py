@@ -34,7 +34,7 @@ from typing import Annotated, Any, Literal
 
 import torch
 
-from attnas._registry import register_strategy
+from attnas.registry import register_strategy
 from attnas.arch import Arch
 from attnas.checkpoint_files import save_checkpoint_file
 from attnas.config import CheckedConfig, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Range

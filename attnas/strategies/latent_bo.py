@@ -47,7 +47,7 @@ from typing import Any, Literal
 
 import torch
 
-from attnas._registry import register_strategy
+from attnas.registry import register_strategy
 from attnas.arch import Arch
 from attnas.config import CheckedConfig, PositiveFloat, PositiveInt
 from attnas.costs import CostsConfig

@@ -57,7 +57,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from attnas._registry import register_strategy
+from attnas.registry import register_strategy
 from attnas.arch import Arch
 from attnas.config import CheckedConfig, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, TrainConfig
 from attnas.costs import COSTS, CostModel, CostsConfig

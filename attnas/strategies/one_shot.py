@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnas._registry import register_strategy
+from attnas.registry import register_strategy
 from attnas.arch import Arch
 from attnas.config import to_mapping
 from attnas.strategies.one_shot_base import _OneShot

@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from attnas._registry import register_strategy
+from attnas.registry import register_strategy
 from attnas.arch import Arch
 from attnas.config import CheckedConfig, PositiveInt, TrainConfig
 from attnas.errors import ConfigError

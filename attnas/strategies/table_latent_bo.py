@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from scipy.stats import norm
 
-from attnas._registry import register_strategy
+from attnas.registry import register_strategy
 from attnas.checkpoint_files import load_checkpoint_file
 from attnas.config import CheckedConfig, PositiveInt, Range
 from attnas.errors import ConfigError

@@ -23,7 +23,7 @@ import random
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
-from attnas._registry import register_strategy
+from attnas.registry import register_strategy
 from attnas.config import CheckedConfig, PositiveInt, Range
 from attnas.errors import UnsupportedError
 from attnas.strategies.base import SearchResult, Strategy

@@ -21,8 +21,8 @@ from typing import Annotated
 import torch
 from torch import Tensor
 
-from attnas import _registry
-from attnas._registry import register_task
+from attnas import registry
+from attnas.registry import register_task
 from attnas.config import CheckedConfig, Range, Seed
 from attnas.errors import ConfigError, unknown_name
 from attnas.graphvae.dag_batch import DagBatch
@@ -61,10 +61,10 @@ class ArchitecturePerformanceTask(MeasuredScoresTask):
 
     def __init__(self, options: ArchitecturePerformanceConfig | None = None, data_root: Path | None = None):
         super().__init__(options, data_root)
-        names = _registry.names("dataset", "architectures")
+        names = registry.names("dataset", "architectures")
         if self.options.dataset not in names:
             raise ConfigError(f"task.dataset: {unknown_name('architecture dataset', self.options.dataset, names)}")
-        loader = _registry.get("dataset", self.options.dataset)
+        loader = registry.get("dataset", self.options.dataset)
         data = loader(data_root, seed=self.options.split_seed, train_fraction=self.options.train_fraction)
         self.train: DagDataset = data.train
         self.test: DagDataset = data.test

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from attnas import _registry
+from attnas import registry
 from attnas.config import PositiveInt
 from attnas.data.mqar import IGNORE, MQARConfig, generate_mqar
 from attnas.data.token_sequences import SPLITS, batch_indices, check_split
@@ -49,7 +49,7 @@ def query_counts(output: torch.Tensor, y: torch.Tensor) -> tuple[int, int]:
     return int(hits.sum()), int(queried.sum())
 
 
-@_registry.register_task("mqar")
+@registry.register_task("mqar")
 class MQARTask(Task):
     """Multi-query associative recall: predict each queried key's value (accuracy over queries only).
 

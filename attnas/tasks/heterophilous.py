@@ -31,7 +31,7 @@ from typing import Annotated, Any, Literal
 
 import torch
 
-from attnas._registry import register_task
+from attnas.registry import register_task
 from attnas.config.values import CheckedConfig, Range
 from attnas.data.graphs import SPLITS, GraphDataset
 from attnas.errors import ConfigError

@@ -24,8 +24,8 @@ from typing import Any, Optional
 import torch
 import torch.nn.functional as F
 
-from attnas import _registry
-from attnas._registry import register_task
+from attnas import registry
+from attnas.registry import register_task
 from attnas.config import CheckedConfig, Fraction, NonNegativeInt, PositiveInt, Seed
 from attnas.data.augment import random_crop, random_flip
 from attnas.data.image_dataset import ImageDataset
@@ -78,12 +78,12 @@ class ImageClassificationConfig(CheckedConfig):
 
 def load_image_dataset(name: str, root: Path, path: str | None = None, image_size: int | None = None) -> ImageDataset:
     """Load the registered image dataset ``name`` (unknown or non-image names raise ``ConfigError``)."""
-    image_names = _registry.names("dataset", modality="image")
+    image_names = registry.names("dataset", modality="image")
     if name not in image_names:
         from attnas.errors import unknown_name
 
         raise ConfigError(unknown_name("image dataset", name, image_names))
-    return _registry.get("dataset", name)(root, path=path, image_size=image_size)
+    return registry.get("dataset", name)(root, path=path, image_size=image_size)
 
 
 def _subset(n: int, size: int | None, seed: int) -> torch.Tensor | None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnas._registry import register_task
+from attnas.registry import register_task
 from attnas.config import CheckedConfig
 from attnas.data.nas_bench_graph import DATASETS, BenchTable, load_table
 from attnas.errors import ConfigError, UnsupportedError, unknown_name

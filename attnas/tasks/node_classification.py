@@ -16,8 +16,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from attnas import _registry
-from attnas._registry import register_task
+from attnas import registry
+from attnas.registry import register_task
 from attnas.config import CheckedConfig, PositiveInt, Seed, check_keyword_options
 from attnas.data.graphs import GraphDataset
 from attnas.errors import ConfigError, unknown_name
@@ -125,9 +125,9 @@ class NodeClassificationTask(Task):
 
     def __init__(self, options: NodeClassificationConfig | None = None, data_root: Path | None = None):
         super().__init__(options, data_root)
-        entry = _registry.get_entry("dataset", self.options.dataset)
+        entry = registry.get_entry("dataset", self.options.dataset)
         if entry.group != "graph":
-            graph_sets = _registry.names("dataset", "graph")
+            graph_sets = registry.names("dataset", "graph")
             raise ConfigError(f"task.dataset: '{self.options.dataset}' is not a graph dataset; "
                               f"valid: {', '.join(graph_sets)}")
         kwargs = dict(self.options.options)

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from attnas import _registry
+from attnas import registry
 from attnas.config import CheckedConfig, PositiveInt
 from attnas.data.listops import ListOpsConfig
 from attnas.data.text_sequences import TextSequencesConfig, load_text_sequences, text_dataset_names
@@ -49,13 +49,13 @@ class SequenceClassificationConfig(CheckedConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.dataset not in DATASET_OPTIONS and not _registry.is_registered("dataset", self.dataset,
+        if self.dataset not in DATASET_OPTIONS and not registry.is_registered("dataset", self.dataset,
                                                                                 modality="text"):
             valid = sorted(DATASET_OPTIONS) + text_dataset_names()
             raise ConfigError("dataset: " + unknown_name("sequence dataset", self.dataset, valid))
 
 
-@_registry.register_task("sequence-classification")
+@registry.register_task("sequence-classification")
 class SequenceClassificationTask(Task):
     """Classify token sequences (ListOps, or byte/word-level text).
 
@@ -76,7 +76,7 @@ class SequenceClassificationTask(Task):
     def _load(self, dataset: str) -> TokenSequences:
         if dataset not in DATASET_OPTIONS:
             return load_text_sequences(dataset, self.options.text, self.data_root)
-        loader = _registry.get("dataset", dataset)
+        loader = registry.get("dataset", dataset)
         section = DATASET_OPTIONS.get(dataset)
         dataset_options = getattr(self.options, section) if section else None
         return loader(dataset_options, self.data_root)

@@ -22,7 +22,7 @@ from typing import Any, Literal
 import torch
 import torch.nn.functional as F
 
-from attnas import _registry
+from attnas import registry
 from attnas.config import CheckedConfig, NonNegativeInt, PositiveInt, Seed
 from attnas.data.glove import GloveVectors, embedding_matrix, load_glove
 from attnas.data.root import resolve_data_root
@@ -113,10 +113,10 @@ class TextClassificationConfig(CheckedConfig):
 
 def text_datasets() -> list[str]:
     """Names of the registered text datasets."""
-    return _registry.names("dataset", modality="text")
+    return registry.names("dataset", modality="text")
 
 
-@_registry.register_task("text-classification")
+@registry.register_task("text-classification")
 class TextClassificationTask(Task):
     """Sentence classification (SST-5, SST-2, CSV) with GloVe-initialised embeddings."""
 
@@ -156,11 +156,11 @@ class TextClassificationTask(Task):
             self._labels[split] = torch.tensor(self.dataset[split].labels, dtype=torch.long)
 
     @staticmethod
-    def _dataset_entry(name: str) -> _registry.Entry:
+    def _dataset_entry(name: str) -> registry.Entry:
         valid = text_datasets()
         if name not in valid:
             raise ConfigError("task.dataset: " + unknown_name("text dataset", name, valid))
-        return _registry.get_entry("dataset", name)
+        return registry.get_entry("dataset", name)
 
     # -- data --------------------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from attnas import _registry
+from attnas import registry
 from attnas.ops.sequence_attention import SequenceAttention
 from attnas.ops.sequence_context import SequenceContext
 from attnas.ops.text import BASELINE_TEXT_POOL, GRUOp, MaxPool3
@@ -73,7 +73,7 @@ def bench(args: argparse.Namespace, lengths: torch.Tensor, label: str) -> dict[s
     x = ctx.zero_pads(torch.randn(B, L, H)).requires_grad_(True)
     ref = torch.nn.Linear(H, H)
     cases: list[tuple[str, Callable[[], None]]] = [("Linear(H,H) reference", lambda: ref(x).sum().backward())]
-    modules = [(name, _registry.create("op", name, H, group="text", dropout=0.1), 1) for name in BASELINE_TEXT_POOL]
+    modules = [(name, registry.create("op", name, H, group="text", dropout=0.1), 1) for name in BASELINE_TEXT_POOL]
     modules += [("max_pool3 autograd (rd 4)", MaxPool3Autograd(H), 1),
                 ("gru packed (round 3)", GRUOp(H, dropout=0.1, implementation="packed"), 1),
                 ("gru directions=concat", GRUOp(H, dropout=0.1, directions="concat"), 1),

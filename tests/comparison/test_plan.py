@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from attnas import _registry
+from attnas import registry
 from attnas.arch import Arch
 from attnas.build import build_space
 from attnas.comparison.plan import plan_rows
@@ -15,7 +15,7 @@ from attnas.spaces.autoattend import AutoAttendSpace
 
 def _searching(name: str) -> bool:
     cfg = load_config(name)
-    return cfg.strategy.name != "fixed" and _registry.get("strategy", cfg.strategy.name).final_training
+    return cfg.strategy.name != "fixed" and registry.get("strategy", cfg.strategy.name).final_training
 
 
 SEARCHING = [r for r in list_recipes() if _searching(r)]

@@ -12,7 +12,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from attnas import _registry
+from attnas import registry
 from attnas.config import CheckedConfig, Range, RunConfig, TrainConfig, check_fields, load_config
 from attnas.errors import ConfigError
 
@@ -20,8 +20,8 @@ from attnas.errors import ConfigError
 def _options_classes() -> set[type]:
     """The options dataclasses of every registered component, those nested in them, and the run's own."""
     found: set[type] = set()
-    todo = [RunConfig, *(getattr(_registry.get(kind, name), "Config", None)
-                         for kind in ("task", "space", "strategy") for name in _registry.names(kind))]
+    todo = [RunConfig, *(getattr(registry.get(kind, name), "Config", None)
+                         for kind in ("task", "space", "strategy") for name in registry.names(kind))]
     while todo:
         cls = todo.pop()
         if cls is None or cls in found or not dataclasses.is_dataclass(cls):

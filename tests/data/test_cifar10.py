@@ -8,7 +8,7 @@ import pickle
 import numpy as np
 import pytest
 
-from attnas import _registry
+from attnas import registry
 from attnas.data.cifar10 import TEST_FILE, TRAIN_FILES, load_cifar10
 from attnas.errors import DataError
 
@@ -36,7 +36,7 @@ def make_cifar(folder, n=4, seed=0):
 
 def test_loads_images_labels_and_layout(tmp_path):
     written = make_cifar(tmp_path / "cifar-10-batches-py")
-    ds = _registry.get("dataset", "cifar10")(tmp_path)
+    ds = registry.get("dataset", "cifar10")(tmp_path)
     assert ds.train_x.shape == (20, 3, 32, 32) and ds.test_x.shape == (4, 3, 32, 32)
     assert ds.classes == tuple(f"c{i}" for i in range(10))
     data, labels = written["data_batch_2"]

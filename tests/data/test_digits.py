@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnas import _registry
+from attnas import registry
 
 
 def test_digits_split_and_format(tmp_path):
-    ds = _registry.get("dataset", "digits")(tmp_path)  # needs no data root
+    ds = registry.get("dataset", "digits")(tmp_path)  # needs no data root
     assert ds.train_x.shape == (1437, 1, 8, 8) and ds.test_x.shape == (360, 1, 8, 8)
     assert ds.train_x.max() == 255 and not ds.flip
     counts = np.bincount(ds.test_y.numpy())

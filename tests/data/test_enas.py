@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnas import _registry
+from attnas import registry
 from attnas.data.enas import (
     VOCAB,
     dag_to_rows,
@@ -126,7 +126,7 @@ def test_missing_file_names_it(tmp_path):
 
 
 def test_registered():
-    assert _registry.get("dataset", "enas6") is load_enas6
+    assert registry.get("dataset", "enas6") is load_enas6
 
 
 def test_dag_to_rows_rejects_non_enas():

@@ -8,13 +8,13 @@ import struct
 import numpy as np
 import pytest
 
-from attnas import _registry
+from attnas import registry
 from attnas.data.fashion_mnist import read_idx
 from attnas.errors import DataError
 
 
 def test_real_fashion_mnist(data_root):
-    ds = _registry.get("dataset", "fashion-mnist")(data_root)
+    ds = registry.get("dataset", "fashion-mnist")(data_root)
     assert ds.train_x.shape == (60000, 1, 28, 28) and ds.test_x.shape == (10000, 1, 28, 28)
     assert ds.num_classes == 10 and ds.classes[9] == "Ankle boot"
     # the dataset is balanced: 6,000 training and 1,000 test images per class
@@ -50,4 +50,4 @@ def test_idx_round_trip_and_errors(tmp_path):
 def test_missing_files_are_named(tmp_path):
     (tmp_path / "fashion-mnist").mkdir()
     with pytest.raises(DataError, match="missing train-images-idx3-ubyte.gz, .*t10k-labels-idx1-ubyte.gz"):
-        _registry.get("dataset", "fashion-mnist")(tmp_path)
+        registry.get("dataset", "fashion-mnist")(tmp_path)

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from attnas import _registry
+from attnas import registry
 from attnas.data.listops import (
     DIGITS,
     END,
@@ -178,7 +178,7 @@ def test_impossible_or_exhausted_bounds_are_reported():
 
 
 def test_registered_loader_returns_token_sequences():
-    data = _registry.create("dataset", "listops", SMALL)
+    data = registry.create("dataset", "listops", SMALL)
     assert data.vocab == VOCAB and data.vocab[data.pad_id] == "<pad>"
     assert data.num_classes == 10 and data.max_len == 59
     assert load_listops(SMALL).splits == data.splits

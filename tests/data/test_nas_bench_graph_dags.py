@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("nas_bench_graph")
 
-from attnas import _registry  # noqa: E402
+from attnas import registry  # noqa: E402
 from attnas.data.nas_bench_graph import load_table  # noqa: E402
 from attnas.data.nas_bench_graph_dags import load_dags  # noqa: E402
 from attnas.spaces.nas_bench_graph import NasBenchGraphConfig, NasBenchGraphSpace  # noqa: E402
@@ -36,7 +36,7 @@ def test_every_architecture_once_valued_by_validation_not_test():
 
 
 def test_registered_for_the_graph_vae_strategy():
-    assert {f"nbg-{d}" for d in ("cora", "proteins")} <= set(_registry.names("dataset", "architectures"))
+    assert {f"nbg-{d}" for d in ("cora", "proteins")} <= set(registry.names("dataset", "architectures"))
     task = ArchitecturePerformanceTask(ArchitecturePerformanceConfig(dataset="nbg-proteins"))
     space = NasBenchGraphSpace(NasBenchGraphConfig(operations="proteins"))
     space.check_task(task)

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from attnas import _registry
+from attnas import registry
 from attnas.data.sst import load_sst2, load_sst5, normalize_ptb_token, parse_tree
 from attnas.errors import DataError
 
@@ -109,5 +109,5 @@ def test_missing_files_are_named(tmp_path):
 
 def test_registered_as_text_datasets():
     for name, fn in (("sst5", load_sst5), ("sst2", load_sst2)):
-        entry = _registry.get_entry("dataset", name)
+        entry = registry.get_entry("dataset", name)
         assert entry.obj is fn and entry.extra["modality"] == "text"

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from attnas import _registry
+from attnas import registry
 from attnas.config import from_mapping
 from attnas.data.text_csv import CsvOptions, load_text_csv, stratified_holdout, tokenize
 from attnas.errors import ConfigError, DataError
@@ -148,5 +148,5 @@ def test_tokenizer():
 
 
 def test_registered():
-    entry = _registry.get_entry("dataset", "csv")
+    entry = registry.get_entry("dataset", "csv")
     assert entry.obj is load_text_csv and entry.extra["modality"] == "text"

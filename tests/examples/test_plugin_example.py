@@ -22,13 +22,13 @@ EXAMPLE = REPO / "examples" / "attnas_plugin_example"
 CHILD = r"""
 import json, sys
 import torch
-from attnas import _registry
+from attnas import registry
 from attnas.arch import Arch
 from attnas.build import build_space, build_task, pick_device
 from attnas.config import load_config
 
 recipe = sys.argv[1]
-out = {"mechanisms": _registry.names("op", "mechanism"), "spaces": _registry.names("space")}
+out = {"mechanisms": registry.names("op", "mechanism"), "spaces": registry.names("space")}
 config = load_config(recipe)
 space = build_space(config)
 task = build_task(config, None, pick_device("cpu"))
@@ -83,8 +83,8 @@ def test_the_entry_point_registers_the_operation_and_the_space_and_a_model_build
 def test_without_the_entry_point_the_plugin_is_not_loaded(tmp_path):
     """The same child without the metadata folder: attnas alone has neither name."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(EXAMPLE)]), ATTNAS_PROGRESS="0")
-    code = ("import json; from attnas import _registry; "
-            "print(json.dumps([_registry.names('op', 'mechanism'), _registry.names('space')]))")
+    code = ("import json; from attnas import registry; "
+            "print(json.dumps([registry.names('op', 'mechanism'), registry.names('space')]))")
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     mechanisms, spaces = json.loads(proc.stdout.strip().splitlines()[-1])

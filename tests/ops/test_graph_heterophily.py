@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch_geometric.utils import remove_self_loops, to_dense_adj, to_undirected
 
-from attnas import _registry
+from attnas import registry
 from attnas.ops.graph_context import GraphContext
 from attnas.ops.graph_heterophily import POOL, FAGCNOp, GPROp
 from attnas.ops.graph_pyg import GATOp
@@ -62,10 +62,10 @@ def test_gpr_starts_as_personalized_pagerank():
 
 def test_every_operation_of_the_pool_runs_and_trains():
     x, ei, ctx = graph()
-    names = _registry.names("op", POOL)
+    names = registry.names("op", POOL)
     assert {"fagcn", "gpr", "gat_sep_1", "gat_sep_8", "linear", "gcn", "gat_8", "sage"} <= set(names)
     for name in set(names) - {"zero", "identity"}:
-        op = _registry.get("op", name, group=POOL)(12, 16, act="elu", attn_dropout=0.5)
+        op = registry.get("op", name, group=POOL)(12, 16, act="elu", attn_dropout=0.5)
         out = op(x, ctx)
         assert out.shape == (30, 16), name
         out.sum().backward()

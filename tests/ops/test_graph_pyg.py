@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from attnas import _registry
+from attnas import registry
 from attnas.ops.graph_context import GraphContext, SparseFeatures
 
 
@@ -18,7 +18,7 @@ def graph(n=25, e=80, seed=0):
 
 
 def op(name):
-    return _registry.get("op", name, group="pyg")(16, act="linear")
+    return registry.get("op", name, group="pyg")(16, act="linear")
 
 
 def test_gcn_equals_pyg_gcnconv():
@@ -59,7 +59,7 @@ def test_gat_heads_and_shapes(name):
 def test_every_pool_op_maps_hidden_to_hidden_and_uses_the_graph():
     x, ei = graph()
     ctx = GraphContext(ei, x.size(0))
-    for name in _registry.names("op", "pyg"):
+    for name in registry.names("op", "pyg"):
         o = op(name).eval()
         out = o(x, ctx)
         assert out.shape == x.shape, name
@@ -111,7 +111,7 @@ def test_ops_map_a_sparse_input_width_to_another_like_the_dense_input(name):
     x, ei = graph()
     x = torch.where(torch.rand(x.shape, generator=torch.Generator().manual_seed(1)) < 0.8, 0.0, x)
     x = torch.cat([x, x], 1)  # 32 input columns
-    o = _registry.get("op", name, group="pyg")(32, 7, act="elu").eval()
+    o = registry.get("op", name, group="pyg")(32, 7, act="elu").eval()
     ctx = GraphContext(ei, x.size(0))
     dense = o(x, ctx)
     assert dense.shape == (25, 7)
@@ -133,7 +133,7 @@ def test_width_changing_ops_equal_their_pyg_layers():
     x, ei = graph()
     ctx = GraphContext(ei, x.size(0))
     for name in ("gcn", "sage", "cheb", "arma", "sg"):
-        o = _registry.get("op", name, group="pyg")(16, 5, act="linear")
+        o = registry.get("op", name, group="pyg")(16, 5, act="linear")
         ref = o.conv(x, ei)
         if name == "gcn":
             ref = o.conv.__class__(16, 5)
@@ -141,6 +141,6 @@ def test_width_changing_ops_equal_their_pyg_layers():
             ref = ref(x, ei)
         assert torch.allclose(o(x, ctx), ref, atol=1e-5), name
     for heads in (1, 2):  # 5 outputs: 1 head concatenated, 2 heads averaged
-        o = _registry.get("op", f"gat_{heads}", group="pyg")(16, 5, act="linear").eval()
+        o = registry.get("op", f"gat_{heads}", group="pyg")(16, 5, act="linear").eval()
         assert o.conv.concat == (heads == 1)
         assert torch.allclose(o(x, ctx), o.conv(x, ctx.edge_index_with_self_loops), atol=1e-5)

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from attnas import _registry
+from attnas import registry
 from attnas.errors import ConfigError
 from attnas.ops.local_self_attention import LocalSelfAttention
 from attnas.ops.nonlocal_self_attention import NonLocalSelfAttention
@@ -14,13 +14,13 @@ from attnas.ops.self_attention_block import CANDIDATES, PAPER_LABELS, SelfAttent
 
 
 def test_the_seven_table_ii_candidates_are_registered():
-    assert _registry.names("op", "fullattn") == sorted(CANDIDATES)
+    assert registry.names("op", "fullattn") == sorted(CANDIDATES)
     assert len(CANDIDATES) == 7
     assert [PAPER_LABELS[c] for c in CANDIDATES] == [
         "Local SA_k3_h4", "Local SA_k3_h8", "Local SA_k5_h4", "Local SA_k5_h8",
         "Local SA_k7_h4", "Local SA_k7_h8", "Non-local SA",
     ]
-    block = _registry.get("op", "local_sa_k5_h8", group="fullattn")(16, 16)
+    block = registry.get("op", "local_sa_k5_h8", group="fullattn")(16, 16)
     assert isinstance(block.attention, LocalSelfAttention)
     assert (block.attention.kernel_size, block.attention.heads, block.attention.out_channels) == (5, 8, 8)
     assert isinstance(make_candidate("non_local_sa", 16, 16).attention, NonLocalSelfAttention)

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnas import _registry
+from attnas import registry
 from attnas.errors import ConfigError
 from attnas.ops.sequence_context import SequenceContext
 from attnas.ops.text import BASELINE_TEXT_POOL, DEFAULT_TEXT_POOL, GRUOp, MaskedConv1d
@@ -17,7 +17,7 @@ LENGTHS = [5, 1, 7, 3]
 
 def make_op(name: str, **kw) -> torch.nn.Module:
     torch.manual_seed(0)
-    op = _registry.create("op", name, H, group="text", **kw)
+    op = registry.create("op", name, H, group="text", **kw)
     return op.eval()
 
 
@@ -33,11 +33,11 @@ def padded_batch(lengths, L, seed=0, garbage=True):
 
 
 def test_pool_registered_with_default_flags():
-    names = _registry.names("op", "text")
+    names = registry.names("op", "text")
     assert set(BASELINE_TEXT_POOL) <= set(names)
     for name in DEFAULT_TEXT_POOL:
-        assert _registry.get_entry("op", name, "text").extra["in_default_pool"] is True
-    assert _registry.get_entry("op", "self_attention", "text").extra["in_default_pool"] is False
+        assert registry.get_entry("op", name, "text").extra["in_default_pool"] is True
+    assert registry.get_entry("op", "self_attention", "text").extra["in_default_pool"] is False
 
 
 @pytest.mark.parametrize("name", BASELINE_TEXT_POOL)
@@ -179,4 +179,4 @@ def test_bad_options_raise_config_errors():
     with pytest.raises(ConfigError, match="directions"):
         GRUOp(H, directions="both")
     with pytest.raises(ConfigError, match="unknown op in pool 'text' 'conv5'"):
-        _registry.create("op", "conv5", H, group="text")
+        registry.create("op", "conv5", H, group="text")

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnas import _registry
+from attnas import registry
 from attnas.errors import ConfigError
 from attnas.ops.vision_attention import (
     CBAM, HOGA_OPS, ChannelAttention, ChannelAttentionV2, NormalizationAttention, SpatialAttention,
@@ -17,7 +17,7 @@ torch.manual_seed(0)
 
 
 def test_pool_registers_the_nine_operations():
-    assert set(_registry.names("op", "hoga")) >= set(HOGA_OPS)
+    assert set(registry.names("op", "hoga")) >= set(HOGA_OPS)
     assert len(HOGA_OPS) == 9
 
 

@@ -7,7 +7,7 @@ import random
 import pytest
 import torch
 
-from attnas import _registry
+from attnas import registry
 from attnas.arch import Arch
 from attnas.config import from_mapping
 from attnas.errors import ArchError, ConfigError
@@ -29,7 +29,7 @@ def space(**kw) -> HOGASpace:
 
 
 def test_registered_with_capabilities():
-    cls = _registry.get("space", "hoga")
+    cls = registry.get("space", "hoga")
     assert cls is HOGASpace
     assert cls.capabilities == {"relaxed", "dag"}
 

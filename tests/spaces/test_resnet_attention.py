@@ -7,7 +7,7 @@ import random
 import pytest
 import torch
 
-from attnas import _registry
+from attnas import registry
 from attnas.config import from_mapping
 from attnas.errors import ArchError, ConfigError
 from attnas.ops.vision_attention import CBAM, ChannelAttention, ChannelAttentionV2
@@ -24,7 +24,7 @@ def space(**kw) -> ResNetAttentionSpace:
 
 
 def test_registered_without_search_capabilities():
-    assert _registry.get("space", "resnet-attention") is ResNetAttentionSpace
+    assert registry.get("space", "resnet-attention") is ResNetAttentionSpace
     assert ResNetAttentionSpace.capabilities == frozenset()
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnas import _registry
+from attnas import registry
 from attnas.arch import Arch
 from attnas.config import from_mapping
 from attnas.errors import ArchError, ConfigError, UnsupportedError
@@ -34,7 +34,7 @@ def _task(channels=1, classes=3, size=8):
 
 
 def test_registered_with_capabilities():
-    assert _registry.get("space", "stagewise") is StagewiseSpace
+    assert registry.get("space", "stagewise") is StagewiseSpace
     assert StagewiseSpace.capabilities == {"relaxed", "dag"}
     StagewiseSpace().require("relaxed", "darts")
     with pytest.raises(UnsupportedError, match="one-shot"):

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from attnas import _registry, pipeline
+from attnas import registry, pipeline
 from attnas.arch import load_arch
 from attnas.config import load_config
 from attnas.errors import ConfigError
@@ -37,7 +37,7 @@ def tiny(space=None, **strategy) -> dict:
 
 
 def test_registered_as_a_darts_subclass_with_the_paper_defaults():
-    assert _registry.get("strategy", "car-darts") is CarDarts
+    assert registry.get("strategy", "car-darts") is CarDarts
     assert issubclass(CarDarts, Darts) and CarDarts.requires == ("relaxed",)
     c = CarDartsConfig()
     # Sec. IV.B: search 20 epochs (alpha Adam 3e-4), fine-tune 50 epochs (alpha Adam 1e-4),

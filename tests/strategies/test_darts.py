@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from attnas import _registry, pipeline
+from attnas import registry, pipeline
 from attnas.arch import load_arch
 from attnas.config import load_config
 from attnas.errors import CheckpointError, ConfigError, RunDirError, UnsupportedError
@@ -41,7 +41,7 @@ def tiny_parts(**strategy):
 
 
 def test_registered_and_needs_a_relaxed_space():
-    assert _registry.get("strategy", "darts") is Darts
+    assert registry.get("strategy", "darts") is Darts
     assert Darts.requires == ("relaxed",)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnas import _registry
+from attnas import registry
 from attnas.build import build_space
 from attnas.config import from_mapping, load_config
 from attnas.data.mqar import IGNORE
@@ -22,7 +22,7 @@ def task():
 
 
 def test_registered_with_per_token_info(task):
-    assert _registry.get("task", "mqar") is MQARTask
+    assert registry.get("task", "mqar") is MQARTask
     info = task.info
     assert info.kind == "sequence" and info.num_classes == info.in_dim == 32
     assert info.extra["per_token"] and info.extra["max_len"] == 32

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnas import _registry
+from attnas import registry
 from attnas.config import from_mapping
 from attnas.errors import ConfigError
 from attnas.tasks.image_classification import ImageClassificationConfig, ImageClassificationTask
@@ -19,7 +19,7 @@ def digits_task(**kw) -> ImageClassificationTask:
 
 
 def test_registered():
-    assert _registry.get("task", "image-classification") is ImageClassificationTask
+    assert registry.get("task", "image-classification") is ImageClassificationTask
 
 
 def test_splits_partition_the_training_images():

@@ -123,9 +123,9 @@ def test_a_search_cannot_reach_the_test_column(space, task):
 def test_searches_do_not_change_when_the_test_column_does(space, name):
     """A strategy that read test performance would query other architectures once the test
     column is shuffled; every strategy's queries stay the same."""
-    from attnas import _registry
+    from attnas import registry
 
-    cls = _registry.get("strategy", name)
+    cls = registry.get("strategy", name)
     options = cls.Config(budget=60)
     honest = NasBenchGraphTask(NasBenchGraphTaskConfig("cora"))
     shuffled = NasBenchGraphTask(NasBenchGraphTaskConfig("cora"))

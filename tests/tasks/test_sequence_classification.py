@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnas import _registry
+from attnas import registry
 from attnas.config import from_mapping
 from attnas.errors import ConfigError
 from attnas.tasks.sequence_classification import SequenceClassificationConfig, SequenceClassificationTask
@@ -20,7 +20,7 @@ def task():
 
 
 def test_registered_and_validated_from_a_recipe_mapping():
-    assert _registry.get("task", "sequence-classification") is SequenceClassificationTask
+    assert registry.get("task", "sequence-classification") is SequenceClassificationTask
     with pytest.raises(ConfigError, match=r"task.listops.min_lenght: unknown key \(did you mean 'min_length'\?\)"):
         from_mapping(SequenceClassificationConfig, {"listops": {"min_lenght": 3}}, "task")
     with pytest.raises(ConfigError, match="sequence dataset 'imbd'"):

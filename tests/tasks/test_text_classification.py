@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnas import _registry
+from attnas import registry
 from attnas.config import from_mapping
 from attnas.data.text_csv import CsvOptions
 from attnas.errors import ConfigError
@@ -29,7 +29,7 @@ def sst5():
 
 
 def test_registered():
-    assert _registry.get("task", "text-classification") is TextClassificationTask
+    assert registry.get("task", "text-classification") is TextClassificationTask
 
 
 def test_info_and_glove_rows(sst5):

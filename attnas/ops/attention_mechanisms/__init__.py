@@ -20,9 +20,9 @@ from attnas.ops.attention_mechanisms.base import AttentionBlock
 
 def mechanism_names() -> list[str]:
     """Names of the registered attention mechanisms."""
-    from attnas import _registry
+    from attnas import registry
 
-    return _registry.names("op", group="mechanism")
+    return registry.names("op", group="mechanism")
 
 
 def build_mechanism(name: str, dim: int, heads: int = 4, head_dim: int | None = None, max_len: int = 1024,
@@ -43,9 +43,9 @@ def build_mechanism(name: str, dim: int, heads: int = 4, head_dim: int | None = 
     Returns:
         The block, an :class:`AttentionBlock`.
     """
-    from attnas import _registry
+    from attnas import registry
 
-    cls = _registry.get("op", name, group="mechanism")
+    cls = registry.get("op", name, group="mechanism")
     allowed = cls.option_names()
     for key in options:
         if key not in allowed:

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnas._registry import register_op
+from attnas.registry import register_op
 from attnas.errors import ConfigError
 from attnas.ops.attention_mechanisms.base import NEG_INF, AttentionBlock
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from attnas._registry import register_op
+from attnas.registry import register_op
 from attnas.ops.attention_mechanisms.base import AttentionBlock
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attnas._registry import register_op
+from attnas.registry import register_op
 from attnas.ops.attention_mechanisms.base import AttentionBlock, masked_fill_keys
 
 

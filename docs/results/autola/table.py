@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from attnas import _registry
+from attnas import registry
 from attnas.arch import load_arch
 from attnas.config import load_config
 from attnas.models.complexity import count_macs, count_parameters
@@ -70,7 +70,7 @@ def main() -> None:
         label = backbone + what
         recipe = f"autola-{args.dataset}{suffix}"
         cfg = load_config(recipe, [f"space.backbone={args.backbone}"])
-        space = _registry.get("space", cfg.space.name)(cfg.space.options)
+        space = registry.get("space", cfg.space.name)(cfg.space.options)
         run = args.runs / recipe if args.runs else None
         if args.only_runs and (run is None or not (run / "metrics.json").exists()):
             continue

@@ -295,8 +295,8 @@ def index_source(rows: list[tuple[str, str, str, str, dict]]) -> str:
 
 INDEX_HEADER = '''"""Where each built-in component is registered: (kind, name, group, module, metadata).
 
-The registry (``attnas._registry``) reads this table to import only the module of a
-name it looks up. Written by ``python -m attnas._registry``, which imports every
+The registry (``attnas.registry``) reads this table to import only the module of a
+name it looks up. Written by ``python -m attnas.registry``, which imports every
 component module; a test checks that it matches what the modules register.
 """
 
@@ -306,8 +306,8 @@ component module; a test checks that it matches what the modules register.
 if __name__ == "__main__":  # rewrite attnas/_component_index.py from what the modules register
     from pathlib import Path
 
-    from attnas import _registry
+    from attnas import registry
 
-    path = Path(_registry.__file__).with_name("_component_index.py")
-    path.write_text(_registry.index_source(_registry.index_rows()), encoding="utf-8")
-    print(f"{path}: {len(_registry.index_rows())} components")
+    path = Path(registry.__file__).with_name("_component_index.py")
+    path.write_text(registry.index_source(registry.index_rows()), encoding="utf-8")
+    print(f"{path}: {len(registry.index_rows())} components")
