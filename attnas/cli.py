@@ -57,8 +57,8 @@ from typing import Optional
 import typer
 
 from attnas._version import __version__
-from attnas.errors import AttnasError
-from attnas.stop_signals import Terminated, handling_stop_signals
+from attnas.core.errors import AttnasError
+from attnas.runtime.stop_signals import Terminated, handling_stop_signals
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Neural architecture search for attention (AutoAttend, DARTFormer, AutoLA, "
@@ -114,7 +114,7 @@ def _guard(fn):
 
     ``--debug`` raises it instead, with its traceback (a Ctrl-C prints its traceback and
     still exits with 130). SIGTERM stops the command like Ctrl-C, with status 143, and a
-    second signal while the first is handled is ignored (:mod:`attnas.stop_signals`).
+    second signal while the first is handled is ignored (:mod:`attnas.runtime.stop_signals`).
     """
 
     @functools.wraps(fn)
@@ -230,12 +230,12 @@ def list_cmd(what: str = typer.Argument("all", help="spaces, strategies, tasks, 
     """List registered components and shipped recipes."""
     from attnas import registry
     from attnas.config import list_recipes, read_yaml, recipe_path
-    from attnas.display import plain_text
+    from attnas.reporting.display import plain_text
 
     kinds = {"spaces": "space", "strategies": "strategy", "tasks": "task", "datasets": "dataset", "ops": "op"}
     valid = [*kinds, "recipes", "all"]
     if what not in valid:
-        from attnas.errors import ConfigError, unknown_name
+        from attnas.core.errors import ConfigError, unknown_name
 
         raise ConfigError(unknown_name("list target", what, valid))
     for name, kind in kinds.items():
@@ -285,10 +285,9 @@ def search(recipe: Optional[str] = typer.Argument(None, help="Recipe name (attna
            mlflow_experiment: Optional[str] = typer.Option(None, "--mlflow-experiment", help="With --mlflow: the "
                                                            "MLflow experiment (default attnas).")) -> None:
     """Search an architecture; writes arch.json, metrics.json and model.pt to the run directory."""
-    from attnas import mlflow_mirror, tensorboard_mirror
-
+    from attnas.tracking import mlflow_mirror, tensorboard_mirror
     if mlflow_experiment is not None and mlflow is None:
-        from attnas.errors import ConfigError
+        from attnas.core.errors import ConfigError
 
         raise ConfigError("--mlflow-experiment goes with --mlflow URI")
     with tensorboard_mirror.mirroring(tensorboard), mlflow_mirror.mirroring(mlflow, mlflow_experiment or "attnas"):
@@ -315,7 +314,7 @@ def _search(recipe: Optional[str], set_: list[str], out: Optional[Path], data_di
                               ray_address=ray_address)
     if not run.exists("metrics.json"):  # a distributed rank other than 0
         return
-    from attnas.display import rounded
+    from attnas.reporting.display import rounded
 
     metrics = run.read_json("metrics.json")
     typer.echo(f"run: {run.path}")
@@ -334,8 +333,8 @@ def retrain(run_dir: Path = typer.Argument(..., help="A finished run directory."
             workers: Optional[int] = typer.Option(None, "--workers", help="Train the seeds on N parallel Ray workers."),
             ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP)) -> None:
     """Retrain the found architecture with several seeds (mean and std go to metrics.json)."""
-    from attnas.display import rounded
-    from attnas.retraining import retrain as run_retrain
+    from attnas.reporting.display import rounded
+    from attnas.training.retraining import retrain as run_retrain
 
     if init not in (None, "supernet", "scratch"):
         _fail(f"--init must be supernet or scratch, got {init!r}")
@@ -356,7 +355,7 @@ def sweep(recipe: str = typer.Argument(..., help="Recipe name or YAML path."),
           workers: Optional[int] = typer.Option(None, "--workers", help="Run N searches at once on Ray."),
           ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP)) -> None:
     """Run independent searches (seeds x grid) into sub-run folders; summary.json has mean and std."""
-    from attnas.sweep import sweep as run_sweep
+    from attnas.scale.sweep import sweep as run_sweep
 
     s = run_sweep(recipe, set_, seeds=seeds, grid=grid, out=out, data_dir=data_dir, device=device, workers=workers,
                   ray_address=ray_address)
@@ -417,7 +416,7 @@ def bench(out: Path = typer.Option(Path("runs/bench"), "--out", help="Output fol
     """Search strategies on NAS-Bench-Graph's tables: anytime curves and paired tests against random search;
     writes bench.json, bench.md and figures/ (needs attnas\\[nasbench])."""
     from attnas.bench import DATASETS, DEFAULT_STRATEGIES, run_bench
-    from attnas.errors import ConfigError
+    from attnas.core.errors import ConfigError
 
     try:
         budget_list = [int(b) for b in budgets.split(",") if b.strip()]
@@ -436,7 +435,7 @@ def evaluate(run_dir: Path = typer.Argument(..., help="A finished run directory.
              device: Optional[str] = typer.Option(None, "--device")) -> None:
     """Score the run's final model on the validation and test splits."""
     from attnas import pipeline
-    from attnas.display import rounded
+    from attnas.reporting.display import rounded
 
     typer.echo(json.dumps(rounded(pipeline.evaluate(run_dir, data_dir=data_dir, device=device)), indent=1))
 
@@ -445,7 +444,7 @@ def evaluate(run_dir: Path = typer.Argument(..., help="A finished run directory.
 @_guard
 def report(run_dir: Path = typer.Argument(..., help="A run directory.")) -> None:
     """Write report.md with the search-progress figure and the architecture drawn."""
-    from attnas.report import write_report
+    from attnas.reporting.report import write_report
 
     typer.echo(str(write_report(run_dir)))
 
@@ -467,7 +466,7 @@ def export(run_dir: Path = typer.Argument(..., help="A finished run directory.")
     if (pick is None) == (format_ is None):
         _fail("give one of --pick (a Pareto-front member's arch.json) or --format (the final model)")
     if format_ is not None:
-        from attnas.model_export import export_run
+        from attnas.export.model_export import export_run
 
         info = export_run(run_dir, format_, out, data_dir=data_dir)
         check = info.get("check", {})
@@ -477,7 +476,7 @@ def export(run_dir: Path = typer.Argument(..., help="A finished run directory.")
         if "other_sizes" in check:
             typer.echo(f"warning: it runs only at the traced input sizes; other sizes {check['other_sizes']}", err=True)
         return
-    from attnas.pareto import export_member
+    from attnas.costs.pareto import export_member
 
     path, member = export_member(run_dir, pick, out or Path(run_dir) / "picked.arch.json")
     typer.echo(f"{path}: front member {member['index']} "
@@ -500,13 +499,13 @@ def check_arch(arch_json: Path = typer.Argument(..., help="An arch.json file."),
 def tune_process() -> None:
     """Process-wide settings for training, made before any torch work.
 
-    Sets the OpenMP wait policy (:func:`attnas.cpu_busy.choose_omp_wait_policy`, which
+    Sets the OpenMP wait policy (:func:`attnas.runtime.cpu_busy.choose_omp_wait_policy`, which
     measures how busy the CPUs are for a quarter of a second) and glibc's ``malloc``
-    thresholds (:func:`attnas.allocator.keep_freed_memory`; ``ATTNAS_MALLOC=default`` keeps
+    thresholds (:func:`attnas.runtime.allocator.keep_freed_memory`; ``ATTNAS_MALLOC=default`` keeps
     glibc's own).
     """
-    from attnas.allocator import keep_freed_memory
-    from attnas.cpu_busy import choose_omp_wait_policy
+    from attnas.runtime.allocator import keep_freed_memory
+    from attnas.runtime.cpu_busy import choose_omp_wait_policy
 
     choose_omp_wait_policy()
     keep_freed_memory()

@@ -14,7 +14,7 @@ import torch  # noqa: F401  (first: see above)
 
 import attnas.cli  # noqa: F401
 import attnas.pipeline  # noqa: F401
-import attnas.retraining  # noqa: F401
+import attnas.training.retraining  # noqa: F401
 from attnas import registry
 
 for _package in registry._PACKAGES:

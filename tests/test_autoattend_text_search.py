@@ -7,7 +7,9 @@ import json
 import pytest
 import yaml
 
-from attnas import pipeline, retraining
+from attnas import pipeline
+
+from attnas.training import retraining
 from attnas.config import load_config
 from attnas.spaces.autoattend import AutoAttendSpace
 
@@ -93,7 +95,7 @@ def test_user_csv_end_to_end(tmp_path):
     run = pipeline.search(recipe_file, out=tmp_path / "csv-run", data_dir=tmp_path)
     metrics = json.loads(run.file("metrics.json").read_text())
     assert metrics["val_accuracy"] >= 0.9  # the words give the label away
-    from attnas.errors import DataError
+    from attnas.core.errors import DataError
 
     bad = tmp_path / "bad.csv"
     bad.write_text("text,label\nfine film,pos\n,neg\n")

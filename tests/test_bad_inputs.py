@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from attnas import pipeline
 from attnas.cli import app
-from attnas.errors import CheckpointError
+from attnas.core.errors import CheckpointError
 
 runner = CliRunner()
 
@@ -277,7 +277,7 @@ def darts(task=None, **strategy):
 
 def run_with_alpha(path, shape):
     """A run folder holding a 'darts' checkpoint with architecture weights of ``shape``."""
-    from attnas.runs import RunDir
+    from attnas.runs.run_dir import RunDir
 
     with RunDir.create(path, "name: other\n", {}) as run:
         run.save_checkpoint("darts", 1, {"alpha": [torch.zeros(shape)]})

@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from attnas import pipeline
 from attnas.cli import app
-from attnas.runs import RunDir
+from attnas.runs.run_dir import RunDir
 
 runner = CliRunner()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from attnas import registry
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 
 def test_core_components_are_discovered():
@@ -69,7 +69,7 @@ LAZY_LOOKUP = """
 import json, sys
 sys.modules["torch_geometric"] = None
 from attnas import registry
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 out = {"image_names": registry.names("dataset", modality="image")}
 out["after_names"] = sorted(m for m in sys.modules if m.startswith(("attnas.data.", "attnas.spaces.", "attnas.tasks.",
                                                                     "attnas.strategies.", "attnas.ops.")))

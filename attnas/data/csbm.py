@@ -27,7 +27,7 @@ import torch
 
 from attnas.data.graphs import SPLITS, GraphDataset, random_split_masks
 from attnas.data.heterophilous import graph_with_splits
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 NUM_SPLITS = 10
 

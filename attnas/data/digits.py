@@ -14,7 +14,7 @@ import torch
 
 from attnas.registry import register_dataset
 from attnas.data.image_dataset import ImageDataset
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 TEST_FRACTION = 0.2
 SEED = 0

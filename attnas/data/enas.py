@@ -29,7 +29,7 @@ import torch
 
 from attnas.registry import register_dataset
 from attnas.data.root import require_files, resolve_data_root
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.dag_dataset import DagDataset
 

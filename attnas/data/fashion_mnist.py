@@ -22,7 +22,7 @@ import torch
 from attnas.registry import register_dataset
 from attnas.data.image_dataset import ImageDataset
 from attnas.data.root import require_files
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 
 FOLDER = "fashion-mnist"
 FILES = {

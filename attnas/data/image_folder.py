@@ -24,7 +24,7 @@ import torch
 
 from attnas.registry import register_dataset
 from attnas.data.image_dataset import ImageDataset
-from attnas.errors import ConfigError, DataError
+from attnas.core.errors import ConfigError, DataError
 
 PIL_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp"}
 SUFFIXES = PIL_SUFFIXES | {".npy"}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from attnas.registry import register_dataset
 from attnas.data.nas_bench_graph import DATASETS, load_table
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.space_dags import space_dataset
 from attnas.spaces.nas_bench_graph import NasBenchGraphConfig, NasBenchGraphSpace

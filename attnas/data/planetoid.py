@@ -33,7 +33,7 @@ from attnas.data.graphs import GraphDataset, validate_graph
 from attnas.data.download import DownloadFailed, Source
 from attnas.data.root import require_files
 from attnas.data.safe_pickle import DEFAULTDICT_OF_LISTS, NUMPY_ARRAYS, SCIPY_CSR, restricted_load
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 
 _NAMES = {"cora": "Cora", "citeseer": "CiteSeer", "pubmed": "PubMed"}
 _SUFFIXES = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from attnas.data.download import OFFLINE_VAR, DownloadFailed, Source, download_missing, downloads_allowed
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 
 ENV_VAR = "ATTNAS_DATA"
 

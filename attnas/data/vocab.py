@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from attnas.data.text_dataset import lowercase
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 PAD, UNK = "<pad>", "<unk>"
 PAD_ID, UNK_ID = 0, 1

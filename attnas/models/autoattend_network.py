@@ -49,8 +49,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnas.arch import Arch
-from attnas.errors import UnsupportedError
+from attnas.core.arch import Arch
+from attnas.core.errors import UnsupportedError
 from attnas.ops.dropout import fast_dropout
 from attnas.tasks.base import TaskInfo
 
@@ -323,13 +323,13 @@ class AutoAttendModel(_AutoAttendBase):
           (``tokens`` int64 ``[B, L]`` vocabulary ids, ``mask`` bool ``[B, L]`` True at real
           tokens, ``lengths`` int64 ``[B]``); returns ``[B, classes]`` logits.
 
-        :mod:`attnas.model_inputs` wraps the model to take these as plain tensors.
+        :mod:`attnas.export.model_inputs` wraps the model to take these as plain tensors.
         """
         return self.run(batch, self.steps)
 
     def latency_parts(self, batch: Any) -> list[tuple[list, Callable[[], Any]]]:
         """The parts of the forward pass on ``batch`` whose times add up to its latency
-        (``costs.latency: operations``, :mod:`attnas.costs`): the stem, every operation,
+        (``costs.latency: operations``, :mod:`attnas.costs.measure`): the stem, every operation,
         every layer's merge (attention or sum) and the head, each as ``(signature, run)``.
 
         A signature names what the part's time depends on: the operation and its widths

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnas.ops.positions import sinusoidal_positions
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.dropout import FastDropout
 from attnas.ops.sequence_context import SequenceContext
 

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from attnas.ops.positions import sinusoidal_positions
-from attnas.errors import ConfigError, DataError
+from attnas.core.errors import ConfigError, DataError
 from attnas.ops.attention_mechanisms import build_mechanism
 
 #: A homogeneous mechanism name, or ``{mechanism: number of single heads}`` for a mix.

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnas.errors import ArchError, ConfigError
+from attnas.core.errors import ArchError, ConfigError
 from attnas.ops.memory_format import is_channels_last, split_nchw
 from attnas.ops.overrides import overridable
 from attnas.ops.vision_attention import ChannelAttention, create_attention

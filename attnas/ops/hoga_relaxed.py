@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnas.errors import ConfigError, unknown_name
+from attnas.core.errors import ConfigError, unknown_name
 from attnas.ops.hoga_cell import HOGA, HOGAProjection, check_divisible, edge_key, hoga_edges, project
 from attnas.ops.gate_pooling import mean
 from attnas.ops.memory_format import as_nchw

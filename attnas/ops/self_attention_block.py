@@ -46,7 +46,7 @@ from typing import Literal
 from torch import Tensor, nn
 
 from attnas.registry import register_op
-from attnas.errors import ConfigError, DataError, unknown_name
+from attnas.core.errors import ConfigError, DataError, unknown_name
 from attnas.ops.local_self_attention import LocalSelfAttention
 from attnas.ops.nonlocal_self_attention import NonLocalSelfAttention
 

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from attnas.registry import register_op
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.dropout import FastDropout, fast_dropout
 from attnas.ops.sequence_context import SequenceContext
 

@@ -31,7 +31,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnas.registry import register_op
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.dropout import FastDropout
 from attnas.ops.padded_gru import padded_gru
 from attnas.ops.sequence_context import SequenceContext

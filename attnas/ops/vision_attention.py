@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnas.registry import register_op
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.gate_pooling import mean
 from attnas.ops.overrides import overridable
 from attnas.ops.small_conv import small_conv2d

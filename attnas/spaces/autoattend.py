@@ -52,9 +52,9 @@ from torch import nn
 
 from attnas import registry
 from attnas.registry import register_space
-from attnas.arch import Arch
+from attnas.core.arch import Arch
 from attnas.config import CheckedConfig, Fraction, PositiveInt
-from attnas.errors import ArchError, ConfigError, unknown_name
+from attnas.core.errors import ArchError, ConfigError, unknown_name
 from attnas.models.autoattend_network import ROLES, ZERO, AutoAttendModel, AutoAttendSupernet, adapter_for
 from attnas.spaces.base import Baseline, Space
 

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from attnas import registry
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.graph_attention import EdgeScaledDotProductAttention
 from attnas.ops.dropout import fast_dropout
 from attnas.ops.graph_context import GraphContext, SparseFeatures

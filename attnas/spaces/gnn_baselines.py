@@ -24,9 +24,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnas.registry import register_space
-from attnas.arch import Arch
+from attnas.core.arch import Arch
 from attnas.config import CheckedConfig, Fraction, PositiveInt
-from attnas.errors import ArchError, unknown_name
+from attnas.core.errors import ArchError, unknown_name
 from attnas.ops.dropout import fast_dropout
 from attnas.spaces.base import Space
 

@@ -33,7 +33,7 @@ from torch import nn
 from torch_geometric import nn as gnn
 
 from attnas.registry import register_space
-from attnas.arch import Arch
+from attnas.core.arch import Arch
 from attnas.config import CheckedConfig, Fraction, PositiveInt
 from attnas.ops.dropout import fast_dropout
 from attnas.ops.graph_context import GraphContext

@@ -42,9 +42,9 @@ from torch import nn
 
 from attnas import registry
 from attnas.registry import register_space
-from attnas.arch import Arch
+from attnas.core.arch import Arch
 from attnas.config import CheckedConfig, PositiveInt
-from attnas.errors import ArchError, ConfigError, did_you_mean
+from attnas.core.errors import ArchError, ConfigError, did_you_mean
 from attnas.models.hoga_networks import RelaxedHOGANetwork, hoga_factory
 from attnas.models.image_classifier import ImageClassifier
 from attnas.models.resnet_cifar import cifar_resnet

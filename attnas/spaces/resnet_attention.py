@@ -27,9 +27,9 @@ from torch import nn
 
 from attnas import registry
 from attnas.registry import register_space
-from attnas.arch import Arch
+from attnas.core.arch import Arch
 from attnas.config import CheckedConfig, PositiveInt
-from attnas.errors import ArchError, ConfigError, did_you_mean
+from attnas.core.errors import ArchError, ConfigError, did_you_mean
 from attnas.models.image_classifier import ImageClassifier
 from attnas.models.resnet_cifar import cifar_resnet
 from attnas.ops.vision_attention import POOL, create_attention

@@ -35,10 +35,10 @@ from typing import Annotated, Any, Literal
 import torch
 
 from attnas.registry import register_strategy
-from attnas.arch import Arch
-from attnas.checkpoint_files import save_checkpoint_file
+from attnas.core.arch import Arch
+from attnas.runs.checkpoint_files import save_checkpoint_file
 from attnas.config import CheckedConfig, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Range
-from attnas.errors import ArchError, ConfigError
+from attnas.core.errors import ArchError, ConfigError
 from attnas.graphvae.bo import INVALID, BOConfig, BOState, latent_bo
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.gp import SparseGPConfig, gp_prediction, summarize_predictions

@@ -23,17 +23,19 @@ import torch
 from torch import nn
 from torch.optim.swa_utils import AveragedModel
 
-from attnas import distributed, pareto
-from attnas.arch import Arch
+from attnas.scale import distributed
+
+from attnas.costs import pareto
+from attnas.core.arch import Arch
 from attnas.config import TrainConfig
-from attnas.costs import CostModel, splits_into_parts
-from attnas.errors import CheckpointError, ConfigError
-from attnas.parallel import chunks, map_in_threads
-from attnas.progress import progress
-from attnas.rng import rng_state, seed_everything, set_rng_state
+from attnas.costs.measure import CostModel, splits_into_parts
+from attnas.core.errors import CheckpointError, ConfigError
+from attnas.scale.parallel import chunks, map_in_threads
+from attnas.reporting.progress import progress
+from attnas.runs.rng import rng_state, seed_everything, set_rng_state
 from attnas.strategies.base import SearchResult, Strategy
 from attnas.strategies.supernet_scoring import score_candidates, supernet_score
-from attnas.train import FitResult, fit, make_optimizer, make_scheduler, train_epoch
+from attnas.training.train import FitResult, fit, make_optimizer, make_scheduler, train_epoch
 
 
 #: Most architectures drawn, and seconds spent, looking for one that meets the constraints

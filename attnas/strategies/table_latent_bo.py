@@ -30,9 +30,9 @@ import torch
 from scipy.stats import norm
 
 from attnas.registry import register_strategy
-from attnas.checkpoint_files import load_checkpoint_file
+from attnas.runs.checkpoint_files import load_checkpoint_file
 from attnas.config import CheckedConfig, PositiveInt, Range
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.graphvae.space_dags import space_dataset
 from attnas.graphvae.vae import GraphVAE
 from attnas.strategies.table_strategies import _TableStrategy

@@ -25,7 +25,7 @@ from typing import Annotated, Any, ClassVar
 
 from attnas.registry import register_strategy
 from attnas.config import CheckedConfig, PositiveInt, Range
-from attnas.errors import UnsupportedError
+from attnas.core.errors import UnsupportedError
 from attnas.strategies.base import SearchResult, Strategy
 from attnas.strategies.table_search import LOOPS
 from attnas.tasks.nas_bench_graph import ValidationQueries

@@ -34,7 +34,7 @@ import torch
 from attnas.registry import register_task
 from attnas.config.values import CheckedConfig, Range
 from attnas.data.graphs import SPLITS, GraphDataset
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.tasks.base import Task, TaskInfo
 from attnas.tasks.node_classification import NodeBatch, NodeClassificationTask
 

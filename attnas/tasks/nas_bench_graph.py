@@ -25,7 +25,7 @@ import numpy as np
 from attnas.registry import register_task
 from attnas.config import CheckedConfig
 from attnas.data.nas_bench_graph import DATASETS, BenchTable, load_table
-from attnas.errors import ConfigError, UnsupportedError, unknown_name
+from attnas.core.errors import ConfigError, UnsupportedError, unknown_name
 from attnas.tasks.base import TaskInfo
 from attnas.tasks.measured_scores import MeasuredScoresTask
 

@@ -20,7 +20,7 @@ from attnas import registry
 from attnas.registry import register_task
 from attnas.config import CheckedConfig, PositiveInt, Seed, check_keyword_options
 from attnas.data.graphs import GraphDataset
-from attnas.errors import ConfigError, unknown_name
+from attnas.core.errors import ConfigError, unknown_name
 from attnas.tasks.base import SPLITS, Task, TaskInfo
 
 

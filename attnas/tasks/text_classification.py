@@ -29,7 +29,7 @@ from attnas.data.root import resolve_data_root
 from attnas.data.text_csv import CsvConfig
 from attnas.data.text_dataset import TEXT_SPLITS, TextDataset
 from attnas.data.vocab import EncodedText, Vocab, lengths_to_mask
-from attnas.errors import ConfigError, unknown_name
+from attnas.core.errors import ConfigError, unknown_name
 from attnas.tasks.base import Task, TaskInfo
 
 

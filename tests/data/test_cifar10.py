@@ -10,7 +10,7 @@ import pytest
 
 from attnas import registry
 from attnas.data.cifar10 import TEST_FILE, TRAIN_FILES, load_cifar10
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 
 
 def write_batch(path, data, labels, bytes_keys=True):

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attnas.data.csbm import csbm_graph, csbm_parameters, load_csbm
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 
 def homophily(y, ei):

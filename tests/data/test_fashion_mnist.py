@@ -10,7 +10,7 @@ import pytest
 
 from attnas import registry
 from attnas.data.fashion_mnist import read_idx
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 
 
 def test_real_fashion_mnist(data_root):

@@ -7,7 +7,7 @@ import torch
 from torch_geometric.data import Data
 
 from attnas.data.graph_file import load_graph_file
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 
 
 def good(n=30):

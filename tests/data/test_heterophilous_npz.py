@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from attnas.cli import app
 from attnas.data.heterophilous import load_heterophilous
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 from heterophilous_files import arrays, write
 
 

@@ -7,7 +7,7 @@ import pytest
 from PIL import Image
 
 from attnas.data.image_folder import load_image_folder
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 
 
 def write_png(path, value, size=(6, 5), mode="RGB"):

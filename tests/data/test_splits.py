@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attnas.data.splits import halves, holdout
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 
 def test_holdout_and_halves_partition():

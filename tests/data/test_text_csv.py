@@ -9,7 +9,7 @@ import pytest
 from attnas import registry
 from attnas.config import from_mapping
 from attnas.data.text_csv import CsvOptions, load_text_csv, stratified_holdout, tokenize
-from attnas.errors import ConfigError, DataError
+from attnas.core.errors import ConfigError, DataError
 
 
 def write(path, rows, sep=","):

@@ -7,7 +7,7 @@ import pytest
 from attnas.data.text_sequences import (BYTE_VOCAB, TextSequencesConfig, detokenize, encode_bytes,
                                         load_text_sequences)
 from attnas.data.text_csv import CsvOptions
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 
 def write_csv(path, n=30):

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from attnas.data.token_sequences import TokenSequences, pad_sequences
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 
 
 def test_pad_sequences_right_pads_with_the_pad_id():

@@ -2,7 +2,7 @@
 
 Strict mode turns every warning into a failure: a broken link between pages, a missing
 anchor, a page left out of the navigation, a docstring griffe cannot parse, and a
-cross-reference of a docstring (``:class:`~attnas.errors.ConfigError```, rewritten to a link
+cross-reference of a docstring (``:class:`~attnas.core.errors.ConfigError```, rewritten to a link
 by ``docs/api_roles.py``) whose target is not documented.
 """
 

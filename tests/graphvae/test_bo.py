@@ -6,7 +6,7 @@ import pytest
 import torch
 from dag_factory import random_dags
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.graphvae.bo import INVALID, BOSettings, BOState, decode_most_common, latent_bo
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.dag_dataset import DagDataset

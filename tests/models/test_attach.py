@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.models.attach import AttentionAfter, attach_attention
 from attnas.models.resnet_cifar import cifar_resnet
 from attnas.ops.hoga_cell import HOGA

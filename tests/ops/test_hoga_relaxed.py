@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.hoga_cell import aggregate, edge_key, edge_keys
 from attnas.ops.hoga_relaxed import GroupedMixedOp, MixedOp, RelaxedHOGA, init_alpha
 from attnas.ops.vision_attention import HOGA_OPS

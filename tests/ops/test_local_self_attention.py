@@ -7,7 +7,7 @@ import torch
 
 from local_attention_inputs import local_attention_inputs
 
-from attnas.errors import ConfigError, DataError
+from attnas.core.errors import ConfigError, DataError
 from attnas.ops.local_self_attention import (
     LocalSelfAttention,
     local_attention,

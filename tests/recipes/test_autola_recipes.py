@@ -11,7 +11,7 @@ import pytest
 
 from attnas import pipeline
 from attnas.config import list_recipes, load_config
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 from attnas.ops.hoga_cell import HOGA
 from attnas.ops.vision_attention import CBAM, ChannelAttention
 from attnas.spaces.hoga import HOGASpace

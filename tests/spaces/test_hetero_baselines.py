@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnas.arch import Arch
+from attnas.core.arch import Arch
 from attnas.comparison.plan import plan_rows
 from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
 from attnas.spaces.gnn_baselines import GAT, GCN

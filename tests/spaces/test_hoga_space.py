@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from attnas import registry
-from attnas.arch import Arch
+from attnas.core.arch import Arch
 from attnas.config import from_mapping
-from attnas.errors import ArchError, ConfigError
+from attnas.core.errors import ArchError, ConfigError
 from attnas.ops.hoga_cell import HOGA
 from attnas.ops.hoga_relaxed import RelaxedHOGA
 from attnas.ops.vision_attention import HOGA_OPS

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from attnas.registry import register_op
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.attention_mechanisms.base import AttentionBlock
 
 

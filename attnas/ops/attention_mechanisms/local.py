@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from attnas.registry import register_op
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.attention_mechanisms.base import AttentionBlock
 from attnas.ops.attention_mechanisms.blocked import blocked_attention
 

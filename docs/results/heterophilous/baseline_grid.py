@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from attnas.build import build_space, build_task
+from attnas.runs.build import build_space, build_task
 from attnas.config import load_config
 from attnas.data.root import resolve_data_root
 from attnas.pipeline import train_final

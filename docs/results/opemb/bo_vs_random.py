@@ -57,7 +57,7 @@ from pathlib import Path
 
 import torch
 
-from attnas.checkpoint_files import load_checkpoint_file, save_checkpoint_file
+from attnas.runs.checkpoint_files import load_checkpoint_file, save_checkpoint_file
 from attnas.graphvae.bo import BOConfig, BOState, latent_bo
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.dag_dataset import DagDataset

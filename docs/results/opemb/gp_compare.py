@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from attnas.checkpoint_files import load_checkpoint_file
+from attnas.runs.checkpoint_files import load_checkpoint_file
 from attnas.graphvae.gp import SparseGPConfig, gp_prediction
 from attnas.graphvae.vae import GraphVAE
 

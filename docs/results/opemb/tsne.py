@@ -17,7 +17,7 @@ import torch
 
 
 def main() -> None:
-    from attnas.checkpoint_files import load_checkpoint_file
+    from attnas.runs.checkpoint_files import load_checkpoint_file
     from attnas.data.enas import load_enas6
     from attnas.graphvae.analysis import tsne_embedding
     from attnas.graphvae.vae import GraphVAE
