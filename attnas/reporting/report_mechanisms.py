@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnas.costs.measure import latency_clause
+from attnas.costs.config import latency_clause
 
 DROP_PREFIX = "drop_score_"
 

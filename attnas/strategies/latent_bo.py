@@ -50,7 +50,7 @@ import torch
 from attnas.registry import register_strategy
 from attnas.core.arch import Arch
 from attnas.config import CheckedConfig, PositiveFloat, PositiveInt
-from attnas.costs.measure import CostsConfig
+from attnas.costs.config import CostsConfig
 from attnas.core.errors import ConfigError
 from attnas.graphvae.bo import BOConfig, propose
 from attnas.graphvae.gp import SparseGPConfig
@@ -126,7 +126,7 @@ class LatentBOConfig(CheckedConfig):
             initial sample is drawn among the architectures that meet them, and a BO
             proposal over one is not scored (a ``rejected`` event; it enters the GP with the
             worst observed score, as an invalid decoding does).
-        costs: How costs are measured (:class:`~attnas.costs.measure.CostsConfig`).
+        costs: How costs are measured (:class:`~attnas.costs.config.CostsConfig`).
     """
 
     supernet: SupernetConfig = field(default_factory=SupernetConfig)

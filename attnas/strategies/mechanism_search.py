@@ -60,7 +60,8 @@ from torch import nn
 from attnas.registry import register_strategy
 from attnas.core.arch import Arch
 from attnas.config import CheckedConfig, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, TrainConfig
-from attnas.costs.measure import COSTS, CostModel, CostsConfig
+from attnas.costs.config import COSTS, CostsConfig
+from attnas.costs.cost_model import CostModel
 from attnas.core.errors import ConfigError, check_finite_loss, unknown_name
 from attnas.reporting.progress import progress
 from attnas.runs.rng import rng_state, seed_everything, set_rng_state
@@ -128,8 +129,8 @@ class MechanismSearchConfig(CheckedConfig):
         finetune_steps: NAS Prune: optimiser steps on training batches after each drop.
         score_batch_size: Batch size of masked-drop scoring (0: ``supernet.batch_size``).
         report_costs: Costs of every candidate mechanism to measure and report
-            (:data:`attnas.costs.measure.COSTS`; empty: none).
-        costs: How they are measured (:class:`~attnas.costs.measure.CostsConfig`; the example
+            (:data:`attnas.costs.config.COSTS`; empty: none).
+        costs: How they are measured (:class:`~attnas.costs.config.CostsConfig`; the example
             batch defaults to ``supernet.batch_size``).
     """
 

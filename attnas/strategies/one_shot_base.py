@@ -28,7 +28,8 @@ from attnas.scale import distributed
 from attnas.costs import pareto
 from attnas.core.arch import Arch
 from attnas.config import TrainConfig
-from attnas.costs.measure import CostModel, splits_into_parts
+from attnas.costs.cost_model import CostModel
+from attnas.costs.measure import splits_into_parts
 from attnas.core.errors import CheckpointError, ConfigError
 from attnas.scale.parallel import chunks, map_in_threads
 from attnas.reporting.progress import progress

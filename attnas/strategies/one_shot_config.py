@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attnas.config import CheckedConfig, Fraction, NonNegativeInt, OptimConfig, PositiveFloat, PositiveInt
-from attnas.costs.measure import CostsConfig
+from attnas.costs.config import CostsConfig
 from attnas.core.errors import ConfigError
 
 
@@ -123,12 +123,12 @@ class OneShotEvolutionConfig(CheckedConfig):
             the torch threads of the run (``attnas --threads``); 1: one at a time with all
             of them. Scores are those of one torch thread whenever this is above 1.
         objectives: What the search optimises: the task's validation metric
-            (``val_<metric>``, maximised) and measured costs (:data:`attnas.costs.measure.COSTS`,
+            (``val_<metric>``, maximised) and measured costs (:data:`attnas.costs.config.COSTS`,
             minimised), e.g. ``[val_accuracy, params]``; ``None``: the validation metric
             alone. With two or more, the search keeps a Pareto front (``pareto.json``) and picks the parents of each round by NSGA-II's rank and crowding distance.
         constraints: Upper limits on measured costs, e.g. ``{params: 1e6, latency_ms: 5}``:
             a candidate over one is rejected before it is scored and another is drawn.
-        costs: How costs are measured (:class:`~attnas.costs.measure.CostsConfig`).
+        costs: How costs are measured (:class:`~attnas.costs.config.CostsConfig`).
     """
 
     supernet: SupernetConfig = field(default_factory=SupernetConfig)

@@ -59,7 +59,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     from attnas.runs.build import build_space, build_task, pick_device
     from attnas.config import load_config
-    from attnas.costs.measure import CostModel, CostsConfig
+    from attnas.costs.config import CostsConfig
+    from attnas.costs.cost_model import CostModel
     from attnas.data.root import resolve_data_root
 
     cfg = load_config(args.recipe)

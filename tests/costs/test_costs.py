@@ -8,7 +8,11 @@ import random
 import pytest
 import torch
 
-from attnas.costs.measure import COSTS, COSTS_FILE, CostModel, CostsConfig, batch_signature, measure
+from attnas.costs.config import COSTS, CostsConfig
+
+from attnas.costs.cost_model import COSTS_FILE, CostModel
+
+from attnas.costs.measure import batch_signature, measure
 
 
 class _SumLoss:
@@ -129,13 +133,13 @@ def test_a_steady_run_is_timed_min_repeats_times_and_a_noisy_one_repeats_times(m
         return run, calls
 
     run, calls = runner([5.0])
-    assert costs._median_ms(run, 1, 5, torch.device("cpu"), 2, 0.1) == pytest.approx(5.0)
+    assert costs.median_ms(run, 1, 5, torch.device("cpu"), 2, 0.1) == pytest.approx(5.0)
     assert len(calls) == 1 + 2
     run, calls = runner([5.0, 50.0])  # alternating: the median keeps moving
-    costs._median_ms(run, 1, 5, torch.device("cpu"), 2, 0.1)
+    costs.median_ms(run, 1, 5, torch.device("cpu"), 2, 0.1)
     assert len(calls) == 1 + 5
     run, calls = runner([5.0])  # rtol 0: always every repeat
-    costs._median_ms(run, 1, 5, torch.device("cpu"), 2, 0.0)
+    costs.median_ms(run, 1, 5, torch.device("cpu"), 2, 0.0)
     assert len(calls) == 1 + 5
 
 
