@@ -40,21 +40,19 @@ import torch
 from torch import nn
 
 from attnas import registry
-
-from attnas.scale import distributed
-
-from attnas.runtime import run_environment
 from attnas._version import __version__
-from attnas.core.arch import Arch, load_arch
-from attnas.runs.build import build_space, build_strategy, build_task, check_strategy, check_task, pick_device
 from attnas.config import RunConfig, TrainConfig, config_from_dict, load_config
-from attnas.data.root import resolve_data_root
+from attnas.core.arch import Arch, load_arch
 from attnas.core.errors import CheckpointError, RunDirError, UnsupportedError
+from attnas.data.root import resolve_data_root
 from attnas.export.export_folders import EXPORT_INFO, read_export_folder
+from attnas.runs.build import build_space, build_strategy, build_task, check_strategy, check_task, pick_device
 from attnas.runs.model_files import load_model_file, model_payload, save_model_file, saved_task
-from attnas.scale.parallel import Executor, RunSpec, SequentialExecutor, make_executor
 from attnas.runs.rng import seed_everything
 from attnas.runs.run_dir import RunDir, run_folder_name
+from attnas.runtime import run_environment
+from attnas.scale import distributed
+from attnas.scale.parallel import Executor, RunSpec, SequentialExecutor, make_executor
 from attnas.training.train import fit
 
 

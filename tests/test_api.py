@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import attnas
 from attnas import registry, _version, pipeline
+import attnas
 from attnas.training import retraining
 def test_public_names_are_the_pipeline_and_registry_functions():
     assert attnas.search is pipeline.search and attnas.resume is pipeline.resume

@@ -8,10 +8,9 @@ import pytest
 import yaml
 
 from attnas import pipeline
-
-from attnas.training import retraining
 from attnas.config import load_config
 from attnas.spaces.autoattend import AutoAttendSpace
+from attnas.training import retraining
 
 TEXT_RECIPES = ["autoattend-sst5", "autoattend-sst2", "autoattend-sst5-quick", "autoattend-sst5-random",
                 "autoattend-sst5-baseline-space", "transformer-sst5", "transformer-sst2"]

@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from attnas.runtime import allocator, cpu_busy
-
 from attnas import cli
 from attnas.cli import app
+from attnas.runtime import allocator, cpu_busy
 
 runner = CliRunner()
 

@@ -21,9 +21,8 @@ import torch
 import yaml
 
 from attnas import pipeline
-
-from attnas.training import retraining
 from attnas.core.errors import RunDirError
+from attnas.training import retraining
 from attnas_subprocess import run_attnas
 
 TIMING = {"search_seconds"}

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from attnas import registry
-from attnas.core.arch import Arch
 from attnas.config import config_from_dict, load_config
+from attnas.core.arch import Arch
 from attnas.core.errors import ArchError, ConfigError
 
 # ATTNAS_FUZZ_EXAMPLES=5000 for a longer hunt

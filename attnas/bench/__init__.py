@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from attnas.config import check_seeds
-from attnas.data.nas_bench_graph import DATASETS, tables_folder
 from attnas.core.errors import ConfigError, unknown_name
+from attnas.data.nas_bench_graph import DATASETS, tables_folder
 
 from .runner import DEFAULT_BUDGETS, DEFAULT_STRATEGIES, StrategySpec, check_budgets, run_cells
 

@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from attnas.costs.measure import COSTS
 from attnas.core.errors import ConfigError, did_you_mean
+from attnas.costs.measure import COSTS
 
 #: The run-directory file of a multi-objective search's front.
 PARETO_FILE = "pareto.json"

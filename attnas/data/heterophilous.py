@@ -32,10 +32,10 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import to_undirected
 
-from attnas.data.graphs import SPLITS, GraphDataset, validate_graph
-from attnas.data.download import Source
-from attnas.data.root import require_files
 from attnas.core.errors import DataError
+from attnas.data.download import Source
+from attnas.data.graphs import SPLITS, GraphDataset, validate_graph
+from attnas.data.root import require_files
 
 FOLDER = "heterophilous"
 #: The file stems torch_geometric's ``HeterophilousGraphDataset`` downloads (its raw file is ``<stem>.npz``).

@@ -28,12 +28,12 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import remove_self_loops
 
+from attnas.core.errors import CheckpointError, DataError
+from attnas.data.download import Source
+from attnas.data.graphs import GraphDataset, validate_graph
+from attnas.data.root import default_cache_dir, require_files
 from attnas.registry import register_dataset
 from attnas.runs.checkpoint_files import load_checkpoint_file, save_checkpoint_file
-from attnas.data.graphs import GraphDataset, validate_graph
-from attnas.data.download import Source
-from attnas.data.root import default_cache_dir, require_files
-from attnas.core.errors import CheckpointError, DataError
 
 PPI_FILES = tuple(f"{s}_{kind}" for s in ("train", "valid", "test")
                   for kind in ("graph.json", "feats.npy", "labels.npy", "graph_id.npy"))

@@ -35,12 +35,12 @@ import torch
 from torch import nn
 
 from attnas._version import __version__
-from attnas.runs.atomic_files import atomic_write_bytes, atomic_write_json, atomic_write_text
 from attnas.core.errors import RunDirError, UnsupportedError
 from attnas.export.export_folders import EXPORT_INFO, FILES, check_format, read_export_folder
-from attnas.runs.model_files import SavedTask, load_model_file, plain_task_info, write_checksum
 from attnas.export.model_inputs import INPUTS, dynamic_shapes, example_inputs, input_names, tensor_input_model
 from attnas.ops.overrides import eager_only
+from attnas.runs.atomic_files import atomic_write_bytes, atomic_write_json, atomic_write_text
+from attnas.runs.model_files import SavedTask, load_model_file, plain_task_info, write_checksum
 
 
 def export_run(run_dir: str | Path, fmt: str, out: str | Path | None = None,

@@ -29,8 +29,8 @@ from torch import Tensor
 
 from attnas.config import CheckedConfig, PositiveInt
 from attnas.graphvae.dag_batch import DagBatch
-from attnas.graphvae.validity import is_valid_enas
 from attnas.graphvae.vae import GraphVAE
+from attnas.graphvae.validity import is_valid_enas
 from attnas.reporting.progress import progress
 
 

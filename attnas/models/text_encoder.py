@@ -29,9 +29,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnas.ops.positions import sinusoidal_positions
 from attnas.core.errors import ConfigError
 from attnas.ops.dropout import FastDropout
+from attnas.ops.positions import sinusoidal_positions
 from attnas.ops.sequence_context import SequenceContext
 
 Pooling = Literal["max", "mean", "max+mean"]

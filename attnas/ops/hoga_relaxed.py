@@ -30,8 +30,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnas.core.errors import ConfigError, unknown_name
-from attnas.ops.hoga_cell import HOGA, HOGAProjection, check_divisible, edge_key, hoga_edges, project
 from attnas.ops.gate_pooling import mean
+from attnas.ops.hoga_cell import HOGA, HOGAProjection, check_divisible, edge_key, hoga_edges, project
 from attnas.ops.memory_format import as_nchw
 from attnas.ops.overrides import overridable
 from attnas.ops.vision_attention import HOGA_OPS, channel_gate, create_attention

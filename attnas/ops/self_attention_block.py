@@ -45,10 +45,10 @@ from typing import Literal
 
 from torch import Tensor, nn
 
-from attnas.registry import register_op
 from attnas.core.errors import ConfigError, DataError, unknown_name
 from attnas.ops.local_self_attention import LocalSelfAttention
 from attnas.ops.nonlocal_self_attention import NonLocalSelfAttention
+from attnas.registry import register_op
 
 __all__ = ["CANDIDATES", "PAPER_LABELS", "SelfAttentionBlock", "make_candidate", "candidate_spec"]
 

@@ -30,12 +30,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from attnas.core.arch import Arch
-from attnas.runs.atomic_files import atomic_write_file, atomic_write_json, atomic_write_text
 from attnas.config import load_config
-from attnas.data.root import resolve_data_root
+from attnas.core.arch import Arch
 from attnas.core.errors import ConfigError, RunDirError
+from attnas.data.root import resolve_data_root
 from attnas.reporting.progress import progress
+from attnas.runs.atomic_files import atomic_write_file, atomic_write_json, atomic_write_text
 from attnas.runs.rng import seed_everything
 from attnas.runs.run_dir import RunDir, read_jsonl, run_folder_name
 

@@ -22,10 +22,10 @@ import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402
 
 from attnas.core.arch import Arch  # noqa: E402
-from attnas.runs.atomic_files import atomic_write_file, atomic_write_text  # noqa: E402
 from attnas.reporting.display import rounded  # noqa: E402
 from attnas.reporting.report_mechanisms import mechanism_section  # noqa: E402
 from attnas.reporting.report_pareto import pareto_section  # noqa: E402
+from attnas.runs.atomic_files import atomic_write_file, atomic_write_text  # noqa: E402
 from attnas.runs.run_dir import RunDir  # noqa: E402
 
 

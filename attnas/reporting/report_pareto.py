@@ -15,9 +15,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from attnas.core.arch import Arch  # noqa: E402
-from attnas.runs.atomic_files import atomic_write_bytes  # noqa: E402
 from attnas.costs.config import latency_clause  # noqa: E402
 from attnas.costs.pareto import PARETO_FILE, is_metric  # noqa: E402
+from attnas.runs.atomic_files import atomic_write_bytes  # noqa: E402
 from attnas.runs.run_dir import RunDir  # noqa: E402
 
 

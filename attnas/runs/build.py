@@ -21,9 +21,9 @@ import torch
 from attnas import registry
 from attnas.config import RunConfig
 from attnas.core.errors import ConfigError, DataError
-from attnas.runtime.extras import require
 from attnas.runs.rng import first_batch, rng_state, set_rng_state
 from attnas.runs.run_dir import RunDir
+from attnas.runtime.extras import require
 
 
 def use_kernels() -> bool:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import torch
 
-from attnas.runs.atomic_files import atomic_write_bytes
 from attnas.core.errors import CheckpointError
+from attnas.runs.atomic_files import atomic_write_bytes
 
 _MAGIC = b"ATTNAS-CKPT-1 "
 

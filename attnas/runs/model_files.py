@@ -31,9 +31,9 @@ from typing import Any
 
 import torch
 
+from attnas.core.errors import CheckpointError
 from attnas.runs.atomic_files import atomic_write_bytes, atomic_write_text
 from attnas.runs.checkpoint_files import _MAGIC, load_checkpoint_file
-from attnas.core.errors import CheckpointError
 from attnas.tasks.base import TaskInfo
 
 FORMAT = "attnas-model"

@@ -38,10 +38,10 @@ from typing import Any
 
 import yaml
 
-from attnas.runs.atomic_files import atomic_write_bytes, atomic_write_json, atomic_write_text, json_default
-from attnas.runs.checkpoint_files import checkpoint_events_offset, load_checkpoint_file, save_checkpoint_file
 from attnas.core.errors import CheckpointError, RunDirError
 from attnas.core.text_files import read_text
+from attnas.runs.atomic_files import atomic_write_bytes, atomic_write_json, atomic_write_text, json_default
+from attnas.runs.checkpoint_files import checkpoint_events_offset, load_checkpoint_file, save_checkpoint_file
 
 _KEEP = 2
 

@@ -29,13 +29,13 @@ from typing import Any
 import torch
 
 from attnas import pipeline
+from attnas.config import check_run_count, check_seeds, config_from_dict, load_config, parse_override, read_recipe
+from attnas.core.errors import ConfigError, RunDirError
+from attnas.data.root import resolve_data_root
 from attnas.runs.atomic_files import atomic_write_json
 from attnas.runs.build import build_space, build_task, check_strategy, check_task
-from attnas.config import check_run_count, check_seeds, config_from_dict, load_config, parse_override, read_recipe
-from attnas.data.root import resolve_data_root
-from attnas.core.errors import ConfigError, RunDirError
-from attnas.scale.parallel import make_executor
 from attnas.runs.run_dir import RunDir, run_folder_name
+from attnas.scale.parallel import make_executor
 
 PLAN = "sweep.json"
 SUMMARY = "summary.json"

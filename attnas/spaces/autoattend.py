@@ -51,11 +51,11 @@ import numpy as np
 from torch import nn
 
 from attnas import registry
-from attnas.registry import register_space
-from attnas.core.arch import Arch
 from attnas.config import CheckedConfig, Fraction, PositiveInt
+from attnas.core.arch import Arch
 from attnas.core.errors import ArchError, ConfigError, unknown_name
 from attnas.models.autoattend_network import ROLES, ZERO, AutoAttendModel, AutoAttendSupernet, adapter_for
+from attnas.registry import register_space
 from attnas.spaces.base import Baseline, Space
 
 LAYER_TYPES = ("add", "attn")

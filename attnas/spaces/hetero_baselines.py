@@ -32,12 +32,12 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric import nn as gnn
 
-from attnas.registry import register_space
-from attnas.core.arch import Arch
 from attnas.config import CheckedConfig, Fraction, PositiveInt
+from attnas.core.arch import Arch
 from attnas.ops.dropout import fast_dropout
 from attnas.ops.graph_context import GraphContext
 from attnas.ops.graph_heterophily import GPRPropagation
+from attnas.registry import register_space
 from attnas.spaces.gnn_baselines import GAT, GCN, GNNBaselineSpace, TwoLayer
 
 #: The baselines and their one-line descriptions for the comparison table.

@@ -20,8 +20,8 @@ import torch
 from torch import nn
 
 from attnas.core.arch import Arch
-from attnas.scale.parallel import RunSpec, SequentialExecutor
 from attnas.runs.run_dir import RunDir
+from attnas.scale.parallel import RunSpec, SequentialExecutor
 
 
 @dataclass

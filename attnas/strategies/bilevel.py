@@ -35,11 +35,11 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
-from attnas.scale import distributed
 from attnas.core.errors import CheckpointError, UnsupportedError, check_finite_loss
 from attnas.reporting.progress import progress
 from attnas.runs.rng import rng_state, set_rng_state
 from attnas.runs.run_dir import RunDir
+from attnas.scale import distributed
 from attnas.strategies.darts_config import DartsConfig
 
 

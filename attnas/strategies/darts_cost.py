@@ -29,10 +29,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnas.costs.config import CostsConfig
-
-from attnas.costs.cost_model import CostModel
 from attnas.core.errors import UnsupportedError
+from attnas.costs.config import CostsConfig
+from attnas.costs.cost_model import CostModel
 
 
 def single_alpha(model: nn.Module, space_name: str) -> nn.Parameter:

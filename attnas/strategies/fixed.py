@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from attnas.registry import register_strategy
-from attnas.core.arch import Arch, load_arch
 from attnas.config import CheckedConfig
+from attnas.core.arch import Arch, load_arch
 from attnas.core.errors import ConfigError
+from attnas.registry import register_strategy
 from attnas.strategies.base import SearchResult, Strategy
 
 

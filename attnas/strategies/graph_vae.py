@@ -34,10 +34,8 @@ from typing import Annotated, Any, Literal
 
 import torch
 
-from attnas.registry import register_strategy
-from attnas.core.arch import Arch
-from attnas.runs.checkpoint_files import save_checkpoint_file
 from attnas.config import CheckedConfig, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Range
+from attnas.core.arch import Arch
 from attnas.core.errors import ArchError, ConfigError
 from attnas.graphvae.bo import INVALID, BOConfig, BOState, latent_bo
 from attnas.graphvae.dag_dataset import DagDataset
@@ -46,6 +44,8 @@ from attnas.graphvae.metrics import Table1Config, table1
 from attnas.graphvae.space_dags import SpaceDecoder
 from attnas.graphvae.train import VAETrainConfig, TrainState, fit, new_state
 from attnas.graphvae.vae import GraphVAE, paper_model
+from attnas.registry import register_strategy
+from attnas.runs.checkpoint_files import save_checkpoint_file
 from attnas.strategies.base import SearchResult, Strategy
 
 #: Recipe names of Chatzianastasis et al.'s (2021) models.

@@ -47,16 +47,16 @@ from typing import Any, Literal
 
 import torch
 
-from attnas.registry import register_strategy
-from attnas.core.arch import Arch
 from attnas.config import CheckedConfig, PositiveFloat, PositiveInt
-from attnas.costs.config import CostsConfig
+from attnas.core.arch import Arch
 from attnas.core.errors import ConfigError
+from attnas.costs.config import CostsConfig
 from attnas.graphvae.bo import BOConfig, propose
 from attnas.graphvae.gp import SparseGPConfig
 from attnas.graphvae.space_dags import SpaceDecoder, space_dataset
 from attnas.graphvae.train import VAETrainConfig, TrainState, fit, new_state
 from attnas.graphvae.vae import paper_model
+from attnas.registry import register_strategy
 from attnas.reporting.progress import progress
 from attnas.strategies.base import SearchResult
 from attnas.strategies.graph_vae import MODELS

@@ -57,12 +57,12 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from attnas.registry import register_strategy
-from attnas.core.arch import Arch
 from attnas.config import CheckedConfig, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, TrainConfig
+from attnas.core.arch import Arch
+from attnas.core.errors import ConfigError, check_finite_loss, unknown_name
 from attnas.costs.config import COSTS, CostsConfig
 from attnas.costs.cost_model import CostModel
-from attnas.core.errors import ConfigError, check_finite_loss, unknown_name
+from attnas.registry import register_strategy
 from attnas.reporting.progress import progress
 from attnas.runs.rng import rng_state, seed_everything, set_rng_state
 from attnas.strategies._mechanism_selection import (

@@ -36,9 +36,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnas.registry import register_strategy
-from attnas.core.arch import Arch
 from attnas.config import to_mapping
+from attnas.core.arch import Arch
+from attnas.registry import register_strategy
 from attnas.strategies.one_shot_base import _OneShot
 from attnas.strategies.one_shot_config import OneShotEvolutionConfig, OneShotRandomConfig
 

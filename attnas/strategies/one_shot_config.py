@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attnas.config import CheckedConfig, Fraction, NonNegativeInt, OptimConfig, PositiveFloat, PositiveInt
-from attnas.costs.config import CostsConfig
 from attnas.core.errors import ConfigError
+from attnas.costs.config import CostsConfig
 
 
 @dataclass(frozen=True)

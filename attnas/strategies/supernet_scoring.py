@@ -13,8 +13,8 @@ import torch
 from torch import nn
 
 from attnas.core.arch import Arch
-from attnas.scale.parallel import RunSpec, map_in_threads, worker_cached
 from attnas.runs.rng import seed_everything
+from attnas.scale.parallel import RunSpec, map_in_threads, worker_cached
 
 
 def supernet_score(supernet: nn.Module, task, arch: Arch, batch_size: int) -> float:

@@ -29,12 +29,12 @@ import numpy as np
 import torch
 from scipy.stats import norm
 
-from attnas.registry import register_strategy
-from attnas.runs.checkpoint_files import load_checkpoint_file
 from attnas.config import CheckedConfig, PositiveInt, Range
 from attnas.core.errors import ConfigError
 from attnas.graphvae.space_dags import space_dataset
 from attnas.graphvae.vae import GraphVAE
+from attnas.registry import register_strategy
+from attnas.runs.checkpoint_files import load_checkpoint_file
 from attnas.strategies.table_strategies import _TableStrategy
 from attnas.tasks.nas_bench_graph import ValidationQueries
 

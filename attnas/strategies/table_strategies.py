@@ -23,9 +23,9 @@ import random
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
-from attnas.registry import register_strategy
 from attnas.config import CheckedConfig, PositiveInt, Range
 from attnas.core.errors import UnsupportedError
+from attnas.registry import register_strategy
 from attnas.strategies.base import SearchResult, Strategy
 from attnas.strategies.table_search import LOOPS
 from attnas.tasks.nas_bench_graph import ValidationQueries

@@ -25,13 +25,13 @@ import torch
 import torch.nn.functional as F
 
 from attnas import registry
-from attnas.registry import register_task
 from attnas.config import CheckedConfig, Fraction, NonNegativeInt, PositiveInt, Seed
+from attnas.core.errors import ConfigError
 from attnas.data.augment import random_crop, random_flip
 from attnas.data.image_dataset import ImageDataset
 from attnas.data.root import resolve_data_root
 from attnas.data.splits import halves, holdout
-from attnas.core.errors import ConfigError
+from attnas.registry import register_task
 from attnas.tasks.base import Task, TaskInfo
 
 SPLITS = ("train", "val", "test", "train_a", "train_b")

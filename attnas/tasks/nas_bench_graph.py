@@ -22,10 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from attnas.registry import register_task
 from attnas.config import CheckedConfig
-from attnas.data.nas_bench_graph import DATASETS, BenchTable, load_table
 from attnas.core.errors import ConfigError, UnsupportedError, unknown_name
+from attnas.data.nas_bench_graph import DATASETS, BenchTable, load_table
+from attnas.registry import register_task
 from attnas.tasks.base import TaskInfo
 from attnas.tasks.measured_scores import MeasuredScoresTask
 

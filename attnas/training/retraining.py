@@ -13,15 +13,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from attnas.core.arch import Arch
-from attnas.runs.build import build_strategy, build_task, check_retraining, pick_device
 from attnas.config import RunConfig, TrainConfig, apply_overrides, check_seeds, config_from_dict, to_mapping
-from attnas.data.root import resolve_data_root
+from attnas.core.arch import Arch
 from attnas.core.errors import ConfigError, RunDirError
-from attnas.scale.parallel import RunSpec, SequentialExecutor, make_executor, worker_cached
+from attnas.data.root import resolve_data_root
 from attnas.pipeline import open_finished, saved_data_root, train_final
 from attnas.reporting.progress import current_label, labelled
+from attnas.runs.build import build_strategy, build_task, check_retraining, pick_device
 from attnas.runs.run_dir import RunDir
+from attnas.scale.parallel import RunSpec, SequentialExecutor, make_executor, worker_cached
 
 
 def retrain(run_dir: str | Path, dataset: str | None = None, seeds: int | None = None,

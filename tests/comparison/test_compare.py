@@ -9,11 +9,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from attnas.training import retraining
 from attnas.cli import app
 from attnas.comparison import runner
 from attnas.comparison.runner import compare
 from attnas.reporting.report import write_report
+from attnas.training import retraining
 
 TINY = ["strategy.supernet.epochs=6", "strategy.supernet.checkpoint_every=3", "strategy.evolution.population=4",
         "strategy.evolution.parents=2", "strategy.evolution.children=2", "strategy.evolution.rounds=1",

@@ -9,9 +9,7 @@ import pytest
 import torch
 
 from attnas.costs.config import COSTS, CostsConfig
-
 from attnas.costs.cost_model import COSTS_FILE, CostModel
-
 from attnas.costs.measure import batch_signature, measure
 
 

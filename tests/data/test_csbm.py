@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnas.data.csbm import csbm_graph, csbm_parameters, load_csbm
 from attnas.core.errors import ConfigError
+from attnas.data.csbm import csbm_graph, csbm_parameters, load_csbm
 
 
 def homophily(y, ei):

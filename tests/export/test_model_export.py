@@ -17,11 +17,11 @@ import torch
 from typer.testing import CliRunner
 
 from attnas import pipeline
-from attnas.runs.checkpoint_files import save_checkpoint_file
 from attnas.cli import app
 from attnas.core.errors import CheckpointError, RunDirError
 from attnas.export.model_export import run_with_torch_alone
 from attnas.export.model_inputs import example_inputs, tensor_input_model
+from attnas.runs.checkpoint_files import save_checkpoint_file
 from attnas.tasks.base import TaskInfo
 
 runner = CliRunner()

@@ -13,8 +13,8 @@ from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.evaluator import SurrogateEvaluator, TableEvaluator
 from attnas.graphvae.gp import SparseGPSettings, fit_sparse_gp
 from attnas.graphvae.train import TrainSettings, new_state, train_epoch
-from attnas.graphvae.validity import is_valid_dag
 from attnas.graphvae.vae import GraphVAEConfig
+from attnas.graphvae.validity import is_valid_dag
 
 VOCAB = ("input", "output", "a", "b", "c")
 GP = SparseGPSettings(inducing=8, epochs=10, batch_size=16, lr=0.05)

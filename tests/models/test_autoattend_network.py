@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch_geometric.data import Data
 
-from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
 from attnas.models.autoattend_network import context_key
+from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
 from attnas.tasks.base import TaskInfo
 from attnas.tasks.node_classification import NodeBatch
 

@@ -99,9 +99,9 @@ def test_a_process_started_with_no_kernels_runs_the_unfold_definition(impl):
 
     code = f"""
 import torch
+import attnas.kernels
 from attnas.ops import overrides
 from attnas.ops.local_self_attention import LocalSelfAttention, local_attention
-import attnas.kernels
 assert not any(overrides.active(h) for h in ("local_attention", "local_self_attention")), overrides.registered()
 torch.manual_seed(0)
 layer = LocalSelfAttention(4, 8, kernel_size=3, heads=2, impl={impl!r})

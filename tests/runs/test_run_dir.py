@@ -7,8 +7,8 @@ import os
 import pytest
 import torch
 
-from attnas.runs.checkpoint_files import load_checkpoint_file, save_checkpoint_file
 from attnas.core.errors import CheckpointError, RunDirError
+from attnas.runs.checkpoint_files import load_checkpoint_file, save_checkpoint_file
 from attnas.runs.run_dir import RunDir
 
 

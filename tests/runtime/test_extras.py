@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from attnas.runtime import extras
 from attnas.core.errors import ConfigError
+from attnas.runtime import extras
 
 
 def test_missing_extra_names_only_packages_of_an_extra():

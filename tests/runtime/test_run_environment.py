@@ -15,10 +15,9 @@ import yaml
 from typer.testing import CliRunner
 
 from attnas import kernels, pipeline
-
-from attnas.runtime import run_environment
 from attnas._version import __version__
 from attnas.cli import app
+from attnas.runtime import run_environment
 from attnas_subprocess import FIXED_GCN
 
 runner = CliRunner()

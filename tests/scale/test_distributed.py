@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnas.scale import distributed
 from attnas.core.errors import ConfigError, TrainingError
+from attnas.scale import distributed
 from attnas.training.train import train_epoch
 
 #: One pytest-xdist worker for the module: its two-rank spawn (seconds) is made once, not once per worker.

@@ -19,10 +19,9 @@ import yaml
 from attnas_subprocess import FIXED_GCN, recipe_file
 from forked_attnas import start_forked
 
-from attnas.scale import distributed
-
 from attnas import pipeline
 from attnas.runs.run_dir import RunDir
+from attnas.scale import distributed
 
 LIMIT = 90  # seconds for both ranks to start, fail and exit (Python and torch start-up included)
 

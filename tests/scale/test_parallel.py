@@ -15,14 +15,11 @@ import signal
 import sys
 
 import pytest
-from attnas_subprocess import run_attnas
-
-from attnas.scale import parallel
-
 from attnas import pipeline
-
-from attnas.training import retraining
 from attnas.core.errors import ConfigError, UnsupportedError
+from attnas.scale import parallel
+from attnas.training import retraining
+from attnas_subprocess import run_attnas
 
 #: Tests on a local Ray run on one pytest-xdist worker (``--dist loadgroup``): two Rays
 #: started at once by two workers would compete for the same cores.

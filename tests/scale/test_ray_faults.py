@@ -22,14 +22,12 @@ import time
 
 import pytest
 import torch
-from attnas_subprocess import FIXED_GCN, recipe_file
-
 from attnas.scale import parallel
+from attnas_subprocess import FIXED_GCN, recipe_file
 
 #: Tests on a local Ray run on one pytest-xdist worker (``--dist loadgroup``): two Rays
 
 from attnas import pipeline
-
 from attnas.training import retraining
 #: started at once by two workers would compete for the same cores.
 pytestmark = pytest.mark.xdist_group("ray")

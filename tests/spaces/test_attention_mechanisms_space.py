@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from attnas.core.arch import Arch
 from attnas.config import from_mapping
+from attnas.core.arch import Arch
 from attnas.core.errors import ArchError, ConfigError
 from attnas.models.transformer_encoder import HeterogeneousAttention, TransformerEncoderClassifier
 from attnas.ops.attention_mechanisms import mechanism_names

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from attnas import registry
-from attnas.core.arch import Arch
 from attnas.config import from_mapping
+from attnas.core.arch import Arch
 from attnas.core.errors import ArchError, ConfigError
 from attnas.ops.hoga_cell import HOGA
 from attnas.ops.hoga_relaxed import RelaxedHOGA

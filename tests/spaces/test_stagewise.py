@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from attnas import registry
-from attnas.core.arch import Arch
 from attnas.config import from_mapping
+from attnas.core.arch import Arch
 from attnas.core.errors import ArchError, ConfigError, UnsupportedError
 from attnas.models.stagewise_network import RelaxedStagewiseNetwork, StagewiseNetwork
 from attnas.ops.self_attention_block import CANDIDATES

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from attnas import registry, pipeline
-from attnas.core.arch import load_arch
 from attnas.config import load_config
+from attnas.core.arch import load_arch
 from attnas.core.errors import ConfigError
 from attnas.models.car_decoder import ContextAutoregressionModel
 from attnas.models.stagewise_network import RelaxedStagewiseNetwork

@@ -9,8 +9,8 @@ import torch
 from torch import nn
 
 from attnas import registry, pipeline
-from attnas.core.arch import load_arch
 from attnas.config import load_config
+from attnas.core.arch import load_arch
 from attnas.core.errors import CheckpointError, ConfigError, RunDirError, UnsupportedError
 from attnas.runs.rng import seed_everything
 from attnas.runs.run_dir import RunDir

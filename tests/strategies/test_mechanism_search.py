@@ -10,10 +10,9 @@ import warnings
 import pytest
 import torch
 import yaml
-from attnas_subprocess import run_attnas
-
 from attnas import pipeline
 from attnas.core.errors import ConfigError, UnsupportedError
+from attnas_subprocess import run_attnas
 
 CANDIDATES = ["softmax", "linear", "local", "performer"]
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnas.runs.build import build_task
 from attnas.config import load_config
 from attnas.core.errors import ConfigError
+from attnas.runs.build import build_task
 from attnas.tasks.heterophilous import HeterophilousConfig, HeterophilousTask
 from heterophilous_files import write
 

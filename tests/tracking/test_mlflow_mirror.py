@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from attnas.cli import app
+from attnas.runs.run_dir import _event_listeners
 from attnas.tracking.event_mirrors import scalars
 from attnas.tracking.mlflow_mirror import MAX_KEY_LENGTH, metric_key
-from attnas.runs.run_dir import _event_listeners
 
 runner = CliRunner()
 

@@ -25,8 +25,8 @@ from pathlib import Path
 import torch
 
 from attnas import registry
-from attnas.core.arch import load_arch
 from attnas.config import load_config
+from attnas.core.arch import load_arch
 from attnas.models.complexity import count_macs, count_parameters
 from attnas.tasks.base import TaskInfo
 

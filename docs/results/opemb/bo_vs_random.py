@@ -57,15 +57,15 @@ from pathlib import Path
 
 import torch
 
-from attnas.runs.checkpoint_files import load_checkpoint_file, save_checkpoint_file
 from attnas.graphvae.bo import BOConfig, BOState, latent_bo
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.evaluator import UNSCORED, Evaluation, TableEvaluator
 from attnas.graphvae.gp import SparseGPConfig, fit_sparse_gp
 from attnas.graphvae.train import VAETrainConfig, fit, new_state
-from attnas.graphvae.validity import is_valid_enas
 from attnas.graphvae.vae import GraphVAE, paper_model
+from attnas.graphvae.validity import is_valid_enas
+from attnas.runs.checkpoint_files import load_checkpoint_file, save_checkpoint_file
 
 MODELS = {"dvae": "D-VAE", "dvae-emb": "DVAE-EMB", "gcn": "GCN", "gcn-emb": "GCN-EMB"}
 

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import torch
 
-from attnas.runs.checkpoint_files import load_checkpoint_file
 from attnas.graphvae.gp import SparseGPConfig, gp_prediction
 from attnas.graphvae.vae import GraphVAE
+from attnas.runs.checkpoint_files import load_checkpoint_file
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,8 +21,8 @@ from typing import Any
 from torch import nn
 
 from attnas import names, register_space
-from attnas.core.arch import Arch
 from attnas.config import CheckedConfig, Fraction, PositiveInt
+from attnas.core.arch import Arch
 from attnas.core.errors import ArchError, ConfigError
 from attnas.models.transformer_encoder import TransformerEncoderClassifier
 from attnas.spaces.base import Space
