@@ -19,10 +19,10 @@ from torch import nn
 
 from attnas import registry
 from attnas.core.errors import ConfigError
-from attnas.models.autoattend_network import register_adapter
 from attnas.ops.dropout import fast_dropout
 from attnas.ops.graph_attention import EdgeScaledDotProductAttention
 from attnas.ops.graph_context import GraphContext, SparseFeatures
+from attnas.spaces.autoattend_networks import register_adapter
 from attnas.tasks.base import TaskInfo
 
 

@@ -43,9 +43,9 @@ from torch import nn
 from attnas import registry
 from attnas.config import CheckedConfig, from_mapping
 from attnas.core.errors import ConfigError
-from attnas.models.autoattend_network import register_adapter
 from attnas.models.text_encoder import MaskedPoolingHead, TextStem
 from attnas.ops.sequence_attention import SequenceAttention
+from attnas.spaces.autoattend_networks import register_adapter
 from attnas.tasks.base import TaskInfo
 
 
