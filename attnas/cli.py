@@ -169,6 +169,7 @@ def search(recipe: Optional[str] = typer.Argument(None, help="Recipe name (attna
                                                            "MLflow experiment (default attnas).")) -> None:
     """Search an architecture; writes arch.json, metrics.json and model.pt to the run directory."""
     from attnas.tracking import mlflow_mirror, tensorboard_mirror
+
     if mlflow_experiment is not None and mlflow is None:
         from attnas.core.errors import ConfigError
 

@@ -53,6 +53,7 @@ def local_ray():
     """
     ray = pytest.importorskip("ray")
     from attnas.scale import parallel
+
     ex = parallel.RayExecutor(workers=2)
     try:
         yield ex

@@ -178,6 +178,7 @@ def test_the_verbosity_switch_sets_what_the_attnas_logger_shows(monkeypatch, fla
     from attnas import config
 
     from attnas.reporting import progress
+
     seen = {}
 
     def recipes():  # a library function that talks through its logger while the command runs

@@ -148,6 +148,7 @@ def test_unwritable_run_directory_fails_before_any_work(recipe_file, tmp_path, m
     monkeypatch.setattr(pipeline, "build_task", _no_work)
     monkeypatch.setattr(pipeline, "build_space", _no_work)
     from attnas.scale import sweep
+
     monkeypatch.setattr(sweep, "build_task", _no_work)
 
     for what, target in unwritable_targets(tmp_path):
