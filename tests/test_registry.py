@@ -55,8 +55,8 @@ def test_two_classes_of_one_name_in_different_modules_are_refused_but_a_reimport
 
 
 def test_a_stale_index_entry_says_how_to_rebuild_the_index(monkeypatch):
-    monkeypatch.setitem(registry._INDEX, ("space", "stale-space"), ("stale-space", "", "attnas.errors", {}))
-    with pytest.raises(ConfigError, match=r"names attnas\.errors, which does not register it; rebuild the index"):
+    monkeypatch.setitem(registry._INDEX, ("space", "stale-space"), ("stale-space", "", "attnas.core.errors", {}))
+    with pytest.raises(ConfigError, match=r"names attnas\.core\.errors, which does not register it; rebuild the index"):
         registry.get("space", "stale-space")
 
 
