@@ -224,7 +224,7 @@ def test_bad_csv_text_files(recipe, tmp_path, edit, options, message):
 def test_space_without_networks_for_the_task(recipe, tmp_path):
     """A task kind AutoAttend has no domain adapter for is refused before anything is written."""
     from attnas import registry
-    from attnas.models.autoattend_network import _ADAPTERS
+    from attnas.spaces.autoattend_networks import _ADAPTERS
 
     registry.discover()
     assert "image" not in _ADAPTERS  # AutoAttend has graph and text networks only
