@@ -3,7 +3,7 @@
 A one-shot search takes, in its ``strategy`` section:
 
 ``constraints``
-    Upper limits on measured costs (:data:`attnas.costs.measure.COSTS`), e.g.
+    Upper limits on measured costs (:data:`attnas.costs.config.COSTS`), e.g.
     ``{params: 1e6, latency_ms: 5}``. A candidate over any limit is rejected before it
     is scored: it never joins the population, and sampling or mutation draws another
     (``latent-bo``: its initial sample is drawn among feasible architectures, and a BO

@@ -35,7 +35,7 @@ from attnas.core.errors import RunDirError
 #: code the run may not even use) is common, and refusing it would teach ``--force``.
 COMPARED = ("torch_threads", "kernels", "torch", "attnas_version")
 
-_SOURCE_ROOT = Path(__file__).resolve().parents[1]
+_SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding attnas/
 
 
 def git_commit(root: Path = _SOURCE_ROOT, timeout: float = 2.0) -> str | None:

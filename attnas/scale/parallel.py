@@ -277,7 +277,7 @@ class RayExecutor(Executor):
                     ray.init(address=address, **kwargs)
                 else:
                     # workers import this attnas even when it is not installed (a source checkout)
-                    pkg_parent = str(Path(__file__).resolve().parents[1])
+                    pkg_parent = str(Path(__file__).resolve().parents[2])  # the folder holding attnas/
                     path = os.pathsep.join(p for p in (pkg_parent, os.environ.get("PYTHONPATH", "")) if p)
                     ray.init(num_cpus=workers, runtime_env={"env_vars": {"PYTHONPATH": path,
                                                                          "ATTNAS_PROGRESS": "0"}}, **kwargs)

@@ -43,7 +43,7 @@ GLIBC_VARIABLES = ("ATTNAS_MALLOC", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRES
 
 def _second_step_faults(mode: str) -> tuple[bool, int]:
     env = {k: v for k, v in os.environ.items() if k not in GLIBC_VARIABLES}
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
     out = subprocess.run([sys.executable, "-c", SCRIPT, mode], capture_output=True, text=True, env=env, timeout=120,
                          check=True).stdout.split()
     return out[0] == "1", int(out[1])

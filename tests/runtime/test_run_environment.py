@@ -21,7 +21,7 @@ from attnas.runtime import run_environment
 from attnas_subprocess import FIXED_GCN
 
 runner = CliRunner()
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 
