@@ -55,7 +55,7 @@ from attnas.errors import ConfigError
 from attnas.graphvae.bo import BOConfig, propose
 from attnas.graphvae.gp import SparseGPConfig
 from attnas.graphvae.space_dags import SpaceDecoder, space_dataset
-from attnas.graphvae.train import VAETrainConfig, TrainState, fit, new_state
+from attnas.graphvae.train import VAETrainConfig, TrainState, new_state
 from attnas.graphvae.vae import paper_model
 from attnas.progress import progress
 from attnas.strategies.base import SearchResult
@@ -63,6 +63,7 @@ from attnas.strategies.graph_vae import MODELS
 from attnas.strategies.one_shot import random_search_section
 from attnas.strategies.one_shot_base import _OneShot
 from attnas.strategies.one_shot_config import RerankConfig, SupernetConfig, check_cost_options
+from attnas.strategies.vae_training import train_vae_phase
 
 
 @dataclass(frozen=True)
@@ -202,27 +203,18 @@ class LatentBO(_OneShot):
         cfg = self.options.vae
         data = space_dataset(self.space, self.vae_samples())
         settings = cfg.train_settings(self.seed)
-        ck = self.run.load_checkpoint("vae")
-        if ck is not None:
-            state = TrainState.from_state_dict(ck["state"]["train"])
-            self.elapsed = ck["state"]["elapsed"]
-            if ck["state"]["done"]:
-                return state.model, data
-        else:
+
+        def fresh() -> TrainState:
             config = paper_model(MODELS[cfg.model], hidden=cfg.hidden, latent=cfg.latent)
-            state = new_state(config, data.num_types, data.max_nodes, settings)
-        t0 = time.time() - self.elapsed
+            return new_state(config, data.num_types, data.max_nodes, settings)
 
-        def on_epoch(st: TrainState) -> None:
+        def on_epoch(st: TrainState, epoch: int) -> None:
             rec = st.history[-1]
-            epoch = st.iteration * settings.epochs + st.epoch
             self.run.log({"phase": "vae", "epoch": epoch, **{k: round(rec[k], 6) for k in ("loss", "recon", "kld")}})
-            if st.done or epoch % cfg.checkpoint_every == 0:
-                self.elapsed = time.time() - t0
-                self.run.save_checkpoint("vae", epoch, {"train": st.state_dict(), "done": st.done,
-                                                        "elapsed": self.elapsed})
 
-        state = fit(state, data, on_epoch=on_epoch, description=f"train {MODELS[cfg.model]} on {len(data)} samples")
+        state, self.elapsed = train_vae_phase(self.run, fresh, data, every=cfg.checkpoint_every, elapsed=self.elapsed,
+                                              on_epoch=on_epoch,
+                                              description=f"train {MODELS[cfg.model]} on {len(data)} samples")
         return state.model, data
 
     # ------------------------------------------------------------------ BO
