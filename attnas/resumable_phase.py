@@ -121,9 +121,17 @@ class ResumablePhase:
         """Wall seconds so far (before this phase, in earlier processes and since :meth:`start`)."""
         return self._elapsed if self._t0 is None else time.time() - self._t0
 
+    @elapsed.setter
+    def elapsed(self, seconds: float) -> None:
+        running = self._t0 is not None
+        self._elapsed, self._t0 = float(seconds), None
+        if running:
+            self.start()
+
     def start(self) -> None:
-        """Start (or restart) the clock from :attr:`elapsed`."""
-        self._t0 = time.time() - self.elapsed
+        """Start the clock from :attr:`elapsed` (when it is not running already)."""
+        if self._t0 is None:
+            self._t0 = time.time() - self._elapsed
 
     # ------------------------------------------------------------------ resume
 

@@ -46,6 +46,7 @@ from attnas.graphvae.metrics import Table1Config, table1
 from attnas.graphvae.space_dags import SpaceDecoder
 from attnas.graphvae.train import VAETrainConfig, TrainState, new_state
 from attnas.graphvae.vae import GraphVAE, paper_model
+from attnas.resumable_phase import ResumablePhase, Slot
 from attnas.strategies.base import SearchResult, Strategy
 from attnas.strategies.vae_training import train_vae_phase
 
@@ -290,11 +291,17 @@ class GraphVAEStrategy(Strategy):
         t = time.time()
         evaluator = TableEvaluator.from_dataset(task.everything)  # no fallback: outside the table is unscored
         prefer = evaluator.contains if self.options.bo_decode == "in-table" else None
-        ck = self.run.load_checkpoint("bo")
-        if ck:
-            state = BOState.from_state_dict(ck["state"])
-        else:
-            state = BOState.start(model.latent_means(task.train.graphs), task.train.y, bo.seed)
+        # the checkpoint is the BO state itself (``BOState.state_dict``), as it always was
+        holder: list[BOState | None] = [None]
+
+        def load(data: dict) -> None:
+            holder[0] = BOState.from_state_dict(data)
+
+        phase = ResumablePhase(self.run, "bo", {"bo": Slot(lambda: holder[0].state_dict(), load, merge=True)},
+                               rng=False, elapsed_key=None, done_key=None)
+        if not phase.resume():
+            holder[0] = BOState.start(model.latent_means(task.train.graphs), task.train.y, bo.seed)
+        state = holder[0]
 
         def on_iteration(it: int, props: list) -> None:
             first = len(state.proposals) - len(props)
@@ -309,7 +316,7 @@ class GraphVAEStrategy(Strategy):
                           "scored": sum(p.scored for p in props),
                           "unscored": sum(p.source == UNSCORED for p in props),
                           "invalid": sum(p.source == INVALID for p in props)})
-            self.run.save_checkpoint("bo", it + 1, state.state_dict())
+            phase.save(it + 1)
 
         result = latent_bo(model, state.x, state.y, evaluator, self.decoder.is_valid, bo, on_iteration, state,
                            prefer=prefer)
