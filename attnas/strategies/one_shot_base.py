@@ -382,29 +382,26 @@ class _OneShot(Strategy):
 
     def search_population(self) -> list[dict]:
         """Generate and score candidates stage by stage (resumable); returns the population."""
-        ck = self.run.load_checkpoint("evolution")
-        if ck is not None:
-            st = ck["state"]
+        phase = ResumablePhase(self.run, "evolution", py_rng=self.py_rng, elapsed=self.elapsed, done_key="finished")
+        if phase.resume():
+            st = phase.data
             population, pending, scores, stage = st["population"], st["pending"], st["scores"], st["stage"]
-            set_rng_state(st["rng"], self.py_rng)
-            self.elapsed = st["elapsed"]
+            self.elapsed = phase.elapsed
             self.rejected = set(st.get("rejected", ()))
-            if st.get("finished"):
+            if phase.done:
                 return population
         else:
             population, pending, scores, stage = [], None, [], 0
         seen = {Arch(self.space.name, p["arch"]).key() for p in population} | self.rejected
         if pending is not None:
             seen |= {Arch(self.space.name, a).key() for a in pending}
-        t0 = time.time() - self.elapsed
+        phase.start()
         metric = self.task.metric
 
         def save(step: int, finished: bool = False) -> None:
-            self.elapsed = time.time() - t0
-            self.run.save_checkpoint("evolution", step, {
-                "population": population, "pending": pending, "scores": scores, "stage": stage,
-                "rng": rng_state(self.py_rng), "elapsed": self.elapsed, "finished": finished,
-                "rejected": sorted(self.rejected)})
+            phase.save(step, done=finished, population=population, pending=pending, scores=scores, stage=stage,
+                       rejected=sorted(self.rejected))
+            self.elapsed = phase.elapsed
 
         total = self._budget()
         with progress("evaluating candidates", total, completed=len(population) + len(scores)) as bar:
