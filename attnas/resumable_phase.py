@@ -91,6 +91,13 @@ class ResumablePhase:
         done_key: Checkpoint key of the done flag (``None``: not saved).
         when_done: The names of ``objects`` a checkpoint with ``done`` set keeps (``None``:
             all); a finished phase needs its weights, not its optimiser.
+
+    Attributes:
+        step: The step of the loaded or last saved checkpoint (0: none), then the step
+            :meth:`steps` is at.
+        done: Whether the loaded or last saved checkpoint marks the phase finished.
+        loaded: Whether :meth:`load` found a checkpoint.
+        data: The loaded checkpoint's whole state (the loop's own keys with the rest).
     """
 
     def __init__(self, run: Any, tag: str, objects: dict[str, Any] | None = None, *,
@@ -104,9 +111,9 @@ class ResumablePhase:
         self.step = 0
         self.done = False
         self.data: dict = {}
+        self.loaded = False
         self._elapsed = float(elapsed)
         self._t0: float | None = None
-        self._state: dict | None = None
 
     # ------------------------------------------------------------------ objects
 
@@ -138,8 +145,8 @@ class ResumablePhase:
     def load(self) -> bool:
         """Read the newest good checkpoint of the tag (restoring nothing yet); whether there is one.
 
-        Sets :attr:`step`, :attr:`done`, :attr:`data` (the checkpoint's whole state) and
-        :attr:`elapsed`. Without a run directory there is never one.
+        Sets :attr:`loaded`, :attr:`step`, :attr:`done`, :attr:`data` (the checkpoint's whole
+        state) and :attr:`elapsed`. Without a run directory there is never one.
         """
         ck = self.run.load_checkpoint(self.tag) if self.run is not None else None
         if ck is None:
@@ -147,14 +154,14 @@ class ResumablePhase:
         state = ck["state"]
         if not isinstance(state, dict):
             raise CheckpointError(f"checkpoint '{self.tag}' of {self.run.path} holds no state dict")
-        self._state, self.data, self.step = state, state, int(ck["step"])
+        self.data, self.step, self.loaded = state, int(ck["step"]), True
         self.done = bool(state.get(self.done_key, False)) if self.done_key else False
         if self.elapsed_key and self.elapsed_key in state:
             self._elapsed, self._t0 = float(state[self.elapsed_key]), None
         return True
 
-    def restore(self, *names: str) -> None:
-        """Restore the tracked objects (``names``: only these) and the RNGs from the loaded checkpoint.
+    def restore(self) -> None:
+        """Restore the tracked objects and the RNGs from the loaded checkpoint.
 
         An object the checkpoint does not hold (or holds as ``None``) is left as it is;
         without a loaded checkpoint nothing happens.
@@ -162,12 +169,10 @@ class ResumablePhase:
         Raises:
             CheckpointError: When a state does not fit its object.
         """
-        state = self._state
-        if state is None:
+        if not self.loaded:
             return
+        state = self.data
         for name, obj in self.objects.items():
-            if names and name not in names:
-                continue
             merged = isinstance(obj, Slot) and obj.merge
             value = state if merged else state.get(name)
             if obj is None or value is None:
@@ -175,9 +180,11 @@ class ResumablePhase:
             try:
                 restore(obj, value)
             except (KeyError, RuntimeError, ValueError, TypeError) as exc:
-                raise CheckpointError(f"checkpoint '{self.tag}': '{name}' does not fit this run "
-                                      f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
-        if self.rng and not names and "rng" in state:
+                why = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+                why = why if len(why) <= 300 else why[:297] + "..."
+                raise CheckpointError(f"checkpoint '{self.tag}' of {self.run.path}: '{name}' does not fit this "
+                                      f"run ({type(exc).__name__}: {why})") from None
+        if self.rng and "rng" in state:
             set_rng_state(state["rng"], self.py_rng)
 
     def resume(self) -> bool:

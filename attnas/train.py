@@ -176,7 +176,7 @@ def fit(model: nn.Module, task: Any, cfg: TrainConfig, *, seed: int = 0, desc: s
     phase = phase if phase is not None else ResumablePhase(None, desc)
     phase.track(model=model, optimizer=opt, scheduler=sched, generator=gen)
     best_val, best_epoch, best_state, history = -math.inf, 0, None, []
-    if phase.data:
+    if phase.loaded:
         phase.restore()
         st = phase.data
         phase.step, best_val, best_epoch = st["epoch"], st["best_val"], st["best_epoch"]

@@ -100,6 +100,13 @@ def test_elapsed_adds_up_over_resumes_and_starts_from_the_given_total(tmp_path):
     assert again.resume() and again.elapsed == saved  # the checkpoint's total, not the caller's
 
 
+def test_setting_elapsed_while_the_clock_runs_restarts_it_from_the_new_total():
+    phase = ResumablePhase(None, "t")
+    phase.start()
+    phase.elapsed = 50.0
+    assert 50.0 <= phase.elapsed < 60.0
+
+
 def test_custom_keys_and_a_merged_slot_keep_an_existing_layout(tmp_path):
     run = RunDir.create(tmp_path / "run", "x: 1\n", {})
     box = {"x": torch.ones(2), "iteration": 3}
@@ -118,7 +125,7 @@ def test_a_state_that_does_not_fit_is_a_one_line_checkpoint_error(tmp_path):
     run = RunDir.create(tmp_path / "run", "x: 1\n", {})
     ResumablePhase(run, "t", {"model": nn.Linear(2, 2)}).save(1)
     phase = ResumablePhase(run, "t", {"model": nn.Linear(3, 2)})
-    with pytest.raises(CheckpointError, match="'model' does not fit") as err:
+    with pytest.raises(CheckpointError, match="'model' does not fit this run .*size mismatch") as err:
         phase.resume()
     assert "\n" not in str(err.value)
 
