@@ -81,8 +81,8 @@ class ResumablePhase:
         run: The run directory (``None``: nothing is saved and nothing resumed).
         tag: The checkpoint tag.
         objects: ``{name: object}`` to save and restore: modules, optimisers, schedules
-            (anything with ``state_dict``/``load_state_dict``), ``torch.Generator``\\ s and
-            :class:`Slot`\\ s; ``None`` values are saved as ``None`` and never restored.
+            (anything with ``state_dict``/``load_state_dict``), ``torch.Generator`` objects and
+            :class:`Slot` objects; ``None`` values are saved as ``None`` and never restored.
         py_rng: A ``random.Random`` whose state goes into ``rng`` with the global ones.
         rng: Whether the global RNG states (Python, NumPy, torch) are saved and restored.
         elapsed: Wall seconds spent before this phase began (a search's running total);
