@@ -48,6 +48,7 @@ from attnas.data.root import resolve_data_root
 from attnas.export.export_folders import EXPORT_INFO, read_export_folder
 from attnas.runs.build import build_space, build_strategy, build_task, check_strategy, check_task, pick_device
 from attnas.runs.model_files import load_model_file, model_payload, save_model_file, saved_task
+from attnas.runs.resumable_phase import ResumablePhase
 from attnas.runs.rng import seed_everything
 from attnas.runs.run_dir import RunDir, run_folder_name
 from attnas.runtime import run_environment
@@ -260,7 +261,8 @@ def train_final(run: RunDir | None, config: RunConfig, space: Any, task: Any, st
     """
     train = train or config.retrain
     seed = config.seed if seed is None else seed
-    ck = run.load_checkpoint(tag) if run is not None else None
+    phase = ResumablePhase(run, tag, elapsed_key=None, done_key=None)
+    phase.load()
     seed_everything(seed + 1)
     model = None
     if train.init == "supernet" and strategy is not None:
@@ -270,16 +272,12 @@ def train_final(run: RunDir | None, config: RunConfig, space: Any, task: Any, st
     elif train.finetune_lr is not None:
         train = replace(train, lr=train.finetune_lr)
 
-    def checkpoint(epoch: int, state: dict) -> None:
-        run.save_checkpoint(tag, epoch, state)
-
     def log(ev: dict) -> None:
         if run is not None:
             run.log({"phase": tag, **ev})
 
     every = max(1, train.epochs // 10) if run is not None else 0
-    return fit(model, task, train, seed=seed, desc=desc, log=log, checkpoint=checkpoint if run else None,
-               checkpoint_every=every, resume=ck["state"] if ck else None)
+    return fit(model, task, train, seed=seed, desc=desc, log=log, phase=phase, checkpoint_every=every)
 
 
 def save_model(run: RunDir, config: RunConfig, arch: Arch, state_dict: dict, name: str = RunDir.MODEL,

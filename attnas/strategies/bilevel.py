@@ -25,7 +25,6 @@ statistics are those of each rank's part (as with ``DistributedDataParallel`` wi
 
 from __future__ import annotations
 
-import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ from torch import nn
 
 from attnas.core.errors import CheckpointError, UnsupportedError, check_finite_loss
 from attnas.reporting.progress import progress
-from attnas.runs.rng import rng_state, set_rng_state
+from attnas.runs.resumable_phase import ResumablePhase
 from attnas.runs.run_dir import RunDir
 from attnas.scale import distributed
 from attnas.strategies.darts_config import DartsConfig
@@ -111,12 +110,10 @@ def run_phase(phase: BilevelPhase, options: DartsConfig, run: RunDir, seed: int,
         (wall time of the phase, summed over resumes).
     """
     o = options
-    ck = run.load_checkpoint(phase.tag)
-    if ck is not None and ck["state"].get("done"):
-        st = ck["state"]
-        phase.module.load_state_dict(st["model"])
-        set_rng_state(st["rng"])
-        phase.summary = dict(st["summary"])
+    saved = ResumablePhase(run, phase.tag, {"model": phase.module}, elapsed_key="seconds", when_done=("model",))
+    if saved.load() and saved.done:
+        saved.restore()
+        phase.summary = dict(saved.data["summary"])
         return phase.summary
     # foreach: the same arithmetic as the per-parameter loop in a few multi-tensor kernels (a
     # supernet has hundreds of small parameters; PyTorch uses the loop by default on the CPU)
@@ -127,17 +124,9 @@ def run_phase(phase: BilevelPhase, options: DartsConfig, run: RunDir, seed: int,
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(w_opt, T_max=max(1, phase.epochs), eta_min=o.lr_min)
     base = zlib.crc32(phase.tag.encode()) + 7919 * seed
     gen_a, gen_b = torch.Generator().manual_seed(base), torch.Generator().manual_seed(base + 1)
-    start, seconds, last = 0, 0.0, {}
-    if ck is not None:
-        st = ck["state"]
-        phase.module.load_state_dict(st["model"])
-        w_opt.load_state_dict(st["w_opt"])
-        a_opt.load_state_dict(st["a_opt"])
-        sched.load_state_dict(st["scheduler"])
-        gen_a.set_state(st["gen_a"])
-        gen_b.set_state(st["gen_b"])
-        set_rng_state(st["rng"])
-        start, seconds, last = ck["step"], st["seconds"], dict(st["summary"])
+    saved.track(w_opt=w_opt, a_opt=a_opt, scheduler=sched, gen_a=gen_a, gen_b=gen_b)
+    saved.restore()
+    last = dict(saved.data.get("summary", {}))
     split_a, split_b = phase.splits
     module = phase.module
     dist = distributed.current()  # data-parallel (torchrun): each rank takes its share of both streams
@@ -161,10 +150,9 @@ def run_phase(phase: BilevelPhase, options: DartsConfig, run: RunDir, seed: int,
             dist.average_gradients(params)
         return value
 
-    t0 = time.time() - seconds
     module.train()
-    with progress(f"{phase.tag} search", phase.epochs, completed=start) as bar:
-        for epoch in range(start + 1, phase.epochs + 1):
+    with progress(f"{phase.tag} search", phase.epochs, completed=saved.step) as bar:
+        for epoch in saved.steps(phase.epochs):
             w_total = a_total = 0.0
             steps = 0
             b_iter = stream(split_b, gen_b)
@@ -200,15 +188,9 @@ def run_phase(phase: BilevelPhase, options: DartsConfig, run: RunDir, seed: int,
                 if dist is not None:
                     dist.assert_same([p.detach().float().cpu().numpy().tobytes() for p in phase.alpha],
                                      f"{phase.tag} architecture weights")
-                seconds = time.time() - t0
-                summary = {**last, "seconds": seconds}
-                state = {"done": done, "model": module.state_dict(), "alpha": [p.detach() for p in phase.alpha],
-                         "rng": rng_state(), "seconds": seconds, "summary": summary}
-                if not done:
-                    state.update(w_opt=w_opt.state_dict(), a_opt=a_opt.state_dict(),
-                                 scheduler=sched.state_dict(), gen_a=gen_a.get_state(), gen_b=gen_b.get_state())
-                run.save_checkpoint(phase.tag, epoch, state)
-    phase.summary = {**last, "seconds": time.time() - t0}
+                saved.save(epoch, done=done, alpha=[p.detach() for p in phase.alpha],
+                           summary={**last, "seconds": saved.elapsed})
+    phase.summary = {**last, "seconds": saved.elapsed}
     return phase.summary
 
 

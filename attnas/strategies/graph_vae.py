@@ -42,11 +42,13 @@ from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.gp import SparseGPConfig, gp_prediction, summarize_predictions
 from attnas.graphvae.metrics import Table1Config, table1
 from attnas.graphvae.space_dags import SpaceDecoder
-from attnas.graphvae.train import VAETrainConfig, TrainState, fit, new_state
+from attnas.graphvae.train import VAETrainConfig, TrainState, new_state
 from attnas.graphvae.vae import GraphVAE, paper_model
 from attnas.registry import register_strategy
 from attnas.runs.checkpoint_files import save_checkpoint_file
+from attnas.runs.resumable_phase import ResumablePhase, Slot
 from attnas.strategies.base import SearchResult, Strategy
+from attnas.strategies.vae_training import train_vae_phase
 
 #: Recipe names of Chatzianastasis et al.'s (2021) models.
 MODELS = {"dvae": "D-VAE", "dvae-emb": "DVAE-EMB", "gcn": "GCN", "gcn-emb": "GCN-EMB"}
@@ -171,21 +173,15 @@ class GraphVAEStrategy(Strategy):
         """Train (or resume training) the VAE; checkpoints every ``checkpoint_every`` epochs."""
         cfg = self.options
         settings = cfg.train_settings(self.seed)
-        ck = self.run.load_checkpoint("vae")
-        if ck is not None:
-            state = TrainState.from_state_dict(ck["state"]["train"])
-            self.elapsed = ck["state"]["elapsed"]
-            if ck["state"]["done"]:
-                return state
-        else:
+
+        def fresh() -> TrainState:
             config = paper_model(self.model_name, hidden=cfg.hidden, latent=cfg.latent, beta=cfg.beta)
-            state = new_state(config, self.data.num_types, self.data.max_nodes, settings)
-        t0 = time.time() - self.elapsed
+            return new_state(config, self.data.num_types, self.data.max_nodes, settings)
+
         last = [time.time()]
 
-        def on_epoch(st: TrainState) -> None:
+        def on_epoch(st: TrainState, epoch: int) -> None:
             rec = st.history[-1]
-            epoch = st.iteration * settings.epochs + st.epoch
             rec["seconds"] = round(time.time() - last[0], 2)
             if cfg.epoch_recon_graphs:
                 rec.update(self.epoch_reconstruction(st.model, epoch))
@@ -193,13 +189,12 @@ class GraphVAEStrategy(Strategy):
             self.run.log({"phase": "vae", "epoch": epoch, "iteration": st.iteration + 1,
                           **{k: round(rec[k], 6) for k in ("loss", "recon", "kld")}, "lr": rec["lr"], **extra,
                           "seconds": rec["seconds"]})
-            if st.done or epoch % cfg.checkpoint_every == 0:
-                self.elapsed = time.time() - t0
-                self.run.save_checkpoint("vae", epoch, {"train": st.state_dict(), "done": st.done,
-                                                        "elapsed": self.elapsed})
             last[0] = time.time()
 
-        return fit(state, self.data, on_epoch=on_epoch, description=f"train {self.model_name}")
+        state, self.elapsed = train_vae_phase(self.run, fresh, self.data, every=cfg.checkpoint_every,
+                                              elapsed=self.elapsed, on_epoch=on_epoch,
+                                              description=f"train {self.model_name}")
+        return state
 
     def epoch_reconstruction(self, model: GraphVAE, epoch: int) -> dict:
         """Reconstruction accuracy of the first ``epoch_recon_graphs`` test graphs after an epoch.
@@ -296,11 +291,17 @@ class GraphVAEStrategy(Strategy):
         t = time.time()
         evaluator = TableEvaluator.from_dataset(task.everything)  # no fallback: outside the table is unscored
         prefer = evaluator.contains if self.options.bo_decode == "in-table" else None
-        ck = self.run.load_checkpoint("bo")
-        if ck:
-            state = BOState.from_state_dict(ck["state"])
-        else:
-            state = BOState.start(model.latent_means(task.train.graphs), task.train.y, bo.seed)
+        # the checkpoint is the BO state itself (``BOState.state_dict``), as it always was
+        holder: list[BOState | None] = [None]
+
+        def load(data: dict) -> None:
+            holder[0] = BOState.from_state_dict(data)
+
+        phase = ResumablePhase(self.run, "bo", {"bo": Slot(lambda: holder[0].state_dict(), load, merge=True)},
+                               rng=False, elapsed_key=None, done_key=None)
+        if not phase.resume():
+            holder[0] = BOState.start(model.latent_means(task.train.graphs), task.train.y, bo.seed)
+        state = holder[0]
 
         def on_iteration(it: int, props: list) -> None:
             first = len(state.proposals) - len(props)
@@ -315,7 +316,7 @@ class GraphVAEStrategy(Strategy):
                           "scored": sum(p.scored for p in props),
                           "unscored": sum(p.source == UNSCORED for p in props),
                           "invalid": sum(p.source == INVALID for p in props)})
-            self.run.save_checkpoint("bo", it + 1, state.state_dict())
+            phase.save(it + 1)
 
         result = latent_bo(model, state.x, state.y, evaluator, self.decoder.is_valid, bo, on_iteration, state,
                            prefer=prefer)

@@ -41,7 +41,6 @@ killed search resumes, re-using the costs, and ends with the same architecture.
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -54,15 +53,17 @@ from attnas.costs.config import CostsConfig
 from attnas.graphvae.bo import BOConfig, propose
 from attnas.graphvae.gp import SparseGPConfig
 from attnas.graphvae.space_dags import SpaceDecoder, space_dataset
-from attnas.graphvae.train import VAETrainConfig, TrainState, fit, new_state
+from attnas.graphvae.train import VAETrainConfig, TrainState, new_state
 from attnas.graphvae.vae import paper_model
 from attnas.registry import register_strategy
 from attnas.reporting.progress import progress
+from attnas.runs.resumable_phase import ResumablePhase
 from attnas.strategies.base import SearchResult
 from attnas.strategies.graph_vae import MODELS
 from attnas.strategies.one_shot import random_search_section
 from attnas.strategies.one_shot_base import _OneShot
 from attnas.strategies.one_shot_config import RerankConfig, SupernetConfig, check_cost_options
+from attnas.strategies.vae_training import train_vae_phase
 
 
 @dataclass(frozen=True)
@@ -202,27 +203,18 @@ class LatentBO(_OneShot):
         cfg = self.options.vae
         data = space_dataset(self.space, self.vae_samples())
         settings = cfg.train_settings(self.seed)
-        ck = self.run.load_checkpoint("vae")
-        if ck is not None:
-            state = TrainState.from_state_dict(ck["state"]["train"])
-            self.elapsed = ck["state"]["elapsed"]
-            if ck["state"]["done"]:
-                return state.model, data
-        else:
+
+        def fresh() -> TrainState:
             config = paper_model(MODELS[cfg.model], hidden=cfg.hidden, latent=cfg.latent)
-            state = new_state(config, data.num_types, data.max_nodes, settings)
-        t0 = time.time() - self.elapsed
+            return new_state(config, data.num_types, data.max_nodes, settings)
 
-        def on_epoch(st: TrainState) -> None:
+        def on_epoch(st: TrainState, epoch: int) -> None:
             rec = st.history[-1]
-            epoch = st.iteration * settings.epochs + st.epoch
             self.run.log({"phase": "vae", "epoch": epoch, **{k: round(rec[k], 6) for k in ("loss", "recon", "kld")}})
-            if st.done or epoch % cfg.checkpoint_every == 0:
-                self.elapsed = time.time() - t0
-                self.run.save_checkpoint("vae", epoch, {"train": st.state_dict(), "done": st.done,
-                                                        "elapsed": self.elapsed})
 
-        state = fit(state, data, on_epoch=on_epoch, description=f"train {MODELS[cfg.model]} on {len(data)} samples")
+        state, self.elapsed = train_vae_phase(self.run, fresh, data, every=cfg.checkpoint_every, elapsed=self.elapsed,
+                                              on_epoch=on_epoch,
+                                              description=f"train {MODELS[cfg.model]} on {len(data)} samples")
         return state.model, data
 
     # ------------------------------------------------------------------ BO
@@ -231,39 +223,39 @@ class LatentBO(_OneShot):
         """Score the initial sample, then BO rounds until the budget is used (resumable)."""
         cfg = self.options
         metric = self.task.metric
-        ck = self.run.load_checkpoint("latent-bo")
-        if ck is not None:
-            self.rejected = set(ck["state"].get("rejected", ()))
-        if ck is not None and ck["state"]["finished"]:
-            self.elapsed, self.stats = ck["state"]["elapsed"], ck["state"]["stats"]
-            return ck["state"]["population"]
+        phase = ResumablePhase(self.run, "latent-bo", rng=False, done_key="finished")
+        found = phase.load()
+        if found:
+            self.rejected = set(phase.data.get("rejected", ()))
+        if found and phase.done:
+            self.elapsed, self.stats = phase.elapsed, phase.data["stats"]
+            return phase.data["population"]
         model, data = self.train_vae()
         model.eval()
         decoder = SpaceDecoder(self.space, data.vocab)
         bo = replace(cfg.bo, seed=cfg.bo.seed + self.seed)
-        if ck is not None:
-            st = ck["state"]
-            self.elapsed = st["elapsed"]
+        gen = torch.Generator().manual_seed(bo.seed)
+        phase.track(generator=gen)
+        if found:
+            phase.restore()
+            st = phase.data
+            self.elapsed = phase.elapsed
             population, rnd, stats = st["population"], st["round"], st["stats"]
             x, y = st["x"], st["y"]
-            gen = torch.Generator()
-            gen.set_state(st["generator"])
             stats.setdefault("rejected", 0)  # a checkpoint of a version without constraints
             initial = [Arch(self.space.name, c) for c in st["initial"]] if "initial" in st else None
         else:
+            phase.elapsed = self.elapsed  # the search's time so far (supernet, VAE)
             population, rnd = [], 0
             stats = {"invalid": 0, "repeats": 0, "rejected": 0, "proposed": 0}
             x = y = initial = None
-            gen = torch.Generator().manual_seed(bo.seed)
-        t0 = time.time() - self.elapsed
+        phase.start()
         scored = {Arch(self.space.name, p["arch"]).key(): p["score"] for p in population}
 
         def save(step: int, finished: bool = False) -> None:
-            self.elapsed = time.time() - t0
-            self.run.save_checkpoint("latent-bo", step, {
-                "population": population, "round": rnd, "stats": stats, "x": x, "y": y,
-                "generator": gen.get_state(), "elapsed": self.elapsed, "finished": finished,
-                "initial": [a.choices for a in initial], "rejected": sorted(self.rejected)})
+            phase.save(step, done=finished, population=population, round=rnd, stats=stats, x=x, y=y,
+                       initial=[a.choices for a in initial], rejected=sorted(self.rejected))
+            self.elapsed = phase.elapsed
 
         def record(arch: Arch, score: float, stage: int) -> None:
             costs = self.cost_entry(arch)

@@ -64,7 +64,8 @@ from attnas.costs.config import COSTS, CostsConfig
 from attnas.costs.cost_model import CostModel
 from attnas.registry import register_strategy
 from attnas.reporting.progress import progress
-from attnas.runs.rng import rng_state, seed_everything, set_rng_state
+from attnas.runs.resumable_phase import ResumablePhase, Slot
+from attnas.runs.rng import seed_everything
 from attnas.strategies._mechanism_selection import (
     DropScores,
     SelectionResult,
@@ -160,6 +161,11 @@ def set_random_calls(model: nn.Module, calls: list[int]) -> None:
         m._training_calls = int(c)
 
 
+def _random_calls_slot(model: nn.Module) -> Slot:
+    """The counters of :func:`random_calls` as a checkpointed :class:`~attnas.runs.resumable_phase.Slot`."""
+    return Slot(lambda: random_calls(model), lambda calls: set_random_calls(model, calls))
+
+
 def _trial_from_dict(d: dict) -> DropScores:
     return DropScores(float(d["base_accuracy"]), {k: float(v) for k, v in d["scores"].items()})
 
@@ -207,36 +213,22 @@ class MechanismSearch(Strategy):
         cfg = self.options.supernet
         metric = self.task.metric
         model = self._build_supernet()
-        ck = self.run.load_checkpoint("supernet")
-        if ck is not None and ck["state"].get("done"):
-            st = ck["state"]
-            model.load_state_dict(st["model"])
-            set_random_calls(model, st["random_calls"])
-            set_rng_state(st["rng"])
-            self.elapsed = st["elapsed"]
-            return model, dict(st["summary"])
-        resume = None
-        if ck is not None:
-            resume = ck["state"]
-            set_random_calls(model, resume["random_calls"])
-            self.elapsed = resume["elapsed"]
-        t0 = time.time() - self.elapsed
-
-        def checkpoint(epoch: int, state: dict) -> None:
-            self.run.save_checkpoint("supernet", epoch, {**state, "random_calls": random_calls(model),
-                                                         "elapsed": time.time() - t0})
+        phase = ResumablePhase(self.run, "supernet", {"model": model, "random_calls": _random_calls_slot(model)},
+                               elapsed=self.elapsed, when_done=("model", "random_calls"))
+        if phase.load() and phase.done:
+            phase.restore()
+            self.elapsed = phase.elapsed
+            return model, dict(phase.data["summary"])
 
         def log(ev: dict) -> None:
             self.run.log({"phase": "supernet", **ev})
 
         res = fit(model, self.task, cfg.train_config(), seed=self.seed, desc="supernet training", log=log,
-                  checkpoint=checkpoint, checkpoint_every=cfg.checkpoint_every, resume=resume)
-        self.elapsed = time.time() - t0
+                  phase=phase, checkpoint_every=cfg.checkpoint_every)
+        self.elapsed = phase.elapsed
         summary = {f"supernet_val_{metric}": res.val, "supernet_epochs": res.epochs,
                    "supernet_best_epoch": res.best_epoch}
-        self.run.save_checkpoint("supernet", cfg.epochs + 1, {
-            "done": True, "model": model.state_dict(), "random_calls": random_calls(model), "rng": rng_state(),
-            "elapsed": self.elapsed, "summary": summary})
+        phase.save(cfg.epochs + 1, done=True, summary=summary)
         return model, summary
 
     # ------------------------------------------------------------------ scoring
@@ -304,22 +296,18 @@ class MechanismSearch(Strategy):
         gen = torch.Generator().manual_seed(self.seed + 1)
         trials: list[DropScores] = []
         dropped: list[str] = []
-        ck = self.run.load_checkpoint("prune")
-        if ck is not None:
-            st = ck["state"]
-            model.load_state_dict(st["model"])
-            opt.load_state_dict(st["optimizer"])
-            gen.set_state(st["generator"])
-            set_rng_state(st["rng"])
-            set_random_calls(model, st["random_calls"])
+        phase = ResumablePhase(self.run, "prune", {"model": model, "optimizer": opt, "generator": gen,
+                                                   "random_calls": _random_calls_slot(model)}, elapsed=self.elapsed)
+        if phase.resume():
+            st = phase.data
             trials = [_trial_from_dict(t) for t in st["trials"]]
             dropped = list(st["dropped"])
-            self.elapsed = st["elapsed"]
+            self.elapsed = phase.elapsed
             self._rounds = len(trials)
             self._scored = sum(len(t.scores) for t in trials)
-            if st["done"]:
+            if phase.done:
                 return SelectionResult(list(model.active_names), dropped, trials), model.kept()
-        t0 = time.time() - self.elapsed
+        phase.start()
         batches = None
         finetune_steps = 0  # in this process, for the message of a NaN loss
 
@@ -350,18 +338,14 @@ class MechanismSearch(Strategy):
                 done = len(res.kept) <= keep
                 self.run.log({"phase": "prune", "round": len(all_dropped), "dropped": res.dropped[-1],
                               "heads_left": len(res.kept), "base": res.trials[-1].base})
-                self.elapsed = time.time() - t0
-                self.run.save_checkpoint("prune", len(all_dropped), {
-                    "done": done, "model": model.state_dict(), "optimizer": opt.state_dict(),
-                    "generator": gen.get_state(), "rng": rng_state(), "random_calls": random_calls(model),
-                    "trials": [t.to_dict() for t in trials + res.trials], "dropped": all_dropped,
-                    "elapsed": self.elapsed})
+                phase.save(len(all_dropped), done=done, trials=[t.to_dict() for t in trials + res.trials],
+                           dropped=all_dropped)
                 bar.advance(1, dropped=res.dropped[-1])
 
             model.train()
             res = nas_prune(model, train_step, keep=keep, finetune_steps=self.options.finetune_steps,
                             on_round=on_round, trial=self.trial())
-        self.elapsed = time.time() - t0
+        self.elapsed = phase.elapsed
         return SelectionResult(list(model.active_names), dropped + res.dropped, trials + res.trials), model.kept()
 
     # ------------------------------------------------------------------ costs

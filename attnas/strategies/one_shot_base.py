@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import random
 import statistics
-import time
 import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -30,6 +29,7 @@ from attnas.costs import pareto
 from attnas.costs.cost_model import CostModel
 from attnas.costs.measure import splits_into_parts
 from attnas.reporting.progress import progress
+from attnas.runs.resumable_phase import ResumablePhase, Slot
 from attnas.runs.rng import rng_state, seed_everything, set_rng_state
 from attnas.scale import distributed
 from attnas.scale.parallel import chunks, map_in_threads
@@ -98,39 +98,34 @@ class _OneShot(CostAwareSearch, Strategy):
         cfg = self.options.supernet
         task = self.task
         supernet = self._build_supernet()
-        ck = self.run.load_checkpoint("supernet")
-        if ck is not None and ck["state"].get("done"):
-            supernet.load_state_dict(ck["state"]["model"])
-            set_rng_state(ck["state"]["rng"], self.py_rng)
-            self.elapsed = ck["state"]["elapsed"]
+        averaged = None  # the running mean of the last epochs' weights (``cfg.average``)
+
+        def load_averaged(state: dict) -> None:
+            nonlocal averaged
+            averaged = AveragedModel(supernet)
+            averaged.load_state_dict(state)
+
+        phase = ResumablePhase(self.run, "supernet", {"model": supernet}, py_rng=self.py_rng, when_done=("model",))
+        if phase.load() and phase.done:
+            phase.restore()
+            self.elapsed = phase.elapsed
             self.supernet = supernet
             return supernet
         params = list(supernet.parameters())
         opt = make_optimizer(params, cfg)
         sched = make_scheduler(opt, cfg, cfg.epochs)
         gen = torch.Generator().manual_seed(self.seed)
-        start, self.elapsed = 0, 0.0
-        averaged = None  # the running mean of the last epochs' weights (``cfg.average``)
-        if ck is not None:
-            st = ck["state"]
-            supernet.load_state_dict(st["model"])
-            if st.get("averaged") is not None:
-                averaged = AveragedModel(supernet)
-                averaged.load_state_dict(st["averaged"])
-            opt.load_state_dict(st["optimizer"])
-            if sched is not None:
-                sched.load_state_dict(st["scheduler"])
-            gen.set_state(st["generator"])
-            set_rng_state(st["rng"], self.py_rng)
-            start, self.elapsed = ck["step"], st["elapsed"]
-        t0 = time.time() - self.elapsed
+        phase.track(optimizer=opt, generator=gen, scheduler=sched,
+                    averaged=Slot(lambda: averaged.state_dict() if averaged is not None else None, load_averaged))
+        phase.restore()
+        self.elapsed = phase.elapsed
         dist = distributed.current()
         if dist is not None:  # data-parallel: every rank starts from rank 0's weights
             dist.broadcast_module(supernet)
         supernet.train()
         warmup = cfg.warmup_epochs
-        with progress("supernet training", cfg.epochs, completed=start) as bar:
-            for epoch in range(start + 1, cfg.epochs + 1):
+        with progress("supernet training", cfg.epochs, completed=phase.step) as bar:
+            for epoch in phase.steps(cfg.epochs):
                 if warmup:
                     supernet.share_contexts(epoch <= warmup)
                 # every step trains one architecture drawn from the prior (Eq. 6); in a
@@ -155,17 +150,10 @@ class _OneShot(CostAwareSearch, Strategy):
                 if done or epoch % cfg.checkpoint_every == 0:
                     if dist is not None:
                         dist.assert_same(self.py_rng.getstate(), "architecture sampler state")
-                    self.elapsed = time.time() - t0
-                    state = {"done": done, "model": supernet.state_dict(), "rng": rng_state(self.py_rng),
-                             "elapsed": self.elapsed}
-                    if not done:
-                        state.update(optimizer=opt.state_dict(), generator=gen.get_state(),
-                                     scheduler=sched.state_dict() if sched is not None else None,
-                                     averaged=averaged.state_dict() if averaged is not None else None)
-                    self.run.save_checkpoint("supernet", epoch, state)
+                    phase.save(epoch, done=done)
+        self.elapsed = phase.elapsed
         if cfg.epochs == 0:
-            self.run.save_checkpoint("supernet", 0, {"done": True, "model": supernet.state_dict(),
-                                                     "rng": rng_state(self.py_rng), "elapsed": 0.0})
+            phase.save(0, done=True)
         self.supernet = supernet
         return supernet
 
@@ -276,29 +264,26 @@ class _OneShot(CostAwareSearch, Strategy):
 
     def search_population(self) -> list[dict]:
         """Generate and score candidates stage by stage (resumable); returns the population."""
-        ck = self.run.load_checkpoint("evolution")
-        if ck is not None:
-            st = ck["state"]
+        phase = ResumablePhase(self.run, "evolution", py_rng=self.py_rng, elapsed=self.elapsed, done_key="finished")
+        if phase.resume():
+            st = phase.data
             population, pending, scores, stage = st["population"], st["pending"], st["scores"], st["stage"]
-            set_rng_state(st["rng"], self.py_rng)
-            self.elapsed = st["elapsed"]
+            self.elapsed = phase.elapsed
             self.rejected = set(st.get("rejected", ()))
-            if st.get("finished"):
+            if phase.done:
                 return population
         else:
             population, pending, scores, stage = [], None, [], 0
         seen = {Arch(self.space.name, p["arch"]).key() for p in population} | self.rejected
         if pending is not None:
             seen |= {Arch(self.space.name, a).key() for a in pending}
-        t0 = time.time() - self.elapsed
+        phase.start()
         metric = self.task.metric
 
         def save(step: int, finished: bool = False) -> None:
-            self.elapsed = time.time() - t0
-            self.run.save_checkpoint("evolution", step, {
-                "population": population, "pending": pending, "scores": scores, "stage": stage,
-                "rng": rng_state(self.py_rng), "elapsed": self.elapsed, "finished": finished,
-                "rejected": sorted(self.rejected)})
+            phase.save(step, done=finished, population=population, pending=pending, scores=scores, stage=stage,
+                       rejected=sorted(self.rejected))
+            self.elapsed = phase.elapsed
 
         total = self._budget()
         with progress("evaluating candidates", total, completed=len(population) + len(scores)) as bar:

@@ -3,8 +3,9 @@
 :func:`fit` trains ``model`` (``forward(batch)``) on the task's training split, evaluates
 on the validation split every ``eval_every`` epochs, keeps the weights of the best
 validation score, and reports the test score of those weights. Its whole state
-(weights, optimiser, schedule, best weights, RNG) can be checkpointed through a
-callback and passed back to continue exactly where it stopped.
+(weights, optimiser, schedule, best weights, RNG) is checkpointed in a
+:class:`~attnas.runs.resumable_phase.ResumablePhase` and restored from it to continue exactly
+where it stopped.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from torch import nn
 from attnas.config import TrainConfig
 from attnas.core.errors import check_finite_loss
 from attnas.reporting.progress import progress
-from attnas.runs.rng import rng_state, set_rng_state
+from attnas.runs.resumable_phase import ResumablePhase
 
 
 def make_optimizer(params, cfg: Any) -> torch.optim.Optimizer:
@@ -147,9 +148,8 @@ class FitResult:
 
 
 def fit(model: nn.Module, task: Any, cfg: TrainConfig, *, seed: int = 0, desc: str = "train",
-        log: Callable[[dict], None] | None = None,
-        checkpoint: Callable[[int, dict], None] | None = None, checkpoint_every: int = 0,
-        resume: dict | None = None) -> FitResult:
+        log: Callable[[dict], None] | None = None, phase: ResumablePhase | None = None,
+        checkpoint_every: int = 0) -> FitResult:
     """Train ``model`` on ``task`` with early stopping on the validation score.
 
     Args:
@@ -159,9 +159,12 @@ def fit(model: nn.Module, task: Any, cfg: TrainConfig, *, seed: int = 0, desc: s
         seed: Seed of the batch order.
         desc: Label of the progress bar; names the phase when the loss becomes NaN or infinite.
         log: Called with one event dict per evaluated epoch.
-        checkpoint: Called as ``checkpoint(epoch, state)`` every ``checkpoint_every`` epochs.
+        phase: Where the training state is checkpointed (``model``, ``optimizer``,
+            ``scheduler``, ``generator``, the RNGs, and ``epoch``, ``best_val``,
+            ``best_epoch``, ``best_state``, ``history``); when it has loaded a checkpoint
+            (:meth:`~attnas.runs.resumable_phase.ResumablePhase.load`) training continues from it.
+            ``None``: not checkpointed.
         checkpoint_every: Epochs between checkpoints (0: never).
-        resume: A ``state`` passed to ``checkpoint`` before; training continues from it.
 
     Returns:
         A :class:`FitResult`; the model holds the best-validation weights.
@@ -170,16 +173,14 @@ def fit(model: nn.Module, task: Any, cfg: TrainConfig, *, seed: int = 0, desc: s
     opt = make_optimizer(params, cfg)
     sched = make_scheduler(opt, cfg, cfg.epochs)
     gen = torch.Generator().manual_seed(seed)
-    start, best_val, best_epoch, best_state, history = 0, -math.inf, 0, None, []
-    if resume is not None:
-        model.load_state_dict(resume["model"])
-        opt.load_state_dict(resume["optimizer"])
-        if sched is not None and resume.get("scheduler") is not None:
-            sched.load_state_dict(resume["scheduler"])
-        gen.set_state(resume["generator"])
-        set_rng_state(resume["rng"])
-        start, best_val, best_epoch = resume["epoch"], resume["best_val"], resume["best_epoch"]
-        best_state, history = resume["best_state"], list(resume["history"])
+    phase = phase if phase is not None else ResumablePhase(None, desc)
+    phase.track(model=model, optimizer=opt, scheduler=sched, generator=gen)
+    best_val, best_epoch, best_state, history = -math.inf, 0, None, []
+    if phase.loaded:
+        phase.restore()
+        st = phase.data
+        phase.step, best_val, best_epoch = st["epoch"], st["best_val"], st["best_epoch"]
+        best_state, history = st["best_state"], list(st["history"])
 
     def evaluate(split: str) -> float:
         model.eval()
@@ -189,9 +190,8 @@ def fit(model: nn.Module, task: Any, cfg: TrainConfig, *, seed: int = 0, desc: s
             model.train()
 
     model.train()
-    epoch = start
-    with progress(desc, cfg.epochs, completed=start) as bar:
-        for epoch in range(start + 1, cfg.epochs + 1):
+    with progress(desc, cfg.epochs, completed=phase.step) as bar:
+        for epoch in phase.steps(cfg.epochs):
             loss = train_epoch(model, task, opt, params, cfg, gen, phase=desc, epoch=epoch)
             if sched is not None:
                 sched.step()
@@ -206,15 +206,11 @@ def fit(model: nn.Module, task: Any, cfg: TrainConfig, *, seed: int = 0, desc: s
             bar.advance(1, loss=loss, best_val=best_val)
             if cfg.patience and epoch - best_epoch >= cfg.patience:
                 break
-            if checkpoint is not None and checkpoint_every and epoch % checkpoint_every == 0:
-                checkpoint(epoch, {
-                    "model": model.state_dict(), "optimizer": opt.state_dict(),
-                    "scheduler": sched.state_dict() if sched is not None else None,
-                    "generator": gen.get_state(), "rng": rng_state(), "epoch": epoch, "best_val": best_val,
-                    "best_epoch": best_epoch, "best_state": best_state, "history": history,
-                })
+            if checkpoint_every and epoch % checkpoint_every == 0:
+                phase.save(epoch, epoch=epoch, best_val=best_val, best_epoch=best_epoch, best_state=best_state,
+                           history=history)
     if best_state is not None:
         model.load_state_dict(best_state)
     test = evaluate("test")
-    return FitResult(val=best_val, test=test, best_epoch=best_epoch, epochs=epoch,
+    return FitResult(val=best_val, test=test, best_epoch=best_epoch, epochs=phase.step,
                      state_dict=best_state or model.state_dict(), history=history)
