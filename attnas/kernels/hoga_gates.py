@@ -1,6 +1,6 @@
 """Kernel ``hoga_gates``: the relaxed HOGA cell's full-size passes as three compiled operations.
 
-Overrides :meth:`attnas.ops.hoga_relaxed.GroupedMixedOp.forward` on CPU float32 / float64
+Overrides :meth:`attnas.ops.autola.hoga_relaxed.GroupedMixedOp.forward` on CPU float32 / float64
 tensors with :func:`grouped_mixed_op`: the same function in six full-size passes instead of
 some thirty (``csrc/hoga_gates.cpp``). Shapes: ``x`` is ``(B, Gx, c, P)`` with ``P = H W``
 and ``Gx`` either ``G`` (one input per edge) or 1 (one input shared by the ``G`` edges).
@@ -29,8 +29,8 @@ import torch
 
 from attnas.kernels._build import KERNEL_DTYPES, Library
 from attnas.ops import overrides
-from attnas.ops.hoga_relaxed import GroupedMixedOp
-from attnas.ops.small_conv import depthwise_pair, small_conv2d
+from attnas.ops.autola.hoga_relaxed import GroupedMixedOp
+from attnas.ops.autola.small_conv import depthwise_pair, small_conv2d
 
 _p, _i, _i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
 LIBRARY = Library("hoga_gates", {

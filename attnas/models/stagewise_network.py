@@ -34,7 +34,7 @@ import torch
 from torch import Tensor, nn
 
 from attnas.errors import ArchError, DataError
-from attnas.ops.self_attention_block import CANDIDATES, make_candidate
+from attnas.ops.fullattn.self_attention_block import CANDIDATES, make_candidate
 
 __all__ = [
     "LAYERS_PER_STAGE",
@@ -125,7 +125,7 @@ class StagewiseNetwork(_Backbone):
         num_classes: Classifier outputs.
         init_channels: Channels of the stem and of stage 1.
         **block_options: ``reduction``, ``batch_norm``, ``impl`` for
-            :func:`~attnas.ops.self_attention_block.make_candidate`.
+            :func:`~attnas.ops.fullattn.self_attention_block.make_candidate`.
 
     Shapes:
         - **input:** a batch holding images ``[B, in_channels, H, W]``

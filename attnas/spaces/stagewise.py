@@ -12,7 +12,7 @@ Architecture layout (``Arch.choices``)::
     {"layers": ["local_sa_k7_h8", "non_local_sa", ...]}   # 15 names
 
 ``layers[3*s + i]`` is layer ``i`` (0-2) of stage ``s + 1`` (1-5). Valid names are
-:data:`~attnas.ops.self_attention_block.CANDIDATES`: ``local_sa_k{3,5,7}_h{4,8}`` and
+:data:`~attnas.ops.fullattn.self_attention_block.CANDIDATES`: ``local_sa_k{3,5,7}_h{4,8}`` and
 ``non_local_sa``. The stem is fixed and not part of the choices.
 
 Ablation without the stage-wise space (Table VII, ``shared_stages: true``): stages 1, 3
@@ -48,7 +48,7 @@ from attnas.models.stagewise_network import (
     RelaxedStagewiseNetwork,
     StagewiseNetwork,
 )
-from attnas.ops.self_attention_block import CANDIDATES, PAPER_LABELS
+from attnas.ops.fullattn.self_attention_block import CANDIDATES, PAPER_LABELS
 from attnas.spaces.base import Baseline, Space
 
 __all__ = ["StagewiseConfig", "StagewiseSpace"]
@@ -66,12 +66,12 @@ class StagewiseConfig(CheckedConfig):
         reduction: Bottleneck ratio: a block's attention width is its output channels
             divided by this (not stated in the paper; 2 matches its parameter counts best).
         batch_norm: BatchNorm after each layer of a block, as in the ResNet bottleneck the
-            paper's blocks are modelled on (see :mod:`attnas.ops.self_attention_block`);
+            paper's blocks are modelled on (see :mod:`attnas.ops.fullattn.self_attention_block`);
             ``false`` gives the layers exactly as the text lists them.
         shared_stages: Table VII ablation: stages 1, 3, 5 share one structure and 2, 4
             another.
         impl: Which implementation of local attention may run
-            (:class:`~attnas.ops.local_self_attention.LocalSelfAttention`): ``fused`` (default:
+            (:class:`~attnas.ops.fullattn.local_self_attention.LocalSelfAttention`): ``fused`` (default:
             the compiled CPU kernel of :mod:`attnas.kernels`, built with g++ on first use and
             cached; the flat PyTorch kernel where it cannot run, e.g. on a GPU or without a
             compiler), ``fast`` (the flat PyTorch kernel) or ``unfold`` (the eager definition,

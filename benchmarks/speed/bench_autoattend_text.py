@@ -76,7 +76,7 @@ def supernet_step(task, supernet, params: list, opt, grad_clip: float, batch, ar
 
 def set_gru(model, implementation: str) -> None:
     """Switch every GRU operation of ``model`` to ``implementation`` (same parameters)."""
-    from attnas.ops.text import GRUOp
+    from attnas.ops.autoattend.text import GRUOp
 
     for m in model.modules():
         if isinstance(m, GRUOp):

@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from attnas.models.stagewise_network import StagewiseNetwork
-from attnas.ops.self_attention_block import SelfAttentionBlock
+from attnas.ops.fullattn.self_attention_block import SelfAttentionBlock
 
 
 def conv_twin(net: StagewiseNetwork) -> StagewiseNetwork:

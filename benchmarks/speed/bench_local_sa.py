@@ -29,7 +29,7 @@ import time
 import torch
 from torch import nn
 
-from attnas.ops.local_self_attention import LocalSelfAttention
+from attnas.ops.fullattn.local_self_attention import LocalSelfAttention
 
 
 def macs_per_position(kind: str, channels: int, ks: int = 3, heads: int = 8) -> dict[str, int]:

@@ -70,7 +70,7 @@ def make_step(name: str, batch: int, size: int) -> Callable[[], None]:
         impl = "fused" if name == "fullattn_darts" else "fast"
         model = RelaxedStagewiseNetwork(3, 10, init_channels=16, reduction=2, impl=impl)
     elif name == "dropout_mlp":
-        from attnas.ops.dropout import FastDropout
+        from attnas.ops.shared.dropout import FastDropout
 
         model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * size * size, 512), torch.nn.ReLU(),
                                     FastDropout(0.3), torch.nn.Linear(512, 512), torch.nn.ReLU(), FastDropout(0.3),

@@ -12,7 +12,7 @@ from torch import nn
 import attnas.kernels.attention_gates as kernel_module
 from compiled_kernels import fresh_library, loaded_kernel, eager, kernel_off, kernels_off
 from attnas.kernels import attention_gates
-from attnas.ops.vision_attention import (
+from attnas.ops.autola.attention_modules import (
     CBAM, ChannelAttention, ChannelAttentionV2, NormalizationAttention, SpatialAttention, create_attention,
 )
 

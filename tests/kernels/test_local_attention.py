@@ -11,7 +11,7 @@ from local_attention_inputs import local_attention_inputs
 
 from attnas.kernels.local_attention import local_attention_fused
 from attnas.kernels.local_attention_flat import local_attention_flat
-from attnas.ops.local_self_attention import LocalSelfAttention, local_attention
+from attnas.ops.fullattn.local_self_attention import LocalSelfAttention, local_attention
 
 
 @pytest.fixture(scope="module")

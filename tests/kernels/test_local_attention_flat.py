@@ -10,7 +10,7 @@ from compiled_kernels import eager, kernel_enabled
 from local_attention_inputs import local_attention_inputs
 
 from attnas.kernels.local_attention_flat import local_attention_flat
-from attnas.ops.local_self_attention import LocalSelfAttention, local_attention
+from attnas.ops.fullattn.local_self_attention import LocalSelfAttention, local_attention
 
 
 @pytest.mark.parametrize("ks", [3, 5, 7])

@@ -14,7 +14,7 @@ from attnas.arch import Arch
 from attnas.config import from_mapping
 from attnas.errors import ArchError, ConfigError, UnsupportedError
 from attnas.models.stagewise_network import RelaxedStagewiseNetwork, StagewiseNetwork
-from attnas.ops.self_attention_block import CANDIDATES
+from attnas.ops.fullattn.self_attention_block import CANDIDATES
 from attnas.spaces.stagewise import StagewiseConfig, StagewiseSpace
 from attnas.tasks.base import TaskInfo
 
