@@ -10,7 +10,7 @@ Switches:
 
 * ``ATTNAS_NO_KERNELS=1``: no kernel at all (the package is not imported, or registers nothing);
 * ``ATTNAS_DISABLE_KERNELS=name,name``: those kernels off;
-* :func:`disable` / :func:`enable` at run time.
+* :func:`disable` / :func:`enable` at run time, :func:`switched_off` for a block.
 
 The C++ sources are ``csrc/*.cpp`` and ``csrc/*.h``; :mod:`attnas.kernels._build` builds and
 loads them (a per-user cache whose files are checked before loading).
@@ -33,7 +33,9 @@ take; ``local_attention_flat`` is plain PyTorch, which ``torch.compile`` traces 
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 
 from attnas.kernels._build import disabled_by_environment
 from attnas.ops import overrides
@@ -66,6 +68,20 @@ def enable(*names: str) -> None:
     else:
         _disabled.clear()
     overrides.set_disabled(_disabled)
+
+
+@contextlib.contextmanager
+def switched_off(*names: str) -> Iterator[None]:
+    """Within the block kernels ``names`` are off (the others as they were); restored after."""
+    _check(names)
+    saved = set(_disabled)
+    disable(*names) if names else None
+    try:
+        yield
+    finally:
+        _disabled.clear()
+        _disabled.update(saved)
+        overrides.set_disabled(_disabled)
 
 
 def enabled(name: str) -> bool:

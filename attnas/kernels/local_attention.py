@@ -5,7 +5,7 @@ cache and fuses the backward pass likewise, on the flat, zero-padded layout of
 :mod:`attnas.kernels.local_attention_flat` (query count padded to a multiple of the tile).
 
 Overrides :meth:`attnas.ops.fullattn.local_self_attention.LocalSelfAttention.forward` (hook
-``local_self_attention``) for ``impl="fused"`` on CPU float32/float64 with windows up to 15:
+``local_self_attention``) on CPU float32/float64 with windows up to 15:
 with stride 1 the layer pads its input instead of q, k, v (a bias-free 1x1 projection of zero
 is zero) and projects it straight into the kernel's packed ``[B, 3, C, Lx]`` buffer (one pad,
 one batched GEMM, one gradient buffer); with a larger stride it packs the projections. Where
@@ -216,7 +216,7 @@ def _fused_apply(qkv: Tensor, rel_row: Tensor, rel_col: Tensor, heads: int, H: i
 
 def local_self_attention(module: nn.Module, x: Tensor) -> Tensor:
     """Override of :meth:`~attnas.ops.fullattn.local_self_attention.LocalSelfAttention.forward`."""
-    if module.impl != "fused" or module.kernel_size > MAX_WINDOW or x.dim() != 4 or x.shape[1] != module.in_channels:
+    if module.kernel_size > MAX_WINDOW or x.dim() != 4 or x.shape[1] != module.in_channels:
         return NotImplemented
     w = module.qkv.weight
     if not applies(x, w, module.rel_row, module.rel_col):

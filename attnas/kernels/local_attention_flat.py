@@ -13,9 +13,9 @@ recomputes them chunk by chunk instead).
 
 No C++: plain PyTorch operations, on any device. Overrides
 :meth:`attnas.ops.fullattn.local_self_attention.LocalSelfAttention.attend` (hook ``local_attention``)
-for ``impl="fast"`` (except on maps so small that the eager definition is quicker,
-:data:`UNFOLD_BELOW`) and for ``impl="fused"`` where the compiled kernel ``local_attention``
-did not run. Its flat layout is also the one of the compiled kernel.
+where the compiled kernel ``local_attention`` did not run (off the CPU, a window wider than
+it handles, the kernel switched off or not built). Its flat layout is also the one of the
+compiled kernel.
 """
 
 from __future__ import annotations
@@ -28,12 +28,6 @@ from torch import Tensor, nn
 
 from attnas.ops import overrides
 from attnas.ops.fullattn.local_self_attention import _check_inputs, _strided_queries
-
-#: ``LocalSelfAttention(impl="fast")`` keeps the eager (unfold) definition below this many
-#: unfolded elements (``B*C*k*k*H_out*W_out``): on tiny maps its few large kernels beat the
-#: per-offset loop (measured crossover on CPU: 1.5e5-2e5). Both give the same result.
-UNFOLD_BELOW = 1 << 17
-
 
 @functools.lru_cache(maxsize=256)
 def _flat_geometry(H: int, W: int, ks: int, stride: int) -> tuple[int, int, int, int, int, int, int]:
@@ -278,12 +272,6 @@ def local_attention_flat(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_c
 
 def attend(module: nn.Module, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
     """Override of :meth:`~attnas.ops.fullattn.local_self_attention.LocalSelfAttention.attend`."""
-    if module.impl == "unfold":
-        return NotImplemented
-    if module.impl == "fast":
-        unfolded = k.shape[0] * module.out_channels * module.kernel_size**2 * q.shape[-2] * q.shape[-1]
-        if unfolded < UNFOLD_BELOW:
-            return NotImplemented
     return local_attention_flat(q, k, v, module.rel_row, module.rel_col, module.heads, module.stride,
                                 save_attention=module.save_attention)
 

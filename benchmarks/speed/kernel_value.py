@@ -42,6 +42,9 @@ SERVES = {
     "dropout": ("dropout.cpp", ("dropout_mlp",)),
 }
 
+#: workload -> kernels off in both arms (the flat local attention runs where the compiled one is off)
+BASE_OFF = {"fullattn_darts_fast": ("local_attention",)}
+
 
 def lines(path: Path) -> int:
     return sum(1 for line in path.read_text().splitlines() if line.strip()) if path.exists() else 0
@@ -67,8 +70,7 @@ def make_step(name: str, batch: int, size: int) -> Callable[[], None]:
     elif name in ("fullattn_darts", "fullattn_darts_fast"):  # the relaxed full-attention NAS network
         from attnas.models.stagewise_network import RelaxedStagewiseNetwork
 
-        impl = "fused" if name == "fullattn_darts" else "fast"
-        model = RelaxedStagewiseNetwork(3, 10, init_channels=16, reduction=2, impl=impl)
+        model = RelaxedStagewiseNetwork(3, 10, init_channels=16, reduction=2)
     elif name == "dropout_mlp":
         from attnas.ops.shared.dropout import FastDropout
 
@@ -94,15 +96,16 @@ def timed(step: Callable[[], None]) -> float:
     return time.perf_counter() - t0
 
 
-def measure(kernel: str, step: Callable[[], None], repeats: int, warmup: int) -> tuple[float, float]:
-    """Median seconds per step with every kernel on, and with only ``kernel`` off, interleaved."""
+def measure(kernel: str, step: Callable[[], None], repeats: int, warmup: int,
+            base_off: tuple[str, ...] = ()) -> tuple[float, float]:
+    """Median seconds per step with every kernel on (but ``base_off``), and with ``kernel`` off
+    too, interleaved."""
     on, off = [], []
     for i in range(warmup + repeats):
-        kernels.enable()
-        a = timed(step)
-        kernels.disable(kernel)
-        b = timed(step)
-        kernels.enable()
+        with kernels.switched_off(*base_off):
+            a = timed(step)
+        with kernels.switched_off(kernel, *base_off):
+            b = timed(step)
         if i >= warmup:
             on.append(a)
             off.append(b)
@@ -127,7 +130,7 @@ def main() -> None:
         for workload in SERVES[kernel][1]:
             if workload not in steps:
                 steps[workload] = make_step(workload, args.batch, args.size)
-            t_on, t_off = measure(kernel, steps[workload], args.repeats, args.warmup)
+            t_on, t_off = measure(kernel, steps[workload], args.repeats, args.warmup, BASE_OFF.get(workload, ()))
             rows.append((kernel, workload, t_on, t_off, t_off / t_on - 1, cost(kernel)))
     print(f"load average after: {os.getloadavg()}\n")
     print("| kernel | step | all on (ms) | without it (ms) | slowdown without it | C++ + glue lines | keep (>= 10 %) |")

@@ -44,14 +44,13 @@ Implementation:
     hooks: ``local_attention`` (:meth:`LocalSelfAttention.attend`; kernel
     ``local_attention_flat``, pure PyTorch on any device, no unfolded copies) and
     ``local_self_attention`` (:meth:`LocalSelfAttention.forward`; kernel ``local_attention``,
-    compiled C++ on the CPU). ``ATTNAS_NO_KERNELS=1`` leaves this definition alone.
+    compiled C++ on the CPU, tried first). Which one runs is the kernel switch's choice
+    (``ATTNAS_NO_KERNELS=1``, ``ATTNAS_DISABLE_KERNELS``), never the layer's.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Literal
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -60,10 +59,6 @@ from attnas.errors import ConfigError, DataError
 from attnas.ops.overrides import overridable
 
 __all__ = ["LocalSelfAttention", "local_attention", "relative_embedding_table"]
-
-#: ``LocalSelfAttention(impl=...)``: which implementation may replace the eager definition.
-IMPLEMENTATIONS = ("fast", "unfold", "fused")
-
 
 # --------------------------------------------------------------------------- definition
 
@@ -183,12 +178,6 @@ class LocalSelfAttention(nn.Module):
         kernel_size: Spatial extent ``k`` (odd; the paper uses 3, 5, 7).
         heads: Number of heads (the paper uses 4 and 8).
         stride: Query stride (the paper's blocks use 1 and pool afterwards).
-        impl: Which implementation may replace the eager :func:`local_attention` when
-            :mod:`attnas.kernels` is loaded (all give the same result to float precision):
-            ``"unfold"`` none (always the eager definition); ``"fast"`` the flat-layout
-            PyTorch kernel ``local_attention_flat`` (any device; the definition on maps
-            so small that it is quicker); ``"fused"`` the compiled CPU kernel
-            ``local_attention``, else ``local_attention_flat``.
         save_attention: For ``local_attention_flat``: keep the attention weights for the
             backward pass instead of recomputing them (memory against speed).
 
@@ -198,7 +187,7 @@ class LocalSelfAttention(nn.Module):
     """
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int = 3, heads: int = 8,
-                 stride: int = 1, impl: Literal["fast", "unfold", "fused"] = "fast", save_attention: bool = True):
+                 stride: int = 1, save_attention: bool = True):
         super().__init__()
         if kernel_size < 1 or kernel_size % 2 == 0:
             raise ConfigError(f"LocalSelfAttention: kernel_size must be odd and positive, got {kernel_size}")
@@ -208,10 +197,8 @@ class LocalSelfAttention(nn.Module):
             )
         if stride < 1:
             raise ConfigError(f"LocalSelfAttention: stride must be >= 1, got {stride}")
-        if impl not in IMPLEMENTATIONS:
-            raise ConfigError(f"LocalSelfAttention: unknown impl '{impl}'; valid: {', '.join(IMPLEMENTATIONS)}")
         self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size, self.heads, self.stride, self.impl = kernel_size, heads, stride, impl
+        self.kernel_size, self.heads, self.stride = kernel_size, heads, stride
         self.save_attention = save_attention
         self.qkv = nn.Conv2d(in_channels, 3 * out_channels, 1, bias=False)
         self.rel_row = nn.Parameter(torch.empty(out_channels // 2, kernel_size))
@@ -248,4 +235,4 @@ class LocalSelfAttention(nn.Module):
 
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, heads={self.heads}, "
-                f"stride={self.stride}, impl={self.impl!r}")
+                f"stride={self.stride}")

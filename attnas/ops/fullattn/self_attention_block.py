@@ -36,12 +36,10 @@ counts: 1.44M at 80 initial channels (paper: 1.75M, Table VII) and 2.07M at 96 (
 
 The seven candidates (Table II) are registered as operations of the ``fullattn`` pool;
 each factory has the signature ``(in_channels, out_channels, stride=1, *, reduction=2,
-batch_norm=True, impl="fast") -> SelfAttentionBlock``.
+batch_norm=True) -> SelfAttentionBlock``.
 """
 
 from __future__ import annotations
-
-from typing import Literal
 
 from torch import Tensor, nn
 
@@ -139,7 +137,7 @@ class SelfAttentionBlock(nn.Module):
 
 
 def make_candidate(name: str, in_channels: int, out_channels: int, stride: int = 1, *, reduction: int = 2,
-                   batch_norm: bool = True, impl: Literal["fast", "unfold", "fused"] = "fast") -> SelfAttentionBlock:
+                   batch_norm: bool = True) -> SelfAttentionBlock:
     """Build the Table II candidate ``name`` as a block of Fig. 1(c)/(d).
 
     Args:
@@ -149,7 +147,6 @@ def make_candidate(name: str, in_channels: int, out_channels: int, stride: int =
         stride: 1 or 2.
         reduction: Attention width is ``out_channels // reduction``.
         batch_norm: See :class:`SelfAttentionBlock`.
-        impl: Local attention implementation (``fast``, ``unfold`` or ``fused``).
 
     Raises:
         ConfigError: Unknown name, or a width that the heads cannot split.
@@ -164,7 +161,7 @@ def make_candidate(name: str, in_channels: int, out_channels: int, stride: int =
                 f"{name}: attention width {mid} (= {out_channels} / reduction {reduction}) must be even and "
                 f"divisible by {heads} heads"
             )
-        attention: nn.Module = LocalSelfAttention(mid, mid, kernel_size=ks, heads=heads, impl=impl)
+        attention: nn.Module = LocalSelfAttention(mid, mid, kernel_size=ks, heads=heads)
     else:
         attention = NonLocalSelfAttention(mid, mid)
     return SelfAttentionBlock(in_channels, out_channels, attention, mid, stride=stride, batch_norm=batch_norm)
