@@ -40,6 +40,7 @@ SERVES = {
     "local_attention_flat": (None, ("fullattn_darts_fast",)),
     "local_attention": ("local_attention.cpp", ("fullattn_darts",)),
     "dropout": ("dropout.cpp", ("dropout_mlp",)),
+    "channels_last_grad": (None, ("autola_retrain_channels_last",)),
 }
 
 #: workload -> kernels off in both arms (the flat local attention runs where the compiled one is off)
@@ -67,6 +68,9 @@ def make_step(name: str, batch: int, size: int) -> Callable[[], None]:
         model = RelaxedHOGANetwork("resnet20", width=16)
     elif name == "autola_retrain":
         model = hoga_network("resnet20", FIGURE3_EDGES, width=16)
+    elif name == "autola_retrain_channels_last":
+        model = hoga_network("resnet20", FIGURE3_EDGES, width=16).to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
     elif name in ("fullattn_darts", "fullattn_darts_fast"):  # the relaxed full-attention NAS network
         from attnas.models.stagewise_network import RelaxedStagewiseNetwork
 
