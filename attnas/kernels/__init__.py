@@ -20,7 +20,8 @@ Kernels (:data:`KERNELS`): ``attention_gates`` (AutoLA's gated attention modules
 passes), ``small_conv`` (stride-1 convolutions with few channels per group), ``local_attention_flat`` (SASA local self-attention
 without unfolded copies: PyTorch, any device), ``local_attention`` (the same compiled for the
 CPU), ``dropout`` (the hashed dropout mask), ``channels_last_grad`` (the HOGA cell's NCHW copy
-of a channels-last input with a channels-last gradient: PyTorch).
+of a channels-last input with a channels-last gradient: PyTorch), ``padded_gru`` (AutoAttend's
+text GRU without packing: PyTorch).
 
 ``torch.library``: the dropout mask is the custom operator ``attnas::dropout_mask``, which
 ``torch.compile`` sees as one opaque operation (eager calls its implementation directly:
@@ -43,7 +44,7 @@ from attnas.ops import overrides
 
 #: Every kernel, in the order they are registered.
 KERNELS = ("small_conv", "hoga_gates", "attention_gates", "fused_phi", "local_attention_flat",
-           "local_attention", "dropout", "channels_last_grad")
+           "local_attention", "dropout", "channels_last_grad", "padded_gru")
 
 _disabled: set[str] = set()
 
@@ -92,7 +93,8 @@ def enabled(name: str) -> bool:
 
 def _register_all() -> None:
     from attnas.kernels import (attention_gates, channels_last_grad, dropout, fused_phi,  # noqa: F401
-                                hoga_gates, local_attention, local_attention_flat, small_conv)
+                                hoga_gates, local_attention, local_attention_flat, padded_gru,
+                                small_conv)
 
 
 _register_all()

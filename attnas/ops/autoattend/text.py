@@ -13,7 +13,7 @@ convolutions and of the GRU, and a bidirectional GRU whose two directions are su
 Padding never leaks into real positions (the reference code lets a LayerNorm'd pad
 vector reach the convolution; we do not): convolutions see zeros at pad positions,
 max-pooling sees ``-inf`` there, the GRU reads each sequence's own tokens only (in
-both directions, see :mod:`attnas.ops.autoattend.padded_gru`), and every operation
+both directions: :class:`GRUOp`), and every operation
 returns zeros at pad positions (the convention of :mod:`attnas.ops.autoattend.sequence_context`).
 
 Every operation has the signature ``Op(dim, **options)`` and ``forward(x, ctx)`` where
@@ -32,8 +32,8 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnas.registry import register_op
 from attnas.errors import ConfigError
+from attnas.ops.overrides import overridable
 from attnas.ops.shared.dropout import FastDropout
-from attnas.ops.autoattend.padded_gru import padded_gru
 from attnas.ops.autoattend.sequence_context import SequenceContext
 
 #: The NLP operation pool of Table 3, in the paper's order.
@@ -245,15 +245,10 @@ class GRUOp(nn.Module):
     r"""``GRU`` of Table 3: a gated recurrent unit (Cho et al., 2014) over each sequence.
 
     Each direction starts and ends at a sequence's own real tokens, so pads never enter
-    the recurrence. By default (``implementation="padded"``) this is computed without
-    packing by :func:`attnas.ops.autoattend.padded_gru.padded_gru` (causal forward direction over
-    the right-padded batch, backward direction over each sequence reversed within its
-    length, hand-written backward pass; several times faster on CPU);
-    ``implementation="packed"`` runs ``nn.GRU`` on packed sequences
-    (``pack_padded_sequence``), the reference both are tested against, and is what both
-    use without gradients (evaluation: there the packed recurrence, which skips finished
-    sequences, is the faster). The parameters are those of the same ``nn.GRU`` either
-    way (identical state dicts). As in
+    the recurrence: ``nn.GRU`` runs on packed sequences (``pack_padded_sequence``). The
+    optional kernel ``padded_gru`` (:mod:`attnas.kernels`) replaces the recurrence while
+    gradients are recorded (hook ``gru_recurrence``) by the same function computed on the
+    padded batch with a hand-written backward pass, with the same parameters. As in
     the reference implementation the GRU is bidirectional with hidden size :math:`H`
     per direction and the two directions are summed (``directions="sum"``):
 
@@ -268,7 +263,6 @@ class GRUOp(nn.Module):
         dropout: Dropout on the output.
         pre_norm: LayerNorm on the input (the reference implementation's default).
         directions: ``"sum"``, ``"concat"`` or ``"forward"``.
-        implementation: ``"padded"`` (default) or ``"packed"`` (see above).
 
     Shapes:
         - **input:** :math:`(B, L, H)`, context with lengths :math:`(B,)`
@@ -276,15 +270,11 @@ class GRUOp(nn.Module):
     """
 
     def __init__(self, dim: int, *, dropout: float = 0.0, pre_norm: bool = True,
-                 directions: Literal["sum", "concat", "forward"] = "sum",
-                 implementation: Literal["padded", "packed"] = "padded", **_: object):
+                 directions: Literal["sum", "concat", "forward"] = "sum", **_: object):
         super().__init__()
         _check_dim(dim)
         if directions not in ("sum", "concat", "forward"):
             raise ConfigError(f"gru directions must be 'sum', 'concat' or 'forward', got {directions!r}")
-        if implementation not in ("padded", "packed"):
-            raise ConfigError(f"gru implementation must be 'padded' or 'packed', got {implementation!r}")
-        self.implementation = implementation
         if directions == "concat" and dim % 2:
             raise ConfigError(f"gru directions='concat' needs an even dim, got {dim}")
         self.dim, self.directions = dim, directions
@@ -294,12 +284,12 @@ class GRUOp(nn.Module):
         self.dropout = FastDropout(dropout)
 
     def forward(self, x: torch.Tensor, ctx: SequenceContext) -> torch.Tensor:
+        return self.dropout(self.recurrence(self.norm(x), ctx))
+
+    @overridable("gru_recurrence")
+    def recurrence(self, x: torch.Tensor, ctx: SequenceContext) -> torch.Tensor:
+        """The GRU over each sequence's real tokens, directions combined; zeros at pads."""
         B, L, _ = x.shape
-        if self.implementation == "padded" and torch.is_grad_enabled():
-            y = padded_gru(self.norm(x), ctx, self.rnn, sum_directions=self.directions == "sum")  # zeros at pads
-        else:
-            packed = pack_padded_sequence(self.norm(x), ctx.lengths_cpu, batch_first=True, enforce_sorted=False)
-            y = pad_packed_sequence(self.rnn(packed)[0], batch_first=True, total_length=L)[0]  # zeros at pads
-            if self.directions == "sum":
-                y = y.view(B, L, 2, self.dim).sum(2)
-        return self.dropout(y)
+        packed = pack_padded_sequence(x, ctx.lengths_cpu, batch_first=True, enforce_sorted=False)
+        y = pad_packed_sequence(self.rnn(packed)[0], batch_first=True, total_length=L)[0]  # zeros at pads
+        return y.view(B, L, 2, self.dim).sum(2) if self.directions == "sum" else y

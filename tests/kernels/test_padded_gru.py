@@ -1,12 +1,17 @@
-"""The GRU without packing (attnas.ops.autoattend.padded_gru) against nn.GRU on packed sequences."""
+"""Kernel padded_gru: the GRU without packing (attnas.kernels.padded_gru) against nn.GRU on packed sequences."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
+from compiled_kernels import kernel_enabled, kernels_off
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attnas.ops.autoattend.padded_gru import padded_gru, reverse_index
+import attnas.kernels.padded_gru as padded_gru_module
+
+from attnas.kernels.padded_gru import padded_gru, reverse_index
 from attnas.ops.autoattend.sequence_context import SequenceContext
 from attnas.ops.autoattend.text import GRUOp
 
@@ -91,20 +96,23 @@ def test_second_backward_through_the_same_graph_raises():
 
 
 @pytest.mark.parametrize("directions", ["sum", "concat", "forward"])
-def test_gru_op_implementations_agree_in_training_mode(directions):
-    """GRUOp: 'padded' (default) and 'packed' give the same outputs and gradients, with the same state dict."""
+def test_gru_op_with_and_without_the_kernel_agree_in_training_mode(directions, monkeypatch):
+    """GRUOp: the kernel (padded) and the readable packed recurrence give the same outputs and gradients."""
+    kernel_enabled("padded_gru")
+    calls = []
+    monkeypatch.setattr(padded_gru_module, "padded_gru", lambda *a, **k: calls.append(1) or padded_gru(*a, **k))
     torch.manual_seed(0)
-    ref = GRUOp(H, directions=directions, implementation="packed", dropout=0.0).train()
-    new = GRUOp(H, directions=directions, dropout=0.0).train()
-    new.load_state_dict(ref.state_dict())
-    assert new.implementation == "padded"
+    op = GRUOp(H, directions=directions, dropout=0.0).train()
     x, ctx = batch(LENGTHS, 8, seed=4)
     grads = []
-    for op in (ref, new):
+    for off in (True, False):
+        op.zero_grad(set_to_none=True)
         xx = x.clone().requires_grad_(True)
-        y = op(xx, ctx)
+        with kernels_off() if off else contextlib.nullcontext():
+            y = op(xx, ctx)
         y.pow(2).sum().backward()
         grads.append((y.detach(), xx.grad, [p.grad for p in op.parameters()]))
+    assert len(calls) == 1  # the kernel ran once, with kernels on
     torch.testing.assert_close(grads[1][0], grads[0][0], atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(grads[1][1], grads[0][1], atol=1e-5, rtol=1e-5)
     for a, b in zip(grads[1][2], grads[0][2]):

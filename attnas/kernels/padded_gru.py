@@ -1,4 +1,4 @@
-"""A GRU over right-padded sequences without packing, with a hand-written backward pass.
+"""Kernel ``padded_gru``: a GRU over right-padded sequences without packing, with a hand-written backward pass. Pure PyTorch.
 
 The ``gru`` operation of AutoAttend's Table 3 (:class:`attnas.ops.autoattend.text.GRUOp`) must read
 only each sentence's own tokens in both directions. Packing (``pack_padded_sequence``)
@@ -46,7 +46,11 @@ and :math:`\\partial\\mathcal{L}/\\partial g^i_t` equals :math:`\\partial\\mathc
 except in the :math:`n` block, :math:`\\delta_t \\odot A_t`. The factors in brackets do
 not depend on :math:`\\delta`, so they are computed for all steps at once; the loop
 itself is four operations per step. Outputs equal the packed ``nn.GRU``'s to float
-rounding (``tests/ops/autoattend/test_padded_gru.py``: outputs and all gradients within 1e-5).
+rounding (``tests/kernels/test_padded_gru.py``: outputs and all gradients within 1e-5).
+
+Overrides :meth:`attnas.ops.autoattend.text.GRUOp.recurrence` (hook ``gru_recurrence``) while
+gradients are recorded; without them (evaluation) the packed recurrence, which skips finished
+sequences, is the faster and runs.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from attnas.ops import overrides
 from attnas.ops.autoattend.sequence_context import SequenceContext
 
 
@@ -227,3 +232,13 @@ def padded_gru(x: torch.Tensor, ctx: SequenceContext, rnn: nn.GRU, sum_direction
     else:
         out = hs[0]
     return ctx.zero_pads(out.transpose(0, 1).contiguous())
+
+
+def recurrence(module: nn.Module, x: torch.Tensor, ctx: SequenceContext) -> torch.Tensor:
+    """Override of :meth:`attnas.ops.autoattend.text.GRUOp.recurrence` (while gradients are recorded)."""
+    if not torch.is_grad_enabled():
+        return NotImplemented
+    return padded_gru(x, ctx, module.rnn, sum_directions=module.directions == "sum")
+
+
+overrides.register("gru_recurrence", "padded_gru", recurrence)
