@@ -21,7 +21,8 @@ passes), ``small_conv`` (stride-1 convolutions with few channels per group), ``l
 without unfolded copies: PyTorch, any device), ``local_attention`` (the same compiled for the
 CPU), ``dropout`` (the hashed dropout mask), ``channels_last_grad`` (the HOGA cell's NCHW copy
 of a channels-last input with a channels-last gradient: PyTorch), ``padded_gru`` (AutoAttend's
-text GRU without packing: PyTorch), ``window_max`` (its ``max pool 3`` with a fused backward: PyTorch).
+text GRU without packing: PyTorch), ``window_max`` (its ``max pool 3`` with a fused backward: PyTorch), ``sparse_transpose`` (its graph
+operations' sparse products with cached transposes: PyTorch).
 
 ``torch.library``: the dropout mask is the custom operator ``attnas::dropout_mask``, which
 ``torch.compile`` sees as one opaque operation (eager calls its implementation directly:
@@ -44,7 +45,8 @@ from attnas.ops import overrides
 
 #: Every kernel, in the order they are registered.
 KERNELS = ("small_conv", "hoga_gates", "attention_gates", "fused_phi", "local_attention_flat",
-           "local_attention", "dropout", "channels_last_grad", "padded_gru", "window_max")
+           "local_attention", "dropout", "channels_last_grad", "padded_gru", "window_max",
+           "sparse_transpose")
 
 _disabled: set[str] = set()
 
@@ -94,7 +96,7 @@ def enabled(name: str) -> bool:
 def _register_all() -> None:
     from attnas.kernels import (attention_gates, channels_last_grad, dropout, fused_phi,  # noqa: F401
                                 hoga_gates, local_attention, local_attention_flat, padded_gru,
-                                small_conv, window_max)
+                                small_conv, sparse_transpose, window_max)
 
 
 _register_all()

@@ -16,6 +16,8 @@ import torch
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import add_remaining_self_loops, get_laplacian
 
+from attnas.ops.overrides import overridable
+
 
 class EdgeListMatrix:
     """``M`` with ``M[dst, src] = weight`` kept as its edge list; ``M @ x`` is a scatter-add
@@ -45,19 +47,6 @@ def to_csr(edge_index: torch.Tensor, weight: torch.Tensor, num_nodes: int) -> to
         return coo.to_sparse_csr()
 
 
-class _CachedTransposeSpMM(torch.autograd.Function):
-    """``M @ x`` whose backward uses a given ``M^T`` (CSR) instead of converting ``M`` each step."""
-
-    @staticmethod
-    def forward(ctx, m: torch.Tensor, m_t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        ctx.m_t = m_t
-        return m @ x
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        return None, None, ctx.m_t @ grad
-
-
 @dataclass
 class GraphContext:
     """Edges of the graph a batch holds, shared by every operation of a forward pass.
@@ -72,19 +61,17 @@ class GraphContext:
     num_nodes: int
     cache: dict = field(default_factory=dict)
 
+    @overridable("graph_propagate")
     def propagate(self, name: str, x: torch.Tensor) -> torch.Tensor:
         """``M @ x`` for the cached matrix ``M`` of property ``name`` (e.g. ``"gcn_adj"``).
 
-        Equal to ``getattr(self, name) @ x`` in value and gradient, but the transpose that
-        the backward pass needs is converted to CSR once per graph, not once per step.
+        The optional kernel ``sparse_transpose`` (:mod:`attnas.kernels`) keeps ``M``'s
+        transpose for the backward pass, converted to CSR once per graph, not once per step.
         """
-        m = getattr(self, name)
-        if not x.requires_grad:
-            return m @ x
-        m_t = self._memo(name + "_t", lambda: m.t().to_sparse_csr())
-        return _CachedTransposeSpMM.apply(m, m_t, x)
+        return getattr(self, name) @ x
 
-    def _memo(self, key: str, make):
+    def memo(self, key: str, make):
+        """``cache[key]``, made by ``make()`` (without gradients) the first time."""
         if key not in self.cache:
             with torch.no_grad():
                 self.cache[key] = make()
@@ -93,7 +80,7 @@ class GraphContext:
     @property
     def edge_index_with_self_loops(self) -> torch.Tensor:
         """``edge_index`` plus a self-loop for every node that lacks one."""
-        return self._memo("self_loops", lambda: add_remaining_self_loops(self.edge_index, num_nodes=self.num_nodes)[0])
+        return self.memo("self_loops", lambda: add_remaining_self_loops(self.edge_index, num_nodes=self.num_nodes)[0])
 
     @property
     def gcn_adj(self) -> torch.Tensor:
@@ -101,7 +88,7 @@ class GraphContext:
         def make():
             ei, w = gcn_norm(self.edge_index, None, self.num_nodes, add_self_loops=True)
             return to_csr(ei, w, self.num_nodes)
-        return self._memo("gcn_adj", make)
+        return self.memo("gcn_adj", make)
 
     @property
     def sum_adj(self) -> torch.Tensor:
@@ -109,7 +96,7 @@ class GraphContext:
         def make():
             ei = self.edge_index_with_self_loops
             return to_csr(ei, torch.ones(ei.size(1), device=ei.device), self.num_nodes)
-        return self._memo("sum_adj", make)
+        return self.memo("sum_adj", make)
 
     @property
     def cheb_laplacian(self) -> torch.Tensor:
@@ -123,7 +110,7 @@ class GraphContext:
             w = 2.0 * w / (2.0 * w.max())
             w = torch.where(ei[0] == ei[1], w - 1, w)
             return to_csr(ei, w, self.num_nodes)
-        return self._memo("cheb_laplacian", make)
+        return self.memo("cheb_laplacian", make)
 
     @property
     def sym_adj(self) -> torch.Tensor:
@@ -131,7 +118,7 @@ class GraphContext:
         def make():
             ei, w = gcn_norm(self.edge_index, None, self.num_nodes, add_self_loops=False)
             return to_csr(ei, w, self.num_nodes)
-        return self._memo("sym_adj", make)
+        return self.memo("sym_adj", make)
 
     @property
     def mean_adj(self) -> torch.Tensor:
@@ -141,7 +128,7 @@ class GraphContext:
             deg = torch.zeros(self.num_nodes, device=ei.device).index_add_(
                 0, ei[1], torch.ones(ei.size(1), device=ei.device))
             return to_csr(ei, 1.0 / deg[ei[1]], self.num_nodes)
-        return self._memo("mean_adj", make)
+        return self.memo("mean_adj", make)
 
 
 class SparseFeatures:
@@ -151,7 +138,8 @@ class SparseFeatures:
     ``x^T`` in CSR form (a sort of the non-zeros) on every call. The layer-1 operations of a
     raw-feature AutoAttend network all multiply the same ``x``, whose non-zero pattern never
     changes, so the transpose's pattern is computed once per graph (:meth:`from_rows`) and
-    only its values are gathered per step.
+    only its values are gathered per step; the optional kernel ``sparse_transpose``
+    (:mod:`attnas.kernels`) uses it in :func:`project`'s backward pass.
 
     Attributes:
         rows: [N, F] sparse CSR.
@@ -198,19 +186,7 @@ class SparseFeatures:
         return self.rows.size() if dim is None else self.rows.size(dim)
 
 
-class _SparseProject(torch.autograd.Function):
-    """``rows @ W^T`` whose weight gradient uses the given transpose ``rows_t`` (no gradient to the features)."""
-
-    @staticmethod
-    def forward(ctx, rows: torch.Tensor, rows_t: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        ctx.rows_t = rows_t
-        return rows @ weight.t()
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        return None, None, (ctx.rows_t @ grad).t()
-
-
+@overridable("sparse_project")
 def project(x: torch.Tensor | SparseFeatures, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
     """``x W^T + b`` for dense node features, a sparse CSR matrix or :class:`SparseFeatures`.
 
@@ -224,8 +200,8 @@ def project(x: torch.Tensor | SparseFeatures, weight: torch.Tensor, bias: torch.
         - output: [N, D]
     """
     if isinstance(x, SparseFeatures):
-        out = _SparseProject.apply(x.rows, x.rows_t, weight)
-    elif x.layout == torch.sparse_csr:
+        x = x.rows
+    if x.layout == torch.sparse_csr:
         out = x @ weight.t()
     else:
         return torch.nn.functional.linear(x, weight, bias)

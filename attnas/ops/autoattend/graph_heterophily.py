@@ -55,7 +55,7 @@ class FAGCNOp(nn.Module):
 
     def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
         z = project(x, self.lin.weight, self.lin.bias)
-        (src, dst), w = ctx._memo("gcn_edges", lambda: gcn_norm(ctx.edge_index, None, ctx.num_nodes,
+        (src, dst), w = ctx.memo("gcn_edges", lambda: gcn_norm(ctx.edge_index, None, ctx.num_nodes,
                                                                   add_self_loops=True))
         c = self.conv
         alpha = torch.tanh(c.att_l(z)[src] + c.att_r(z)[dst]).squeeze(-1)
