@@ -41,6 +41,9 @@ SERVES = {
     "local_attention": ("local_attention.cpp", ("fullattn_darts",)),
     "dropout": ("dropout.cpp", ("dropout_mlp",)),
     "channels_last_grad": (None, ("autola_retrain_channels_last",)),
+    "padded_gru": (None, ("autoattend_text_supernet",)),
+    "window_max": (None, ("autoattend_text_supernet",)),
+    "sparse_transpose": (None, ("autoattend_graph_supernet",)),
 }
 
 #: workload -> kernels off in both arms (the flat local attention runs where the compiled one is off)
@@ -59,9 +62,53 @@ def cost(kernel: str) -> str:
     return f"{cpp} + {lines(ROOT / f'{kernel}.py')}"
 
 
+def autoattend_step(pool: str, batch_size: int) -> Callable[[], None]:
+    """One AutoAttend supernet training step (forward, backward, Adam update) on real data
+    (``pool="text"``: SST-5, 8 layers of hidden 64; ``"graph"``: the ``autoattend-cora``
+    recipe's supernet on Cora). Each call takes the next of 8 architectures drawn from the
+    prior, each used for two calls in a row, so the two arms of :func:`measure` run the same
+    architectures."""
+    import random
+
+    from attnas.data.root import resolve_data_root
+
+    root = resolve_data_root()
+    if pool == "text":
+        from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
+        from attnas.tasks.text_classification import TextClassificationConfig, TextClassificationTask
+
+        task = TextClassificationTask(TextClassificationConfig(dataset="sst5", batch_size=batch_size), root)
+        space = AutoAttendSpace(AutoAttendConfig(layers=8, hidden=64, pool="text", heads=8, context="fc",
+                                                 dropout=0.1, attn_dropout=0.1))
+    else:
+        from attnas.build import build_space, build_task
+        from attnas.config import load_config
+
+        cfg = load_config("autoattend-cora")
+        space, task = build_space(cfg), build_task(cfg, root, torch.device("cpu"))
+    torch.manual_seed(0)
+    supernet = space.supernet(task).train()
+    opt = torch.optim.Adam(supernet.parameters(), lr=0.005)
+    data = next(iter(task.batches("train", shuffle=True, generator=torch.Generator().manual_seed(0))))
+    rng = random.Random(0)
+    archs = [space.sample(rng) for _ in range(8)]
+    calls = [0]
+
+    def step() -> None:
+        arch = archs[(calls[0] // 2) % len(archs)]
+        calls[0] += 1
+        opt.zero_grad(set_to_none=True)
+        task.loss(supernet(data, arch), data).backward()
+        opt.step()
+
+    return step
+
+
 def make_step(name: str, batch: int, size: int) -> Callable[[], None]:
     """One training step (forward, backward, SGD update) of the named workload."""
     torch.manual_seed(0)
+    if name.startswith("autoattend_"):
+        return autoattend_step(name.split("_")[1], batch)
     x = torch.randn(batch, 3, size, size)
     y = torch.randint(0, 10, (batch,))
     if name == "autola_darts":
