@@ -31,8 +31,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnas.graphvae.aggregation import GatedSum, aggregate, descriptor_features
-from attnas.graphvae.gru import fused_gru_cell, gru_cell, gru_from_zero, input_products
-from attnas.graphvae.shared_linear import SharedLinear
+from attnas.graphvae.gru import gru_cell, gru_from_zero, gru_step, input_products
+from attnas.graphvae.step_products import step_linear
 
 
 class DVAEEncoder(nn.Module):
@@ -156,10 +156,10 @@ class DVAEEncoder(nn.Module):
         Eqs. 6-7 / 10-11 of Chatzianastasis et al. (2021; D-VAE, Zhang et al. 2019, Sec. 3.1) in both
         directions of D-VAE's bidirectional encoder: step ``t`` updates vertex ``t`` in the forward sweep and
         vertex ``N - 1 - t`` in the reverse one. The two directions' products run as one
-        product of the stacked weights (:class:`~attnas.graphvae.shared_linear.SharedLinear`
+        product of the stacked weights (:func:`~attnas.graphvae.step_products.step_linear`
         with ``D = 2``); the GRU's input products of every vertex are computed before the
         loop (:func:`~attnas.graphvae.gru.input_products`) and each step is
-        :func:`~attnas.graphvae.gru.fused_gru_cell`. Same states as two
+        :func:`~attnas.graphvae.gru.gru_step`. Same states as two
         :meth:`_sweep_by_index` calls.
 
         Args:
@@ -173,9 +173,9 @@ class DVAEEncoder(nn.Module):
         n = x.shape[1]
         grus = (self.gru_forward, self.gru_backward)
         gi = torch.stack([input_products(x, g.weight_ih, g.bias_ih) for g in grus])  # (2, B, N, 3H)
-        hh = SharedLinear(torch.stack([g.weight_hh for g in grus]), torch.stack([g.bias_hh for g in grus]))
+        hh = step_linear(torch.stack([g.weight_hh for g in grus]), torch.stack([g.bias_hh for g in grus]))
         fused = [g.fused() for g in (self.gated_forward, self.gated_backward)]
-        msg = SharedLinear(torch.stack([w for w, _ in fused]), torch.stack([bias for _, bias in fused]))
+        msg = step_linear(torch.stack([w for w, _ in fused]), torch.stack([bias for _, bias in fused]))
         # step t: (forward vertex t, reverse vertex N - 1 - t)
         gi_at = torch.stack([gi[0], gi[1].flip(1)]).unbind(2)  # (2, B, 3H) per step
         feats_at = torch.stack([feats, feats.flip(1)]).unbind(2)  # (2, B, F) per step
@@ -192,7 +192,7 @@ class DVAEEncoder(nn.Module):
                     aggregate(adj[:, :vf, vf], torch.stack(msg_f, 1)),  # predecessors 0..t-1
                     aggregate(adj[:, vb, vb + 1 :], torch.stack(msg_b[::-1], 1)),  # successors vb+1..N-1
                 ])
-                h = fused_gru_cell(gi_at[t], hh(s), s)
+                h = gru_step(gi_at[t], hh(s), s)
             fwd.append(h[0])
             back.append(h[1])
             if t != n - 1:  # the last vertex of a sweep has no one to send to
@@ -242,7 +242,7 @@ class DVAEEncoder(nn.Module):
 
         Valid when the vertex numbering is a topological order. The GRU's input products of
         every vertex are one call before the loop; the recurrent and gated-sum products go
-        through :class:`~attnas.graphvae.shared_linear.SharedLinear`.
+        through :func:`~attnas.graphvae.step_products.step_linear`.
 
         Args:
             x: Operation features, ``(B, N, x_dim)``.
@@ -261,8 +261,8 @@ class DVAEEncoder(nn.Module):
         order = range(n - 1, -1, -1) if reverse else range(n)
         last = order[-1]
         gi = F.linear(x, gru.weight_ih, gru.bias_ih)  # (B, N, 3H): every vertex's input product at once
-        hh = SharedLinear(gru.weight_hh, gru.bias_hh)
-        msg = SharedLinear(*gated.fused())
+        hh = step_linear(gru.weight_hh, gru.bias_hh)
+        msg = step_linear(*gated.fused())
         for v in order:
             done = list(range(v + 1, n)) if reverse else list(range(v))
             if done:

@@ -22,7 +22,9 @@ without unfolded copies: PyTorch, any device), ``local_attention`` (the same com
 CPU), ``dropout`` (the hashed dropout mask), ``channels_last_grad`` (the HOGA cell's NCHW copy
 of a channels-last input with a channels-last gradient: PyTorch), ``padded_gru`` (AutoAttend's
 text GRU without packing: PyTorch), ``window_max`` (its ``max pool 3`` with a fused backward: PyTorch), ``sparse_transpose`` (its graph
-operations' sparse products with cached transposes: PyTorch).
+operations' sparse products with cached transposes: PyTorch); for D-VAE's loops (PyTorch):
+``dvae_gru`` (the GRU products and cell step), ``shared_linear`` (one weight-gradient product
+over all steps), ``edge_logits`` (the edge MLP's second layer without ``(E, 4H)`` tensors).
 
 ``torch.library``: the dropout mask is the custom operator ``attnas::dropout_mask``, which
 ``torch.compile`` sees as one opaque operation (eager calls its implementation directly:
@@ -46,7 +48,7 @@ from attnas.ops import overrides
 #: Every kernel, in the order they are registered.
 KERNELS = ("small_conv", "hoga_gates", "attention_gates", "fused_phi", "local_attention_flat",
            "local_attention", "dropout", "channels_last_grad", "padded_gru", "window_max",
-           "sparse_transpose")
+           "sparse_transpose", "dvae_gru", "shared_linear", "edge_logits")
 
 _disabled: set[str] = set()
 
@@ -94,9 +96,10 @@ def enabled(name: str) -> bool:
 
 
 def _register_all() -> None:
-    from attnas.kernels import (attention_gates, channels_last_grad, dropout, fused_phi,  # noqa: F401
-                                hoga_gates, local_attention, local_attention_flat, padded_gru,
-                                small_conv, sparse_transpose, window_max)
+    from attnas.kernels import (attention_gates, channels_last_grad, dropout, dvae_gru,  # noqa: F401
+                                edge_logits, fused_phi, hoga_gates, local_attention,
+                                local_attention_flat, padded_gru, shared_linear, small_conv,
+                                sparse_transpose, window_max)
 
 
 _register_all()

@@ -50,21 +50,3 @@ def test_input_products_equal_linear_with_gradients(bias):
     up = torch.randn(4, 5, 6, dtype=torch.float64, generator=gen)
     for g, r in zip(torch.autograd.grad((out * up).sum(), params), torch.autograd.grad((ref * up).sum(), params)):
         assert torch.allclose(g, r, atol=1e-12)
-
-
-@pytest.mark.parametrize("shape", [(5,), (2, 5)])  # plain rows, and the encoder's two stacked directions
-def test_fused_gru_cell_equals_gru_cell_with_gradients(shape):
-    from attnas.graphvae.gru import fused_gru_cell, gru_cell
-
-    gen = torch.Generator().manual_seed(7)
-    gi = torch.randn(*shape, 12, dtype=torch.float64, generator=gen, requires_grad=True)
-    gh = torch.randn(*shape, 12, dtype=torch.float64, generator=gen, requires_grad=True)
-    h = torch.randn(*shape, 4, dtype=torch.float64, generator=gen, requires_grad=True)
-    out, ref = fused_gru_cell(gi, gh, h), gru_cell(gi, gh, h)
-    assert torch.allclose(out, ref, atol=1e-12)
-    up = torch.randn(*shape, 4, dtype=torch.float64, generator=gen)
-    got = torch.autograd.grad((out * up).sum(), [gi, gh, h])
-    want = torch.autograd.grad((ref * up).sum(), [gi, gh, h])
-    for name, g, r in zip(("gi", "gh", "h"), got, want):
-        assert torch.allclose(g, r, atol=1e-12), name
-    assert torch.autograd.gradcheck(fused_gru_cell, (gi[..., :2, :], gh[..., :2, :], h[..., :2, :]))

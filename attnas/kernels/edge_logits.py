@@ -1,4 +1,4 @@
-"""D-VAE's edge MLP over every candidate edge, as one fused autograd function.
+"""Kernel ``edge_logits``: D-VAE's edge MLP over every candidate edge, as one fused autograd function. Pure PyTorch.
 
 Chatzianastasis et al., 2021, Sec. 3.2.2 (D-VAE, Zhang et al. 2019, Sec. 3.3): the edge ``u_k -> u_t`` is
 added with probability ``sigmoid(f_add_edge(Cat(h_{u_k}, h_{u_t})))``, ``f_add_edge`` a
@@ -14,12 +14,15 @@ for the backward) an ``(E, 4H)`` tensor for the ``E`` candidate edges, and the b
 writes four more. :func:`edge_logits` computes the same values block by block (blocks of
 128 edges) and keeps nothing of size ``(E, 4H)``: its backward recomputes each block's
 pre-activation and scatters ``g_e * w_2 * [pre > 0]`` into the source and target rows.
+Overrides the hook ``edge_logits`` (:func:`attnas.graphvae.step_products.edge_logits`).
 """
 
 from __future__ import annotations
 
 import torch
 from torch import Tensor
+
+from attnas.ops import overrides
 
 _BLOCK = 128  # edges per block: a (128, 4H) pre-activation at a time
 
@@ -64,31 +67,14 @@ class _EdgeLogits(torch.autograd.Function):
 
 
 def edge_logits(src: Tensor, dst: Tensor, src_idx: Tensor, dst_idx: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
-    """Logits ``weight . relu(src[src_idx] + dst[dst_idx]) + bias`` of every candidate edge.
-
-    Same values as ``F.linear(torch.relu(src[src_idx] + dst[dst_idx]), weight, bias)``
-    (the second layer of D-VAE's edge MLP), without any ``(E, 4H)`` tensor kept for the
-    backward. Under autocast, or when an operand has another dtype, or with a second
-    layer of several outputs, it is that plain expression.
-
-    Args:
-        src: First-layer source parts, one row per source vertex.
-        dst: First-layer target parts (bias included), one row per target state.
-        src_idx: Source row of every edge.
-        dst_idx: Target row of every edge.
-        weight: Second-layer weight, ``(1, 4H)``.
-        bias: Second-layer bias, ``(1,)``.
-
-    Returns:
-        The logit of every edge.
-
-    Shapes:
-        - **src**: ``(S, 4H)``; **dst**: ``(R, 4H)``
-        - **src_idx**, **dst_idx**: ``(E,)`` int64
-        - **output**: ``(E,)``
-    """
+    """Override of :func:`attnas.graphvae.step_products.edge_logits`: the same values without any
+    ``(E, 4H)`` tensor kept for the backward. Not under autocast, with operands of different
+    dtypes or with a second layer of several outputs (the readable path runs)."""
     kind = src.device.type
     if (torch.is_autocast_enabled(kind) or weight.shape[0] != 1
             or len({src.dtype, dst.dtype, weight.dtype, bias.dtype}) != 1):
-        return torch.nn.functional.linear(torch.relu(src[src_idx] + dst[dst_idx]), weight, bias).squeeze(-1)
+        return NotImplemented
     return _EdgeLogits.apply(src, dst, src_idx, dst_idx, weight.squeeze(0), bias)
+
+
+overrides.register("edge_logits", "edge_logits", edge_logits)

@@ -1,4 +1,4 @@
-"""The fused edge-MLP function equals the plain autograd expression, gradients included."""
+"""Kernel edge_logits (PyTorch): the fused edge-MLP function equals the plain autograd expression, gradients included."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnas.graphvae import edge_logits as module
-from attnas.graphvae.edge_logits import edge_logits
+from attnas.graphvae.step_products import edge_logits
+from attnas.kernels import edge_logits as module
 
 
 def _inputs(edges=150, width=12, dtype=torch.float64, seed=0):

@@ -1,4 +1,4 @@
-"""SharedLinear gives the gradients of plain F.linear, with one weight-gradient product."""
+"""Kernel shared_linear (PyTorch): SharedLinear gives the gradients of plain F.linear, with one weight-gradient product."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnas.graphvae.shared_linear import SharedLinear
+from attnas.kernels.shared_linear import SharedLinear
 
 
 def _recurrence(linear, mix, h0, steps=5):

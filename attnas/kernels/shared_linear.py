@@ -1,4 +1,4 @@
-"""A linear map applied at many sequential steps, with one weight-gradient product.
+"""Kernel ``shared_linear``: a linear map applied at many sequential steps, with one weight-gradient product. Pure PyTorch.
 
 The D-VAE encoder and decoder (Chatzianastasis et al., 2021, Appendix A, Eqs. 4-11; D-VAE, Zhang et al.
 2019, Sec. 3) apply the same GRU hidden-state product ``W_hh h`` and the same gated-sum
@@ -18,6 +18,8 @@ How: a collector node ``token = Collect(weight, bias)`` is created once; every s
 ``(x, g)`` in a shared bank and returns a zero gradient for ``token``; autograd runs the
 collector's backward after all of its consumers (every step), and that backward turns the
 bank into the weight and bias gradients.
+
+Overrides the hook ``step_linear`` (:func:`attnas.graphvae.step_products.step_linear`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+
+from attnas.ops import overrides
 
 
 class _Bank:
@@ -147,3 +151,11 @@ class SharedLinear:
             out = torch.bmm(x, self.weight.transpose(1, 2))
             return out if self.bias is None else out + self.bias.unsqueeze(1)
         return _Step.apply(x, self.weight, self.bias, self.token, self.bank)
+
+
+def step_linear(weight: Tensor, bias: Tensor | None = None) -> SharedLinear:
+    """Override of :func:`attnas.graphvae.step_products.step_linear`."""
+    return SharedLinear(weight, bias)
+
+
+overrides.register("step_linear", "shared_linear", step_linear)

@@ -1,0 +1,76 @@
+"""Linear maps of D-VAE's sequential loops, written as their equations.
+
+The D-VAE encoder and decoder (Zhang et al., NeurIPS 2019, Sec. 3; Chatzianastasis et al.,
+2021, Appendix A, Eqs. 4-11) apply the same GRU hidden-state product ``W_hh h`` and the same
+gated-sum product ``[W_g; W_m] Cat(h, x)`` once per vertex, and score every candidate edge
+with the second layer of the edge MLP ``f_add_edge``. Optional kernels of :mod:`attnas.kernels`
+compute the same functions with hand-written backward passes: ``shared_linear`` (hook
+``step_linear``: one weight-gradient product over all steps instead of one per step) and
+``edge_logits`` (hook ``edge_logits``: no ``(E, 4H)`` tensor kept for the backward).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from attnas.ops.overrides import overridable
+
+
+def linear_maps(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``x W^T + b``; with stacked weights ``(D, out, in)`` map ``d`` applies to ``x[d]``.
+
+    Shapes:
+        - **x**: ``(R, in)``, or ``(D, R, in)`` for stacked weights
+        - **output**: ``(R, out)`` or ``(D, R, out)``
+    """
+    if x.dim() != weight.dim():
+        raise ValueError(f"a {weight.dim()}-d weight takes "
+                         f"{'(rows, features)' if weight.dim() == 2 else '(maps, rows, features)'} "
+                         f"inputs, got shape {tuple(x.shape)}")
+    if weight.dim() == 2:
+        return F.linear(x, weight, bias)
+    out = torch.bmm(x, weight.transpose(1, 2))
+    return out if bias is None else out + bias.unsqueeze(1)
+
+
+@overridable("step_linear")
+def step_linear(weight: Tensor, bias: Tensor | None = None) -> Callable[[Tensor], Tensor]:
+    """The map :func:`linear_maps` with these weights, for the steps of one forward pass.
+
+    Create one per forward pass, after the weights are final, and call it at every step.
+
+    Args:
+        weight: ``(out, in)`` weight, or ``(D, out, in)`` stacked weights.
+        bias: ``(out,)`` or ``(D, out)`` bias, or None.
+    """
+    return functools.partial(linear_maps, weight=weight, bias=bias)
+
+
+@overridable("edge_logits")
+def edge_logits(src: Tensor, dst: Tensor, src_idx: Tensor, dst_idx: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+    """Logits ``weight . relu(src[src_idx] + dst[dst_idx]) + bias`` of every candidate edge.
+
+    The edge ``u_k -> u_t`` is added with probability ``sigmoid(f_add_edge(Cat(h_k, h_t)))``;
+    the first layer of ``f_add_edge`` splits into a source part ``src`` (one row per source
+    vertex) and a target part ``dst`` (bias included, one row per teacher-forced state), see
+    :class:`~attnas.graphvae.decoder.EdgeScorer`; this is the ReLU and the second layer.
+
+    Args:
+        src: First-layer source parts, one row per source vertex.
+        dst: First-layer target parts (bias included), one row per target state.
+        src_idx: Source row of every edge.
+        dst_idx: Target row of every edge.
+        weight: Second-layer weight, ``(1, 4H)``.
+        bias: Second-layer bias, ``(1,)``.
+
+    Shapes:
+        - **src**: ``(S, 4H)``; **dst**: ``(R, 4H)``
+        - **src_idx**, **dst_idx**: ``(E,)`` int64
+        - **output**: ``(E,)``
+    """
+    return F.linear(torch.relu(src[src_idx] + dst[dst_idx]), weight, bias).squeeze(-1)
