@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 import attnas.kernels as kernels
+from benchmarks.checks.default_path_digests import autoattend_supernet
 from attnas.models.hoga_networks import RelaxedHOGANetwork, hoga_network
 from attnas.spaces.hoga import FIGURE3_EDGES
 
@@ -73,26 +74,8 @@ def autoattend_step(pool: str, batch_size: int) -> Callable[[], None]:
     architectures."""
     import random
 
-    from attnas.data.root import resolve_data_root
-
-    root = resolve_data_root()
-    if pool == "text":
-        from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
-        from attnas.tasks.text_classification import TextClassificationConfig, TextClassificationTask
-
-        task = TextClassificationTask(TextClassificationConfig(dataset="sst5", batch_size=batch_size), root)
-        space = AutoAttendSpace(AutoAttendConfig(layers=8, hidden=64, pool="text", heads=8, context="fc",
-                                                 dropout=0.1, attn_dropout=0.1))
-    else:
-        from attnas.build import build_space, build_task
-        from attnas.config import load_config
-
-        cfg = load_config("autoattend-cora")
-        space, task = build_space(cfg), build_task(cfg, root, torch.device("cpu"))
-    torch.manual_seed(0)
-    supernet = space.supernet(task).train()
+    space, task, supernet, data = autoattend_supernet(pool, batch_size, layers=8, hidden=64, heads=8)
     opt = torch.optim.Adam(supernet.parameters(), lr=0.005)
-    data = next(iter(task.batches("train", shuffle=True, generator=torch.Generator().manual_seed(0))))
     rng = random.Random(0)
     archs = [space.sample(rng) for _ in range(8)]
     calls = [0]
