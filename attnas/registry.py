@@ -87,6 +87,12 @@ _INDEX: dict[tuple[str, str], tuple[str, str, str, dict]] = {
 }
 
 
+def _identity(obj: Any) -> tuple[str, str] | None:
+    """Where ``obj`` is defined (module, qualified name): a module imported twice registers the same one."""
+    qualname = getattr(obj, "__qualname__", None)
+    return None if qualname is None else (getattr(obj, "__module__", ""), qualname)
+
+
 def _registering_module() -> str:
     """The module whose top-level code is running the registration (the one being imported)."""
     frame = sys._getframe(2)
@@ -111,9 +117,7 @@ def register(kind: str, name: str, *, group: str = "", help: str = "", **extra: 
     def decorator(obj: Any) -> Any:
         key = _key(kind, name, group)
         old = _ENTRIES.get(key)
-        if old is not None and old.obj is not obj and getattr(old.obj, "__qualname__", None) != getattr(
-            obj, "__qualname__", object()
-        ):
+        if old is not None and old.obj is not obj and _identity(old.obj) != _identity(obj):  # a re-import is fine
             raise ValueError(f"{kind} {key[1]!r} is registered twice ({old.obj!r} and {obj!r})")
         _ENTRIES[key] = Entry(kind, name, obj, group, help or _first_doc_line(obj), dict(extra),
                               _registering_module())
@@ -259,7 +263,11 @@ def get_entry(kind: str, name: str, group: str | None = None) -> Entry:
     """
     key = _key(kind, name, group)
     if key not in _ENTRIES and key in _INDEX:
-        load_module(_INDEX[key][2], f"{kind} '{name}'")
+        module = _INDEX[key][2]
+        load_module(module, f"{kind} '{name}'")
+        if key not in _ENTRIES:
+            raise ConfigError(f"{kind} '{name}': the component index names {module}, which does not register it; "
+                              "rebuild the index with python -m attnas.registry")
     if key not in _ENTRIES:
         _load_plugins()
     if key not in _ENTRIES:

@@ -40,6 +40,26 @@ def test_duplicate_registration_is_refused():
         registry.register("op", "dup-test", group="tests")(b)
 
 
+def test_two_classes_of_one_name_in_different_modules_are_refused_but_a_reimport_is_not():
+    def make(module):
+        def op():
+            pass
+
+        op.__module__ = module
+        return op
+
+    registry.register("op", "dup-module-test", group="tests")(make("plugin_a"))
+    registry.register("op", "dup-module-test", group="tests")(make("plugin_a"))  # the same module imported again
+    with pytest.raises(ValueError, match="registered twice"):
+        registry.register("op", "dup-module-test", group="tests")(make("plugin_b"))
+
+
+def test_a_stale_index_entry_says_how_to_rebuild_the_index(monkeypatch):
+    monkeypatch.setitem(registry._INDEX, ("space", "stale-space"), ("stale-space", "", "attnas.errors", {}))
+    with pytest.raises(ConfigError, match=r"names attnas\.errors, which does not register it; rebuild the index"):
+        registry.get("space", "stale-space")
+
+
 def test_the_index_matches_what_the_modules_register():
     from attnas._component_index import COMPONENTS
 

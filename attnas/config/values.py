@@ -125,7 +125,10 @@ def _type_name(tp: Any) -> str:
     if origin in (typing.Union, types.UnionType):
         return " or ".join(_type_name(a) for a in typing.get_args(tp))
     if origin in (list, tuple):
-        args = [a for a in typing.get_args(tp) if a is not Ellipsis]
+        args = typing.get_args(tp)
+        if origin is tuple and len(args) > 1 and Ellipsis not in args:
+            return "list of " + ", ".join(_type_name(a) for a in args)
+        args = [a for a in args if a is not Ellipsis]
         return f"list of {_type_name(args[0])}" if args else "list"
     if tp is _NoneType:
         return "null"
@@ -190,6 +193,10 @@ def coerce(value: Any, tp: Any, path: str, *, suggest: bool = True) -> Any:
         if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
             raise ConfigError(f"{path}: expected {_type_name(tp)}, got {value!r}")
         args = typing.get_args(tp)
+        if origin is tuple and len(args) > 1 and Ellipsis not in args:  # a fixed-length tuple: one type per place
+            if len(value) != len(args):
+                raise ConfigError(f"{path}: expected {len(args)} items, got {len(value)}: {value!r}")
+            return tuple(coerce(v, t, f"{path}[{i}]", suggest=suggest) for i, (v, t) in enumerate(zip(value, args)))
         item_tp = args[0] if args else Any
         items = [coerce(v, item_tp, f"{path}[{i}]", suggest=suggest) for i, v in enumerate(value)]
         return tuple(items)

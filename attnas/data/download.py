@@ -83,6 +83,7 @@ def download_missing(folder: Path, names: Sequence[str], source: Source) -> None
     """
     created = _absent_ancestors(folder)
     staging = None
+    done = False
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".attnas-download-", dir=folder.parent))
@@ -93,12 +94,13 @@ def download_missing(folder: Path, names: Sequence[str], source: Source) -> None
         for name in names:
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             os.replace(raw / name, folder / name)
+        done = True
+    except DownloadFailed:
+        raise
     except Exception as exc:  # noqa: BLE001 - network, permission, HTTP and format errors all end the same way
-        _clean(staging, created)
-        if isinstance(exc, DownloadFailed):
-            raise
         raise DownloadFailed(f"downloading them through {source.label} failed ({_first_line(exc, staging)})") from None
-    _clean(staging, [])
+    finally:  # also on Ctrl-C: no staging folder is left behind
+        _clean(staging, [] if done else created)
 
 
 def _clean(staging: Path | None, created: list[Path]) -> None:

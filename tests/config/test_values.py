@@ -101,3 +101,19 @@ def test_the_former_names_of_renamed_options_stay_importable():
     pairs = [(CsvOptions, CsvConfig), (BOSettings, BOConfig), (SparseGPSettings, SparseGPConfig),
              (Table1Settings, Table1Config), (TrainSettings, VAETrainConfig), (TextAdapterOptions, TextAdapterConfig)]
     assert all(old is new for old, new in pairs)
+
+
+def test_a_fixed_length_tuple_is_checked_place_by_place():
+    from typing import Annotated
+
+    from attnas.config.values import Range, coerce
+
+    pair = tuple[Annotated[int, Range(1)], str]
+    assert coerce([3, "mean"], pair, "x") == (3, "mean")
+    with pytest.raises(ConfigError, match=r"x: expected 2 items, got 3"):
+        coerce([3, "mean", "max"], pair, "x")
+    with pytest.raises(ConfigError, match=r"x\[1\]: expected a string, got 4"):
+        coerce([3, 4], pair, "x")
+    with pytest.raises(ConfigError, match=r"x\[0\]: must be >= 1, got 0"):
+        coerce([0, "mean"], pair, "x")
+    assert coerce([1, 2, 3], tuple[int, ...], "y") == (1, 2, 3)  # a tuple of any length keeps one item type

@@ -120,6 +120,17 @@ def test_a_download_missing_a_file_is_reported_and_leaves_nothing(tmp_path, monk
     assert _tree(tmp_path) == []
 
 
+def test_a_download_interrupted_by_ctrl_c_leaves_no_staging_folder(tmp_path, monkeypatch, online):
+    def interrupted_download(self):
+        write_planetoid_raw(Path(self.raw_dir), "cora")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Planetoid, "download", interrupted_download)
+    with pytest.raises(KeyboardInterrupt):
+        load_planetoid(tmp_path / "data", "cora")
+    assert _tree(tmp_path) == []
+
+
 def test_files_already_there_are_kept_and_only_the_missing_ones_moved_in(tmp_path, monkeypatch, online):
     raw = tmp_path / "Planetoid" / "Cora" / "raw"
     write_planetoid_raw(raw, "cora")

@@ -27,3 +27,16 @@ def test_quick_comparison_on_texas_pairs_rows_over_the_splits(data_root, tmp_pat
     for row in result["rows"]:  # every row retrained seeds 0 and 1, i.e. on texas's fixed splits 0 and 1
         folder = out / row["name"] / "retrain" / "texas" / "scratch"
         assert [json.loads((folder / f"seed-{k}.json").read_text())["seed"] for k in (0, 1)] == [0, 1]
+
+
+def test_the_per_dataset_recipes_add_only_the_dataset_and_the_validation_chosen_baseline_settings():
+    full = load_config("autoattend-hetero")
+    for dataset, gat_dropout in (("texas", 0.6), ("wisconsin", 0.2)):
+        tuned = load_config(f"autoattend-hetero-{dataset}")
+        assert tuned.task.options.dataset == dataset and tuned.strategy == full.strategy
+        assert tuned.retrain == full.retrain and tuned.compare == full.compare
+        chosen = tuned.space.options.options["baselines"]
+        # all eight baselines carry a chosen point; GPR-GNN's alpha was picked at the top of its range
+        assert sorted(chosen) == ["fagcn", "gat", "gat_sep", "gcn", "gprgnn", "h2gcn", "mlp", "sage"]
+        assert chosen["gat"]["gat_dropout"] == gat_dropout and chosen["gprgnn"]["gpr_alpha"] == 0.9
+        assert tuned.space.options.pool == full.space.options.pool

@@ -11,6 +11,7 @@ Usage::
         --row "random search=runs/t5/rnd-cora-s*" --row "GAT=runs/base-gat-cora"
     python -m docs.results.autoattend_graph.tables paired --row "recipe=runs/t5/citeseer-s[01]/search" \
         --row "averaged=runs/swa-cs-s[01]"
+    python -m docs.results.autoattend_graph.tables table6 cora=runs/t5/cora,runs/t6/cora-add --seeds 5
     python -m docs.results.autoattend_graph.tables table7 runs/t7/cora-s0 runs/t7/cora-s1
     python -m docs.results.autoattend_graph.tables ranking runs/rank-cora-final/ranking-*.json
     python -m docs.results.autoattend_graph.tables figure runs/rank-cora-final/ranking-fc.json \
@@ -28,10 +29,10 @@ from pathlib import Path
 from attnas.runs import RunDir
 
 
-def _fmt(values: list[float]) -> str:
+def _fmt(values: list[float], digits: int = 1) -> str:
     m = 100 * statistics.fmean(values)
     s = 100 * statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{m:.1f} ± {s:.1f}"
+    return f"{m:.{digits}f} ± {s:.{digits}f}"
 
 
 def table5(rows: list[str], metric: str) -> str:
@@ -102,6 +103,52 @@ def paired(rows: list[str], metric: str, init: str = "supernet") -> str:
     return "\n".join(out)
 
 
+#: Table 6 of the paper: validation accuracy [%] of the best model found in each space.
+PAPER_TABLE6 = {"cora": (81.80, 82.96), "citeseer": (72.18, 72.90)}
+
+
+def _search_row_means(folder: Path, seeds: list[int]) -> dict[str, list[float]]:
+    """The ``search`` row's validation and test means of each search seed of an ``attnas compare`` folder."""
+    out: dict[str, list[float]] = {"val": [], "test": []}
+    for seed in seeds:
+        result = json.loads((folder / f"search-seed-{seed}" / "compare.json").read_text())
+        row = next(r for r in result["rows"] if r["name"] == "search")
+        out["val"].append(row["val"]["mean"])
+        out["test"].append(row["test"]["mean"])
+    return out
+
+
+def table6(datasets: list[str], seeds: int) -> str:
+    """Table 6 (attention-layer ablation) from pairs of ``attnas compare`` folders.
+
+    Each ``DATASET=FULL,BASELINE`` names the compare folder of the full space (the recipe) and of
+    the baseline space (``space.layer_types=[add]``); search seeds ``0 .. seeds-1`` of both are
+    paired. Validation accuracy is the paper's measure; test accuracy is reported beside it.
+    """
+    from scipy.stats import ttest_rel
+
+    out = ["| dataset | space | validation [%] (paper) | test [%] | per search seed: validation / test |",
+           "|---|---|---|---|---|"]
+    verdicts = []
+    for item in datasets:
+        dataset, _, folders = item.partition("=")
+        full_folder, _, baseline_folder = folders.partition(",")
+        full = _search_row_means(Path(full_folder), list(range(seeds)))
+        base = _search_row_means(Path(baseline_folder), list(range(seeds)))
+        paper = PAPER_TABLE6.get(dataset.lower(), (float("nan"), float("nan")))
+        for label, scores, published in (("baseline (addition layers only)", base, paper[0]),
+                                         ("full (with attention layers)", full, paper[1])):
+            per_seed = "; ".join(f"{100 * v:.2f} / {100 * t:.2f}" for v, t in zip(scores["val"], scores["test"]))
+            out.append(f"| {dataset} | {label} | {_fmt(scores['val'], 2)} ({published:.2f}) | {_fmt(scores['test'], 2)} | "
+                       f"{per_seed} |")
+        for measure in ("val", "test"):
+            diff = [a - b for a, b in zip(full[measure], base[measure])]
+            verdicts.append(f"- {dataset}, {'validation' if measure == 'val' else 'test'}: full - baseline "
+                            f"{100 * statistics.fmean(diff):+.2f} points, paired over {seeds} search seeds, "
+                            f"p = {ttest_rel(full[measure], base[measure]).pvalue:.2g}")
+    return "\n".join(out + [""] + verdicts)
+
+
 def table7(folders: list[str], label: str = "") -> str:
     """Mean validation accuracy of the 100 prior samples per context, over supernet seeds
     (the contexts each folder holds; ``label`` is appended to the context's name)."""
@@ -165,6 +212,9 @@ def main() -> None:
                     help="LABEL=GLOB of run folders (LABEL:INIT=GLOB: that row's init); the first is the base")
     pr.add_argument("--metric", default="accuracy")
     pr.add_argument("--init", default="supernet", choices=["supernet", "scratch"])
+    t6 = sub.add_parser("table6")
+    t6.add_argument("datasets", nargs="+", help="DATASET=FULL_COMPARE_FOLDER,BASELINE_COMPARE_FOLDER")
+    t6.add_argument("--seeds", type=int, default=5, help="search seeds 0 .. N-1 of both folders are paired")
     t7 = sub.add_parser("table7")
     t7.add_argument("folders", nargs="+")
     t7.add_argument("--label", default="", help="appended to each context's name (e.g. ' + warm-up')")
@@ -178,6 +228,8 @@ def main() -> None:
         print(table5(args.row, args.metric))
     elif args.table == "paired":
         print(paired(args.row, args.metric, args.init))
+    elif args.table == "table6":
+        print(table6(args.datasets, args.seeds))
     elif args.table == "table7":
         print(table7(args.folders, args.label))
     elif args.table == "ranking":
