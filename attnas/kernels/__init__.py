@@ -19,8 +19,7 @@ Kernels (:data:`KERNELS`): ``attention_gates`` (AutoLA's gated attention modules
 ``fused_phi`` (the HOGA cell's projection, Eq. 3), ``hoga_gates`` (the relaxed cell's full-size
 passes), ``small_conv`` (stride-1 convolutions with few channels per group), ``local_attention_flat`` (SASA local self-attention
 without unfolded copies: PyTorch, any device), ``local_attention`` (the same compiled for the
-CPU), ``dropout`` (the hashed dropout mask), ``channels_last_grad`` (the HOGA cell's NCHW copy
-of a channels-last input with a channels-last gradient: PyTorch), ``padded_gru`` (AutoAttend's
+CPU), ``dropout`` (the hashed dropout mask), ``padded_gru`` (AutoAttend's
 text GRU without packing: PyTorch), ``window_max`` (its ``max pool 3`` with a fused backward: PyTorch), ``sparse_transpose`` (its graph
 operations' sparse products with cached transposes: PyTorch); for D-VAE's loops (PyTorch):
 ``dvae_gru`` (the GRU products and cell step), ``shared_linear`` (one weight-gradient product
@@ -47,7 +46,7 @@ from attnas.ops import overrides
 
 #: Every kernel, in the order they are registered.
 KERNELS = ("small_conv", "hoga_gates", "attention_gates", "fused_phi", "local_attention_flat",
-           "local_attention", "dropout", "channels_last_grad", "padded_gru", "window_max",
+           "local_attention", "dropout", "padded_gru", "window_max",
            "sparse_transpose", "dvae_gru", "shared_linear", "edge_logits")
 
 _disabled: set[str] = set()
@@ -96,7 +95,7 @@ def enabled(name: str) -> bool:
 
 
 def _register_all() -> None:
-    from attnas.kernels import (attention_gates, channels_last_grad, dropout, dvae_gru,  # noqa: F401
+    from attnas.kernels import (attention_gates, dropout, dvae_gru,  # noqa: F401
                                 edge_logits, fused_phi, hoga_gates, local_attention,
                                 local_attention_flat, padded_gru, shared_linear, small_conv,
                                 sparse_transpose, window_max)

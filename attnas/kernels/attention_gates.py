@@ -78,7 +78,7 @@ def _planes(x: torch.Tensor) -> tuple[torch.Tensor, torch.memory_format]:
     copy; and the memory format of the result to return."""
     if planes_contiguous(x):
         return x, torch.contiguous_format
-    if is_channels_last(x):  # the copy's backward gives the gradient back channels-last too
+    if is_channels_last(x):
         return as_nchw(x), torch.channels_last
     return x.contiguous(), torch.contiguous_format
 

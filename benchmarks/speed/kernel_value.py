@@ -41,7 +41,6 @@ SERVES = {
     "local_attention_flat": (None, ("fullattn_darts_fast",)),
     "local_attention": ("local_attention.cpp", ("fullattn_darts",)),
     "dropout": ("dropout.cpp", ("dropout_mlp",)),
-    "channels_last_grad": (None, ("autola_retrain_channels_last",)),
     "padded_gru": (None, ("autoattend_text_supernet",)),
     "window_max": (None, ("autoattend_text_supernet",)),
     "sparse_transpose": (None, ("autoattend_graph_supernet",)),
@@ -123,9 +122,6 @@ def make_step(name: str, batch: int, size: int) -> Callable[[], None]:
         model = RelaxedHOGANetwork("resnet20", width=16)
     elif name == "autola_retrain":
         model = hoga_network("resnet20", FIGURE3_EDGES, width=16)
-    elif name == "autola_retrain_channels_last":
-        model = hoga_network("resnet20", FIGURE3_EDGES, width=16).to(memory_format=torch.channels_last)
-        x = x.contiguous(memory_format=torch.channels_last)
     elif name in ("fullattn_darts", "fullattn_darts_fast"):  # the relaxed full-attention NAS network
         from attnas.models.stagewise_network import RelaxedStagewiseNetwork
 

@@ -1,17 +1,12 @@
 """Memory-format helpers for cells that work on NCHW channel groups.
 
 A HOGA cell (AutoLA Eqs. 2-3; Ma et al., NeurIPS 2020) splits its input into channel groups
-and computes its gates on NCHW planes; :func:`as_nchw` gives it an NCHW tensor. In a
-channels-last network the optional kernel ``channels_last_grad`` (:mod:`attnas.kernels`)
-replaces it with a copy whose backward returns the gradient channels-last, the layout of the
-residual block before the cell.
+and computes its gates on NCHW planes; :func:`as_nchw` gives it an NCHW tensor.
 """
 
 from __future__ import annotations
 
 import torch
-
-from attnas.ops.overrides import overridable
 
 
 def is_channels_last(x: torch.Tensor) -> bool:
@@ -19,7 +14,6 @@ def is_channels_last(x: torch.Tensor) -> bool:
     return x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
 
 
-@overridable("as_nchw")
 def as_nchw(x: torch.Tensor) -> torch.Tensor:
     """``x`` NCHW-contiguous (``x`` itself when it already is).
 
