@@ -40,7 +40,7 @@ from torch import Tensor, nn
 
 from attnas.graphvae.aggregation import GatedSum, aggregate, descriptor_features
 from attnas.graphvae.dag_batch import END_TYPE, START_TYPE, DagBatch
-from attnas.graphvae.gru import gru_from_zero, gru_step, input_products
+from attnas.graphvae.gru import gru_cell, gru_from_zero
 from attnas.graphvae.step_products import edge_logits, step_linear
 
 
@@ -170,17 +170,17 @@ class DagDecoder(nn.Module):
         x = encode_ops(types)
         feats = descriptor_features(self.message_input, x, self.max_nodes)
         adj = batch.adj.to(x.dtype)
-        gi = input_products(x, self.gru.weight_ih, self.gru.bias_ih)  # (B, n, 3H): every vertex's input product
+        gi = F.linear(x, self.gru.weight_ih, self.gru.bias_ih)  # (B, n, 3H): every vertex's input product
         hh = step_linear(self.gru.weight_hh, self.gru.bias_hh)
         gated = step_linear(*self.gated.fused())
         gi_at, feats_at = gi.unbind(1), feats.unbind(1)
         h = torch.tanh(self.fc_h0(z))
-        h = gru_step(gi_at[0], hh(h), h)
+        h = gru_cell(gi_at[0], hh(h), h)
         states = [h]
         messages = [GatedSum.from_fused(gated(torch.cat([h, feats_at[0]], -1)))]
         for v in range(1, n):
             s = aggregate(adj[:, :v, v], torch.stack(messages, 1))
-            h = gru_step(gi_at[v], hh(s), s)
+            h = gru_cell(gi_at[v], hh(s), s)
             states.append(h)
             if v < n - 1:  # the last vertex sends no message
                 messages.append(GatedSum.from_fused(gated(torch.cat([h, feats_at[v]], -1))))
@@ -204,7 +204,7 @@ class DagDecoder(nn.Module):
         weights = adj.transpose(1, 2)[:, :, :-1].unsqueeze(2) * cut.to(x.dtype)  # [b, v, j, u]
         gb, gv, gj = fresh.nonzero(as_tuple=True)  # one row per (graph, vertex, fresh predecessor), in order
         s_rows = torch.bmm(weights[gb, gv, gj].unsqueeze(1), ms[gb]).squeeze(1)
-        st = gru_step(gi[gb, gv], hh(s_rows), s_rows)
+        st = gru_cell(gi[gb, gv], hh(s_rows), s_rows)
         fb, fv = is_final.any(2).nonzero(as_tuple=True)
         zero_state = gru_from_zero(self.gru, encode_ops(torch.arange(self.num_types, device=dev)))
         nt, nf = zero_state.shape[0], fb.shape[0]

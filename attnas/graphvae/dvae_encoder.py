@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnas.graphvae.aggregation import GatedSum, aggregate, descriptor_features
-from attnas.graphvae.gru import gru_cell, gru_from_zero, gru_step, input_products
+from attnas.graphvae.gru import gru_cell, gru_from_zero
 from attnas.graphvae.step_products import step_linear
 
 
@@ -158,8 +158,8 @@ class DVAEEncoder(nn.Module):
         vertex ``N - 1 - t`` in the reverse one. The two directions' products run as one
         product of the stacked weights (:func:`~attnas.graphvae.step_products.step_linear`
         with ``D = 2``); the GRU's input products of every vertex are computed before the
-        loop (:func:`~attnas.graphvae.gru.input_products`) and each step is
-        :func:`~attnas.graphvae.gru.gru_step`. Same states as two
+        loop (``F.linear``) and each step is
+        :func:`~attnas.graphvae.gru.gru_cell`. Same states as two
         :meth:`_sweep_by_index` calls.
 
         Args:
@@ -172,7 +172,7 @@ class DVAEEncoder(nn.Module):
         """
         n = x.shape[1]
         grus = (self.gru_forward, self.gru_backward)
-        gi = torch.stack([input_products(x, g.weight_ih, g.bias_ih) for g in grus])  # (2, B, N, 3H)
+        gi = torch.stack([F.linear(x, g.weight_ih, g.bias_ih) for g in grus])  # (2, B, N, 3H)
         hh = step_linear(torch.stack([g.weight_hh for g in grus]), torch.stack([g.bias_hh for g in grus]))
         fused = [g.fused() for g in (self.gated_forward, self.gated_backward)]
         msg = step_linear(torch.stack([w for w, _ in fused]), torch.stack([bias for _, bias in fused]))
@@ -192,7 +192,7 @@ class DVAEEncoder(nn.Module):
                     aggregate(adj[:, :vf, vf], torch.stack(msg_f, 1)),  # predecessors 0..t-1
                     aggregate(adj[:, vb, vb + 1 :], torch.stack(msg_b[::-1], 1)),  # successors vb+1..N-1
                 ])
-                h = gru_step(gi_at[t], hh(s), s)
+                h = gru_cell(gi_at[t], hh(s), s)
             fwd.append(h[0])
             back.append(h[1])
             if t != n - 1:  # the last vertex of a sweep has no one to send to

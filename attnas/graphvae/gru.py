@@ -15,7 +15,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnas.ops.overrides import overridable
 
 
 def gru_from_zero(cell: nn.GRUCell, x: Tensor) -> Tensor:
@@ -69,37 +68,3 @@ def gru_cell(gi: Tensor, gh: Tensor, h: Tensor) -> Tensor:
     z = torch.sigmoid(i_z + h_z)
     n = torch.tanh(i_n + r * h_n)
     return n + z * (h - n)
-
-
-@overridable("gru_input_products")
-def input_products(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-    """``F.linear(x, weight, bias)``: the GRU input products ``W_ih x + b_ih`` of every vertex at once.
-
-    The optional kernel ``dvae_gru`` (:mod:`attnas.kernels`) forms the weight gradient as
-    ``(X^T G)^T`` instead of autograd's ``G^T X`` (same values up to rounding).
-
-    Args:
-        x: Inputs of every vertex.
-        weight: The GRU's input weight ``W_ih``.
-        bias: Its bias ``b_ih``, or None.
-
-    Shapes:
-        - **x**: ``(*, in)``; **weight**: ``(out, in)``; **bias**: ``(out,)``
-        - **output**: ``(*, out)``
-    """
-    return F.linear(x, weight, bias)
-
-
-@overridable("gru_step")
-def gru_step(gi: Tensor, gh: Tensor, h: Tensor) -> Tensor:
-    """One step of the vertex update: :func:`gru_cell` (the hook the recurrent loops call).
-
-    The optional kernel ``dvae_gru`` (:mod:`attnas.kernels`) computes it as one autograd
-    function with a hand-written backward (same formula).
-
-    Shapes:
-        - **gi**, **gh**: ``(*, 3H)``
-        - **h**: ``(*, H)``
-        - **output**: ``(*, H)``
-    """
-    return gru_cell(gi, gh, h)

@@ -3,10 +3,7 @@
 The D-VAE encoder and decoder (Zhang et al., NeurIPS 2019, Sec. 3; Chatzianastasis et al.,
 2021, Appendix A, Eqs. 4-11) apply the same GRU hidden-state product ``W_hh h`` and the same
 gated-sum product ``[W_g; W_m] Cat(h, x)`` once per vertex, and score every candidate edge
-with the second layer of the edge MLP ``f_add_edge``. Optional kernels of :mod:`attnas.kernels`
-compute the same functions with hand-written backward passes: ``shared_linear`` (hook
-``step_linear``: one weight-gradient product over all steps instead of one per step) and
-``edge_logits`` (hook ``edge_logits``: no ``(E, 4H)`` tensor kept for the backward).
+with the second layer of the edge MLP ``f_add_edge``.
 """
 
 from __future__ import annotations
@@ -17,8 +14,6 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-
-from attnas.ops.overrides import overridable
 
 
 def linear_maps(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -38,7 +33,6 @@ def linear_maps(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor
     return out if bias is None else out + bias.unsqueeze(1)
 
 
-@overridable("step_linear")
 def step_linear(weight: Tensor, bias: Tensor | None = None) -> Callable[[Tensor], Tensor]:
     """The map :func:`linear_maps` with these weights, for the steps of one forward pass.
 
@@ -51,7 +45,6 @@ def step_linear(weight: Tensor, bias: Tensor | None = None) -> Callable[[Tensor]
     return functools.partial(linear_maps, weight=weight, bias=bias)
 
 
-@overridable("edge_logits")
 def edge_logits(src: Tensor, dst: Tensor, src_idx: Tensor, dst_idx: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
     """Logits ``weight . relu(src[src_idx] + dst[dst_idx]) + bias`` of every candidate edge.
 

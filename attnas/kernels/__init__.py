@@ -19,11 +19,9 @@ Kernels (:data:`KERNELS`): ``attention_gates`` (AutoLA's gated attention modules
 ``fused_phi`` (the HOGA cell's projection, Eq. 3), ``hoga_gates`` (the relaxed cell's full-size
 passes), ``small_conv`` (stride-1 convolutions with few channels per group), ``local_attention_flat`` (SASA local self-attention
 without unfolded copies: PyTorch, any device), ``local_attention`` (the same compiled for the
-CPU), ``dropout`` (the hashed dropout mask), ``padded_gru`` (AutoAttend's
-text GRU without packing: PyTorch), ``window_max`` (its ``max pool 3`` with a fused backward: PyTorch), ``sparse_transpose`` (its graph
-operations' sparse products with cached transposes: PyTorch); for D-VAE's loops (PyTorch):
-``dvae_gru`` (the GRU products and cell step), ``shared_linear`` (one weight-gradient product
-over all steps), ``edge_logits`` (the edge MLP's second layer without ``(E, 4H)`` tensors).
+CPU), ``dropout`` (the hashed dropout mask), ``window_max`` (AutoAttend's ``max pool 3`` with a
+fused backward: PyTorch), ``sparse_transpose`` (its graph operations' sparse products with
+cached transposes: PyTorch).
 
 ``torch.library``: the dropout mask is the custom operator ``attnas::dropout_mask``, which
 ``torch.compile`` sees as one opaque operation (eager calls its implementation directly:
@@ -46,8 +44,7 @@ from attnas.ops import overrides
 
 #: Every kernel, in the order they are registered.
 KERNELS = ("small_conv", "hoga_gates", "attention_gates", "fused_phi", "local_attention_flat",
-           "local_attention", "dropout", "padded_gru", "window_max",
-           "sparse_transpose", "dvae_gru", "shared_linear", "edge_logits")
+           "local_attention", "dropout", "window_max", "sparse_transpose")
 
 _disabled: set[str] = set()
 
@@ -95,10 +92,9 @@ def enabled(name: str) -> bool:
 
 
 def _register_all() -> None:
-    from attnas.kernels import (attention_gates, dropout, dvae_gru,  # noqa: F401
-                                edge_logits, fused_phi, hoga_gates, local_attention,
-                                local_attention_flat, padded_gru, shared_linear, small_conv,
-                                sparse_transpose, window_max)
+    from attnas.kernels import (attention_gates, dropout, fused_phi, hoga_gates,  # noqa: F401
+                                local_attention, local_attention_flat, small_conv, sparse_transpose,
+                                window_max)
 
 
 _register_all()

@@ -12,8 +12,8 @@ figures directly (the ``TARGET`` lines), each with the load average around it:
    prior per step, Adam lr 0.005, gradient clipping 5): ``--epochs`` full epochs of 67
    steps are timed
    (the target figure: a whole epoch, not an extrapolation). Before that, ``--steps``
-   steps alternate between the current text operations and the reference ones of
-   round 3 (GRU on packed sequences: kernel ``padded_gru`` off), on the same batches and architectures, for their
+   steps alternate between the training step of ``train_epoch`` and the reference one of
+   round 3 (every parameter zeroed, clipped and stepped), on the same batches and architectures, for their
    ratio (medians; both see the same machine load).
 2. **Evaluating 1,000 architectures** on the 1,101 dev sentences with supernet weights
    (as ``supernet_score``: eval mode, batches sorted by length, batch ``--eval-batch``):
@@ -24,8 +24,7 @@ figures directly (the ``TARGET`` lines), each with the load average around it:
    (``attnas.parallel.map_in_threads``); then the mean is the whole set's wall time over
    its size (``--score-threads 1``: one at a time with all the torch threads, each timed).
    Evaluation runs the
-   GRU on packed sequences in both (the faster without gradients), so there is no
-   reference ratio here; instead the matrix-product FLOPs of each scored architecture
+   GRU on packed sequences, so there is no reference ratio here; instead the matrix-product FLOPs of each scored architecture
    are counted (``torch.utils.flop_counter``) and turned into the time 1,000 of them
    would need at ``--peak-gflops`` per thread (a lower bound).
 
@@ -48,8 +47,6 @@ import os
 import random
 import statistics
 import time
-
-import attnas.kernels as kernels
 
 
 def load_avg() -> str:
@@ -138,9 +135,8 @@ def main() -> None:
         times = {"current": [], "reference": []}
         for i in range(args.warmup + args.steps):
             batch, arch = batches[i % len(batches)], space.sample(rng)
-            for name, off, fn in (("current", (), step), ("reference", ("padded_gru",), reference_step)):
-                with kernels.switched_off(*off):  # reference: the packed GRU (kernel padded_gru off)
-                    w, c, _ = timed(lambda: fn(batch, arch))
+            for name, fn in (("current", step), ("reference", reference_step)):
+                w, c, _ = timed(lambda: fn(batch, arch))
                 if i >= args.warmup:
                     times[name].append((w, c))
         med = {k: (statistics.median(t[0] for t in v), statistics.median(t[1] for t in v)) for k, v in times.items()}

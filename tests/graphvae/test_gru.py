@@ -1,5 +1,5 @@
 """gru_from_zero equals a GRU cell applied to a zero hidden state; gru_cell equals nn.GRUCell's
-computation (the kernel dvae_gru: tests/kernels/test_dvae_gru.py)."""
+computation."""
 
 from __future__ import annotations
 

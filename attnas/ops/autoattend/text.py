@@ -208,10 +208,7 @@ class GRUOp(nn.Module):
     r"""``GRU`` of Table 3: a gated recurrent unit (Cho et al., 2014) over each sequence.
 
     Each direction starts and ends at a sequence's own real tokens, so pads never enter
-    the recurrence: ``nn.GRU`` runs on packed sequences (``pack_padded_sequence``). The
-    optional kernel ``padded_gru`` (:mod:`attnas.kernels`) replaces the recurrence while
-    gradients are recorded (hook ``gru_recurrence``) by the same function computed on the
-    padded batch with a hand-written backward pass, with the same parameters. As in
+    the recurrence: ``nn.GRU`` runs on packed sequences (``pack_padded_sequence``). As in
     the reference implementation the GRU is bidirectional with hidden size :math:`H`
     per direction and the two directions are summed (``directions="sum"``):
 
@@ -249,7 +246,6 @@ class GRUOp(nn.Module):
     def forward(self, x: torch.Tensor, ctx: SequenceContext) -> torch.Tensor:
         return self.dropout(self.recurrence(self.norm(x), ctx))
 
-    @overridable("gru_recurrence")
     def recurrence(self, x: torch.Tensor, ctx: SequenceContext) -> torch.Tensor:
         """The GRU over each sequence's real tokens, directions combined; zeros at pads."""
         B, L, _ = x.shape
