@@ -16,8 +16,9 @@ The C++ sources are ``csrc/*.cpp`` and ``csrc/*.h``; :mod:`attnas.kernels._build
 loads them (a per-user cache whose files are checked before loading).
 
 Kernels (:data:`KERNELS`): ``attention_gates`` (AutoLA's gated attention modules, Eqs. 4-8),
-``fused_phi`` (the HOGA cell's projection, Eq. 3), ``hoga_gates`` (the relaxed cell's full-size
-passes), ``small_conv`` (stride-1 convolutions with few channels per group), ``local_attention_flat`` (SASA local self-attention
+``fused_phi`` (the HOGA cell's projection, Eq. 3), ``grouped_mixed_op`` (the relaxed HOGA cell's
+mixed operations of all edges together: PyTorch), ``hoga_gates`` (its full-size
+passes, compiled), ``small_conv`` (stride-1 convolutions with few channels per group), ``local_attention_flat`` (SASA local self-attention
 without unfolded copies: PyTorch, any device), ``local_attention`` (the same compiled for the
 CPU), ``dropout`` (the hashed dropout mask), ``window_max`` (AutoAttend's ``max pool 3`` with a
 fused backward: PyTorch), ``sparse_transpose`` (its graph operations' sparse products with
@@ -43,7 +44,7 @@ from attnas.kernels._build import disabled_by_environment
 from attnas.ops import overrides
 
 #: Every kernel, in the order they are registered.
-KERNELS = ("small_conv", "hoga_gates", "attention_gates", "fused_phi", "local_attention_flat",
+KERNELS = ("grouped_mixed_op", "small_conv", "hoga_gates", "attention_gates", "fused_phi", "local_attention_flat",
            "local_attention", "dropout", "window_max", "sparse_transpose", "dvae_sweeps")
 
 _disabled: set[str] = set()
@@ -93,8 +94,8 @@ def enabled(name: str) -> bool:
 
 def _register_all() -> None:
     from attnas.kernels import (attention_gates, dropout, dvae_sweeps, fused_phi,  # noqa: F401
-                                hoga_gates, local_attention, local_attention_flat, small_conv,
-                                sparse_transpose, window_max)
+                                grouped_mixed_op, hoga_gates, local_attention, local_attention_flat,
+                                small_conv, sparse_transpose, window_max)
 
 
 _register_all()

@@ -34,6 +34,7 @@ ROOT = Path(kernels.__file__).resolve().parent
 
 #: kernel -> (its C++ source, the steps it serves)
 SERVES = {
+    "grouped_mixed_op": (None, ("autola_darts",)),
     "small_conv": ("small_conv.cpp", ("autola_darts",)),
     "hoga_gates": ("hoga_gates.cpp", ("autola_darts",)),
     "attention_gates": ("attention_gates.cpp", ("autola_retrain",)),

@@ -5,16 +5,14 @@ Every edge ``(j, k)`` of the cell carries a mixed operation (AutoLA Eq. 13)::
     o_hat_jk(x) = sum_o softmax(alpha_jk)_o * o(x)
 
 over the whole operation pool. :class:`MixedOp` is that sum written out, one module per
-operation. :class:`RelaxedHOGA` computes the same function faster with
-:class:`GroupedMixedOp`, which exploits two facts:
-
-* every operation of the pool is a gate, ``o(x) = g_o(x) * x`` (identity: ``g = 1``, zero:
-  ``g = 0``), so a mixed edge is ``x * sum_o w_o g_o(x)``: the gates, most of them small
-  (``(B, C, 1, 1)`` or ``(B, 1, H, W)``), are summed first and ``x`` is multiplied once;
-  pooled statistics are computed once per input and shared by the operations that use them;
-* the ``K`` edges ``F_k -> U_k`` act on disjoint channel groups of one tensor, and the edges
-  leaving a node ``U_j`` all read the same tensor, so the operations of a kind on all those
-  edges run as one grouped convolution / one batched matrix product with stacked weights.
+operation. :class:`RelaxedHOGA` holds the operations of several edges in a
+:class:`GroupedMixedOp`, their weights stacked over edges (the ``K`` edges ``F_k -> U_k`` act on
+disjoint channel groups of one tensor, and the edges leaving a node ``U_j`` all read the same
+tensor), and computes the same sum edge by edge and operation by operation. The optional
+kernel ``grouped_mixed_op`` (:mod:`attnas.kernels`) evaluates all edges of a
+:class:`GroupedMixedOp` together: every operation of the pool is a gate, ``o(x) = g_o(x) * x``,
+so the gates are summed first and ``x`` multiplied once, and the operations of a kind on all
+edges run as one grouped convolution / one batched matrix product.
 
 The architecture weights ``alpha`` (shape ``(edges, ops)``, canonical edge order of
 :func:`~attnas.ops.autola.hoga_cell.hoga_edges`, columns in pool order) are a separate parameter,
@@ -34,7 +32,8 @@ from attnas.ops.autola.hoga_cell import HOGA, HOGAProjection, check_divisible, e
 from attnas.ops.autola.gate_pooling import mean
 from attnas.ops.autola.memory_format import as_nchw
 from attnas.ops.overrides import overridable
-from attnas.ops.autola.attention_modules import HOGA_OPS, channel_gate, create_attention
+from attnas.ops.autola.attention_modules import HOGA_OPS, channel_gate, channel_pool, create_attention
+from attnas.ops.autola.small_conv import small_conv2d
 
 ALPHA_INIT_SCALE = 1e-3
 _CHANNEL_FAMILIES = ("se", "channel_v2", "cbam")  # operations with a channel MLP
@@ -71,20 +70,6 @@ class MixedOp(nn.Module):
         return sum(w * op(x) for w, op in zip(weights, self.ops))
 
 
-@overridable("gate_conv")
-def _conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, dilation: int, groups: int) -> torch.Tensor:
-    """A stride-1 "same" convolution with few channels per group, returned NCHW-contiguous for
-    the element-wise work: ``conv2d`` in channels-last layout (faster than NCHW for depth-wise
-    and small grouped convolutions in oneDNN)."""
-    return _conv_cl(x.contiguous(memory_format=torch.channels_last), weight, bias, dilation, groups).contiguous()
-
-
-def _conv_cl(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, dilation: int,
-             groups: int) -> torch.Tensor:
-    """The same convolution by ``conv2d`` on a channels-last input, output channels-last."""
-    return F.conv2d(x, weight, bias, 1, dilation * (weight.shape[-1] - 1) // 2, dilation, groups)
-
-
 class GroupedMixedOp(nn.Module):
     """``G`` mixed operations (Eq. 13) evaluated together, each with its own weights.
 
@@ -95,14 +80,10 @@ class GroupedMixedOp(nn.Module):
     * ``shared_input=True``: ``G`` edges leaving one node (the edges ``U_j -> U_k``, ``k > j``);
       input ``(B, c, H, W)``, pooled statistics computed once for all of them.
 
-    Edge ``g`` computes ``sum_o w[g, o] * o_g(x_g)``. Every operation is a gate times its input,
-    so the gates are combined first and the input multiplied once; the operations of a kind on
-    all edges run as one convolution / one batched matrix product. The element-wise work is
-    done on contiguous ``(B, G, c, H, W)`` tensors (long inner loops for the broadcast gates and
-    reductions; a channels-last ``(B, H, W, G, c)`` layout measured 1.1-1.5x slower here because
-    of its inner dimensions of 3-4), the convolutions in channels-last layout. Parameters are
-    stacked over edges; :meth:`export` returns the ordinary module of one edge's operation with
-    the same weights.
+    Edge ``g`` computes ``sum_o w[g, o] * o_g(x_g)`` (:meth:`operation`: each operation as its
+    module computes it, with that edge's slice of the stacked weights). Parameters are stacked
+    over edges; :meth:`export` returns the ordinary module of one edge's operation with the
+    same weights.
 
     Args:
         groups: ``G``, the number of edges.
@@ -159,80 +140,42 @@ class GroupedMixedOp(nn.Module):
         self.register_buffer(f"{prefix}_mean", torch.zeros(n))
         self.register_buffer(f"{prefix}_var", torch.ones(n))
 
-    def _spatial_gate(self, prefix: str, pooled: torch.Tensor, weight: torch.Tensor, dilation: int) -> torch.Tensor:
-        """``sigmoid(BN(conv(pooled)))`` (Eqs. 6, 8), ``(B, G, H, W)``; ``pooled`` is ``(B, G|1, 2, H, W)``."""
-        B, P, _, H, W = pooled.shape
-        z = _conv(pooled.reshape(B, 2 * P, H, W), weight, None, dilation, P)  # a pair per edge, or one for all
-        return torch.sigmoid(F.batch_norm(z, getattr(self, f"{prefix}_mean"), getattr(self, f"{prefix}_var"),
-                                          getattr(self, f"{prefix}_weight"), getattr(self, f"{prefix}_bias"),
-                                          self.training, 0.1, 1e-5))
-
-    def _channel_gates(self, pooled: torch.Tensor, col: dict) -> tuple[torch.Tensor, torch.Tensor]:
-        """The channel-attention sigmoids ``(F, B, G, c)`` of every family (Eqs. 4, 5, 8) and
-        their weighted sum without CBAM's (CBAM multiplies its own by a spatial gate), from
-        the pooled ``(2|1, B, G, c)`` average (and maximum)."""
-        sig = channel_gate(pooled, self.mlp1, self.mlp2, self._keep_max[:, None, None, None])  # (F, B, G, c)
-        mix = torch.stack([col[f] if f != "cbam" else torch.zeros_like(col[f]) for f in self.families])
-        return sig, torch.einsum("fbgc,fg->bgc", sig, mix)
-
     @overridable("grouped_mixed_op")
     def forward(self, x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-        """``sum_o w[g, o] o_g(x_g)`` for every edge ``g`` (Eq. 13), the gates summed first."""
-        B, _, H, W = x.shape
-        G, c = self.groups, self.channels
-        x_in = x
-        x = x.contiguous()  # the elementwise work is fastest with H, W innermost
-        xe = x[:, None] if self.shared_input else x.view(B, G, c, H, W)  # (B, G|1, c, H, W)
-        col = {name: weights[:, i] for i, name in enumerate(self.ops)}  # (G,) each
-        chan = None  # (B, G, c)
-        full = None  # (B, G, c, H, W)
-        spat = None  # (B, G, H, W)
+        """``sum_o w[g, o] o_g(x_g)`` for every edge ``g`` (Eq. 13), each operation as its module computes it."""
+        c = self.channels
+        edges = []
+        for g in range(self.groups):
+            xg = x if self.shared_input else x[:, g * c: (g + 1) * c]
+            edges.append(sum(weights[g, i] * self.operation(g, name, xg) for i, name in enumerate(self.ops)))
+        return torch.cat(edges, 1)
 
-        if self.norm:
-            # Depth-wise convolutions, their sigmoids and their weighted sum in channels-last
-            # layout (same-shape element-wise work is layout-blind), converted once at the end.
-            src = x_in.contiguous(memory_format=torch.channels_last)
-            if self.shared_input and G > 1:  # one filter bank per edge: the input read G times
-                src = src.repeat(1, G, 1, 1).contiguous(memory_format=torch.channels_last)
-            for n, d in self.norm:
-                z = _conv_cl(src, getattr(self, f"{n}_weight"), getattr(self, f"{n}_bias"), d, G * c)
-                w = col[n].repeat_interleave(c)[None, :, None, None]  # (1, G c, 1, 1)
-                full = torch.sigmoid(z) * w if full is None else torch.addcmul(full, torch.sigmoid(z), w)
-            full = full.contiguous().view(B, G, c, H, W)
+    def operation(self, g: int, name: str, x: torch.Tensor) -> torch.Tensor:
+        """Operation ``name`` of edge ``g`` on ``x`` ``(B, c, H, W)``, with that edge's weights (Eqs. 4-8)."""
+        if name == "identity":
+            return x
+        if name == "zero":
+            return torch.zeros_like(x)
+        if name in self.families:
+            f = self.families.index(name)
+            pooled = torch.stack((mean(x, (2, 3)), x.amax((2, 3)))) if name != "se" else mean(x, (2, 3))[None]
+            x = x * channel_gate(pooled, self.mlp1[f, g], self.mlp2[f, g])[:, :, None, None]  # Eqs. 4, 5
+            if name != "cbam":
+                return x
+            return x * self._spatial(g, "cbam", x, self.cbam_conv, 1)  # Eq. 8: then Eq. 6
+        if name in _SPATIAL:
+            return x * self._spatial(g, name, x, getattr(self, f"{name}_conv"), _SPATIAL[name])  # Eq. 6
+        part = slice(g * self.channels, (g + 1) * self.channels)  # name in _NORM: Eq. 7
+        weight, bias = getattr(self, f"{name}_weight")[part], getattr(self, f"{name}_bias")[part]
+        return x * torch.sigmoid(small_conv2d(x, weight, bias, _NORM[name], self.channels))
 
-        if self.families:
-            avg = mean(xe, (3, 4)).expand(B, G, c)
-            pooled = torch.stack((avg, xe.amax((3, 4)).expand(B, G, c))) if self._needs_max else avg[None]
-            sig, chan = self._channel_gates(pooled, col)
-            if "cbam" in col:
-                gc = sig[self.families.index("cbam")]  # (B, G, c)
-                y = xe * gc[..., None, None]  # (B, G, c, H, W)
-                ps = torch.stack((mean(y, 2), y.amax(2)), 2)  # (B, G, 2, H, W)
-                gs = self._spatial_gate("cbam_bn", ps, self.cbam_conv, 1)[:, :, None]  # (B, G, 1, H, W)
-                a = (gc * col["cbam"][None, :, None])[..., None, None]  # (B, G, c, 1, 1)
-                full = a * gs if full is None else torch.addcmul(full, a, gs)
-        if "identity" in col:
-            ident = col["identity"][None, :, None]
-            chan = ident.expand(B, G, c) if chan is None else chan + ident
-
-        if self.spatial:
-            ps = torch.stack((mean(xe, 2), xe.amax(2)), 2)  # (B, G|1, 2, H, W)
-            for n, d in self.spatial:
-                g = self._spatial_gate(f"{n}_bn", ps, getattr(self, f"{n}_conv"), d) * col[n][None, :, None, None]
-                spat = g if spat is None else spat + g
-
-        gate, fresh = full, False  # fresh: ``gate`` is a new full-size sum that may be added to in place
-        if chan is not None:
-            fresh = gate is not None
-            gate = chan[..., None, None] if gate is None else gate + chan[..., None, None]
-        if spat is not None:
-            if gate is None:
-                gate = spat[:, :, None]
-            else:
-                gate = gate.add_(spat[:, :, None]) if fresh else gate + spat[:, :, None]
-        if gate is None:  # a pool of only "zero"
-            return x.new_zeros(B, G * c, H, W)
-        return (xe * gate).reshape(B, G * c, H, W)
+    def _spatial(self, g: int, name: str, x: torch.Tensor, conv: torch.Tensor, dilation: int) -> torch.Tensor:
+        """``sigmoid(BN(f_s([F^s_avg; F^s_max])))`` (Eq. 6) with edge ``g``'s filter and batch norm."""
+        z = small_conv2d(channel_pool(x), conv[g: g + 1], None, dilation)
+        one = slice(g, g + 1)
+        return torch.sigmoid(F.batch_norm(z, getattr(self, f"{name}_bn_mean")[one], getattr(self, f"{name}_bn_var")[one],
+                                          getattr(self, f"{name}_bn_weight")[one], getattr(self, f"{name}_bn_bias")[one],
+                                          self.training, 0.1, 1e-5))
 
     @torch.no_grad()
     def export(self, group: int, name: str) -> nn.Module:
