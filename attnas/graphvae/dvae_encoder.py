@@ -33,7 +33,6 @@ from torch import Tensor, nn
 from attnas.graphvae.aggregation import GatedSum, aggregate, descriptor_features
 from attnas.graphvae.gru import gru_cell, gru_from_zero
 from attnas.graphvae.step_products import step_linear
-from attnas.ops.overrides import overridable
 
 
 class DVAEEncoder(nn.Module):
@@ -49,8 +48,7 @@ class DVAEEncoder(nn.Module):
             printed), see :func:`~attnas.graphvae.aggregation.descriptor_features`.
 
     Each direction runs through :meth:`propagate`, index by index on chains in index order
-    (each vertex its own level, as in ENAS's DAGs) and level by level on other DAGs; the
-    optional kernel ``dvae_sweeps`` runs both directions of such chains together.
+    (each vertex its own level, as in ENAS's DAGs) and level by level on other DAGs.
 
     Shapes:
         - **x**: ``(B, N, x_dim)`` operation features
@@ -99,12 +97,8 @@ class DVAEEncoder(nn.Module):
             return self._head(torch.cat([hg, back[:, 0]], -1))  # with the input vertex's backward state
         return self._head(self.propagate(x, feats, adj_f, reverse=False, n_nodes=n_nodes)[rows, n_nodes - 1])
 
-    @overridable("dvae_sweeps")
     def sweeps(self, x: Tensor, feats: Tensor, adj: Tensor, n_nodes: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """The forward and the reverse sweep of the bidirectional encoder (Eqs. 6-7 / 10-11).
-
-        The optional kernel ``dvae_sweeps`` (:mod:`attnas.kernels`) runs both at once on
-        graphs in index order, as one product of the two directions' stacked weights per step.
 
         Returns:
             The forward and the backward state of every vertex, ``(B, N, hidden)`` each.

@@ -16,33 +16,14 @@ import torch.nn.functional as F
 from torch import Tensor
 
 
-def linear_maps(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``x W^T + b``; with stacked weights ``(D, out, in)`` map ``d`` applies to ``x[d]``.
-
-    Shapes:
-        - **x**: ``(R, in)``, or ``(D, R, in)`` for stacked weights
-        - **output**: ``(R, out)`` or ``(D, R, out)``
-    """
-    if x.dim() != weight.dim():
-        raise ValueError(f"a {weight.dim()}-d weight takes "
-                         f"{'(rows, features)' if weight.dim() == 2 else '(maps, rows, features)'} "
-                         f"inputs, got shape {tuple(x.shape)}")
-    if weight.dim() == 2:
-        return F.linear(x, weight, bias)
-    out = torch.bmm(x, weight.transpose(1, 2))
-    return out if bias is None else out + bias.unsqueeze(1)
-
-
 def step_linear(weight: Tensor, bias: Tensor | None = None) -> Callable[[Tensor], Tensor]:
-    """The map :func:`linear_maps` with these weights, for the steps of one forward pass.
-
-    Create one per forward pass, after the weights are final, and call it at every step.
+    """The map ``x -> x W^T + b`` with these weights, for the steps of one forward pass.
 
     Args:
-        weight: ``(out, in)`` weight, or ``(D, out, in)`` stacked weights.
-        bias: ``(out,)`` or ``(D, out)`` bias, or None.
+        weight: ``(out, in)`` weight.
+        bias: ``(out,)`` bias, or None.
     """
-    return functools.partial(linear_maps, weight=weight, bias=bias)
+    return functools.partial(F.linear, weight=weight, bias=bias)
 
 
 def edge_logits(src: Tensor, dst: Tensor, src_idx: Tensor, dst_idx: Tensor, weight: Tensor, bias: Tensor) -> Tensor:

@@ -22,7 +22,7 @@ passes, compiled), ``small_conv`` (stride-1 convolutions with few channels per g
 without unfolded copies: PyTorch, any device), ``local_attention`` (the same compiled for the
 CPU), ``dropout`` (the hashed dropout mask), ``window_max`` (AutoAttend's ``max pool 3`` with a
 fused backward: PyTorch), ``sparse_transpose`` (its graph operations' sparse products with
-cached transposes: PyTorch), ``dvae_sweeps`` (D-VAE's two encoder sweeps with stacked weights: PyTorch).
+cached transposes: PyTorch).
 
 ``torch.library``: the dropout mask is the custom operator ``attnas::dropout_mask``, which
 ``torch.compile`` sees as one opaque operation (eager calls its implementation directly:
@@ -45,7 +45,7 @@ from attnas.ops import overrides
 
 #: Every kernel, in the order they are registered.
 KERNELS = ("grouped_mixed_op", "small_conv", "hoga_gates", "attention_gates", "fused_phi", "local_attention_flat",
-           "local_attention", "dropout", "window_max", "sparse_transpose", "dvae_sweeps")
+           "local_attention", "dropout", "window_max", "sparse_transpose")
 
 _disabled: set[str] = set()
 
@@ -93,9 +93,9 @@ def enabled(name: str) -> bool:
 
 
 def _register_all() -> None:
-    from attnas.kernels import (attention_gates, dropout, dvae_sweeps, fused_phi,  # noqa: F401
-                                grouped_mixed_op, hoga_gates, local_attention, local_attention_flat,
-                                small_conv, sparse_transpose, window_max)
+    from attnas.kernels import (attention_gates, dropout, fused_phi, grouped_mixed_op,  # noqa: F401
+                                hoga_gates, local_attention, local_attention_flat, small_conv,
+                                sparse_transpose, window_max)
 
 
 _register_all()

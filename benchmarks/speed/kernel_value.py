@@ -44,7 +44,6 @@ SERVES = {
     "dropout": ("dropout.cpp", ("dropout_mlp",)),
     "window_max": (None, ("autoattend_text_supernet",)),
     "sparse_transpose": (None, ("autoattend_graph_supernet",)),
-    "dvae_sweeps": (None, ("dvae_train",)),
 }
 
 #: workload -> kernels off in both arms (the flat local attention runs where the compiled one is off)
@@ -87,33 +86,11 @@ def autoattend_step(pool: str, batch_size: int) -> Callable[[], None]:
     return step
 
 
-def dvae_step(batch_size: int) -> Callable[[], None]:
-    """One D-VAE training step (ELBO forward, backward, Adam update as
-    :mod:`attnas.graphvae.train`) of the paper's D-VAE (hidden 501) on a batch of ENAS graphs."""
-    from attnas.data.enas import load_enas6
-    from attnas.graphvae.vae import GraphVAE, paper_model
-
-    data = load_enas6().train
-    torch.manual_seed(0)
-    model = GraphVAE(paper_model("D-VAE"), data.num_types, data.max_nodes).train()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
-    dags, _ = next(iter(data.batches(batch_size, shuffle=True, generator=torch.Generator().manual_seed(0))))
-
-    def step() -> None:
-        opt.zero_grad(set_to_none=True)
-        model.loss(dags)["loss"].backward()
-        opt.step()
-
-    return step
-
-
 def make_step(name: str, batch: int, size: int) -> Callable[[], None]:
     """One training step (forward, backward, SGD update) of the named workload."""
     torch.manual_seed(0)
     if name.startswith("autoattend_"):
         return autoattend_step(name.split("_")[1], batch)
-    if name == "dvae_train":
-        return dvae_step(batch)
     x = torch.randn(batch, 3, size, size)
     y = torch.randint(0, 10, (batch,))
     if name == "autola_darts":
