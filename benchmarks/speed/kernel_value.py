@@ -34,7 +34,7 @@ ROOT = Path(kernels.__file__).resolve().parent
 
 #: kernel -> (its C++ source, the steps it serves)
 SERVES = {
-    "grouped_mixed_op": (None, ("autola_darts",)),
+    "grouped_mixed_op": (None, ("autola_darts", "autola_darts_no_hoga_gates")),
     "small_conv": ("small_conv.cpp", ("autola_darts",)),
     "hoga_gates": ("hoga_gates.cpp", ("autola_darts",)),
     "attention_gates": ("attention_gates.cpp", ("autola_retrain",)),
@@ -47,7 +47,7 @@ SERVES = {
 }
 
 #: workload -> kernels off in both arms (the flat local attention runs where the compiled one is off)
-BASE_OFF = {"fullattn_darts_fast": ("local_attention",)}
+BASE_OFF = {"fullattn_darts_fast": ("local_attention",), "autola_darts_no_hoga_gates": ("hoga_gates",)}
 
 
 def lines(path: Path) -> int:
@@ -93,7 +93,7 @@ def make_step(name: str, batch: int, size: int) -> Callable[[], None]:
         return autoattend_step(name.split("_")[1], batch)
     x = torch.randn(batch, 3, size, size)
     y = torch.randint(0, 10, (batch,))
-    if name == "autola_darts":
+    if name in ("autola_darts", "autola_darts_no_hoga_gates"):
         model = RelaxedHOGANetwork("resnet20", width=16)
     elif name == "autola_retrain":
         model = hoga_network("resnet20", FIGURE3_EDGES, width=16)
