@@ -51,7 +51,7 @@ from torch import nn
 
 from attnas.arch import Arch
 from attnas.errors import UnsupportedError
-from attnas.ops.dropout import fast_dropout
+from attnas.ops.shared.dropout import fast_dropout
 from attnas.tasks.base import TaskInfo
 
 #: The roles of a layer type's inputs: an addition layer's two inputs, an attention layer's

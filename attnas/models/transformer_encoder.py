@@ -17,7 +17,7 @@ from typing import Any, Literal, Union
 import torch
 from torch import nn
 
-from attnas.ops.positions import sinusoidal_positions
+from attnas.ops.shared.positions import sinusoidal_positions
 from attnas.errors import ConfigError, DataError
 from attnas.ops.attention_mechanisms import build_mechanism
 

@@ -27,7 +27,7 @@ from attnas.registry import register_space
 from attnas.arch import Arch
 from attnas.config import CheckedConfig, Fraction, PositiveInt
 from attnas.errors import ArchError, unknown_name
-from attnas.ops.dropout import fast_dropout
+from attnas.ops.shared.dropout import fast_dropout
 from attnas.spaces.base import Space
 
 MODELS = ("gcn", "gat")

@@ -35,9 +35,9 @@ from torch_geometric import nn as gnn
 from attnas.registry import register_space
 from attnas.arch import Arch
 from attnas.config import CheckedConfig, Fraction, PositiveInt
-from attnas.ops.dropout import fast_dropout
-from attnas.ops.graph_context import GraphContext
-from attnas.ops.graph_heterophily import GPRPropagation
+from attnas.ops.shared.dropout import fast_dropout
+from attnas.ops.autoattend.graph_context import GraphContext
+from attnas.ops.autoattend.graph_heterophily import GPRPropagation
 from attnas.spaces.gnn_baselines import GAT, GCN, GNNBaselineSpace, TwoLayer
 
 #: The baselines and their one-line descriptions for the comparison table.

@@ -32,7 +32,7 @@ from attnas.config import CheckedConfig, PositiveInt
 from attnas.errors import ArchError, ConfigError, did_you_mean
 from attnas.models.image_classifier import ImageClassifier
 from attnas.models.resnet_cifar import cifar_resnet
-from attnas.ops.vision_attention import POOL, create_attention
+from attnas.ops.autola.attention_modules import POOL, create_attention
 from attnas.spaces.base import Space
 
 NONE = "none"
