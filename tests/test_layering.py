@@ -63,7 +63,7 @@ def test_layer_never_imports_the_packages_above_it(graph, layer):
 
 def test_the_rule_sees_a_function_level_import(graph):
     """The graph the rules read includes imports inside functions (``AutoAttendConfig.__post_init__`` has one)."""
-    assert graph.has_edge("attnas.spaces.autoattend_config", "attnas.ops.common")
+    assert graph.has_edge("attnas.spaces.autoattend_config", "attnas.ops.autoattend.common")
 
 
 def test_networks_never_import_the_registry(graph):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import functools
+import logging
 import math
 import numbers
 import types
@@ -23,6 +24,8 @@ from dataclasses import dataclass, fields, is_dataclass
 from typing import Annotated, Any, Literal
 
 from attnas.core.errors import ConfigError, did_you_mean
+
+logger = logging.getLogger(__name__)
 
 _NoneType = type(None)
 
@@ -251,6 +254,10 @@ def from_mapping(cls: type, data: Any, path: str = "") -> Any:
         raise ConfigError(f"{path or 'config'}: expected a mapping, got {data!r}")
     hints = typing.get_type_hints(cls, include_extras=True)
     known = {f.name: f for f in fields(cls) if f.init}
+    retired = getattr(cls, "retired_keys", {})
+    for key in [k for k in data if k in retired and k not in known]:
+        logger.warning("%s%s: no longer an option, ignored (%s)", prefix, key, retired[key])
+    data = {k: v for k, v in data.items() if k not in retired or k in known}
     for key in data:
         if key not in known:
             raise ConfigError(
@@ -326,9 +333,13 @@ class CheckedConfig:
 
     Attributes:
         field_prefix: Put before each field name in messages (e.g. ``"space."``).
+        retired_keys: Keys that were options once, each with why it is gone: a recipe or a
+            run's saved config that sets one still loads; :func:`from_mapping` logs a warning
+            and drops the key.
     """
 
     field_prefix: typing.ClassVar[str] = ""
+    retired_keys: typing.ClassVar[dict[str, str]] = {}
 
     def __post_init__(self) -> None:
         if _PRECHECKED.get() is not type(self):

@@ -12,8 +12,9 @@ Modules, one purpose each:
 - :mod:`~attnas.graphvae.vae`: the VAE (config, reparameterisation, ELBO loss).
 - :mod:`~attnas.graphvae.train`: a resumable training loop with explicit state.
 - :mod:`~attnas.graphvae.gru`: GRU steps from precomputed products or a zero state.
-- :mod:`~attnas.graphvae.shared_linear`: a linear map used at many sequential steps, one weight-gradient product.
-- :mod:`~attnas.graphvae.edge_logits`: the decoder's edge MLP over every candidate edge, as one function.
+- :mod:`~attnas.graphvae.step_products`: the linear maps of the sequential loops and the decoder's edge MLP.
+- :mod:`~attnas.graphvae.reference_dvae`: D-VAE's per-graph procedure, one decision at a time (tests check the batched
+  modules against it).
 - :mod:`~attnas.graphvae.validity`: validity predicates for decoded DAGs.
 - :mod:`~attnas.graphvae.metrics`: reconstruction accuracy, validity and uniqueness (Table 1).
 - :mod:`~attnas.graphvae.gp`: the sparse GP on latent means (Table 2).

@@ -24,7 +24,7 @@ computed once and gathered into place.
 
 Only the final state of each vertex and its message feed later vertices, so
 :meth:`DagDecoder.log_likelihood` runs just that recurrence vertex by vertex (its
-recurrent products through :class:`~attnas.graphvae.shared_linear.SharedLinear`) and
+recurrent products through :func:`~attnas.graphvae.step_products.step_linear`) and
 computes everything else for all vertices at once after the loop.
 """
 
@@ -40,9 +40,8 @@ from torch import Tensor, nn
 
 from attnas.graphvae.aggregation import GatedSum, aggregate, descriptor_features
 from attnas.graphvae.dag_batch import END_TYPE, START_TYPE, DagBatch
-from attnas.graphvae.edge_logits import edge_logits
-from attnas.graphvae.gru import fused_gru_cell, gru_from_zero, input_products
-from attnas.graphvae.shared_linear import SharedLinear
+from attnas.graphvae.gru import gru_cell, gru_from_zero
+from attnas.graphvae.step_products import edge_logits, step_linear
 
 
 class EdgeScorer(nn.Module):
@@ -143,12 +142,12 @@ class DagDecoder(nn.Module):
         The vertex loop computes, for ``v = 1..n-1``, only the final state ``h_v =
         GRU(x_v, sum of the true predecessors' messages)`` and its message, with the GRU's
         input products of all vertices computed before the loop and the recurrent and
-        gated-sum products through :class:`~attnas.graphvae.shared_linear.SharedLinear`.
+        gated-sum products through :func:`~attnas.graphvae.step_products.step_linear`.
         Everything else depends on those states but feeds nothing back, so it runs after
         the loop for all vertices at once: the vertex-type MLP on every ``h_{v-1}``, the
         teacher-forced intermediate states (one GRU row for every (graph, vertex, true
         predecessor ``j >= 1``) whose state is not already a final state), the edge MLP on
-        every candidate edge ``k -> v`` (:func:`~attnas.graphvae.edge_logits.edge_logits`),
+        every candidate edge ``k -> v`` (:func:`~attnas.graphvae.step_products.edge_logits`),
         and the losses.
 
         Args:
@@ -171,17 +170,17 @@ class DagDecoder(nn.Module):
         x = encode_ops(types)
         feats = descriptor_features(self.message_input, x, self.max_nodes)
         adj = batch.adj.to(x.dtype)
-        gi = input_products(x, self.gru.weight_ih, self.gru.bias_ih)  # (B, n, 3H): every vertex's input product
-        hh = SharedLinear(self.gru.weight_hh, self.gru.bias_hh)
-        gated = SharedLinear(*self.gated.fused())
+        gi = F.linear(x, self.gru.weight_ih, self.gru.bias_ih)  # (B, n, 3H): every vertex's input product
+        hh = step_linear(self.gru.weight_hh, self.gru.bias_hh)
+        gated = step_linear(*self.gated.fused())
         gi_at, feats_at = gi.unbind(1), feats.unbind(1)
         h = torch.tanh(self.fc_h0(z))
-        h = fused_gru_cell(gi_at[0], hh(h), h)
+        h = gru_cell(gi_at[0], hh(h), h)
         states = [h]
         messages = [GatedSum.from_fused(gated(torch.cat([h, feats_at[0]], -1)))]
         for v in range(1, n):
             s = aggregate(adj[:, :v, v], torch.stack(messages, 1))
-            h = fused_gru_cell(gi_at[v], hh(s), s)
+            h = gru_cell(gi_at[v], hh(s), s)
             states.append(h)
             if v < n - 1:  # the last vertex sends no message
                 messages.append(GatedSum.from_fused(gated(torch.cat([h, feats_at[v]], -1))))
@@ -205,7 +204,7 @@ class DagDecoder(nn.Module):
         weights = adj.transpose(1, 2)[:, :, :-1].unsqueeze(2) * cut.to(x.dtype)  # [b, v, j, u]
         gb, gv, gj = fresh.nonzero(as_tuple=True)  # one row per (graph, vertex, fresh predecessor), in order
         s_rows = torch.bmm(weights[gb, gv, gj].unsqueeze(1), ms[gb]).squeeze(1)
-        st = fused_gru_cell(gi[gb, gv], hh(s_rows), s_rows)
+        st = gru_cell(gi[gb, gv], hh(s_rows), s_rows)
         fb, fv = is_final.any(2).nonzero(as_tuple=True)
         zero_state = gru_from_zero(self.gru, encode_ops(torch.arange(self.num_types, device=dev)))
         nt, nf = zero_state.shape[0], fb.shape[0]

@@ -31,8 +31,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnas.graphvae.aggregation import GatedSum, aggregate, descriptor_features
-from attnas.graphvae.gru import fused_gru_cell, gru_cell, gru_from_zero, input_products
-from attnas.graphvae.shared_linear import SharedLinear
+from attnas.graphvae.gru import gru_cell, gru_from_zero
+from attnas.graphvae.step_products import step_linear
 
 
 class DVAEEncoder(nn.Module):
@@ -47,11 +47,8 @@ class DVAEEncoder(nn.Module):
         message_input: ``"vertex_id"`` (public D-VAE code) or ``"operation"`` (Eq. 6 as
             printed), see :func:`~attnas.graphvae.aggregation.descriptor_features`.
 
-    Three sweeps compute the same states: when every graph of the batch is a chain in index
-    order (each vertex its own level, as in ENAS's DAGs), both directions of the
-    bidirectional encoder run together (:meth:`_sweep_both_by_index`); otherwise each
-    direction runs through :meth:`propagate`, index by index on such chains and level by
-    level on other DAGs.
+    Each direction runs through :meth:`propagate`, index by index on chains in index order
+    (each vertex its own level, as in ENAS's DAGs) and level by level on other DAGs.
 
     Shapes:
         - **x**: ``(B, N, x_dim)`` operation features
@@ -94,16 +91,20 @@ class DVAEEncoder(nn.Module):
         adj_f = adj.to(x.dtype)
         b = x.shape[0]
         rows = torch.arange(b, device=x.device)
-        if (self.bidirectional and self._index_order(adj_f, n_nodes, False)
-                and self._index_order(adj_f, n_nodes, True)):
-            states, back = self._sweep_both_by_index(x, feats, adj_f)
-            return self._head(torch.cat([states[:, -1], back[:, 0]], -1))
-        states = self.propagate(x, feats, adj_f, reverse=False, n_nodes=n_nodes)
-        hg = states[rows, n_nodes - 1]  # the output vertex of every graph
         if self.bidirectional:
-            back = self.propagate(x, feats, adj_f, reverse=True, n_nodes=n_nodes)
+            states, back = self.sweeps(x, feats, adj_f, n_nodes)
+            hg = states[rows, n_nodes - 1]  # the output vertex of every graph
             return self._head(torch.cat([hg, back[:, 0]], -1))  # with the input vertex's backward state
-        return self._head(hg)
+        return self._head(self.propagate(x, feats, adj_f, reverse=False, n_nodes=n_nodes)[rows, n_nodes - 1])
+
+    def sweeps(self, x: Tensor, feats: Tensor, adj: Tensor, n_nodes: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """The forward and the reverse sweep of the bidirectional encoder (Eqs. 6-7 / 10-11).
+
+        Returns:
+            The forward and the backward state of every vertex, ``(B, N, hidden)`` each.
+        """
+        return (self.propagate(x, feats, adj, reverse=False, n_nodes=n_nodes),
+                self.propagate(x, feats, adj, reverse=True, n_nodes=n_nodes))
 
     def _head(self, hg: Tensor) -> tuple[Tensor, Tensor]:
         """``(mu, logvar)`` from the graph state (Chatzianastasis et al., 2021, Eqs. 2a-2b / 3a-3b)."""
@@ -134,7 +135,7 @@ class DVAEEncoder(nn.Module):
             The state of every vertex, ``(B, N, hidden)``.
         """
         b, n, _ = x.shape
-        if self._index_order(adj, n_nodes, reverse):
+        if self.index_order(adj, n_nodes, reverse):
             return self._sweep_by_index(x, feats, adj, reverse)
         real = torch.ones(b, n, dtype=torch.bool, device=x.device)
         if n_nodes is not None:
@@ -142,64 +143,13 @@ class DVAEEncoder(nn.Module):
         return self._sweep_by_level(x, feats, adj, reverse, topological_levels(adj, reverse), real)
 
     @staticmethod
-    def _index_order(adj: Tensor, n_nodes: Tensor | None, reverse: bool) -> bool:
+    def index_order(adj: Tensor, n_nodes: Tensor | None, reverse: bool) -> bool:
         """Whether every level is one vertex index in every graph (no padding; chains such as ENAS's)."""
         b, n, _ = adj.shape
         if n_nodes is not None and not bool((n_nodes == n).all()):
             return False
         index = torch.arange(n, device=adj.device).unsqueeze(0)
         return bool((topological_levels(adj, reverse) == (n - 1 - index if reverse else index)).all())
-
-    def _sweep_both_by_index(self, x: Tensor, feats: Tensor, adj: Tensor) -> tuple[Tensor, Tensor]:
-        """Both sweeps of the bidirectional encoder at once, on graphs in index order.
-
-        Eqs. 6-7 / 10-11 of Chatzianastasis et al. (2021; D-VAE, Zhang et al. 2019, Sec. 3.1) in both
-        directions of D-VAE's bidirectional encoder: step ``t`` updates vertex ``t`` in the forward sweep and
-        vertex ``N - 1 - t`` in the reverse one. The two directions' products run as one
-        product of the stacked weights (:class:`~attnas.graphvae.shared_linear.SharedLinear`
-        with ``D = 2``); the GRU's input products of every vertex are computed before the
-        loop (:func:`~attnas.graphvae.gru.input_products`) and each step is
-        :func:`~attnas.graphvae.gru.fused_gru_cell`. Same states as two
-        :meth:`_sweep_by_index` calls.
-
-        Args:
-            x: Operation features, ``(B, N, x_dim)``.
-            feats: Message descriptor features, ``(B, N, F)``.
-            adj: Float adjacency, ``(B, N, N)``.
-
-        Returns:
-            The forward and the backward state of every vertex, ``(B, N, hidden)`` each.
-        """
-        n = x.shape[1]
-        grus = (self.gru_forward, self.gru_backward)
-        gi = torch.stack([input_products(x, g.weight_ih, g.bias_ih) for g in grus])  # (2, B, N, 3H)
-        hh = SharedLinear(torch.stack([g.weight_hh for g in grus]), torch.stack([g.bias_hh for g in grus]))
-        fused = [g.fused() for g in (self.gated_forward, self.gated_backward)]
-        msg = SharedLinear(torch.stack([w for w, _ in fused]), torch.stack([bias for _, bias in fused]))
-        # step t: (forward vertex t, reverse vertex N - 1 - t)
-        gi_at = torch.stack([gi[0], gi[1].flip(1)]).unbind(2)  # (2, B, 3H) per step
-        feats_at = torch.stack([feats, feats.flip(1)]).unbind(2)  # (2, B, F) per step
-        fwd: list[Tensor] = []
-        back: list[Tensor] = []  # back[t] is vertex N - 1 - t
-        msg_f: list[Tensor] = []
-        msg_b: list[Tensor] = []
-        for t in range(n):
-            vf, vb = t, n - 1 - t
-            if t == 0:  # no vertex can send a message yet: GRU(x, 0)
-                h = torch.stack([gru_from_zero(grus[0], x[:, vf]), gru_from_zero(grus[1], x[:, vb])])
-            else:
-                s = torch.stack([
-                    aggregate(adj[:, :vf, vf], torch.stack(msg_f, 1)),  # predecessors 0..t-1
-                    aggregate(adj[:, vb, vb + 1 :], torch.stack(msg_b[::-1], 1)),  # successors vb+1..N-1
-                ])
-                h = fused_gru_cell(gi_at[t], hh(s), s)
-            fwd.append(h[0])
-            back.append(h[1])
-            if t != n - 1:  # the last vertex of a sweep has no one to send to
-                m = GatedSum.from_fused(msg(torch.cat([h, feats_at[t]], -1)))
-                msg_f.append(m[0])
-                msg_b.append(m[1])
-        return torch.stack(fwd, 1), torch.stack(back[::-1], 1)
 
     def _sweep_by_level(self, x: Tensor, feats: Tensor, adj: Tensor, reverse: bool, level: Tensor,
                         real: Tensor) -> Tensor:
@@ -242,7 +192,7 @@ class DVAEEncoder(nn.Module):
 
         Valid when the vertex numbering is a topological order. The GRU's input products of
         every vertex are one call before the loop; the recurrent and gated-sum products go
-        through :class:`~attnas.graphvae.shared_linear.SharedLinear`.
+        through :func:`~attnas.graphvae.step_products.step_linear`.
 
         Args:
             x: Operation features, ``(B, N, x_dim)``.
@@ -261,8 +211,8 @@ class DVAEEncoder(nn.Module):
         order = range(n - 1, -1, -1) if reverse else range(n)
         last = order[-1]
         gi = F.linear(x, gru.weight_ih, gru.bias_ih)  # (B, N, 3H): every vertex's input product at once
-        hh = SharedLinear(gru.weight_hh, gru.bias_hh)
-        msg = SharedLinear(*gated.fused())
+        hh = step_linear(gru.weight_hh, gru.bias_hh)
+        msg = step_linear(*gated.fused())
         for v in order:
             done = list(range(v + 1, n)) if reverse else list(range(v))
             if done:

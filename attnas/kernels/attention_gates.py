@@ -1,6 +1,6 @@
 """Kernel ``attention_gates``: AutoLA's discrete attention modules as single compiled operations.
 
-Each module of :mod:`attnas.ops.vision_attention` computes ``y = x * g(x)`` (AutoLA, Ma et
+Each module of :mod:`attnas.ops.autola.attention_modules` computes ``y = x * g(x)`` (AutoLA, Ma et
 al., NeurIPS 2020, Sec. 3.2). Its PyTorch expression is 10-25 operations and autograd nodes;
 here each module is one :class:`torch.autograd.Function` whose forward and backward are one
 call each of ``csrc/attention_gates.cpp`` (which includes ``csrc/small_conv.h``):
@@ -43,8 +43,8 @@ from attnas.kernels._build import KERNEL_DTYPES, Library
 from attnas.kernels._running_stats import count_batch
 from attnas.kernels._planes import planes_contiguous
 from attnas.ops import overrides
-from attnas.ops.memory_format import as_nchw, is_channels_last
-from attnas.ops.vision_attention import (CBAM, ChannelAttention, ChannelAttentionV2, NormalizationAttention,
+from attnas.ops.autola.memory_format import as_nchw, is_channels_last
+from attnas.ops.autola.attention_modules import (CBAM, ChannelAttention, ChannelAttentionV2, NormalizationAttention,
                                          SpatialAttention)
 
 _p, _i, _i64, _f = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_double
@@ -78,7 +78,7 @@ def _planes(x: torch.Tensor) -> tuple[torch.Tensor, torch.memory_format]:
     copy; and the memory format of the result to return."""
     if planes_contiguous(x):
         return x, torch.contiguous_format
-    if is_channels_last(x):  # the copy's backward gives the gradient back channels-last too
+    if is_channels_last(x):
         return as_nchw(x), torch.channels_last
     return x.contiguous(), torch.contiguous_format
 

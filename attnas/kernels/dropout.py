@@ -1,9 +1,9 @@
-"""Kernel ``dropout``: the hashed dropout mask of :mod:`attnas.ops.dropout` in one vectorised pass.
+"""Kernel ``dropout``: the hashed dropout mask of :mod:`attnas.ops.shared.dropout` in one vectorised pass.
 
 ``csrc/dropout.cpp`` writes the mask on all torch threads: element ``i`` (flat, row-major) is
 ``scale`` when the top 32 bits of ``splitmix64(seed + (i + 1) * 0x9E3779B97F4A7C15)`` are at
 least ``threshold``, else 0 -- the same mask, bit for bit, as
-:func:`attnas.ops.dropout.mask_reference` (0.26 ms for a ``128 x 64 x 64`` tensor on one core
+:func:`attnas.ops.shared.dropout.mask_reference` (0.26 ms for a ``128 x 64 x 64`` tensor on one core
 against 1.9 ms for ``rand_like(x) >= p``). Overrides the hook ``dropout_mask`` on CPU floats.
 
 The compiled call is the custom operator ``torch.ops.attnas.dropout_mask(x, p, seed)``
@@ -21,7 +21,7 @@ import torch
 
 from attnas.kernels._build import KERNEL_DTYPES, Library, disabled_by_environment
 from attnas.ops import overrides
-from attnas.ops.dropout import mask_reference, threshold_of
+from attnas.ops.shared.dropout import mask_reference, threshold_of
 
 LIBRARY = Library("dropout", {
     "attnas_dropout_mask": [ctypes.c_int, ctypes.c_void_p, ctypes.c_int64, ctypes.c_uint64, ctypes.c_uint32,

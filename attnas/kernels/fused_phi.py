@@ -1,6 +1,6 @@
 r"""Kernel ``fused_phi``: the projection :math:`\varphi` of the HOGA cell (AutoLA Eq. 3) as one operation.
 
-:class:`~attnas.ops.hoga_cell.HOGAProjection` computes, from the nodes ``U_0 ... U_{K-1}``
+:class:`~attnas.ops.autola.hoga_cell.HOGAProjection` computes, from the nodes ``U_0 ... U_{K-1}``
 (``c`` channels each),
 
 .. math::
@@ -30,7 +30,7 @@ from attnas.kernels._build import KERNEL_DTYPES, Library, int64_array, pointer_t
 from attnas.kernels._running_stats import count_batch
 from attnas.kernels._planes import planes_contiguous
 from attnas.ops import overrides
-from attnas.ops.hoga_cell import HOGAProjection
+from attnas.ops.autola.hoga_cell import HOGAProjection
 
 _DIMS = [ctypes.c_int64, ctypes.c_int64] + [ctypes.c_int] * 6
 _p, _f = ctypes.c_void_p, ctypes.c_double
@@ -98,7 +98,7 @@ def phi_forward(phi: nn.Module, params: Sequence[torch.Tensor], nodes: Sequence[
     """The kernel's forward (and the batch norms' running-statistics updates), outside autograd.
 
     Args:
-        phi: The :class:`~attnas.ops.hoga_cell.HOGAProjection` (its batch norms' settings).
+        phi: The :class:`~attnas.ops.autola.hoga_cell.HOGAProjection` (its batch norms' settings).
         params: :func:`phi_parameters` of ``phi``.
         nodes: ``U_0 ... U_{K-1}``, each ``(B, c, H, W)`` with contiguous planes.
         channels_last: Write the result channels-last.
@@ -160,7 +160,7 @@ def _batch_norm_applies(bn: nn.Module) -> bool:
 def fused_applies(phi: nn.Module, nodes: Sequence[torch.Tensor]) -> bool:
     """Whether :func:`fused_projection` can run ``phi`` on ``nodes``.
 
-    ``phi`` must be a :class:`~attnas.ops.hoga_cell.HOGAProjection` in training mode (batch
+    ``phi`` must be a :class:`~attnas.ops.autola.hoga_cell.HOGAProjection` in training mode (batch
     norms with affine parameters, channel attention without biases), every tensor on the CPU
     in one float32 / float64 dtype (the running statistics too, contiguous: the kernel updates
     them in place), with more than one value per channel, and the kernel on and built.
@@ -196,7 +196,7 @@ def fused_projection(phi: nn.Module, nodes: Sequence[torch.Tensor], channels_las
     r"""``phi.project(nodes)`` in the compiled kernel (check :func:`fused_applies` first).
 
     Args:
-        phi: A :class:`~attnas.ops.hoga_cell.HOGAProjection` in training mode.
+        phi: A :class:`~attnas.ops.autola.hoga_cell.HOGAProjection` in training mode.
         nodes: ``U_0 ... U_{K-1}``, each ``(B, c, H, W)``.
         channels_last: Return the result in channels-last memory format (else NCHW).
 
@@ -207,7 +207,7 @@ def fused_projection(phi: nn.Module, nodes: Sequence[torch.Tensor], channels_las
 
 
 def project(phi: HOGAProjection, nodes: Sequence[torch.Tensor], channels_last: bool = False) -> torch.Tensor:
-    """Override of :meth:`attnas.ops.hoga_cell.HOGAProjection._folded` (hook ``hoga_phi``):
+    """Override of :meth:`attnas.ops.autola.hoga_cell.HOGAProjection._folded` (hook ``hoga_phi``):
     in training on CPU float planes of at least :data:`FUSED_MIN_POSITIONS` positions."""
     if fused_applies(phi, nodes) and nodes[0].shape[2] * nodes[0].shape[3] >= FUSED_MIN_POSITIONS:
         return fused_projection(phi, nodes, channels_last)

@@ -1,6 +1,6 @@
 """Kernel ``hoga_gates``: the relaxed HOGA cell's full-size passes as three compiled operations.
 
-Overrides :meth:`attnas.ops.hoga_relaxed.GroupedMixedOp.forward` on CPU float32 / float64
+Overrides :func:`attnas.kernels.grouped_mixed_op.grouped_mixed_op` (hook ``grouped_gates``) on CPU float32 / float64
 tensors with :func:`grouped_mixed_op`: the same function in six full-size passes instead of
 some thirty (``csrc/hoga_gates.cpp``). Shapes: ``x`` is ``(B, Gx, c, P)`` with ``P = H W``
 and ``Gx`` either ``G`` (one input per edge) or 1 (one input shared by the ``G`` edges).
@@ -29,8 +29,9 @@ import torch
 
 from attnas.kernels._build import KERNEL_DTYPES, Library
 from attnas.ops import overrides
-from attnas.ops.hoga_relaxed import GroupedMixedOp
-from attnas.ops.small_conv import depthwise_pair, small_conv2d
+from attnas.kernels.grouped_mixed_op import channel_gates, spatial_gate
+from attnas.ops.autola.hoga_relaxed import GroupedMixedOp
+from attnas.ops.autola.small_conv import depthwise_pair, small_conv2d
 
 _p, _i, _i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
 LIBRARY = Library("hoga_gates", {
@@ -159,7 +160,7 @@ def combine(x: torch.Tensor, a: torch.Tensor, gs: torch.Tensor, chan: torch.Tens
 
 
 def grouped_mixed_op(self: GroupedMixedOp, x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """Override of :meth:`GroupedMixedOp.forward`: the same function in six full-size passes
+    """Override of :func:`attnas.kernels.grouped_mixed_op.grouped_mixed_op`: the same function in six full-size passes
     instead of some thirty (up to float rounding and the routing of tied maxima)."""
     if not kernels_apply(x):
         return NotImplemented
@@ -174,11 +175,11 @@ def grouped_mixed_op(self: GroupedMixedOp, x: torch.Tensor, weights: torch.Tenso
         avg, mx, cmean, cmax = gate_stats(xs)
     if self.families:
         pooled = (torch.stack((avg, mx)) if self._needs_max else avg[None]).expand(-1, B, G, c)
-        sig, chan = self._channel_gates(pooled, col)
+        sig, chan = channel_gates(self, pooled, col)
         if "cbam" in col:
             gc = sig[self.families.index("cbam")]  # (B, G, c)
             ps = torch.stack(cbam_pool(xs, gc), 2).view(B, G, 2, H, W)
-            gs = self._spatial_gate("cbam_bn", ps, self.cbam_conv, 1).reshape(B, G, P)
+            gs = spatial_gate(self, "cbam_bn", ps, self.cbam_conv, 1).reshape(B, G, P)
             a = gc * col["cbam"][None, :, None]
     if "identity" in col:
         ident = col["identity"][None, :, None]
@@ -186,7 +187,7 @@ def grouped_mixed_op(self: GroupedMixedOp, x: torch.Tensor, weights: torch.Tenso
     if self.spatial:
         ps = torch.stack((cmean, cmax), 2).view(B, Gx, 2, H, W)
         for n, d in self.spatial:
-            g = self._spatial_gate(f"{n}_bn", ps, getattr(self, f"{n}_conv"), d) * col[n][None, :, None, None]
+            g = spatial_gate(self, f"{n}_bn", ps, getattr(self, f"{n}_conv"), d) * col[n][None, :, None, None]
             spat = g if spat is None else spat + g
         spat = spat.reshape(B, G, P)
     zs, ws = [], []
@@ -208,4 +209,4 @@ def grouped_mixed_op(self: GroupedMixedOp, x: torch.Tensor, weights: torch.Tenso
     return out.view(B, G * c, H, W)
 
 
-overrides.register("grouped_mixed_op", "hoga_gates", grouped_mixed_op)
+overrides.register("grouped_gates", "hoga_gates", grouped_mixed_op)

@@ -4,8 +4,8 @@
 cache and fuses the backward pass likewise, on the flat, zero-padded layout of
 :mod:`attnas.kernels.local_attention_flat` (query count padded to a multiple of the tile).
 
-Overrides :meth:`attnas.ops.local_self_attention.LocalSelfAttention.forward` (hook
-``local_self_attention``) for ``impl="fused"`` on CPU float32/float64 with windows up to 15:
+Overrides :meth:`attnas.ops.fullattn.local_self_attention.LocalSelfAttention.forward` (hook
+``local_self_attention``) on CPU float32/float64 with windows up to 15:
 with stride 1 the layer pads its input instead of q, k, v (a bias-free 1x1 projection of zero
 is zero) and projects it straight into the kernel's packed ``[B, 3, C, Lx]`` buffer (one pad,
 one batched GEMM, one gradient buffer); with a larger stride it packs the projections. Where
@@ -26,7 +26,7 @@ from torch import Tensor, nn
 from attnas.kernels._build import KERNEL_DTYPES, Library
 from attnas.kernels.local_attention_flat import _MASKS, _relative_matrix
 from attnas.ops import overrides
-from attnas.ops.local_self_attention import _check_inputs, _strided_queries
+from attnas.ops.fullattn.local_self_attention import _check_inputs, _strided_queries
 
 #: Query positions per tile (``TILE`` of the C++ source); the flat query count is padded to a multiple of it.
 TILE = 16
@@ -145,7 +145,7 @@ def local_attention_fused(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_
                           heads: int, stride: int = 1, save_attention: bool = False) -> Tensor:
     """Local multi-head self-attention by the fused CPU kernel (SASA Eq. 3; fused version).
 
-    Same result as :func:`attnas.ops.local_self_attention.local_attention` (float32: to
+    Same result as :func:`attnas.ops.fullattn.local_self_attention.local_attention` (float32: to
     ~1e-6, the kernel's ``exp`` is a polynomial; float64: to ~1e-13). Returns
     ``NotImplemented`` when the kernel cannot run (not on the CPU, another dtype, a window
     over 15, the library not built: see :func:`applies`).
@@ -215,8 +215,8 @@ def _fused_apply(qkv: Tensor, rel_row: Tensor, rel_col: Tensor, heads: int, H: i
 
 
 def local_self_attention(module: nn.Module, x: Tensor) -> Tensor:
-    """Override of :meth:`~attnas.ops.local_self_attention.LocalSelfAttention.forward`."""
-    if module.impl != "fused" or module.kernel_size > MAX_WINDOW or x.dim() != 4 or x.shape[1] != module.in_channels:
+    """Override of :meth:`~attnas.ops.fullattn.local_self_attention.LocalSelfAttention.forward`."""
+    if module.kernel_size > MAX_WINDOW or x.dim() != 4 or x.shape[1] != module.in_channels:
         return NotImplemented
     w = module.qkv.weight
     if not applies(x, w, module.rel_row, module.rel_col):

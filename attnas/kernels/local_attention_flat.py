@@ -1,6 +1,6 @@
 r"""Kernel ``local_attention_flat``: local self-attention without unfolded copies, in PyTorch.
 
-The eager :func:`attnas.ops.local_self_attention.local_attention` (SASA Eq. 3) gathers every
+The eager :func:`attnas.ops.fullattn.local_self_attention.local_attention` (SASA Eq. 3) gathers every
 ``k x k`` window with ``unfold``, materialising ``k*k`` copies of the keys and values.
 :func:`local_attention_flat` computes the same result without them: windows are strided
 *views* of a flattened, padded map (see :func:`_flat_geometry`) and every product with them
@@ -12,10 +12,10 @@ attention weights are kept for the backward pass by default (``save_attention=Fa
 recomputes them chunk by chunk instead).
 
 No C++: plain PyTorch operations, on any device. Overrides
-:meth:`attnas.ops.local_self_attention.LocalSelfAttention.attend` (hook ``local_attention``)
-for ``impl="fast"`` (except on maps so small that the eager definition is quicker,
-:data:`UNFOLD_BELOW`) and for ``impl="fused"`` where the compiled kernel ``local_attention``
-did not run. Its flat layout is also the one of the compiled kernel.
+:meth:`attnas.ops.fullattn.local_self_attention.LocalSelfAttention.attend` (hook ``local_attention``)
+where the compiled kernel ``local_attention`` did not run (off the CPU, a window wider than
+it handles, the kernel switched off or not built). Its flat layout is also the one of the
+compiled kernel.
 """
 
 from __future__ import annotations
@@ -27,13 +27,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnas.ops import overrides
-from attnas.ops.local_self_attention import _check_inputs, _strided_queries
-
-#: ``LocalSelfAttention(impl="fast")`` keeps the eager (unfold) definition below this many
-#: unfolded elements (``B*C*k*k*H_out*W_out``): on tiny maps its few large kernels beat the
-#: per-offset loop (measured crossover on CPU: 1.5e5-2e5). Both give the same result.
-UNFOLD_BELOW = 1 << 17
-
+from attnas.ops.fullattn.local_self_attention import _check_inputs, _strided_queries
 
 @functools.lru_cache(maxsize=256)
 def _flat_geometry(H: int, W: int, ks: int, stride: int) -> tuple[int, int, int, int, int, int, int]:
@@ -236,7 +230,7 @@ def local_attention_flat(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_c
                     save_attention: bool = True) -> Tensor:
     """Local multi-head self-attention without unfolded copies (SASA Eq. 3; flat layout).
 
-    Same result as :func:`attnas.ops.local_self_attention.local_attention` to float
+    Same result as :func:`attnas.ops.fullattn.local_self_attention.local_attention` to float
     precision (see the module docstring for the layout). Works on any device; on CPU it
     processes the batch in chunks whose working set stays in cache.
 
@@ -277,13 +271,7 @@ def local_attention_flat(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_c
 
 
 def attend(module: nn.Module, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
-    """Override of :meth:`~attnas.ops.local_self_attention.LocalSelfAttention.attend`."""
-    if module.impl == "unfold":
-        return NotImplemented
-    if module.impl == "fast":
-        unfolded = k.shape[0] * module.out_channels * module.kernel_size**2 * q.shape[-2] * q.shape[-1]
-        if unfolded < UNFOLD_BELOW:
-            return NotImplemented
+    """Override of :meth:`~attnas.ops.fullattn.local_self_attention.LocalSelfAttention.attend`."""
     return local_attention_flat(q, k, v, module.rel_row, module.rel_col, module.heads, module.stride,
                                 save_attention=module.save_attention)
 

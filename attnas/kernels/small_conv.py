@@ -1,14 +1,14 @@
 """Kernel ``small_conv``: direct stride-1 "same" convolutions with few channels per group.
 
 ``csrc/small_conv.cpp`` (definitions in ``csrc/small_conv.h``) computes the convolution of
-:func:`attnas.ops.small_conv.small_conv2d` on NCHW-contiguous float32 / float64 tensors, forward
+:func:`attnas.ops.autola.small_conv.small_conv2d` on NCHW-contiguous float32 / float64 tensors, forward
 and backward (input and weight gradients), for AutoLA's gates: the depth-wise ``3 x 3`` filters
 of the normalization attention and the ``2 -> 1`` filters of the spatial attention and CBAM,
 where oneDNN's general convolution reaches only 8-15 GFLOP/s. Every thread works on whole
 images (a zero-padded copy of one (image, group) plane, a branch-free vectorised row loop); the
 weight gradient is summed per thread and then over the threads in order (deterministic for a
 given thread count). Also two depth-wise banks on one input in one call each way
-(:func:`~attnas.ops.small_conv.depthwise_pair`, the relaxed HOGA cell's normalization gates).
+(:func:`~attnas.ops.autola.small_conv.depthwise_pair`, the relaxed HOGA cell's normalization gates).
 
 Overrides ``small_conv2d``, ``depthwise_pair`` and the relaxed cell's ``gate_conv``.
 """
@@ -108,7 +108,7 @@ def kernel_applies(x: torch.Tensor) -> bool:
 
 def small_conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, dilation: int = 1,
                  groups: int = 1) -> torch.Tensor:
-    """Override of :func:`attnas.ops.small_conv.small_conv2d` (returns NCHW-contiguous)."""
+    """Override of :func:`attnas.ops.autola.small_conv.small_conv2d` (returns NCHW-contiguous)."""
     k = weight.shape[-1]
     if k % 2 == 0 or weight.shape[-2] != k:
         return NotImplemented  # the eager function raises its error
@@ -130,7 +130,7 @@ def gate_conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, 
 
 def depthwise_pair(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, d1: int, w2: torch.Tensor,
                    b2: torch.Tensor | None, d2: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Override of :func:`attnas.ops.small_conv.depthwise_pair`: both banks in one call each way
+    """Override of :func:`attnas.ops.autola.small_conv.depthwise_pair`: both banks in one call each way
     (the input read once, its gradient summed over both banks and all edges in the kernel)."""
     Cin, Cout, k = x.shape[1], w1.shape[0], w1.shape[-1]
     fits = (x.dim() == 4 and w1.shape == w2.shape and w1.dim() == 4 and w1.shape[1] == 1 and Cout % Cin == 0

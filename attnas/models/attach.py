@@ -6,7 +6,7 @@ well-established CNN architectures"). :func:`attach_attention` does that for a m
 already have::
 
     from attnas.models.attach import attach_attention
-    from attnas.ops.vision_attention import CBAM
+    from attnas.ops.autola.attention_modules import CBAM
 
     attach_attention(model, lambda c: CBAM(c, reduction=16))          # CBAM everywhere
     attach_attention(model, space.attention_factory(arch))             # a searched HOGA cell

@@ -46,7 +46,7 @@ import torch
 from torch import nn
 
 from attnas.core.arch import Arch
-from attnas.ops.dropout import fast_dropout
+from attnas.ops.shared.dropout import fast_dropout
 
 #: The roles of a layer type's inputs: an addition layer's two inputs, an attention layer's
 #: query, key and value.

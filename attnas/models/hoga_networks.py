@@ -1,8 +1,8 @@
 """Backbones carrying HOGA cells: the discrete network and the relaxed supernet.
 
-:func:`hoga_network` places a discrete :class:`~attnas.ops.hoga_cell.HOGA` cell in every
+:func:`hoga_network` places a discrete :class:`~attnas.ops.autola.hoga_cell.HOGA` cell in every
 residual block of a CIFAR ResNet (AutoLA Sec. 4.2). :class:`RelaxedHOGANetwork` places a
-:class:`~attnas.ops.hoga_relaxed.RelaxedHOGA` cell in every block instead; all cells share one
+:class:`~attnas.ops.autola.hoga_relaxed.RelaxedHOGA` cell in every block instead; all cells share one
 architecture-weight matrix ``alpha`` (one searched cell is used everywhere), exposed by
 :meth:`RelaxedHOGANetwork.arch_parameters` and kept apart from
 :meth:`RelaxedHOGANetwork.weight_parameters`, as first-order DARTS needs.
@@ -18,9 +18,9 @@ from torch import nn
 
 from attnas.models.image_classifier import images_of
 from attnas.models.resnet_cifar import CifarResNet, cifar_resnet
-from attnas.ops.hoga_cell import HOGA, hoga_edges
-from attnas.ops.hoga_relaxed import RelaxedHOGA, init_alpha
-from attnas.ops.vision_attention import HOGA_OPS
+from attnas.ops.autola.hoga_cell import HOGA, hoga_edges
+from attnas.ops.autola.hoga_relaxed import RelaxedHOGA, init_alpha
+from attnas.ops.autola.attention_modules import HOGA_OPS
 
 
 def hoga_factory(edges: Mapping[str, str], groups: int = 4, reduction: int = 4,

@@ -34,7 +34,7 @@ import torch
 from torch import Tensor, nn
 
 from attnas.core.errors import ArchError, DataError
-from attnas.ops.self_attention_block import CANDIDATES, make_candidate
+from attnas.ops.fullattn.self_attention_block import CANDIDATES, make_candidate
 
 __all__ = [
     "LAYERS_PER_STAGE",
@@ -124,8 +124,8 @@ class StagewiseNetwork(_Backbone):
         in_channels: Image channels.
         num_classes: Classifier outputs.
         init_channels: Channels of the stem and of stage 1.
-        **block_options: ``reduction``, ``batch_norm``, ``impl`` for
-            :func:`~attnas.ops.self_attention_block.make_candidate`.
+        **block_options: ``reduction`` and ``batch_norm`` for
+            :func:`~attnas.ops.fullattn.self_attention_block.make_candidate`.
 
     Shapes:
         - **input:** a batch holding images ``[B, in_channels, H, W]``
@@ -196,7 +196,7 @@ class RelaxedStagewiseNetwork(_Backbone):
         num_classes: Classifier outputs.
         init_channels: Channels of the stem and of stage 1.
         layer_groups: For each of the 15 layers, its row of ``alpha`` (default: its own).
-        **block_options: ``reduction``, ``batch_norm``, ``impl``.
+        **block_options: ``reduction``, ``batch_norm``.
 
     Shapes:
         - **input:** a batch holding images ``[B, in_channels, H, W]``

@@ -6,7 +6,7 @@ The searched text models of AutoAttend (Guan et al., ICML 2021, Sec. 5.2.3) are
 
 The stem embeds the tokens with GloVe-initialised, fine-tuned word embeddings and
 projects them to the hidden size; the searched layers combine the text operations of
-:mod:`attnas.ops.text` and the attention layer of :mod:`attnas.ops.sequence_attention`;
+:mod:`attnas.ops.autoattend.text` and the attention layer of :mod:`attnas.ops.autoattend.sequence_attention`;
 the head pools over the real tokens and classifies. These are the "domain adapter"
 pieces a generic layer/connection space plugs in::
 
@@ -18,7 +18,7 @@ pieces a generic layer/connection space plugs in::
 :class:`TransformerTextClassifier` is the paper's "24-layer Transformer" baseline
 (Table 4): the same stem and head around standard Transformer encoder layers.
 
-All hidden states are zero at pad positions (see :mod:`attnas.ops.sequence_context`).
+All hidden states are zero at pad positions (see :mod:`attnas.ops.autoattend.sequence_context`).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnas.core.errors import ConfigError
-from attnas.ops.dropout import FastDropout
-from attnas.ops.positions import sinusoidal_positions
-from attnas.ops.sequence_context import SequenceContext
+from attnas.ops.autoattend.sequence_context import SequenceContext
+from attnas.ops.shared.dropout import FastDropout
+from attnas.ops.shared.positions import sinusoidal_positions
 
 Pooling = Literal["max", "mean", "max+mean"]
 

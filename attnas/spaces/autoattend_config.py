@@ -75,7 +75,7 @@ class AutoAttendConfig(CheckedConfig):
             raise ConfigError(f"space.constraints: {bad} are not constraints; valid: 1, 2, 3")
         if "attn" in self.layer_types and self.hidden % self.heads:
             raise ConfigError(f"space.hidden: {self.hidden} is not divisible by space.heads={self.heads}")
-        from attnas.ops.common import ACTIVATIONS
+        from attnas.ops.autoattend.common import ACTIVATIONS
 
         for key in ("act", "out_act"):
             if getattr(self, key) not in ACTIVATIONS:

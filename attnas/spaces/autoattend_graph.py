@@ -6,7 +6,7 @@ hidden size; with ``stem: project`` a linear projection to the hidden size share
 architectures (as AutoGL's AutoAttend does). The head is a linear classifier with
 ``space.head: linear``, and nothing with ``head: none``, where the last layer's
 operations output the class scores. The attention layer is
-:class:`~attnas.ops.graph_attention.EdgeScaledDotProductAttention` (Eq. 8, h = 4).
+:class:`~attnas.ops.autoattend.graph_attention.EdgeScaledDotProductAttention` (Eq. 8, h = 4).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from torch import nn
 
 from attnas import registry
 from attnas.core.errors import ConfigError
-from attnas.ops.dropout import fast_dropout
-from attnas.ops.graph_attention import EdgeScaledDotProductAttention
-from attnas.ops.graph_context import GraphContext, SparseFeatures
+from attnas.ops.autoattend.graph_attention import EdgeScaledDotProductAttention
+from attnas.ops.autoattend.graph_context import GraphContext, SparseFeatures
+from attnas.ops.shared.dropout import fast_dropout
 from attnas.spaces.autoattend_networks import register_adapter
 from attnas.tasks.base import TaskInfo
 

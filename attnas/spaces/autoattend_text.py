@@ -8,13 +8,13 @@ Guan et al., *AutoAttend*, ICML 2021, Sec. 5.1.1, 5.2.2-5.2.3 (NLP), following T
 - **Stem** (:class:`~attnas.models.text_encoder.TextStem`): GloVe-initialised word
   embeddings, fine-tuned (Sec. 5.2.3), LayerNorm'd, projected to the hidden size, ReLU,
   dropout. Shared by all architectures.
-- **Operations**: the ``text`` pool of Table 3 (:mod:`attnas.ops.text`: zero, identity,
+- **Operations**: the ``text`` pool of Table 3 (:mod:`attnas.ops.autoattend.text`: zero, identity,
   conv1, conv3, max_pool3, gru) plus, for the Table 6 baseline space only,
-  ``self_attention`` (:class:`~attnas.ops.sequence_attention.SelfAttentionOp`). The
+  ``self_attention`` (:class:`~attnas.ops.autoattend.sequence_attention.SelfAttentionOp`). The
   parametric ones LayerNorm their input and drop out their output (``space.dropout``).
 - **Addition layer**: the sum of its two connections followed by dropout
   (``space.dropout``), as the reference implementation's aggregation layer does.
-- **Attention layer** (:class:`~attnas.ops.sequence_attention.SequenceAttention`): Eq. 8
+- **Attention layer** (:class:`~attnas.ops.autoattend.sequence_attention.SequenceAttention`): Eq. 8
   with ``space.heads`` heads (8 in the paper), no projections (the connections' operations
   are the projections, Eq. 4), pad keys masked, dropout ``space.attn_dropout`` on the
   attention weights, then dropout ``space.dropout`` and a LayerNorm. Each layer position
@@ -44,7 +44,7 @@ from attnas import registry
 from attnas.config import CheckedConfig, from_mapping
 from attnas.core.errors import ConfigError
 from attnas.models.text_encoder import MaskedPoolingHead, TextStem
-from attnas.ops.sequence_attention import SequenceAttention
+from attnas.ops.autoattend.sequence_attention import SequenceAttention
 from attnas.spaces.autoattend_networks import register_adapter
 from attnas.tasks.base import TaskInfo
 

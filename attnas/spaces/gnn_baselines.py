@@ -26,7 +26,7 @@ from torch import nn
 from attnas.config import CheckedConfig, Fraction, PositiveInt
 from attnas.core.arch import Arch
 from attnas.core.errors import ArchError, unknown_name
-from attnas.ops.dropout import fast_dropout
+from attnas.ops.shared.dropout import fast_dropout
 from attnas.registry import register_space
 from attnas.spaces.base import Space
 

@@ -34,9 +34,9 @@ from torch_geometric import nn as gnn
 
 from attnas.config import CheckedConfig, Fraction, PositiveInt
 from attnas.core.arch import Arch
-from attnas.ops.dropout import fast_dropout
-from attnas.ops.graph_context import GraphContext
-from attnas.ops.graph_heterophily import GPRPropagation
+from attnas.ops.autoattend.graph_context import GraphContext
+from attnas.ops.autoattend.graph_heterophily import GPRPropagation
+from attnas.ops.shared.dropout import fast_dropout
 from attnas.registry import register_space
 from attnas.spaces.gnn_baselines import GAT, GCN, GNNBaselineSpace, TwoLayer
 

@@ -20,7 +20,7 @@ Choices layout (``Arch.choices``)::
 group ``F_k`` when ``j == k``, from node ``U_j`` when ``j < k``. There are ``K (K + 1) / 2``
 edges; each names an operation of the space's pool (by default the nine of Sec. 3.2: ``se``,
 ``channel_v2``, ``spatial_d1``, ``spatial_d2``, ``norm_d1``, ``norm_d2``, ``cbam``,
-``identity``, ``zero``; see :mod:`attnas.ops.vision_attention`). The example is the cell of
+``identity``, ``zero``; see :mod:`attnas.ops.autola.attention_modules`). The example is the cell of
 the paper's Figure 3 (:data:`FIGURE3_EDGES`), with ``A_h (kernel 7)`` read as CBAM.
 
 The space is ``|pool| ** (K (K + 1) / 2)`` cells large (``9 ** 10`` for the paper's setting).
@@ -47,8 +47,8 @@ from attnas.core.errors import ArchError, ConfigError, did_you_mean
 from attnas.models.hoga_networks import RelaxedHOGANetwork, hoga_factory
 from attnas.models.image_classifier import ImageClassifier
 from attnas.models.resnet_cifar import cifar_resnet
-from attnas.ops.hoga_cell import edge_key, edge_keys, hoga_edges
-from attnas.ops.vision_attention import HOGA_OPS, POOL
+from attnas.ops.autola.attention_modules import HOGA_OPS, POOL
+from attnas.ops.autola.hoga_cell import edge_key, edge_keys, hoga_edges
 from attnas.registry import register_space
 from attnas.spaces.base import Baseline, Space
 

@@ -31,7 +31,7 @@ from attnas.core.arch import Arch
 from attnas.core.errors import ArchError, ConfigError, did_you_mean
 from attnas.models.image_classifier import ImageClassifier
 from attnas.models.resnet_cifar import cifar_resnet
-from attnas.ops.vision_attention import POOL, create_attention
+from attnas.ops.autola.attention_modules import POOL, create_attention
 from attnas.registry import register_space
 from attnas.spaces.base import Space
 

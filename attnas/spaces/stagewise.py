@@ -12,7 +12,7 @@ Architecture layout (``Arch.choices``)::
     {"layers": ["local_sa_k7_h8", "non_local_sa", ...]}   # 15 names
 
 ``layers[3*s + i]`` is layer ``i`` (0-2) of stage ``s + 1`` (1-5). Valid names are
-:data:`~attnas.ops.self_attention_block.CANDIDATES`: ``local_sa_k{3,5,7}_h{4,8}`` and
+:data:`~attnas.ops.fullattn.self_attention_block.CANDIDATES`: ``local_sa_k{3,5,7}_h{4,8}`` and
 ``non_local_sa``. The stem is fixed and not part of the choices.
 
 Ablation without the stage-wise space (Table VII, ``shared_stages: true``): stages 1, 3
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Optional
+from typing import Any, ClassVar, Optional
 
 import numpy as np
 from torch import nn
@@ -48,7 +48,7 @@ from attnas.models.stagewise_network import (
     RelaxedStagewiseNetwork,
     StagewiseNetwork,
 )
-from attnas.ops.self_attention_block import CANDIDATES, PAPER_LABELS
+from attnas.ops.fullattn.self_attention_block import CANDIDATES, PAPER_LABELS
 from attnas.spaces.base import Baseline, Space
 
 __all__ = ["StagewiseConfig", "StagewiseSpace"]
@@ -66,17 +66,10 @@ class StagewiseConfig(CheckedConfig):
         reduction: Bottleneck ratio: a block's attention width is its output channels
             divided by this (not stated in the paper; 2 matches its parameter counts best).
         batch_norm: BatchNorm after each layer of a block, as in the ResNet bottleneck the
-            paper's blocks are modelled on (see :mod:`attnas.ops.self_attention_block`);
+            paper's blocks are modelled on (see :mod:`attnas.ops.fullattn.self_attention_block`);
             ``false`` gives the layers exactly as the text lists them.
         shared_stages: Table VII ablation: stages 1, 3, 5 share one structure and 2, 4
             another.
-        impl: Which implementation of local attention may run
-            (:class:`~attnas.ops.local_self_attention.LocalSelfAttention`): ``fused`` (default:
-            the compiled CPU kernel of :mod:`attnas.kernels`, built with g++ on first use and
-            cached; the flat PyTorch kernel where it cannot run, e.g. on a GPU or without a
-            compiler), ``fast`` (the flat PyTorch kernel) or ``unfold`` (the eager definition,
-            also what every choice runs with ``ATTNAS_NO_KERNELS=1``). All three give the same
-            result to float rounding.
         final_channels: ``init_channels`` of the discrete networks :meth:`StagewiseSpace.build`
             makes (the retrained architecture), when it differs from the searched relaxation's
             (the paper searches with 16 and trains the final networks with 80 or 96); null:
@@ -87,10 +80,11 @@ class StagewiseConfig(CheckedConfig):
     reduction: PositiveInt = 2
     batch_norm: bool = True
     shared_stages: bool = False
-    impl: Literal["fast", "unfold", "fused"] = "fused"
     final_channels: Optional[PositiveInt] = None
 
     field_prefix = "space."
+    retired_keys: ClassVar[dict[str, str]] = {
+        "impl": "which local-attention kernel runs is chosen by ATTNAS_NO_KERNELS / ATTNAS_DISABLE_KERNELS"}
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -201,7 +195,7 @@ class StagewiseSpace(Space):
 
     def _block_options(self) -> dict[str, Any]:
         o = self.options
-        return {"reduction": o.reduction, "batch_norm": o.batch_norm, "impl": o.impl}
+        return {"reduction": o.reduction, "batch_norm": o.batch_norm}
 
     def build(self, arch: Arch, task: Any) -> nn.Module:
         """A :class:`~attnas.models.stagewise_network.StagewiseNetwork` for ``arch``.

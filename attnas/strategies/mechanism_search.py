@@ -224,7 +224,7 @@ class MechanismSearch(Strategy):
             self.run.log({"phase": "supernet", **ev})
 
         res = fit(model, self.task, cfg.train_config(), seed=self.seed, desc="supernet training", log=log,
-                  phase=phase, checkpoint_every=cfg.checkpoint_every)
+                  phase=phase, checkpoint_every=cfg.checkpoint_every, score_test=False)
         self.elapsed = phase.elapsed
         summary = {f"supernet_val_{metric}": res.val, "supernet_epochs": res.epochs,
                    "supernet_best_epoch": res.best_epoch}

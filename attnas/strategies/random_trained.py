@@ -80,7 +80,7 @@ class RandomTrained(Strategy):
             seed_everything(self.seed + 1000 + i)
             model = self.space.build(archs[i], self.task).to(self.device)
             res = fit(model, self.task, cfg, seed=self.seed + 1000 + i,
-                      desc=f"random candidate {i + 1}/{len(archs)}")
+                      desc=f"random candidate {i + 1}/{len(archs)}", score_test=False)
             scored.append({"arch": archs[i].choices, f"val_{metric}": res.val, "epochs": res.epochs})
             self.run.log({"phase": TAG, "candidate": i, "arch": archs[i].choices, f"val_{metric}": res.val,
                           "epochs": res.epochs})

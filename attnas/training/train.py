@@ -149,7 +149,7 @@ class FitResult:
 
 def fit(model: nn.Module, task: Any, cfg: TrainConfig, *, seed: int = 0, desc: str = "train",
         log: Callable[[dict], None] | None = None, phase: ResumablePhase | None = None,
-        checkpoint_every: int = 0) -> FitResult:
+        checkpoint_every: int = 0, score_test: bool = True) -> FitResult:
     """Train ``model`` on ``task`` with early stopping on the validation score.
 
     Args:
@@ -165,6 +165,8 @@ def fit(model: nn.Module, task: Any, cfg: TrainConfig, *, seed: int = 0, desc: s
             (:meth:`~attnas.runs.resumable_phase.ResumablePhase.load`) training continues from it.
             ``None``: not checkpointed.
         checkpoint_every: Epochs between checkpoints (0: never).
+        score_test: Whether to score the test split at the end; a search's candidates are
+            not (their ``test`` is NaN), so nothing a search chooses among has a test score.
 
     Returns:
         A :class:`FitResult`; the model holds the best-validation weights.
@@ -211,6 +213,6 @@ def fit(model: nn.Module, task: Any, cfg: TrainConfig, *, seed: int = 0, desc: s
                            history=history)
     if best_state is not None:
         model.load_state_dict(best_state)
-    test = evaluate("test")
+    test = evaluate("test") if score_test else math.nan
     return FitResult(val=best_val, test=test, best_epoch=best_epoch, epochs=phase.step,
                      state_dict=best_state or model.state_dict(), history=history)

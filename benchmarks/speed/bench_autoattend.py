@@ -108,8 +108,8 @@ def _attention_peak(args) -> dict:
     n, e, d, heads, threads = args
     import torch
 
-    from attnas.ops.graph_attention import EdgeScaledDotProductAttention
-    from attnas.ops.graph_context import GraphContext
+    from attnas.ops.autoattend.graph_attention import EdgeScaledDotProductAttention
+    from attnas.ops.autoattend.graph_context import GraphContext
 
     torch.set_num_threads(threads)
     g = torch.Generator().manual_seed(0)

@@ -12,8 +12,8 @@ figures directly (the ``TARGET`` lines), each with the load average around it:
    prior per step, Adam lr 0.005, gradient clipping 5): ``--epochs`` full epochs of 67
    steps are timed
    (the target figure: a whole epoch, not an extrapolation). Before that, ``--steps``
-   steps alternate between the current text operations and the reference ones of
-   round 3 (GRU on packed sequences), on the same batches and architectures, for their
+   steps alternate between the training step of ``train_epoch`` and the reference one of
+   round 3 (every parameter zeroed, clipped and stepped), on the same batches and architectures, for their
    ratio (medians; both see the same machine load).
 2. **Evaluating 1,000 architectures** on the 1,101 dev sentences with supernet weights
    (as ``supernet_score``: eval mode, batches sorted by length, batch ``--eval-batch``):
@@ -24,8 +24,7 @@ figures directly (the ``TARGET`` lines), each with the load average around it:
    (``attnas.scale.parallel.map_in_threads``); then the mean is the whole set's wall time over
    its size (``--score-threads 1``: one at a time with all the torch threads, each timed).
    Evaluation runs the
-   GRU on packed sequences in both (the faster without gradients), so there is no
-   reference ratio here; instead the matrix-product FLOPs of each scored architecture
+   GRU on packed sequences, so there is no reference ratio here; instead the matrix-product FLOPs of each scored architecture
    are counted (``torch.utils.flop_counter``) and turned into the time 1,000 of them
    would need at ``--peak-gflops`` per thread (a lower bound).
 
@@ -72,15 +71,6 @@ def supernet_step(task, supernet, params: list, opt, grad_clip: float, batch, ar
     step_with_gradients(opt, active)
     for p in active:
         p.grad = None
-
-
-def set_gru(model, implementation: str) -> None:
-    """Switch every GRU operation of ``model`` to ``implementation`` (same parameters)."""
-    from attnas.ops.text import GRUOp
-
-    for m in model.modules():
-        if isinstance(m, GRUOp):
-            m.implementation = implementation
 
 
 def main() -> None:
@@ -145,12 +135,10 @@ def main() -> None:
         times = {"current": [], "reference": []}
         for i in range(args.warmup + args.steps):
             batch, arch = batches[i % len(batches)], space.sample(rng)
-            for name, impl, fn in (("current", "padded", step), ("reference", "packed", reference_step)):
-                set_gru(supernet, impl)
+            for name, fn in (("current", step), ("reference", reference_step)):
                 w, c, _ = timed(lambda: fn(batch, arch))
                 if i >= args.warmup:
                     times[name].append((w, c))
-        set_gru(supernet, "padded")
         med = {k: (statistics.median(t[0] for t in v), statistics.median(t[1] for t in v)) for k, v in times.items()}
         out["supernet_step_ratio"] = {
             "current_step_cpu_s": round(med["current"][1], 3), "reference_step_cpu_s": round(med["reference"][1], 3),

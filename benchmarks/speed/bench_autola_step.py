@@ -78,7 +78,7 @@ def main() -> None:
     torch.manual_seed(0)
     from attnas.models.hoga_networks import RelaxedHOGANetwork, hoga_network
     from attnas.models.resnet_cifar import cifar_resnet
-    from attnas.ops.hoga_cell import edge_keys
+    from attnas.ops.autola.hoga_cell import edge_keys
     from attnas.spaces.hoga import FIGURE3_EDGES
 
     dev = torch.device(args.device)
@@ -170,8 +170,8 @@ def page_faults(steps: dict, sync, rounds: int = 3) -> dict[str, float]:
 def breakdown(args, dev, fmt, edges, sync) -> None:
     """Forward + backward of the pieces of one stage-1 block (16 channels, 32 x 32), interleaved."""
     from attnas.models.resnet_cifar import BasicBlock
-    from attnas.ops.hoga_cell import HOGA, HOGAProjection
-    from attnas.ops.hoga_relaxed import RelaxedHOGA
+    from attnas.ops.autola.hoga_cell import HOGA, HOGAProjection
+    from attnas.ops.autola.hoga_relaxed import RelaxedHOGA
 
     C, S, K = 16, 32, args.groups
     c = C // K

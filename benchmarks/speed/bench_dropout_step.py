@@ -32,7 +32,7 @@ def main() -> None:
 
     import torch
 
-    import attnas.ops.dropout as dropout
+    import attnas.ops.shared.dropout as dropout
     from attnas.data.root import resolve_data_root
     from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
     from attnas.strategies.one_shot_config import SupernetConfig

@@ -34,6 +34,9 @@ def main() -> None:
     ap.add_argument("--hidden", type=int, default=501)
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
+    from attnas.runs.build import use_kernels
+
+    use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     torch.set_num_threads(args.threads)
     space = AutoAttendSpace(AutoAttendConfig())
     rng = random.Random(0)

@@ -13,8 +13,9 @@ Usage::
 
     PYTHONPATH=. python -m benchmarks.speed.bench_fullattn_epoch [--threads 2] [--rounds 5] [--steps 4] [--impls fast,fused]
 
-``--impls`` picks the local attention implementations timed (one network each:
-``local_sa_k7`` is the eager ``fast`` path, ``local_sa_k7_fused`` the compiled kernel).
+``--impls`` picks the local attention implementations timed (one network each, run with
+kernels switched off as :data:`benchmarks.speed.bench_local_sa.KERNELS_OFF` says:
+``local_sa_k7`` is the flat PyTorch kernel (``fast``), ``local_sa_k7_fused`` the compiled kernel).
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ import time
 import torch
 from torch import nn
 
+import attnas.kernels
 from attnas.models.stagewise_network import StagewiseNetwork
-from attnas.ops.self_attention_block import SelfAttentionBlock
+from attnas.ops.fullattn.self_attention_block import SelfAttentionBlock
+from benchmarks.speed.bench_local_sa import KERNELS_OFF
 
 
 def conv_twin(net: StagewiseNetwork) -> StagewiseNetwork:
@@ -61,18 +64,19 @@ def main() -> None:
     x = torch.randn(args.batch, 3, args.size, args.size)
     y = torch.randint(0, 10, (args.batch,))
     ops = ["local_sa_k7_h8"] * 15
-    nets = {("local_sa_k7" if impl == "fast" else f"local_sa_k7_{impl}"): StagewiseNetwork(ops, 3, 10, args.channels,
-                                                                                           impl=impl)
-            for impl in args.impls.split(",") if impl}
+    impls = {("local_sa_k7" if impl == "fast" else f"local_sa_k7_{impl}"): impl for impl in args.impls.split(",") if impl}
+    nets = {name: StagewiseNetwork(ops, 3, 10, args.channels) for name in impls}
     nets["conv3x3"] = conv_twin(StagewiseNetwork(ops, 3, 10, args.channels))
+    off = {name: KERNELS_OFF[impl] for name, impl in impls.items()} | {"conv3x3": ()}
     opts = {k: torch.optim.SGD(n.parameters(), lr=0.01, momentum=0.9) for k, n in nets.items()}
 
     def epoch(name: str) -> None:
         net, opt = nets[name], opts[name]
-        for _ in range(args.steps):
-            opt.zero_grad(set_to_none=True)
-            nn.functional.cross_entropy(net((x, y)), y).backward()
-            opt.step()
+        with attnas.kernels.switched_off(*off[name]):
+            for _ in range(args.steps):
+                opt.zero_grad(set_to_none=True)
+                nn.functional.cross_entropy(net((x, y)), y).backward()
+                opt.step()
 
     for name in nets:  # warm-up
         epoch(name)

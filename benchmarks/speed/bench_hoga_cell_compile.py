@@ -39,8 +39,8 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     from attnas.models.resnet_cifar import BasicBlock
-    from attnas.ops.hoga_cell import HOGA
-    from attnas.ops.hoga_relaxed import RelaxedHOGA
+    from attnas.ops.autola.hoga_cell import HOGA
+    from attnas.ops.autola.hoga_relaxed import RelaxedHOGA
     from attnas.spaces.hoga import FIGURE3_EDGES
 
     fmt = torch.channels_last

@@ -29,8 +29,8 @@ def main() -> None:
 
     from attnas.kernels.attention_gates import kernels_apply
     from attnas.kernels.fused_phi import fused_applies
-    from attnas.ops.hoga_cell import HOGAProjection
-    from attnas.ops.vision_attention import create_attention
+    from attnas.ops.autola.hoga_cell import HOGAProjection
+    from attnas.ops.autola.attention_modules import create_attention
     from benchmarks._common import kernel_bench_args, kernels_off, medians, time_interleaved
 
     args = kernel_bench_args(__doc__)

@@ -1,9 +1,9 @@
 """Speed of local self-attention against a 3x3 convolution of the same width (CPU).
 
 Forward + backward of one layer on a batch of 32 maps of 32x32 with 32 channels (the
-setting of the full-attention NAS issue): the eager unfold definition (``impl="unfold"``),
-the flat PyTorch kernel ``local_attention_flat`` (``impl="fast"``) and the compiled CPU kernel
-``local_attention`` (``impl="fused"``) of :mod:`attnas.kernels` at k=3 and
+setting of the full-attention NAS issue): the eager unfold definition (``unfold``: both kernels off),
+the flat PyTorch kernel ``local_attention_flat`` (``fast``: the compiled kernel off) and the compiled CPU kernel
+``local_attention`` (``fused``: both on) of :mod:`attnas.kernels` at k=3 and
 k=7 (all with their q/k/v projections) and ``Conv2d(32, 32, 3)``. Variants are timed
 round-robin (one call of each per round) so that they share the machine's load; medians
 over rounds of the wall time and of the process CPU time are reported with the load
@@ -29,7 +29,11 @@ import time
 import torch
 from torch import nn
 
-from attnas.ops.local_self_attention import LocalSelfAttention
+import attnas.kernels
+from attnas.ops.fullattn.local_self_attention import LocalSelfAttention
+
+#: implementation -> the kernels switched off to run it
+KERNELS_OFF = {"unfold": ("local_attention", "local_attention_flat"), "fast": ("local_attention",), "fused": ()}
 
 
 def macs_per_position(kind: str, channels: int, ks: int = 3, heads: int = 8) -> dict[str, int]:
@@ -70,11 +74,13 @@ def main() -> None:
     x = torch.randn(B, C, S, S, requires_grad=True)
 
     layers: dict[str, nn.Module] = {"conv3x3": nn.Conv2d(C, C, 3, padding=1, bias=False)}
+    off: dict[str, tuple[str, ...]] = {"conv3x3": ()}
     if not args.skip_unfold:
-        layers["unfold_k7"] = LocalSelfAttention(C, C, 7, args.heads, impl="unfold")
+        layers["unfold_k7"], off["unfold_k7"] = LocalSelfAttention(C, C, 7, args.heads), KERNELS_OFF["unfold"]
     for impl in impls:
         for ks in (3, 7):
-            layers[f"{impl}_k{ks}"] = LocalSelfAttention(C, C, ks, args.heads, impl=impl)
+            layers[f"{impl}_k{ks}"] = LocalSelfAttention(C, C, ks, args.heads)
+            off[f"{impl}_k{ks}"] = KERNELS_OFF[impl]
     build = ""
     if "fused" in impls:
         from attnas.kernels import local_attention as _local_attention_kernel
@@ -84,19 +90,20 @@ def main() -> None:
         build = (f"fused kernel: {'loaded' if lib is not None else 'UNAVAILABLE: ' + str(_local_attention_kernel.LIBRARY.unavailable_reason())}"
                  f" in {time.perf_counter() - t0:.1f} s (compile {_local_attention_kernel.LIBRARY.build_seconds or 0.0:.1f} s; 0 = cached)")
 
-    def step(layer: nn.Module) -> None:
-        layer(x).sum().backward()
+    def step(name: str) -> None:
+        with attnas.kernels.switched_off(*off[name]):
+            layers[name](x).sum().backward()
 
-    for layer in layers.values():  # warm-up (allocations, caches)
-        step(layer)
+    for name in layers:  # warm-up (allocations, caches)
+        step(name)
     times: dict[str, list[float]] = {name: [] for name in layers}
     cpu: dict[str, list[float]] = {name: [] for name in layers}
     loads: dict[str, list[float]] = {name: [] for name in layers}
     for _ in range(args.rounds):
-        for name, layer in layers.items():
+        for name in layers:
             x.grad = None
             c0, t0 = time.process_time(), time.perf_counter()
-            step(layer)
+            step(name)
             times[name].append(time.perf_counter() - t0)
             cpu[name].append(time.process_time() - c0)
             loads[name].append(os.getloadavg()[0])

@@ -1,7 +1,7 @@
 """The few-channel convolutions of AutoLA's gates: the compiled kernel against oneDNN, in one process.
 
 Forward + backward (input and weight gradients) of each gate convolution at the search's
-stage-1 size (batch 64, 32 x 32), by :func:`attnas.ops.small_conv.small_conv2d` (kernel
+stage-1 size (batch 64, 32 x 32), by :func:`attnas.ops.autola.small_conv.small_conv2d` (kernel
 ``small_conv`` of :mod:`attnas.kernels`), by ``conv2d`` on an NCHW input and by ``conv2d`` on a channels-last input (what the
 relaxed cell used before the kernel). The three are interleaved round by round; prints the
 median times, the kernel's speed-up over the better oneDNN layout, and the load average.
@@ -31,7 +31,7 @@ def main() -> None:
     import torch.nn.functional as F
 
     from attnas.kernels.small_conv import kernel_applies
-    from attnas.ops.small_conv import small_conv2d
+    from attnas.ops.autola.small_conv import small_conv2d
     from benchmarks._common import kernel_bench_args, medians, time_interleaved
 
     args = kernel_bench_args(__doc__)

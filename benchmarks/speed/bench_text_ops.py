@@ -34,9 +34,9 @@ from pathlib import Path
 import torch
 
 from attnas import registry
-from attnas.ops.sequence_attention import SequenceAttention
-from attnas.ops.sequence_context import SequenceContext
-from attnas.ops.text import BASELINE_TEXT_POOL, GRUOp, MaxPool3
+from attnas.ops.autoattend.sequence_attention import SequenceAttention
+from attnas.ops.autoattend.sequence_context import SequenceContext
+from attnas.ops.autoattend.text import BASELINE_TEXT_POOL, GRUOp, MaxPool3
 
 
 def sst_lengths(data_dir: str | None) -> list[int]:

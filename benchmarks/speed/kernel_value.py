@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 import attnas.kernels as kernels
+from benchmarks.checks.default_path_digests import autoattend_supernet
 from attnas.models.hoga_networks import RelaxedHOGANetwork, hoga_network
 from attnas.spaces.hoga import FIGURE3_EDGES
 
@@ -33,6 +34,7 @@ ROOT = Path(kernels.__file__).resolve().parent
 
 #: kernel -> (its C++ source, the steps it serves)
 SERVES = {
+    "grouped_mixed_op": (None, ("autola_darts", "autola_darts_no_hoga_gates")),
     "small_conv": ("small_conv.cpp", ("autola_darts",)),
     "hoga_gates": ("hoga_gates.cpp", ("autola_darts",)),
     "attention_gates": ("attention_gates.cpp", ("autola_retrain",)),
@@ -40,7 +42,12 @@ SERVES = {
     "local_attention_flat": (None, ("fullattn_darts_fast",)),
     "local_attention": ("local_attention.cpp", ("fullattn_darts",)),
     "dropout": ("dropout.cpp", ("dropout_mlp",)),
+    "window_max": (None, ("autoattend_text_supernet",)),
+    "sparse_transpose": (None, ("autoattend_graph_supernet",)),
 }
+
+#: workload -> kernels off in both arms (the flat local attention runs where the compiled one is off)
+BASE_OFF = {"fullattn_darts_fast": ("local_attention",), "autola_darts_no_hoga_gates": ("hoga_gates",)}
 
 
 def lines(path: Path) -> int:
@@ -55,22 +62,47 @@ def cost(kernel: str) -> str:
     return f"{cpp} + {lines(ROOT / f'{kernel}.py')}"
 
 
+def autoattend_step(pool: str, batch_size: int) -> Callable[[], None]:
+    """One AutoAttend supernet training step (forward, backward, Adam update) on real data
+    (``pool="text"``: SST-5, 8 layers of hidden 64; ``"graph"``: the ``autoattend-cora``
+    recipe's supernet on Cora). Each call takes the next of 8 architectures drawn from the
+    prior, each used for two calls in a row, so the two arms of :func:`measure` run the same
+    architectures."""
+    import random
+
+    space, task, supernet, data = autoattend_supernet(pool, batch_size, layers=8, hidden=64, heads=8)
+    opt = torch.optim.Adam(supernet.parameters(), lr=0.005)
+    rng = random.Random(0)
+    archs = [space.sample(rng) for _ in range(8)]
+    calls = [0]
+
+    def step() -> None:
+        arch = archs[(calls[0] // 2) % len(archs)]
+        calls[0] += 1
+        opt.zero_grad(set_to_none=True)
+        task.loss(supernet(data, arch), data).backward()
+        opt.step()
+
+    return step
+
+
 def make_step(name: str, batch: int, size: int) -> Callable[[], None]:
     """One training step (forward, backward, SGD update) of the named workload."""
     torch.manual_seed(0)
+    if name.startswith("autoattend_"):
+        return autoattend_step(name.split("_")[1], batch)
     x = torch.randn(batch, 3, size, size)
     y = torch.randint(0, 10, (batch,))
-    if name == "autola_darts":
+    if name in ("autola_darts", "autola_darts_no_hoga_gates"):
         model = RelaxedHOGANetwork("resnet20", width=16)
     elif name == "autola_retrain":
         model = hoga_network("resnet20", FIGURE3_EDGES, width=16)
     elif name in ("fullattn_darts", "fullattn_darts_fast"):  # the relaxed full-attention NAS network
         from attnas.models.stagewise_network import RelaxedStagewiseNetwork
 
-        impl = "fused" if name == "fullattn_darts" else "fast"
-        model = RelaxedStagewiseNetwork(3, 10, init_channels=16, reduction=2, impl=impl)
+        model = RelaxedStagewiseNetwork(3, 10, init_channels=16, reduction=2)
     elif name == "dropout_mlp":
-        from attnas.ops.dropout import FastDropout
+        from attnas.ops.shared.dropout import FastDropout
 
         model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * size * size, 512), torch.nn.ReLU(),
                                     FastDropout(0.3), torch.nn.Linear(512, 512), torch.nn.ReLU(), FastDropout(0.3),
@@ -94,15 +126,16 @@ def timed(step: Callable[[], None]) -> float:
     return time.perf_counter() - t0
 
 
-def measure(kernel: str, step: Callable[[], None], repeats: int, warmup: int) -> tuple[float, float]:
-    """Median seconds per step with every kernel on, and with only ``kernel`` off, interleaved."""
+def measure(kernel: str, step: Callable[[], None], repeats: int, warmup: int,
+            base_off: tuple[str, ...] = ()) -> tuple[float, float]:
+    """Median seconds per step with every kernel on (but ``base_off``), and with ``kernel`` off
+    too, interleaved."""
     on, off = [], []
     for i in range(warmup + repeats):
-        kernels.enable()
-        a = timed(step)
-        kernels.disable(kernel)
-        b = timed(step)
-        kernels.enable()
+        with kernels.switched_off(*base_off):
+            a = timed(step)
+        with kernels.switched_off(kernel, *base_off):
+            b = timed(step)
         if i >= warmup:
             on.append(a)
             off.append(b)
@@ -127,7 +160,7 @@ def main() -> None:
         for workload in SERVES[kernel][1]:
             if workload not in steps:
                 steps[workload] = make_step(workload, args.batch, args.size)
-            t_on, t_off = measure(kernel, steps[workload], args.repeats, args.warmup)
+            t_on, t_off = measure(kernel, steps[workload], args.repeats, args.warmup, BASE_OFF.get(workload, ()))
             rows.append((kernel, workload, t_on, t_off, t_off / t_on - 1, cost(kernel)))
     print(f"load average after: {os.getloadavg()}\n")
     print("| kernel | step | all on (ms) | without it (ms) | slowdown without it | C++ + glue lines | keep (>= 10 %) |")

@@ -1,14 +1,12 @@
-"""gru_from_zero equals a GRU cell applied to a zero hidden state; gru_cell and input_products
-equal nn.GRUCell's and F.linear's computations."""
+"""gru_from_zero equals a GRU cell applied to a zero hidden state; gru_cell equals nn.GRUCell's
+computation."""
 
 from __future__ import annotations
 
-import pytest
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from attnas.graphvae.gru import gru_from_zero, input_products
+from attnas.graphvae.gru import gru_from_zero
 
 
 def test_equals_gru_cell_from_zero_state():
@@ -34,37 +32,3 @@ def test_gru_cell_from_products_equals_gru_cell():
     gi = x @ cell.weight_ih.T + cell.bias_ih
     gh = h @ cell.weight_hh.T + cell.bias_hh
     assert torch.allclose(gru_cell(gi, gh, h), cell(x, h), atol=1e-12)
-
-
-@pytest.mark.parametrize("bias", [True, False])
-def test_input_products_equal_linear_with_gradients(bias):
-    gen = torch.Generator().manual_seed(3)
-    x = torch.randn(4, 5, 3, dtype=torch.float64, generator=gen, requires_grad=True)
-    w = torch.randn(6, 3, dtype=torch.float64, generator=gen, requires_grad=True)
-    b = torch.randn(6, dtype=torch.float64, generator=gen, requires_grad=True) if bias else None
-    params = [x, w] + ([b] if bias else [])
-    out = input_products(x, w, b)
-    ref = F.linear(x, w, b)
-    assert out.shape == ref.shape == (4, 5, 6)
-    assert torch.allclose(out, ref, atol=1e-12)
-    up = torch.randn(4, 5, 6, dtype=torch.float64, generator=gen)
-    for g, r in zip(torch.autograd.grad((out * up).sum(), params), torch.autograd.grad((ref * up).sum(), params)):
-        assert torch.allclose(g, r, atol=1e-12)
-
-
-@pytest.mark.parametrize("shape", [(5,), (2, 5)])  # plain rows, and the encoder's two stacked directions
-def test_fused_gru_cell_equals_gru_cell_with_gradients(shape):
-    from attnas.graphvae.gru import fused_gru_cell, gru_cell
-
-    gen = torch.Generator().manual_seed(7)
-    gi = torch.randn(*shape, 12, dtype=torch.float64, generator=gen, requires_grad=True)
-    gh = torch.randn(*shape, 12, dtype=torch.float64, generator=gen, requires_grad=True)
-    h = torch.randn(*shape, 4, dtype=torch.float64, generator=gen, requires_grad=True)
-    out, ref = fused_gru_cell(gi, gh, h), gru_cell(gi, gh, h)
-    assert torch.allclose(out, ref, atol=1e-12)
-    up = torch.randn(*shape, 4, dtype=torch.float64, generator=gen)
-    got = torch.autograd.grad((out * up).sum(), [gi, gh, h])
-    want = torch.autograd.grad((ref * up).sum(), [gi, gh, h])
-    for name, g, r in zip(("gi", "gh", "h"), got, want):
-        assert torch.allclose(g, r, atol=1e-12), name
-    assert torch.autograd.gradcheck(fused_gru_cell, (gi[..., :2, :], gh[..., :2, :], h[..., :2, :]))

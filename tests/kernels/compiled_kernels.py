@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 from collections.abc import Iterator
 from types import ModuleType
@@ -57,6 +58,20 @@ def kernels_off() -> Iterator[None]:
         yield
     finally:
         attnas.kernels.enable()
+
+
+def eager_twin(module: torch.nn.Module) -> torch.nn.Module:
+    """A copy of ``module`` (same weights, loadable state dict) whose forward runs with every
+    kernel off: the readable PyTorch path to compare a kernel with."""
+    twin = copy.deepcopy(module)
+    forward = twin.forward
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with kernels_off():
+            return forward(*args, **kwargs)
+
+    twin.forward = run
+    return twin
 
 
 def eager(module: Any, *args: Any) -> Any:

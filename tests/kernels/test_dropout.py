@@ -12,7 +12,7 @@ import torch
 
 import attnas.kernels.dropout as kernel_module
 from compiled_kernels import fresh_library, kernel_enabled, loaded_kernel
-from attnas.ops.dropout import FastDropout, dropout_mask, fast_dropout, mask_reference, threshold_of
+from attnas.ops.shared.dropout import FastDropout, dropout_mask, fast_dropout, mask_reference, threshold_of
 
 SEED = 0x0123456789ABCDEF
 

@@ -11,7 +11,7 @@ from torch import nn
 import attnas.kernels.fused_phi as kernel_module
 from compiled_kernels import eager, fresh_library, loaded_kernel
 from attnas.kernels.fused_phi import fused_applies, fused_projection
-from attnas.ops.hoga_cell import HOGA, HOGAProjection, aggregate
+from attnas.ops.autola.hoga_cell import HOGA, HOGAProjection, aggregate
 
 # (batch, c, K, H, W, reduction): the cell's sizes, a K = 2 cell, odd channel counts (the
 # remainder blocks of the matrix products), positions that are not a multiple of the tile

@@ -8,8 +8,8 @@ import torch
 import attnas.kernels.hoga_gates as kernel_module
 from compiled_kernels import fresh_library, loaded_kernel, eager, kernel_off, kernels_off
 from attnas.kernels.hoga_gates import cbam_pool, combine, gate_stats, grouped_mixed_op, kernels_apply
-from attnas.ops.hoga_relaxed import GroupedMixedOp, RelaxedHOGA
-from attnas.ops.vision_attention import HOGA_OPS
+from attnas.ops.autola.hoga_relaxed import GroupedMixedOp, RelaxedHOGA
+from attnas.ops.autola.attention_modules import HOGA_OPS
 
 
 @pytest.fixture(scope="module")

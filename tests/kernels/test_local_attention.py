@@ -6,12 +6,12 @@ import pytest
 import torch
 
 import attnas.kernels.local_attention as kernel_module
-from compiled_kernels import disable_kernel, kernel_enabled, kernel_off, loaded_kernel
+from compiled_kernels import disable_kernel, eager_twin, kernel_enabled, kernel_off, kernels_off, loaded_kernel
 from local_attention_inputs import local_attention_inputs
 
 from attnas.kernels.local_attention import local_attention_fused
 from attnas.kernels.local_attention_flat import local_attention_flat
-from attnas.ops.local_self_attention import LocalSelfAttention, local_attention
+from attnas.ops.fullattn.local_self_attention import LocalSelfAttention, local_attention
 
 
 @pytest.fixture(scope="module")
@@ -95,8 +95,8 @@ def test_fused_without_grad_and_with_threads(kernel):
 
 def test_module_fused_matches_unfold(kernel):
     torch.manual_seed(0)
-    fused = LocalSelfAttention(6, 16, kernel_size=5, heads=4, stride=2, impl="fused")
-    ref = LocalSelfAttention(6, 16, kernel_size=5, heads=4, stride=2, impl="unfold")
+    fused = LocalSelfAttention(6, 16, kernel_size=5, heads=4, stride=2)
+    ref = eager_twin(fused)
     x = torch.randn(2, 6, 7, 9, requires_grad=True)
     y = _compare_modules(fused, ref, x, out_tol=1e-5, grad_tol=1e-4)
     assert y.shape == (2, 16, 4, 5)
@@ -110,7 +110,7 @@ def test_without_the_library_the_layer_runs_the_flat_kernel(monkeypatch, how):
     disable_kernel(monkeypatch, kernel_module, how)
     inputs = local_attention_inputs(2, 8, 6, 7, 3, seed=4)
     torch.manual_seed(5)
-    layer = LocalSelfAttention(4, 8, kernel_size=3, heads=2, impl="fused").double()
+    layer = LocalSelfAttention(4, 8, kernel_size=3, heads=2).double()
     x = torch.randn(2, 4, 6, 7, dtype=torch.float64)
     if how == "no compiler":
         with pytest.warns(RuntimeWarning, match="no C\\+\\+ compiler.*attnas-no-such-compiler"):
@@ -128,14 +128,14 @@ def test_non_kernel_dtypes_are_not_taken():
     inputs = [t.detach().to(torch.bfloat16) for t in local_attention_inputs(1, 8, 5, 5, 3, seed=6)]
     assert not kernel_module.applies(*inputs)
     assert local_attention_fused(*inputs, 4) is NotImplemented
-    layer = LocalSelfAttention(4, 8, kernel_size=3, heads=2, impl="fused").to(torch.bfloat16)
+    layer = LocalSelfAttention(4, 8, kernel_size=3, heads=2).to(torch.bfloat16)
     out = layer(torch.randn(1, 4, 5, 5, dtype=torch.bfloat16))
     assert out.dtype == torch.bfloat16 and out.shape == (1, 8, 5, 5)
 
 
 def test_kernel_off_gives_the_flat_kernel_bit_for_bit(kernel, monkeypatch):
     torch.manual_seed(6)
-    layer = LocalSelfAttention(4, 8, kernel_size=3, heads=2, impl="fused")
+    layer = LocalSelfAttention(4, 8, kernel_size=3, heads=2)
     x = torch.randn(2, 4, 9, 9)
     y = layer(x)
     kernel_off(monkeypatch, "local_attention")
@@ -149,8 +149,8 @@ def test_kernel_off_gives_the_flat_kernel_bit_for_bit(kernel, monkeypatch):
 def test_module_fused_projection_path_matches_unfold(kernel, ks, heads):
     # stride 1: the module projects straight into the kernel's packed buffer
     torch.manual_seed(1)
-    fused = LocalSelfAttention(5, 16, kernel_size=ks, heads=heads, impl="fused").double()
-    ref = LocalSelfAttention(5, 16, kernel_size=ks, heads=heads, impl="unfold").double()
+    fused = LocalSelfAttention(5, 16, kernel_size=ks, heads=heads).double()
+    ref = eager_twin(fused)
     x = torch.randn(3, 5, 8, 6, dtype=torch.float64, requires_grad=True)
     _compare_modules(fused, ref, x, out_tol=1e-10, grad_tol=1e-10)
 
@@ -160,16 +160,18 @@ def test_relaxed_network_fused_matches_eager(kernel):
     from attnas.models.stagewise_network import RelaxedStagewiseNetwork
 
     torch.manual_seed(2)
-    fast = RelaxedStagewiseNetwork(1, 10, init_channels=8, reduction=1, impl="unfold").double()
-    fused = RelaxedStagewiseNetwork(1, 10, init_channels=8, reduction=1, impl="fused").double()
+    fused = RelaxedStagewiseNetwork(1, 10, init_channels=8, reduction=1).double()
     with torch.no_grad():
-        fast.alpha.normal_()
-    fused.load_state_dict(fast.state_dict())
+        fused.alpha.normal_()
+    fast = eager_twin(fused)
     x = torch.randn(2, 1, 8, 8, dtype=torch.float64)
-    out_fast, out_fused = fast.features(x), fused.features(x)
+    out_fused = fused.features(x)
+    with kernels_off():
+        out_fast = fast.features(x)
     torch.testing.assert_close(out_fused, out_fast, rtol=1e-9, atol=1e-9)
     used = [name for name, _ in fast.named_parameters() if not name.startswith("classifier")]
-    g_fast = torch.autograd.grad(out_fast.square().sum(), [fast.get_parameter(n) for n in used])
+    with kernels_off():
+        g_fast = torch.autograd.grad(out_fast.square().sum(), [fast.get_parameter(n) for n in used])
     g_fused = torch.autograd.grad(out_fused.square().sum(), [fused.get_parameter(n) for n in used])
     for name, a, b in zip(used, g_fused, g_fast):
         torch.testing.assert_close(a, b, rtol=1e-8, atol=1e-8, msg=lambda m, name=name: f"{name}: {m}")
@@ -177,9 +179,8 @@ def test_relaxed_network_fused_matches_eager(kernel):
 
 def test_fused_accepts_channels_last_and_slicedlocal_attention_inputs(kernel):
     torch.manual_seed(3)
-    fused = LocalSelfAttention(4, 8, kernel_size=3, heads=2, impl="fused")
-    ref = LocalSelfAttention(4, 8, kernel_size=3, heads=2, impl="unfold")
-    ref.load_state_dict(fused.state_dict())
+    fused = LocalSelfAttention(4, 8, kernel_size=3, heads=2)
+    ref = eager_twin(fused)
     x = torch.randn(3, 4, 7, 6).to(memory_format=torch.channels_last)
     torch.testing.assert_close(fused(x), ref(x), rtol=1e-5, atol=1e-5)
     q, k, v, rr, rc = local_attention_inputs(2, 8, 6, 10, 3, seed=8)

@@ -6,11 +6,11 @@ import pytest
 import torch
 
 import attnas.kernels.local_attention_flat as flat
-from compiled_kernels import eager, kernel_enabled
+from compiled_kernels import eager, eager_twin, kernel_enabled, kernel_off
 from local_attention_inputs import local_attention_inputs
 
 from attnas.kernels.local_attention_flat import local_attention_flat
-from attnas.ops.local_self_attention import LocalSelfAttention, local_attention
+from attnas.ops.fullattn.local_self_attention import LocalSelfAttention, local_attention
 
 
 @pytest.mark.parametrize("ks", [3, 5, 7])
@@ -54,13 +54,12 @@ def test_flat_masks_out_of_image_neighbours():
     torch.testing.assert_close(out, torch.full_like(out, 3.0))
 
 
-@pytest.mark.parametrize("unfold_below", [0, 1 << 30])  # flat path forced / tiny-map dispatch
-def test_module_fast_and_unfold_agree_and_stride_shape(monkeypatch, unfold_below):
-    monkeypatch.setattr(flat, "UNFOLD_BELOW", unfold_below)
+def test_module_flat_and_unfold_agree_and_stride_shape(monkeypatch):
+    kernel_enabled("local_attention_flat")
+    kernel_off(monkeypatch, "local_attention")  # the compiled kernel would take the whole forward
     torch.manual_seed(0)
     fast = LocalSelfAttention(6, 16, kernel_size=5, heads=4, stride=2)
-    ref = LocalSelfAttention(6, 16, kernel_size=5, heads=4, stride=2, impl="unfold")
-    ref.load_state_dict(fast.state_dict())
+    ref = eager_twin(fast)
     x = torch.randn(2, 6, 7, 9)
     y = fast(x)
     assert y.shape == (2, 16, 4, 5)
@@ -69,11 +68,12 @@ def test_module_fast_and_unfold_agree_and_stride_shape(monkeypatch, unfold_below
 
 def test_module_fast_runs_the_flat_kernel_and_eager_without_it(monkeypatch):
     kernel_enabled("local_attention_flat")
+    kernel_off(monkeypatch, "local_attention")
     calls = []
     monkeypatch.setattr(flat, "local_attention_flat", lambda *a, **k: calls.append(1) or local_attention_flat(*a, **k))
     torch.manual_seed(4)
     layer = LocalSelfAttention(8, 16, kernel_size=3, heads=4).double()
-    x = torch.randn(4, 8, 24, 24, dtype=torch.float64, requires_grad=True)  # above UNFOLD_BELOW
+    x = torch.randn(4, 8, 24, 24, dtype=torch.float64, requires_grad=True)
     y = layer(x)
     assert len(calls) == 1
     y_eager = eager(layer, x)

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 import attnas.kernels.small_conv as kernel_module
 from compiled_kernels import disable_kernel, fresh_library, loaded_kernel, torch_threads
 from attnas.kernels.small_conv import kernel_applies
-from attnas.ops.small_conv import depthwise_pair, small_conv2d
+from attnas.ops.autola.small_conv import depthwise_pair, small_conv2d
 
 # (batch, C_in, C_out, groups, H, W, k, dilation, bias): the gates' shapes (depth-wise,
 # 2 -> 1 per group, 2 -> G shared), odd sizes (tails of the vector loops), a 5 x 5 kernel.

@@ -12,8 +12,8 @@ from torch import nn
 from attnas.core.errors import ConfigError
 from attnas.models.attach import AttentionAfter, attach_attention
 from attnas.models.resnet_cifar import cifar_resnet
-from attnas.ops.hoga_cell import HOGA
-from attnas.ops.vision_attention import CBAM, ChannelAttention
+from attnas.ops.autola.attention_modules import CBAM, ChannelAttention
+from attnas.ops.autola.hoga_cell import HOGA
 from attnas.spaces.hoga import HOGAConfig, HOGASpace
 
 

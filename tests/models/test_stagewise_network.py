@@ -12,7 +12,7 @@ from attnas.models.stagewise_network import (
     image_tensor,
     layer_layout,
 )
-from attnas.ops.self_attention_block import CANDIDATES
+from attnas.ops.fullattn.self_attention_block import CANDIDATES
 
 
 

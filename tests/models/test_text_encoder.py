@@ -8,7 +8,7 @@ import torch
 from attnas.core.errors import ConfigError
 from attnas.models.text_encoder import (MaskedPoolingHead, TextStem, TransformerTextClassifier,
                                         sinusoidal_positions)
-from attnas.ops.sequence_context import SequenceContext
+from attnas.ops.autoattend.sequence_context import SequenceContext
 from attnas.tasks.text_classification import TextBatch
 
 V, D, H, C = 30, 6, 16, 3

@@ -8,7 +8,7 @@ import pytest
 
 from attnas import pipeline
 from attnas.config import list_recipes, load_config
-from attnas.ops.self_attention_block import CANDIDATES
+from attnas.ops.fullattn.self_attention_block import CANDIDATES
 
 DATASETS = ("cifar10", "fashionmnist")
 VARIANTS = ("", "-no-car", "-no-sss-no-car", "-local-sa")

@@ -10,7 +10,7 @@ from torch import nn
 
 from attnas.core.arch import Arch
 from attnas.core.errors import ConfigError
-from attnas.ops.sequence_attention import SelfAttentionOp, SequenceAttention
+from attnas.ops.autoattend.sequence_attention import SelfAttentionOp, SequenceAttention
 from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
 from attnas.spaces.autoattend_text import TextAdapter
 from attnas.tasks.base import TaskInfo

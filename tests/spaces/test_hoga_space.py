@@ -11,9 +11,9 @@ from attnas import registry
 from attnas.config import from_mapping
 from attnas.core.arch import Arch
 from attnas.core.errors import ArchError, ConfigError
-from attnas.ops.hoga_cell import HOGA
-from attnas.ops.hoga_relaxed import RelaxedHOGA
-from attnas.ops.vision_attention import HOGA_OPS
+from attnas.ops.autola.attention_modules import HOGA_OPS
+from attnas.ops.autola.hoga_cell import HOGA
+from attnas.ops.autola.hoga_relaxed import RelaxedHOGA
 from attnas.spaces.hoga import FIGURE3_EDGES, HOGAConfig, HOGASpace
 from attnas.tasks.base import TaskInfo
 

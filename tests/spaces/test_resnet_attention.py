@@ -10,7 +10,7 @@ import torch
 from attnas import registry
 from attnas.config import from_mapping
 from attnas.core.errors import ArchError, ConfigError
-from attnas.ops.vision_attention import CBAM, ChannelAttention, ChannelAttentionV2
+from attnas.ops.autola.attention_modules import CBAM, ChannelAttention, ChannelAttentionV2
 from attnas.spaces.resnet_attention import ResNetAttentionConfig, ResNetAttentionSpace
 from attnas.tasks.base import TaskInfo
 

@@ -14,7 +14,7 @@ from attnas.config import from_mapping
 from attnas.core.arch import Arch
 from attnas.core.errors import ArchError, ConfigError, UnsupportedError
 from attnas.models.stagewise_network import RelaxedStagewiseNetwork, StagewiseNetwork
-from attnas.ops.self_attention_block import CANDIDATES
+from attnas.ops.fullattn.self_attention_block import CANDIDATES
 from attnas.spaces.stagewise import StagewiseConfig, StagewiseSpace
 from attnas.tasks.base import TaskInfo
 
@@ -51,8 +51,18 @@ def test_config_from_yaml_mapping_and_bad_widths():
     assert cfg.init_channels == 32 and cfg.shared_stages
     with pytest.raises(ConfigError, match="multiple of 8"):
         StagewiseConfig(init_channels=24)
-    with pytest.raises(ConfigError):
-        from_mapping(StagewiseConfig, {"impl": "cuda"})
+    with pytest.raises(ConfigError, match="impls: unknown key"):
+        from_mapping(StagewiseConfig, {"impls": "fused"})
+
+
+@pytest.mark.parametrize("impl", ["fused", "fast", "unfold", "cuda"])
+def test_the_retired_impl_option_still_loads_with_a_warning(impl, caplog):
+    """``space.impl`` (fast / unfold / fused) is gone: kernels are chosen by the kernel switch
+    alone. A recipe or a run's saved config.yaml that sets it loads with a logged warning."""
+    with caplog.at_level("WARNING", logger="attnas.config.values"):
+        cfg = from_mapping(StagewiseConfig, {"impl": impl, "init_channels": 32}, "space")
+    assert cfg == StagewiseConfig(init_channels=32)
+    assert "space.impl: no longer an option, ignored" in caplog.text
 
 
 def test_sample_is_valid_and_reproducible_and_mutate_changes_one_layer():

@@ -42,6 +42,23 @@ def test_the_best_validation_candidate_is_kept_and_test_is_not_read(reference):
     assert metrics["random_samples"] == 3 and metrics["random_best_val_accuracy"] == best["val_accuracy"]
 
 
+def test_no_candidate_is_scored_on_the_test_split(tmp_path, monkeypatch):
+    splits = []
+    original = random_trained.fit
+
+    def recording_fit(model, task, cfg, **kwargs):
+        evaluate = task.evaluate
+        monkeypatch.setattr(task, "evaluate", lambda m, split, **kw: (splits.append(split), evaluate(m, split, **kw))[1])
+        try:
+            return original(model, task, cfg, **kwargs)
+        finally:
+            monkeypatch.setattr(task, "evaluate", evaluate)
+
+    monkeypatch.setattr(random_trained, "fit", recording_fit)
+    pipeline.search({**RECIPE, "strategy": {**RECIPE["strategy"], "samples": 2}}, out=tmp_path / "run")
+    assert splits and set(splits) == {"val"}
+
+
 def test_a_search_stopped_between_candidates_resumes_to_the_same_result(reference, tmp_path, monkeypatch):
     out = tmp_path / "run"
     real, calls = random_trained.fit, []

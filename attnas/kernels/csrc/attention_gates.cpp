@@ -1,6 +1,6 @@
 // Optional compiled CPU kernels for the discrete AutoLA attention modules (Sec. 3.2).
 //
-// Each module of :mod:`attnas.ops.vision_attention` gates its input, ``y = x * g(x)``. Written
+// Each module of :mod:`attnas.ops.autola.attention_modules` gates its input, ``y = x * g(x)``. Written
 // in PyTorch, one module is 10-25 operations and autograd nodes, half of them over the full
 // ``(B, c, H, W)`` tensor; these kernels compute one module's forward in one call and its
 // backward in one call:

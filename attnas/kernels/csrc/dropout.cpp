@@ -1,12 +1,12 @@
 // Optional compiled CPU kernel for dropout masks (plain C++ built on first use).
 //
-// Writes the mask of :func:`attnas.ops.dropout.dropout_mask` in one vectorised pass: element
+// Writes the mask of :func:`attnas.ops.shared.dropout.dropout_mask` in one vectorised pass: element
 // ``i`` (flat, row-major) is ``scale`` when the top 32 bits of ``splitmix64(seed + (i + 1)
 // * 0x9E3779B97F4A7C15)`` are at least ``threshold``, else 0. The hash is counter-based, so
 // the mask does not depend on how the elements are split over OpenMP threads
 // (``torch.get_num_threads()``). Built and cached by
 // :class:`attnas.ops._compiled.CompiledLibrary`; the PyTorch expression of the same hash in
-// :mod:`attnas.ops.dropout` gives the same mask bit for bit when it is unavailable.
+// :mod:`attnas.ops.shared.dropout` gives the same mask bit for bit when it is unavailable.
 
 #include <cstdint>
 #include <omp.h>

@@ -1,6 +1,6 @@
 // Optional compiled CPU kernels for the full-size passes of the relaxed HOGA cell.
 //
-// :class:`~attnas.ops.hoga_relaxed.GroupedMixedOp` evaluates ``G`` mixed edges (AutoLA Eq. 13)
+// :class:`~attnas.ops.autola.hoga_relaxed.GroupedMixedOp` evaluates ``G`` mixed edges (AutoLA Eq. 13)
 // whose operations are all gates on their input. Written with PyTorch operations, its forward
 // and backward make some thirty passes over full-size ``(B, G, c, H, W)`` tensors (pooling,
 // broadcast products, sums, the expanded gradients of the poolings); these kernels do the

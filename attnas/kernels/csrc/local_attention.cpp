@@ -1,4 +1,4 @@
-// Kernel local_attention: SASA local self-attention (attnas.ops.local_self_attention), fused.
+// Kernel local_attention: SASA local self-attention (attnas.ops.fullattn.local_self_attention), fused.
 //
 // The eager definition materialises every k x k window. This kernel handles a tile of 16
 // query positions of one (image, head) at a time: the k*k logits, the softmax and the

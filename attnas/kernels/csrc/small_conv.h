@@ -13,7 +13,7 @@
 // ``acc[x] += w * row[x + kx d]``. The input gradient is the same loop over the padded output
 // gradient with the kernel flipped; the weight gradient is accumulated per thread over its
 // images and summed at the end (deterministic for a given thread count). Built and cached by
-// :class:`attnas.ops._compiled.CompiledLibrary`; :mod:`attnas.ops.small_conv` falls back to
+// :class:`attnas.ops._compiled.CompiledLibrary`; :mod:`attnas.ops.autola.small_conv` falls back to
 // ``torch.nn.functional.conv2d`` when it is unavailable.
 #pragma once
 #include "lanes.h"

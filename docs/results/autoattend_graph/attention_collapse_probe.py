@@ -27,7 +27,7 @@ import yaml
 def _probe(model: torch.nn.Module, forward, stats: list) -> None:
     from torch_geometric.utils import softmax
 
-    from attnas.ops.graph_attention import EdgeScaledDotProductAttention
+    from attnas.ops.autoattend.graph_attention import EdgeScaledDotProductAttention
 
     def hook(mod, args, out):
         q, k, _, ctx = args

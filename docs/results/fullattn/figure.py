@@ -28,7 +28,7 @@ from matplotlib.patches import FancyBboxPatch  # noqa: E402
 from attnas.config import config_from_dict  # noqa: E402
 from attnas.data.root import resolve_data_root  # noqa: E402
 from attnas.models.car_decoder import ContextAutoregressionModel  # noqa: E402
-from attnas.ops.self_attention_block import PAPER_LABELS  # noqa: E402
+from attnas.ops.fullattn.self_attention_block import PAPER_LABELS  # noqa: E402
 from attnas.pipeline import build_space, build_task  # noqa: E402
 from attnas.runs.run_dir import RunDir  # noqa: E402
 from attnas.tasks._context_autoregression import context_masks, mask_images  # noqa: E402

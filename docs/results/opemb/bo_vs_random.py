@@ -281,6 +281,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--maxiter", type=int, default=50)
     ap.add_argument("--json", default=None, help="write the per-seed results here")
     args = ap.parse_args(argv)
+    from attnas.runs.build import use_kernels
+
+    use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     torch.set_num_threads(args.threads)
     os.environ.setdefault("ATTNAS_PROGRESS", "0")
     from attnas.data.enas import load_enas6

@@ -41,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epochs", type=int, default=100, help="SVGP epochs")
     ap.add_argument("--train-points", type=int, default=None, help="use only the first N training latents")
     args = ap.parse_args(argv)
+    from attnas.runs.build import use_kernels
+
+    use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     torch.set_num_threads(args.threads)
     os.environ.setdefault("ATTNAS_PROGRESS", "0")
     from attnas.data.enas import load_enas6

@@ -28,6 +28,9 @@ def main() -> None:
     ap.add_argument("--points", type=int, default=2000)
     ap.add_argument("--data-dir", default=None)
     args = ap.parse_args()
+    from attnas.runs.build import use_kernels
+
+    use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     torch.set_num_threads(1)
     train = load_enas6(args.data_dir).train
     graphs = train.graphs.index(list(range(args.points)))
