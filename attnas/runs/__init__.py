@@ -1,0 +1,1 @@
+"""A run and what makes it resumable: its directory (`run_dir`), its resumable phases (`resumable_phase`), the parts built from its config (`build`), checkpoint and model files written atomically, and the state of its random number generators."""
