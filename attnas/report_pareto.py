@@ -73,7 +73,7 @@ def pareto_section(run: RunDir, space: Any) -> list[str]:
     metric, objectives = front["metric"], front["objectives"]
     candidates = []
     for ev in run.events():
-        if ev.get("phase") == "evolution" and "costs" in ev:
+        if ev.get("phase") in ("evolution", "query") and "costs" in ev:
             value = next((v for k, v in ev.items() if f"val_{k}" == metric), None)
             if value is not None:
                 candidates.append({metric: value, **ev["costs"]})
