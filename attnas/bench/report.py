@@ -63,6 +63,18 @@ def markdown(summary: dict, seconds: float, seeds: int) -> str:
     for d in summary["datasets"]:
         vals = [infl.get((d, b)) for b in budgets]
         lines.append(f"| {d} | " + " | ".join(f"{_pts(i['inflation']['mean'])}" if i else "" for i in vals) + " |")
+    if summary.get("fronts"):
+        lines += ["", "## Pareto fronts against the true front (validation)", "",
+                  "Hypervolume of the found front as a fraction of the table's true front's (normalised "
+                  "objectives, reference point 1), mean over seeds; in brackets the paired difference to "
+                  f"{base} (points of the fraction) and its t-test p-value. Test performance of the front's "
+                  "members (mean) for the record only.", "",
+                  "| dataset | strategy | budget | hypervolume ratio | front test (%) | true front size |",
+                  "|---|---|---:|---:|---:|---:|"]
+        for f in summary["fronts"]:
+            diff = (f" ({_pts(f['hv_diff_mean'])}, p={_p(f['hv_p'])})" if "hv_diff_mean" in f else "")
+            lines.append(f"| {f['dataset']} | {f['strategy']} | {f['budget']} | {f['hv']['mean']:.4f}{diff} | "
+                         f"{100 * f['front_test']['mean']:.2f} | {f['true_front_size']} |")
     lines += ["", "Per-strategy search seconds (all seeds of a cell): "
               + ", ".join(f"{s} {sum(r['seconds'] for r in summary['rows'] if r['strategy'] == s):.1f} s"
                           for s in strategies), ""]

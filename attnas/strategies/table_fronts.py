@@ -109,11 +109,29 @@ def true_front(table_F: np.ndarray, feasible: np.ndarray) -> list[int]:
     return [int(idx[k]) for k in pareto.non_dominated(table_F[idx])]
 
 
-def hypervolume_ratio(found: Sequence[int], table_F: np.ndarray, feasible: np.ndarray) -> float:
-    """The hypervolume of the ``found`` architectures over that of the true front, both in the
-    feasible table's normalised box (best value 0, worst 1) with the reference point (1, ..., 1)."""
-    box = table_F[feasible]
-    low, high = box.min(axis=0), box.max(axis=0)
-    ref = np.ones(table_F.shape[1])
-    true = hypervolume(normalised(table_F[true_front(table_F, feasible)], low, high), ref)
-    return hypervolume(normalised(table_F[list(found)], low, high), ref) / true if true > 0 else 1.0
+class FrontMeter:
+    """Measures found fronts against the true front of the feasible table.
+
+    Both are measured in the feasible table's normalised box (each objective's best value 0,
+    its worst 1) with the reference point (1, ..., 1); a found front scores the fraction of
+    the true front's hypervolume it covers (1: it is the true front, or dominates as much).
+
+    Args:
+        table_F: The objectives to minimise of every architecture (:func:`table_objectives`).
+        feasible: Which architectures meet the constraints.
+    """
+
+    def __init__(self, table_F: np.ndarray, feasible: np.ndarray):
+        box = table_F[feasible]
+        self.table_F, self.low, self.high = table_F, box.min(axis=0), box.max(axis=0)
+        self.reference = np.ones(table_F.shape[1])
+        self.front = true_front(table_F, feasible)
+        self.true_volume = self.volume(self.front)
+
+    def volume(self, found: Sequence[int]) -> float:
+        """The normalised hypervolume of the architectures ``found``."""
+        return hypervolume(normalised(self.table_F[list(found)], self.low, self.high), self.reference)
+
+    def ratio(self, found: Sequence[int]) -> float:
+        """The hypervolume of ``found`` over that of the true front."""
+        return self.volume(found) / self.true_volume if self.true_volume > 0 else 1.0
