@@ -92,7 +92,8 @@ class ValidationQueries:
             raise ConfigError(f"strategy: NAS-Bench-Graph's table holds the costs {', '.join(TABLE_COSTS)}, "
                               f"not {name!r}")
         raw = self.params if name == "params" else self.latency
-        return np.asarray(raw, dtype=float) * TABLE_COSTS[name]
+        column = np.asarray(raw, dtype=float) * TABLE_COSTS[name]
+        return np.round(column) if name == "params" else column  # whole parameters, as costs() gives
 
     def costs(self, i: int) -> dict[str, float]:
         """The costs of architecture ``i`` (``params``, ``latency_ms``); reading them spends nothing."""
