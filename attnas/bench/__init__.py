@@ -51,7 +51,10 @@ def run_bench(out: str | Path, strategies: Sequence[str] = DEFAULT_STRATEGIES,
     from .report import write_outputs
     from .summary import BASELINE, summarise_cells
 
+    from attnas.pareto import normalize_constraints
+
     objectives = list(objectives) if objectives else None
+    constraints = normalize_constraints(constraints) or None
     specs = [StrategySpec.parse(s).with_costs(constraints, objectives) for s in strategies]
     if BASELINE not in [s.label for s in specs]:
         raise ConfigError(f"--strategy: the bench compares with '{BASELINE}'; include it")

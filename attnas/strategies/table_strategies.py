@@ -139,19 +139,14 @@ class _TableStrategy(Strategy):
     final_training = False
     #: The loop's settings among the options (besides ``budget``).
     settings: ClassVar[tuple[str, ...]] = ()
-    #: Whether the strategy keeps a Pareto front with two or more ``objectives``.
-    fronts: ClassVar[bool] = False
 
     @classmethod
     def check_task(cls, options: Any, space: Any, task: Any) -> None:
-        """Refuse a task without a table, objectives this strategy cannot trade off, and
+        """Refuse a task without a table, an objective that is not its validation metric, and
         constraints that fewer than ``budget`` architectures of the table meet."""
         if not hasattr(task, "validation_view"):
             raise UnsupportedError(f"strategy '{cls.name}' queries a table of measured architectures; "
                                    f"task '{task.name}' has none (use task 'nas-bench-graph')")
-        if multi_objective(options) and not cls.fronts:
-            raise ConfigError(f"strategy.objectives: '{cls.name}' searches one objective; table strategies that "
-                              f"keep a Pareto front: table-random, regularized-evolution")
         pareto.check_metric(getattr(options, "objectives", None), task.metric)
         cls.prepare(task.validation_view(space.index.codes, space.index.neighbours), options)
 
@@ -224,7 +219,6 @@ class TableRandom(_TableStrategy):
 
     name = "table-random"
     Config = BudgetConfig
-    fronts = True
 
     @classmethod
     def random_counterpart(cls, options: Any, space: Any, seed: int) -> None:
@@ -239,7 +233,6 @@ class RegularizedEvolution(_TableStrategy):
     name = "regularized-evolution"
     Config = RegularizedEvolutionConfig
     settings = ("population", "sample_size")
-    fronts = True
 
 
 @register_strategy("local-search")
