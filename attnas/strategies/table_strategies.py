@@ -54,14 +54,9 @@ def check_table_costs(options: Any) -> None:
     Raises:
         ConfigError: One line naming the first bad name or limit.
     """
-    objectives = getattr(options, "objectives", None)
-    pareto.check_objectives(objectives, options.constraints)
-    if options.constraints is not None:
-        object.__setattr__(options, "constraints", pareto.normalize_constraints(options.constraints))
-    if objectives is not None:
-        object.__setattr__(options, "objectives", tuple(objectives))
-        if len(objectives) >= 2:
-            pareto.require_pymoo()
+    from attnas.strategies.one_shot_config import check_cost_options
+
+    check_cost_options(options)
     names = [*(options.constraints or {}), *pareto.cost_objectives(getattr(options, "objectives", None))]
     for name in names:
         if name not in TABLE_COSTS:
@@ -207,7 +202,7 @@ class _TableStrategy(Strategy):
                             "objectives": {n: values[n] for n in objectives}, "costs": queries.costs(i),
                             "test_score": self.task.test_score(self.space.index.codes[i]), "chosen": i == best})
         context = {"device": "NAS-Bench-Graph's table (its authors' measurements)", "threads": "their",
-                   "protocol": {"latency": "table"}, "dataset": self.task.options.dataset}
+                   "protocol": {"latency": "table"}, "dataset": self.task.options.dataset, "scores": "table"}
         self.run.write_json(pareto.PARETO_FILE, pareto.front_document(
             members, objectives, self.options.constraints, metric, context))
         return len(members)

@@ -17,13 +17,9 @@ LIMIT = 1_197_575  # cora's median number of parameters: about half the table is
 
 
 @pytest.fixture(scope="module")
-def space():
-    return cora_space()
-
-
-@pytest.fixture(scope="module")
-def task():
-    return cora_task()
+def table():
+    """The nine-operation space and cora's table."""
+    return cora_space(), cora_task()
 
 
 def constrained(space, task, limits=None, budget=60):
@@ -32,7 +28,8 @@ def constrained(space, task, limits=None, budget=60):
     return q
 
 
-def test_costs_are_the_tables_latency_and_parameters_in_attnas_units(space, task):
+def test_costs_are_the_tables_latency_and_parameters_in_attnas_units(table):
+    space, task = table
     q = task.validation_view(space.index.codes, space.index.neighbours)
     assert q.costs(7) == {"params": round(q.params[7] * 1e6), "latency_ms": q.latency[7] * 1e3}
     assert 0.4e6 < np.median(q.cost_column("params")) < 3e6 and 0.3 < np.median(q.cost_column("latency_ms")) < 10
@@ -41,7 +38,8 @@ def test_costs_are_the_tables_latency_and_parameters_in_attnas_units(space, task
 
 
 @pytest.mark.parametrize("name", sorted(LOOPS))
-def test_every_loop_queries_feasible_architectures_only(space, task, name):
+def test_every_loop_queries_feasible_architectures_only(table, name):
+    space, task = table
     q = constrained(space, task, {"params": LIMIT, "latency_ms": 5.0})
     LOOPS[name](q, 60, random.Random(4))
     assert q.spent == 60 == len(set(q.trace))
@@ -49,14 +47,16 @@ def test_every_loop_queries_feasible_architectures_only(space, task, name):
     assert 0.3 < q.feasible.mean() < 0.7
 
 
-def test_latent_bo_queries_feasible_architectures_only(space, task):
+def test_latent_bo_queries_feasible_architectures_only(table):
+    space, task = table
     q = constrained(space, task)
     latents = np.random.default_rng(0).normal(size=(q.n, 3))
     latent_bo(q, 30, random.Random(5), latents, initial=10, batch=10, pool=200)
     assert q.spent == 30 and q.feasible[q.trace].all()
 
 
-def test_rejected_draws_do_not_count_and_draws_stay_paired(space, task):
+def test_rejected_draws_do_not_count_and_draws_stay_paired(table):
+    space, task = table
     """Under one constraint random search draws what it draws without, minus the rejected."""
     free = task.validation_view(space.index.codes, space.index.neighbours)
     random_search(free, 200, random.Random(6))

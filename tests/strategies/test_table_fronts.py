@@ -17,13 +17,9 @@ OBJECTIVES = ("val_score", "params")
 
 
 @pytest.fixture(scope="module")
-def space():
-    return cora_space()
-
-
-@pytest.fixture(scope="module")
-def task():
-    return cora_task()
+def table():
+    """The nine-operation space and cora's table."""
+    return cora_space(), cora_task()
 
 
 def view(space, task):
@@ -39,7 +35,8 @@ def test_hypervolume_of_a_hand_computed_example():
     assert hypervolume(np.zeros((0, 2)), [1, 1]) == 0.0
 
 
-def test_found_front_is_the_non_dominated_queried_set(space, task):
+def test_found_front_is_the_non_dominated_queried_set(table):
+    space, task = table
     q = view(space, task)
     random_search(q, 80, random.Random(1))
     front = found_front(q, OBJECTIVES)
@@ -54,7 +51,8 @@ def test_found_front_is_the_non_dominated_queried_set(space, task):
                    for i in front)
 
 
-def test_the_true_front_covers_everything_and_random_search_less(space, task):
+def test_the_true_front_covers_everything_and_random_search_less(table):
+    space, task = table
     q = view(space, task)
     random_search(q, 50, random.Random(2))
     table_F = table_objectives(task.validation_column(space.index.codes), q, OBJECTIVES)
@@ -64,7 +62,8 @@ def test_the_true_front_covers_everything_and_random_search_less(space, task):
     assert 0 < meter.ratio(found_front(q, OBJECTIVES)) < 1
 
 
-def test_pareto_evolution_spends_its_budget_from_random_searchs_draws(space, task):
+def test_pareto_evolution_spends_its_budget_from_random_searchs_draws(table):
+    space, task = table
     q = view(space, task)
     pareto_regularized_evolution(q, 45, random.Random(3), OBJECTIVES, population=10, sample_size=3)
     assert q.spent == 45 == len(set(q.trace))
