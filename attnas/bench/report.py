@@ -28,6 +28,11 @@ def markdown(summary: dict, seconds: float, seeds: int) -> str:
              f"Test performance (%) of the architecture each search picked on validation, mean over seeds; "
              f"in brackets the paired difference to {base} (points) and its t-test p-value. "
              f"Computed in {seconds:.1f} s.", ""]
+    if summary.get("constraints") or summary.get("objectives"):
+        limits = ", ".join(f"{k} <= {v:g}" for k, v in (summary.get("constraints") or {}).items())
+        lines += [f"Every strategy searched under the constraints {limits or 'none'}"
+                  + (f" with the objectives {', '.join(summary['objectives'])}" if summary.get("objectives") else "")
+                  + ".", ""]
     for budget in budgets:
         lines += [f"## {budget} queries", "", "| dataset | " + " | ".join(strategies) + " |",
                   "|---|" + "---:|" * len(strategies)]

@@ -61,7 +61,8 @@ def test_bench_under_a_constraint_with_fronts_compares_hypervolumes(tmp_path):
     assert 0 < fronts["table-random"]["hv"]["mean"] <= 1 and "hv_p" in fronts["regularized-evolution"]
     cell = json.loads((out / "cells" / "cora" / "table-random-20.json").read_text())
     assert cell["settings"]["constraints"] == {"params": 1.2e6} and len(cell["hv"]) == 3
-    assert "hypervolume ratio" in (out / "bench.md").read_text()
+    md = (out / "bench.md").read_text()
+    assert "hypervolume ratio" in md and "under the constraints params <= 1.2e+06 with the objectives" in md
 
 
 @pytest.mark.parametrize("args, message", [
