@@ -27,7 +27,7 @@ _EXPORTS = {
     "evaluate": "attnas.pipeline",
     "load_model": "attnas.pipeline",
     "check_arch_file": "attnas.pipeline",
-    "retrain": "attnas.retraining",
+    "retrain": "attnas.training.retraining",
     # the registry of spaces, strategies, tasks, datasets and operations
     "names": "attnas.registry",
     "entries": "attnas.registry",

@@ -43,22 +43,17 @@ errors only (and turns the progress bars off), as does ``ATTNAS_PROGRESS=0`` unl
 
 from __future__ import annotations
 
-import functools
 import json
-import logging
-import os
 import sys
-import traceback
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from attnas._version import __version__
-from attnas.errors import AttnasError
-from attnas.stop_signals import Terminated, handling_stop_signals
+from attnas.runtime.command_errors import fail, guard, is_click_exception, one_line, set_debug
+from attnas.runtime.verbosity import set_verbosity
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Neural architecture search for attention (AutoAttend, DARTFormer, AutoLA, "
@@ -77,117 +72,6 @@ TUNED_COMMANDS = frozenset({"search", "retrain", "sweep", "compare", "evaluate"}
 #: Most torch threads ``--threads`` sets (torch takes a 32-bit count; more threads than this
 #: only oversubscribe any machine).
 MAX_THREADS = 4096
-
-#: Whether the current command was given ``--debug`` (set by :func:`main_callback`).
-_debug = False
-
-
-def _fail(msg: str, code: int = 2) -> None:
-    typer.echo(f"error: {msg}", err=True)
-    raise typer.Exit(code)
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split()) or "(no message)"
-
-
-def _kept_run(exc: BaseException) -> str:
-    """The hint for an exception raised after a run directory was made (see :mod:`attnas.pipeline`)."""
-    run_dir = getattr(exc, "attnas_run_dir", None)
-    return f"; the run is kept: `attnas search --resume {run_dir}` continues it" if run_dir else ""
-
-
-#: Commands that continue a stopped run when run again with the same arguments (their
-#: finished runs, rows or seeds are kept), and what they keep.
-_RERUN_CONTINUES = {"compare": "rows and seeds", "sweep": "runs", "bench": "cells", "retrain": "seeds"}
-
-
-def _continue_hint(command: str, exc: BaseException) -> str:
-    """How to continue what ``command`` was doing when it was stopped."""
-    if command in _RERUN_CONTINUES:
-        return f"; the same `attnas {command}` command run again continues it (finished {_RERUN_CONTINUES[command]} are kept)"
-    return _kept_run(exc) or "; a search continues with `attnas search --resume RUN_DIR`"
-
-
-def _guard(fn):
-    """Turn every exception of a command into one line on stderr and its exit status.
-
-    ``--debug`` raises it instead, with its traceback (a Ctrl-C prints its traceback and
-    still exits with 130). SIGTERM stops the command like Ctrl-C, with status 143, and a
-    second signal while the first is handled is ignored (:mod:`attnas.stop_signals`).
-    """
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with handling_stop_signals():
-            try:
-                return fn(*args, **kwargs)
-            except Exception as exc:
-                if _debug or _is_click_exception(exc):
-                    raise
-                _report(exc)
-            except KeyboardInterrupt as exc:
-                if _debug:
-                    traceback.print_exc()
-                what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
-                _fail(what + _continue_hint(fn.__name__, exc), getattr(exc, "exit_code", 130))
-
-    return wrapper
-
-
-def _report(exc: Exception) -> None:
-    """Print ``exc`` as one line and exit with its status: an :class:`AttnasError`'s own
-    (2 for bad input), else 1 with the exception's type (an error attnas did not expect)."""
-    if isinstance(exc, AttnasError):
-        _fail(_one_line(exc) + _kept_run(exc), exc.exit_code)
-    _fail(f"{type(exc).__name__}: {_one_line(exc)}{_kept_run(exc)} (--debug shows the traceback)", 1)
-
-
-def _is_click_exception(exc: BaseException) -> bool:
-    """Whether ``exc`` is click's own (a usage error, ``Exit``, ``Abort``), from click or
-    typer's copy of it: the command-line framework handles those."""
-    return any(cls.__module__.split(".")[0] in ("click", "typer") for cls in type(exc).__mro__)
-
-
-class _StderrHandler(logging.StreamHandler):
-    """Writes to the ``sys.stderr`` of the moment (a test runner may swap it between commands)."""
-
-    @property
-    def stream(self):  # type: ignore[override]
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, value) -> None:
-        pass
-
-
-_HANDLER = _StderrHandler()
-_HANDLER.setFormatter(logging.Formatter("%(message)s"))
-
-
-def set_verbosity(verbose: bool = False, quiet: bool = False) -> Callable[[], None]:
-    """Show the ``attnas`` logger's messages on stderr: INFO and up by default, DEBUG with
-    ``verbose``, WARNING and up with ``quiet`` (which also silences the progress bars) or
-    when ``ATTNAS_PROGRESS=0`` silences progress output (its notices are progress too).
-
-    Returns:
-        What puts the logger back as it was (called when the command ends).
-    """
-    if verbose and quiet:
-        _fail("give --verbose or --quiet, not both")
-    logger = logging.getLogger("attnas")
-    level, attached = logger.level, _HANDLER in logger.handlers
-    quiet = quiet or os.environ.get("ATTNAS_PROGRESS", "1") == "0"
-    logger.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
-    logger.addHandler(_HANDLER)
-
-    def restore() -> None:
-        logger.setLevel(level)
-        if not attached:
-            logger.removeHandler(_HANDLER)
-
-    return restore
-
 
 def _version(value: bool) -> None:
     if value:
@@ -208,34 +92,33 @@ def main_callback(ctx: typer.Context,
                   quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only warnings and errors (no "
                                              "progress, no notices).")) -> None:
     """attnas: neural architecture search for attention."""
-    global _debug
-    _debug = debug
+    set_debug(debug)
     ctx.call_on_close(set_verbosity(verbose, quiet))
     warnings.formatwarning = lambda message, category, *a, **k: f"warning: {message}\n"
     if ctx.invoked_subcommand in TUNED_COMMANDS and (ctx.obj or {}).get("tune_process"):
         tune_process()
     if threads is not None:
         if threads < 1:
-            _fail(f"--threads must be >= 1, got {threads}")
+            fail(f"--threads must be >= 1, got {threads}")
         if threads > MAX_THREADS:
-            _fail(f"--threads {threads}: at most {MAX_THREADS:,} threads")
+            fail(f"--threads {threads}: at most {MAX_THREADS:,} threads")
         import torch
 
         torch.set_num_threads(threads)
 
 
 @app.command("list")
-@_guard
+@guard
 def list_cmd(what: str = typer.Argument("all", help="spaces, strategies, tasks, datasets, ops, recipes or all")) -> None:
     """List registered components and shipped recipes."""
     from attnas import registry
     from attnas.config import list_recipes, read_yaml, recipe_path
-    from attnas.display import plain_text
+    from attnas.reporting.display import plain_text
 
     kinds = {"spaces": "space", "strategies": "strategy", "tasks": "task", "datasets": "dataset", "ops": "op"}
     valid = [*kinds, "recipes", "all"]
     if what not in valid:
-        from attnas.errors import ConfigError, unknown_name
+        from attnas.core.errors import ConfigError, unknown_name
 
         raise ConfigError(unknown_name("list target", what, valid))
     for name, kind in kinds.items():
@@ -253,7 +136,7 @@ def list_cmd(what: str = typer.Argument("all", help="spaces, strategies, tasks, 
 
 
 @app.command()
-@_guard
+@guard
 def show(recipe: str = typer.Argument(..., help="Recipe name or YAML path."),
          set_: list[str] = typer.Option([], "--set", help="Override: key.sub=value (repeatable).")) -> None:
     """Print a recipe's fully resolved configuration."""
@@ -263,7 +146,7 @@ def show(recipe: str = typer.Argument(..., help="Recipe name or YAML path."),
 
 
 @app.command()
-@_guard
+@guard
 def search(recipe: Optional[str] = typer.Argument(None, help="Recipe name (attnas list recipes) or YAML path."),
            set_: list[str] = typer.Option([], "--set", help="Override: key.sub=value (repeatable)."),
            out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<name>-<time>)."),
@@ -285,10 +168,10 @@ def search(recipe: Optional[str] = typer.Argument(None, help="Recipe name (attna
            mlflow_experiment: Optional[str] = typer.Option(None, "--mlflow-experiment", help="With --mlflow: the "
                                                            "MLflow experiment (default attnas).")) -> None:
     """Search an architecture; writes arch.json, metrics.json and model.pt to the run directory."""
-    from attnas import mlflow_mirror, tensorboard_mirror
+    from attnas.tracking import mlflow_mirror, tensorboard_mirror
 
     if mlflow_experiment is not None and mlflow is None:
-        from attnas.errors import ConfigError
+        from attnas.core.errors import ConfigError
 
         raise ConfigError("--mlflow-experiment goes with --mlflow URI")
     with tensorboard_mirror.mirroring(tensorboard), mlflow_mirror.mirroring(mlflow, mlflow_experiment or "attnas"):
@@ -302,20 +185,20 @@ def _search(recipe: Optional[str], set_: list[str], out: Optional[Path], data_di
 
     if resume is not None:
         if recipe or set_ or out or seed is not None:
-            _fail("--resume takes only the run directory (and --data-dir/--device/--workers/--ray-address/--force); "
+            fail("--resume takes only the run directory (and --data-dir/--device/--workers/--ray-address/--force); "
                   "the run keeps its own config")
         run = pipeline.resume(resume, data_dir=data_dir, device=device, workers=workers, ray_address=ray_address,
                               force=force)
     else:
         if not recipe:
-            _fail("give a RECIPE (see `attnas list recipes`) or --resume RUN_DIR")
+            fail("give a RECIPE (see `attnas list recipes`) or --resume RUN_DIR")
         if force:
-            _fail("--force goes with --resume RUN_DIR")
+            fail("--force goes with --resume RUN_DIR")
         run = pipeline.search(recipe, set_, out=out, data_dir=data_dir, seed=seed, device=device, workers=workers,
                               ray_address=ray_address)
     if not run.exists("metrics.json"):  # a distributed rank other than 0
         return
-    from attnas.display import rounded
+    from attnas.reporting.display import rounded
 
     metrics = run.read_json("metrics.json")
     typer.echo(f"run: {run.path}")
@@ -323,7 +206,7 @@ def _search(recipe: Optional[str], set_: list[str], out: Optional[Path], data_di
 
 
 @app.command()
-@_guard
+@guard
 def retrain(run_dir: Path = typer.Argument(..., help="A finished run directory."),
             dataset: Optional[str] = typer.Option(None, "--dataset", help="Transfer to another dataset."),
             seeds: Optional[int] = typer.Option(None, "--seeds", help="Number of seeds (default retrain.seeds)."),
@@ -334,18 +217,18 @@ def retrain(run_dir: Path = typer.Argument(..., help="A finished run directory."
             workers: Optional[int] = typer.Option(None, "--workers", help="Train the seeds on N parallel Ray workers."),
             ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP)) -> None:
     """Retrain the found architecture with several seeds (mean and std go to metrics.json)."""
-    from attnas.display import rounded
-    from attnas.retraining import retrain as run_retrain
+    from attnas.reporting.display import rounded
+    from attnas.training.retraining import retrain as run_retrain
 
     if init not in (None, "supernet", "scratch"):
-        _fail(f"--init must be supernet or scratch, got {init!r}")
+        fail(f"--init must be supernet or scratch, got {init!r}")
     s = run_retrain(run_dir, dataset=dataset, seeds=seeds, data_dir=data_dir, device=device, init=init,
                          overrides=set_, workers=workers, ray_address=ray_address)
     typer.echo(json.dumps(rounded({k: v for k, v in s.items() if k != "per_seed"}), indent=1))
 
 
 @app.command()
-@_guard
+@guard
 def sweep(recipe: str = typer.Argument(..., help="Recipe name or YAML path."),
           seeds: int = typer.Option(1, "--seeds", help="Seeds per grid point (the recipe's seed, +1, ...)."),
           grid: list[str] = typer.Option([], "--grid", help="key=\\[v1, v2] (repeatable): search every combination."),
@@ -356,7 +239,7 @@ def sweep(recipe: str = typer.Argument(..., help="Recipe name or YAML path."),
           workers: Optional[int] = typer.Option(None, "--workers", help="Run N searches at once on Ray."),
           ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP)) -> None:
     """Run independent searches (seeds x grid) into sub-run folders; summary.json has mean and std."""
-    from attnas.sweep import sweep as run_sweep
+    from attnas.scale.sweep import sweep as run_sweep
 
     s = run_sweep(recipe, set_, seeds=seeds, grid=grid, out=out, data_dir=data_dir, device=device, workers=workers,
                   ray_address=ray_address)
@@ -368,7 +251,7 @@ def sweep(recipe: str = typer.Argument(..., help="Recipe name or YAML path."),
 
 
 @app.command()
-@_guard
+@guard
 def compare(recipe: str = typer.Argument(..., help="A recipe that searches (name or YAML path)."),
             seeds: Optional[int] = typer.Option(None, "--seeds", help="Retraining seeds per row (default compare.seeds: 10, fewer for GPU recipes)."),
             baselines: Optional[str] = typer.Option(None, "--baselines",
@@ -406,7 +289,7 @@ def compare(recipe: str = typer.Argument(..., help="A recipe that searches (name
 
 
 @app.command()
-@_guard
+@guard
 def bench(out: Path = typer.Option(Path("runs/bench"), "--out", help="Output folder (finished cells are kept: "
                                    "running again continues)."),
           seeds: int = typer.Option(100, "--seeds", help="Seeds per cell (seed k: the same first draws for every strategy)."),
@@ -421,7 +304,7 @@ def bench(out: Path = typer.Option(Path("runs/bench"), "--out", help="Output fol
     """Search strategies on NAS-Bench-Graph's tables: anytime curves and paired tests against random search;
     writes bench.json, bench.md and figures/ (needs attnas\\[nasbench])."""
     from attnas.bench import DATASETS, DEFAULT_STRATEGIES, run_bench
-    from attnas.errors import ConfigError
+    from attnas.core.errors import ConfigError
 
     try:
         budget_list = [int(b) for b in budgets.split(",") if b.strip()]
@@ -441,28 +324,28 @@ def bench(out: Path = typer.Option(Path("runs/bench"), "--out", help="Output fol
 
 
 @app.command()
-@_guard
+@guard
 def evaluate(run_dir: Path = typer.Argument(..., help="A finished run directory."),
              data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
              device: Optional[str] = typer.Option(None, "--device")) -> None:
     """Score the run's final model on the validation and test splits."""
     from attnas import pipeline
-    from attnas.display import rounded
+    from attnas.reporting.display import rounded
 
     typer.echo(json.dumps(rounded(pipeline.evaluate(run_dir, data_dir=data_dir, device=device)), indent=1))
 
 
 @app.command()
-@_guard
+@guard
 def report(run_dir: Path = typer.Argument(..., help="A run directory.")) -> None:
     """Write report.md with the search-progress figure and the architecture drawn."""
-    from attnas.report import write_report
+    from attnas.reporting.report import write_report
 
     typer.echo(str(write_report(run_dir)))
 
 
 @app.command("export")
-@_guard
+@guard
 def export(run_dir: Path = typer.Argument(..., help="A finished run directory."),
            pick: Optional[str] = typer.Option(None, "--pick", help="A Pareto-front member's index (0: best validation score) or "
                                                          "conditions like 'latency_ms<5' or 'params<=2e4,val_accuracy>0.8' "
@@ -476,9 +359,9 @@ def export(run_dir: Path = typer.Argument(..., help="A finished run directory.")
                                               "with --pick, RUN_DIR/export-FORMAT with --format).")) -> None:
     """Write the arch.json of a Pareto-front member (--pick), or the final model in a portable format (--format)."""
     if (pick is None) == (format_ is None):
-        _fail("give one of --pick (a Pareto-front member's arch.json) or --format (the final model)")
+        fail("give one of --pick (a Pareto-front member's arch.json) or --format (the final model)")
     if format_ is not None:
-        from attnas.model_export import export_run
+        from attnas.export.model_export import export_run
 
         info = export_run(run_dir, format_, out, data_dir=data_dir)
         check = info.get("check", {})
@@ -488,7 +371,7 @@ def export(run_dir: Path = typer.Argument(..., help="A finished run directory.")
         if "other_sizes" in check:
             typer.echo(f"warning: it runs only at the traced input sizes; other sizes {check['other_sizes']}", err=True)
         return
-    from attnas.pareto import export_member
+    from attnas.costs.pareto import export_member
 
     path, member = export_member(run_dir, pick, out or Path(run_dir) / "picked.arch.json")
     typer.echo(f"{path}: front member {member['index']} "
@@ -498,7 +381,7 @@ def export(run_dir: Path = typer.Argument(..., help="A finished run directory.")
 
 
 @app.command("check-arch")
-@_guard
+@guard
 def check_arch(arch_json: Path = typer.Argument(..., help="An arch.json file."),
                recipe: str = typer.Argument(..., help="The recipe whose space it belongs to.")) -> None:
     """Validate an architecture file against a recipe's space."""
@@ -511,13 +394,13 @@ def check_arch(arch_json: Path = typer.Argument(..., help="An arch.json file."),
 def tune_process() -> None:
     """Process-wide settings for training, made before any torch work.
 
-    Sets the OpenMP wait policy (:func:`attnas.cpu_busy.choose_omp_wait_policy`, which
+    Sets the OpenMP wait policy (:func:`attnas.runtime.cpu_busy.choose_omp_wait_policy`, which
     measures how busy the CPUs are for a quarter of a second) and glibc's ``malloc``
-    thresholds (:func:`attnas.allocator.keep_freed_memory`; ``ATTNAS_MALLOC=default`` keeps
+    thresholds (:func:`attnas.runtime.allocator.keep_freed_memory`; ``ATTNAS_MALLOC=default`` keeps
     glibc's own).
     """
-    from attnas.allocator import keep_freed_memory
-    from attnas.cpu_busy import choose_omp_wait_policy
+    from attnas.runtime.allocator import keep_freed_memory
+    from attnas.runtime.cpu_busy import choose_omp_wait_policy
 
     choose_omp_wait_policy()
     keep_freed_memory()
@@ -533,13 +416,13 @@ def main() -> None:
     try:
         code = app(obj={"tune_process": True}, standalone_mode=False)
     except Exception as exc:
-        if not (_is_click_exception(exc) and hasattr(exc, "format_message")):
+        if not (is_click_exception(exc) and hasattr(exc, "format_message")):
             raise
         ctx = getattr(exc, "ctx", None)
         where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-        typer.echo(f"error: {_one_line(exc.format_message())}{where}", err=True)
+        typer.echo(f"error: {one_line(exc.format_message())}{where}", err=True)
         sys.exit(getattr(exc, "exit_code", 2))
-    except KeyboardInterrupt:  # outside a command (a command's own Ctrl-C is handled by _guard)
+    except KeyboardInterrupt:  # outside a command (a command's own Ctrl-C is handled by guard)
         typer.echo("error: interrupted", err=True)
         sys.exit(130)
     sys.exit(code if isinstance(code, int) else 0)

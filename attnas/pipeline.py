@@ -8,15 +8,15 @@ A search run goes through three phases, each resumable:
    strategy has them, else from scratch), checkpoint tag ``final``;
 3. ``metrics.json`` (search metrics plus ``val_<metric>`` and ``test_<metric>``) and
    ``model.pt`` (weights, architecture, config and the task's input and output sizes:
-   everything needed to rebuild it without the data; :mod:`attnas.model_files`).
+   everything needed to rebuild it without the data; :mod:`attnas.runs.model_files`).
 
 A strategy whose search already ends in its own final evaluation sets
 ``Strategy.final_training = False`` (e.g. ``graph-vae``, whose result is a trained graph
 VAE and its metrics, not a network to train): phases 2 and 3 then reduce to writing its
 metrics as ``metrics.json``, and such a run has no ``model.pt`` to evaluate or retrain.
 
-Retraining a finished run with several seeds is :mod:`attnas.retraining`; building a
-config's task, space and strategy is :mod:`attnas.build`.
+Retraining a finished run with several seeds is :mod:`attnas.training.retraining`; building a
+config's task, space and strategy is :mod:`attnas.runs.build`.
 
 Example:
     >>> from attnas import pipeline
@@ -39,20 +39,22 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnas import registry, distributed, run_environment
+from attnas import registry
 from attnas._version import __version__
-from attnas.arch import Arch, load_arch
-from attnas.build import build_space, build_strategy, build_task, check_strategy, check_task, pick_device
 from attnas.config import RunConfig, TrainConfig, config_from_dict, load_config
+from attnas.core.arch import Arch, load_arch
+from attnas.core.errors import CheckpointError, RunDirError, UnsupportedError
 from attnas.data.root import resolve_data_root
-from attnas.errors import CheckpointError, RunDirError, UnsupportedError
-from attnas.export_folders import EXPORT_INFO, read_export_folder
-from attnas.model_files import load_model_file, model_payload, save_model_file, saved_task
-from attnas.parallel import Executor, RunSpec, SequentialExecutor, make_executor
-from attnas.resumable_phase import ResumablePhase
-from attnas.rng import seed_everything
-from attnas.runs import RunDir, run_folder_name
-from attnas.train import fit
+from attnas.export.export_folders import EXPORT_INFO, read_export_folder
+from attnas.runs.build import build_space, build_strategy, build_task, check_strategy, check_task, pick_device
+from attnas.runs.model_files import load_model_file, model_payload, save_model_file, saved_task
+from attnas.runs.resumable_phase import ResumablePhase
+from attnas.runs.rng import seed_everything
+from attnas.runs.run_dir import RunDir, run_folder_name
+from attnas.runtime import run_environment
+from attnas.scale import distributed
+from attnas.scale.parallel import Executor, RunSpec, SequentialExecutor, make_executor
+from attnas.training.train import fit
 
 
 def _default_out(config: RunConfig) -> Path:
@@ -63,7 +65,7 @@ def _default_out(config: RunConfig) -> Path:
 def run_info(data_root: Path, device: torch.device, executor: Executor | None = None,
              dist: distributed.DistContext | None = None) -> dict:
     """What ``run.json`` records about the process that creates a run directory (with what
-    a resume compares: :func:`attnas.run_environment.describe`)."""
+    a resume compares: :func:`attnas.runtime.run_environment.describe`)."""
     info = {**run_environment.describe(), "data_root": str(data_root), "device": str(device),
             "command": " ".join(sys.argv), "pid": os.getpid()}
     info.update((executor or SequentialExecutor()).describe())
@@ -77,13 +79,13 @@ def search(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (
     """Run a search from a recipe into a new run directory.
 
     Under ``torchrun`` (``WORLD_SIZE > 1``) the supernet training is data-parallel over
-    the processes and rank 0 alone writes the run directory (:mod:`attnas.distributed`).
+    the processes and rank 0 alone writes the run directory (:mod:`attnas.scale.distributed`).
 
     Args:
         recipe: A shipped recipe name, a YAML path or a mapping.
         overrides: ``key=value`` overrides (``--set``).
         out: The run directory, new or empty (default ``runs/<name>-<time>``, the recipe's
-            name made a safe folder name by :func:`~attnas.runs.run_folder_name`).
+            name made a safe folder name by :func:`~attnas.runs.run_dir.run_folder_name`).
         data_dir: The data root (default ``$ATTNAS_DATA``, else the per-user cache).
         seed: Overrides the recipe's seed.
         device: ``auto``, ``cpu`` or ``cuda``.
@@ -157,7 +159,7 @@ def resume(run_dir: str | Path, data_dir: str | Path | None = None, device: str 
 
     The workers may differ from those of the killed run: the result is the same. The torch
     threads, compiled kernels and torch and attnas versions must be those ``run.json``
-    recorded (:mod:`attnas.run_environment`), since each can change the result (a finished
+    recorded (:mod:`attnas.runtime.run_environment`), since each can change the result (a finished
     run, which a resume leaves as it is, is not checked).
 
     Args:
@@ -282,7 +284,7 @@ def save_model(run: RunDir, config: RunConfig, arch: Arch, state_dict: dict, nam
                task_info: Any = None) -> None:
     """Write ``model.pt``: weights plus what rebuilds the model (config, architecture, the task's
     :class:`~attnas.tasks.base.TaskInfo`) as plain data, its SHA-256 beside it
-    (:mod:`attnas.model_files`)."""
+    (:mod:`attnas.runs.model_files`)."""
     save_model_file(run.file(name), model_payload(config.to_dict(), arch.to_dict(), state_dict, task_info,
                                                   __version__))
 
@@ -358,7 +360,7 @@ def model_from_payload(payload: dict, data_dir: str | Path | None = None, device
     """The model a ``model.pt`` payload describes, with its weights, in eval mode.
 
     Args:
-        payload: What :func:`attnas.model_files.load_model_file` returned.
+        payload: What :func:`attnas.runs.model_files.load_model_file` returned.
         data_dir: The data root, for a payload without stored task facts.
         device: ``auto``, ``cpu`` or ``cuda``.
         run: The run it came from (needed for a payload without stored task facts).

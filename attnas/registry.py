@@ -6,7 +6,7 @@ Components register themselves with a decorator where they are defined::
     class AutoAttendSpace(Space): ...
 
 and are looked up by name with :func:`get` or built with :func:`create`. An unknown
-name raises :class:`~attnas.errors.ConfigError` listing the valid choices.
+name raises :class:`~attnas.core.errors.ConfigError` listing the valid choices.
 
 Looking a name up imports only the module that registers it: the index of the built-in
 components (``attnas._component_index``, name -> module, with each entry's group and
@@ -21,7 +21,7 @@ lists; :func:`discover` imports every module of the component packages (``attnas
 
 A component whose module needs an optional extra that is not installed (torch_geometric:
 ``attnas[graph]``; gpytorch and BoTorch: ``attnas[bo]``) raises a one-line
-:class:`~attnas.errors.ConfigError` naming the extra when it is looked up, and is left out
+:class:`~attnas.core.errors.ConfigError` naming the extra when it is looked up, and is left out
 of :func:`entries`.
 """
 
@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attnas._component_index import COMPONENTS
-from attnas.errors import ConfigError, unknown_name
-from attnas.extras import missing_error, missing_extra
+from attnas.core.errors import ConfigError, unknown_name
+from attnas.runtime.extras import missing_error, missing_extra
 
 KINDS = ("space", "strategy", "task", "dataset", "op")
 _PACKAGES = ("attnas.ops", "attnas.data", "attnas.tasks", "attnas.spaces", "attnas.strategies")
@@ -156,7 +156,7 @@ def load_module(module: str, what: str) -> None:
 
     Raises:
         ConfigError: ``<what> needs <package>, which is not installed: pip install "attnas[<extra>]"``
-            when the module needs an optional package that is missing (``attnas.extras``).
+            when the module needs an optional package that is missing (``attnas.runtime.extras``).
     """
     try:
         importlib.import_module(module)

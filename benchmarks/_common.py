@@ -203,7 +203,7 @@ def best_by_validation(val: list[float]) -> int:
 def open_search(run_dir: str) -> FinishedSearch:
     """Open the finished one-shot run ``run_dir`` (one torch thread; on the CPU, or on the device
     that ``$ATTNAS_STUDY_DEVICE`` names, such as ``cuda``)."""
-    from attnas.build import build_strategy
+    from attnas.runs.build import build_strategy
     from attnas.pipeline import open_finished, run_task
 
     torch.set_num_threads(1)

@@ -1,11 +1,11 @@
 """Griffe extension: turn the Sphinx roles of attnas's docstrings into checked cross-references.
 
-The docstrings name other objects with Sphinx roles (``:class:`~attnas.errors.ConfigError```,
+The docstrings name other objects with Sphinx roles (``:class:`~attnas.core.errors.ConfigError```,
 ``:func:`load_config```). mkdocstrings renders Markdown, so this extension rewrites each role
 before rendering:
 
-- a dotted ``attnas.`` path becomes an autorefs link (``[`ConfigError`][attnas.errors.ConfigError]``
-  for ``~attnas.errors.ConfigError``), which ``mkdocs build --strict`` reports when the target
+- a dotted ``attnas.`` path becomes an autorefs link (``[`ConfigError`][attnas.core.errors.ConfigError]``
+  for ``~attnas.core.errors.ConfigError``), which ``mkdocs build --strict`` reports when the target
   is not documented: a renamed or deleted object breaks the docs build;
 - a bare or partly dotted name (``:func:`load_config```, ``:meth:`Space.build```) is looked up
   in the scope of the docstring's object (the class, then its module, then the module's

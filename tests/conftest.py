@@ -52,7 +52,7 @@ def local_ray():
     running and reuse it.
     """
     ray = pytest.importorskip("ray")
-    from attnas import parallel
+    from attnas.scale import parallel
 
     ex = parallel.RayExecutor(workers=2)
     try:

@@ -12,10 +12,10 @@ import pkgutil
 
 import torch  # noqa: F401  (first: see above)
 
+from attnas import registry
 import attnas.cli  # noqa: F401
 import attnas.pipeline  # noqa: F401
-import attnas.retraining  # noqa: F401
-from attnas import registry
+import attnas.training.retraining  # noqa: F401
 
 for _package in registry._PACKAGES:
     for _info in pkgutil.walk_packages(importlib.import_module(_package).__path__, prefix=_package + "."):

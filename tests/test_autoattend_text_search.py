@@ -7,9 +7,10 @@ import json
 import pytest
 import yaml
 
-from attnas import pipeline, retraining
+from attnas import pipeline
 from attnas.config import load_config
 from attnas.spaces.autoattend import AutoAttendSpace
+from attnas.training import retraining
 
 TEXT_RECIPES = ["autoattend-sst5", "autoattend-sst2", "autoattend-sst5-quick", "autoattend-sst5-random",
                 "autoattend-sst5-baseline-space", "transformer-sst5", "transformer-sst2"]
@@ -93,7 +94,7 @@ def test_user_csv_end_to_end(tmp_path):
     run = pipeline.search(recipe_file, out=tmp_path / "csv-run", data_dir=tmp_path)
     metrics = json.loads(run.file("metrics.json").read_text())
     assert metrics["val_accuracy"] >= 0.9  # the words give the label away
-    from attnas.errors import DataError
+    from attnas.core.errors import DataError
 
     bad = tmp_path / "bad.csv"
     bad.write_text("text,label\nfine film,pos\n,neg\n")

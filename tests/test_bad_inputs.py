@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from attnas import pipeline
 from attnas.cli import app
-from attnas.errors import CheckpointError
+from attnas.core.errors import CheckpointError
 
 runner = CliRunner()
 
@@ -224,7 +224,7 @@ def test_bad_csv_text_files(recipe, tmp_path, edit, options, message):
 def test_space_without_networks_for_the_task(recipe, tmp_path):
     """A task kind AutoAttend has no domain adapter for is refused before anything is written."""
     from attnas import registry
-    from attnas.models.autoattend_network import _ADAPTERS
+    from attnas.spaces.autoattend_networks import _ADAPTERS
 
     registry.discover()
     assert "image" not in _ADAPTERS  # AutoAttend has graph and text networks only
@@ -277,7 +277,7 @@ def darts(task=None, **strategy):
 
 def run_with_alpha(path, shape):
     """A run folder holding a 'darts' checkpoint with architecture weights of ``shape``."""
-    from attnas.runs import RunDir
+    from attnas.runs.run_dir import RunDir
 
     with RunDir.create(path, "name: other\n", {}) as run:
         run.save_checkpoint("darts", 1, {"alpha": [torch.zeros(shape)]})

@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from attnas import pipeline
 from attnas.cli import app
-from attnas.runs import RunDir
+from attnas.runs.run_dir import RunDir
 
 runner = CliRunner()
 
@@ -253,10 +253,10 @@ def test_an_image_decompression_bomb_is_refused(tmp_path, tiny_recipe_data, monk
 
 
 def test_an_infeasible_cost_constraint_is_refused_before_the_supernet_trains(tmp_path, tiny_recipe_data, monkeypatch):
-    from attnas.strategies import one_shot_base
+    from attnas.strategies import one_shot_costs
 
     tiny_recipe_data = copy.deepcopy(tiny_recipe_data)
-    monkeypatch.setattr(one_shot_base, "FEASIBILITY_DRAWS", 8)
+    monkeypatch.setattr(one_shot_costs, "FEASIBILITY_DRAWS", 8)
     tiny_recipe_data["strategy"]["constraints"] = {"params": 10}
     (tmp_path / "r.yaml").write_text(yaml.safe_dump(tiny_recipe_data))
     refused(["search", str(tmp_path / "r.yaml")], "strategy.constraints: only 0 of the 8 distinct architectures "

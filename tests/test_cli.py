@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from attnas import allocator, cli, cpu_busy
+from attnas import cli
 from attnas.cli import app
+from attnas.runtime import allocator, cpu_busy
 
 runner = CliRunner()
 
@@ -152,7 +153,7 @@ def test_version_imports_no_torch_and_leaves_the_process_alone():
 
 @pytest.mark.parametrize("command, args, target", [
     ("compare", ["compare", "autoattend-digits-quick"], "attnas.comparison.compare"),
-    ("retrain", ["retrain", "somewhere"], "attnas.retraining.retrain"),
+    ("retrain", ["retrain", "somewhere"], "attnas.training.retraining.retrain"),
 ])
 def test_a_stopped_command_that_continues_when_run_again_says_so(monkeypatch, command, args, target):
     import importlib
@@ -174,7 +175,9 @@ def test_a_stopped_command_that_continues_when_run_again_says_so(monkeypatch, co
 def test_the_verbosity_switch_sets_what_the_attnas_logger_shows(monkeypatch, flags, progress_env, shown):
     import logging
 
-    from attnas import config, progress
+    from attnas import config
+
+    from attnas.reporting import progress
 
     seen = {}
 

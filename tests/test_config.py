@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from attnas.config import TrainConfig, apply_overrides, from_mapping, list_recipes, load_config, read_yaml
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 
 @pytest.mark.parametrize("recipe", list_recipes())

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from attnas import pipeline
 from attnas.cli import app
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 runner = CliRunner()
 

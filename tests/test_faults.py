@@ -3,7 +3,7 @@ directories.
 
 SIGKILL during supernet training and during evolution: ``tests/test_resume.py``; during a
 DARTS epoch: ``tests/strategies/test_darts_resume.py``; a killed Ray worker and a resume on
-other workers: ``tests/test_parallel.py``.
+other workers: ``tests/scale/test_parallel.py``.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ import pytest
 import torch
 import yaml
 
-from attnas import pipeline, retraining
-from attnas.errors import RunDirError
+from attnas import pipeline
+from attnas.core.errors import RunDirError
+from attnas.training import retraining
 from attnas_subprocess import run_attnas
 
 TIMING = {"search_seconds"}
@@ -146,7 +147,7 @@ def unwritable_targets(tmp_path):
 def test_unwritable_run_directory_fails_before_any_work(recipe_file, tmp_path, monkeypatch):
     monkeypatch.setattr(pipeline, "build_task", _no_work)
     monkeypatch.setattr(pipeline, "build_space", _no_work)
-    from attnas import sweep
+    from attnas.scale import sweep
 
     monkeypatch.setattr(sweep, "build_task", _no_work)
 

@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from attnas import registry
-from attnas.arch import Arch
 from attnas.config import config_from_dict, load_config
-from attnas.errors import ArchError, ConfigError
+from attnas.core.arch import Arch
+from attnas.core.errors import ArchError, ConfigError
 
 # ATTNAS_FUZZ_EXAMPLES=5000 for a longer hunt
 FUZZ = settings(max_examples=int(os.environ.get("ATTNAS_FUZZ_EXAMPLES", "150")), deadline=None,

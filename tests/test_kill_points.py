@@ -6,7 +6,7 @@ Kills after an event of a phase: ``tests/test_resume.py``; damaged checkpoints:
 ``tests/test_faults.py``.
 
 Only the killed runs are children; the uninterrupted references and the resumes
-(``attnas.pipeline.resume`` and ``attnas.sweep.sweep``, what ``attnas search --resume`` and
+(``attnas.pipeline.resume`` and ``attnas.scale.sweep.sweep``, what ``attnas search --resume`` and
 ``attnas sweep`` run) run in the test's process, on one thread as the children: a child's
 start-up costs seconds per call.
 """
@@ -41,7 +41,7 @@ def reference(tmp_path_factory):
 
 def sweep_here(recipe, out, seeds: int) -> None:
     """``attnas --threads 1 sweep RECIPE --seeds SEEDS --out OUT``, in this process."""
-    from attnas.sweep import sweep
+    from attnas.scale.sweep import sweep
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from attnas import pipeline
 from attnas.cli import app
-from attnas.errors import TrainingError, check_finite_loss
+from attnas.core.errors import TrainingError, check_finite_loss
 from attnas.tasks.image_classification import ImageClassificationTask
 from attnas.tasks.node_classification import NodeClassificationTask
 from attnas.tasks.sequence_classification import SequenceClassificationTask

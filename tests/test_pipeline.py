@@ -10,7 +10,7 @@ from torch import nn
 
 from attnas import pipeline
 from attnas.config import TrainConfig
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 
 class _Strategy:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from attnas import registry
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 
 def test_core_components_are_discovered():
@@ -55,8 +55,8 @@ def test_two_classes_of_one_name_in_different_modules_are_refused_but_a_reimport
 
 
 def test_a_stale_index_entry_says_how_to_rebuild_the_index(monkeypatch):
-    monkeypatch.setitem(registry._INDEX, ("space", "stale-space"), ("stale-space", "", "attnas.errors", {}))
-    with pytest.raises(ConfigError, match=r"names attnas\.errors, which does not register it; rebuild the index"):
+    monkeypatch.setitem(registry._INDEX, ("space", "stale-space"), ("stale-space", "", "attnas.core.errors", {}))
+    with pytest.raises(ConfigError, match=r"names attnas\.core\.errors, which does not register it; rebuild the index"):
         registry.get("space", "stale-space")
 
 
@@ -89,7 +89,7 @@ LAZY_LOOKUP = """
 import json, sys
 sys.modules["torch_geometric"] = None
 from attnas import registry
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 out = {"image_names": registry.names("dataset", modality="image")}
 out["after_names"] = sorted(m for m in sys.modules if m.startswith(("attnas.data.", "attnas.spaces.", "attnas.tasks.",
                                                                     "attnas.strategies.", "attnas.ops.")))

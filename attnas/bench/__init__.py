@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from attnas.config import check_seeds
+from attnas.core.errors import ConfigError, unknown_name
 from attnas.data.nas_bench_graph import DATASETS, tables_folder
-from attnas.errors import ConfigError, unknown_name
 
 from .runner import DEFAULT_BUDGETS, DEFAULT_STRATEGIES, StrategySpec, check_budgets, run_cells
 
@@ -51,7 +51,7 @@ def run_bench(out: str | Path, strategies: Sequence[str] = DEFAULT_STRATEGIES,
     from .report import write_outputs
     from .summary import BASELINE, summarise_cells
 
-    from attnas.pareto import normalize_constraints
+    from attnas.costs.pareto import normalize_constraints
 
     objectives = list(objectives) if objectives else None
     constraints = normalize_constraints(constraints) or None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from scipy import stats
 
-from attnas.atomic_files import atomic_write_json, atomic_write_text
+from attnas.runs.atomic_files import atomic_write_json, atomic_write_text
 
 
 def _pts(x: float) -> str:

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from attnas import registry
-from attnas.atomic_files import atomic_write_text
 from attnas.config import from_mapping
-from attnas.errors import ConfigError, unknown_name
+from attnas.core.errors import ConfigError, unknown_name
+from attnas.runs.atomic_files import atomic_write_text
 from attnas.spaces.nas_bench_graph import NasBenchGraphConfig, NasBenchGraphSpace
 from attnas.tasks.nas_bench_graph import NasBenchGraphTask, NasBenchGraphTaskConfig
 

@@ -24,9 +24,9 @@ import copy
 from dataclasses import dataclass
 
 from attnas import registry
-from attnas.build import build_space
 from attnas.config import RunConfig, load_config
-from attnas.errors import ConfigError, UnsupportedError, unknown_name
+from attnas.core.errors import ConfigError, UnsupportedError, unknown_name
+from attnas.runs.build import build_space
 
 #: Row names that baselines may not take.
 RESERVED = ("search", "random", "random-architecture")

@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from attnas.atomic_files import atomic_write_file, atomic_write_text  # noqa: E402
+from attnas.runs.atomic_files import atomic_write_file, atomic_write_text  # noqa: E402
 
 FIGURE = "compare.png"
 

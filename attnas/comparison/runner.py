@@ -42,18 +42,18 @@ from pathlib import Path
 import torch
 
 from attnas import registry, pipeline
-from attnas.atomic_files import atomic_write_json
-from attnas.build import build_space, build_task, check_retraining, check_strategy, check_task
 from attnas.comparison.plan import Row, plan_rows
 from attnas.comparison.report import write_compare_files
 from attnas.comparison.stats import paired_verdict, summarise
 from attnas.config import check_seeds, load_config, to_mapping
+from attnas.core.errors import RunDirError
 from attnas.data.root import resolve_data_root
-from attnas.errors import RunDirError
-from attnas.parallel import make_executor
-from attnas.progress import labelled
-from attnas.retraining import retrain
-from attnas.runs import RunDir, run_folder_name
+from attnas.reporting.progress import labelled
+from attnas.runs.atomic_files import atomic_write_json
+from attnas.runs.build import build_space, build_task, check_retraining, check_strategy, check_task
+from attnas.runs.run_dir import RunDir, run_folder_name
+from attnas.scale.parallel import make_executor
+from attnas.training.retraining import retrain
 
 PLAN = "compare-plan.json"
 RESULT = "compare.json"

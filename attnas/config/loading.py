@@ -11,8 +11,8 @@ import yaml
 from attnas.config.recipe_merge import merge_recipe
 from attnas.config.run import RunConfig, config_from_dict
 from attnas.config.yaml_loading import MAX_DEPTH, load_yaml
-from attnas.errors import ConfigError, unknown_name
-from attnas.text_files import decode_text
+from attnas.core.errors import ConfigError, unknown_name
+from attnas.core.text_files import decode_text
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from attnas.config.yaml_loading import DELETE, Replace
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 
 def merge_recipe(base: dict, recipe: dict, source: str) -> dict:

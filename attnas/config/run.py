@@ -25,7 +25,7 @@ from attnas.config.values import (
     from_mapping,
 )
 from attnas.config.yaml_loading import dump_yaml
-from attnas.errors import ConfigError, did_you_mean
+from attnas.core.errors import ConfigError, did_you_mean
 
 def to_mapping(obj: Any) -> Any:
     """Turn a (nested) config dataclass back into plain YAML-able data."""

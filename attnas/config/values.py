@@ -23,7 +23,7 @@ import typing
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Annotated, Any, Literal
 
-from attnas.errors import ConfigError, did_you_mean
+from attnas.core.errors import ConfigError, did_you_mean
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class Range:
         return "any number"
 
     def check(self, value: float, path: str) -> None:
-        """Raise :class:`~attnas.errors.ConfigError` naming ``path`` when ``value`` is outside."""
+        """Raise :class:`~attnas.core.errors.ConfigError` naming ``path`` when ``value`` is outside."""
         if not self.contains(value):
             raise _OutOfRange(f"{path}: must be {self.describe()}, got {value!r}")
 

@@ -14,7 +14,7 @@ took the machine with it:
 - **integers bounded:** an integer literal of more than :data:`MAX_INT_DIGITS` digits is
   refused where it is read, with its line (Python refuses to convert 4,301 digits at all).
 
-Every failure is a :class:`~attnas.errors.ConfigError` naming the source and the line.
+Every failure is a :class:`~attnas.core.errors.ConfigError` naming the source and the line.
 
 A recipe file (``load_yaml(..., recipe=True)``) may also use two tags that say how it
 extends its ``base:`` recipe (:mod:`attnas.config.recipe_merge`): ``!replace`` on a
@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 #: Deepest nesting of mappings and lists a document may have.
 MAX_DEPTH = 100

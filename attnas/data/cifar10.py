@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnas.registry import register_dataset
+from attnas.core.errors import DataError
 from attnas.data.image_dataset import ImageDataset
 from attnas.data.root import require_files
 from attnas.data.safe_pickle import NUMPY_ARRAYS, restricted_load
-from attnas.errors import DataError
+from attnas.registry import register_dataset
 
 FOLDER = "cifar-10-batches-py"
 TRAIN_FILES = tuple(f"data_batch_{i}" for i in range(1, 6))

@@ -25,9 +25,9 @@ import math
 import numpy as np
 import torch
 
+from attnas.core.errors import ConfigError
 from attnas.data.graphs import SPLITS, GraphDataset, random_split_masks
 from attnas.data.heterophilous import graph_with_splits
-from attnas.errors import ConfigError
 
 NUM_SPLITS = 10
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnas.registry import register_dataset
+from attnas.core.errors import ConfigError
 from attnas.data.image_dataset import ImageDataset
-from attnas.errors import ConfigError
+from attnas.registry import register_dataset
 
 TEST_FRACTION = 0.2
 SEED = 0

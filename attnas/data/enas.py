@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnas.registry import register_dataset
+from attnas.core.errors import DataError
 from attnas.data.root import require_files, resolve_data_root
-from attnas.errors import DataError
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.dag_dataset import DagDataset
+from attnas.registry import register_dataset
 
 FILE = "final_structures6.txt"
 FOLDER = "enas"

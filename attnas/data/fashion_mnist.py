@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnas.registry import register_dataset
+from attnas.core.errors import DataError
 from attnas.data.image_dataset import ImageDataset
 from attnas.data.root import require_files
-from attnas.errors import DataError
+from attnas.registry import register_dataset
 
 FOLDER = "fashion-mnist"
 FILES = {

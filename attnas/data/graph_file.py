@@ -16,9 +16,9 @@ from pathlib import Path
 import torch
 from torch_geometric.data import Data
 
-from attnas.registry import register_dataset
+from attnas.core.errors import DataError
 from attnas.data.graphs import GraphDataset, random_split_masks, validate_graph
-from attnas.errors import DataError
+from attnas.registry import register_dataset
 
 
 def _safe_globals() -> list:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 
 if TYPE_CHECKING:  # torch_geometric (attnas[graph]) is imported by the loaders that make graphs
     from torch_geometric.data import Data

@@ -19,7 +19,7 @@ torch_geometric's ``WebKB`` and ``WikipediaNetwork`` fetch Geom-GCN's text files
 unfiltered graphs, not these files. Files are read with ``allow_pickle=False`` (no code can be unpickled) and every
 array is checked (:func:`check_arrays`, then :func:`~attnas.data.graphs.validate_graph` on
 every split) before anything else happens: the first problem is named in a
-:class:`~attnas.errors.DataError`.
+:class:`~attnas.core.errors.DataError`.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import to_undirected
 
-from attnas.data.graphs import SPLITS, GraphDataset, validate_graph
+from attnas.core.errors import DataError
 from attnas.data.download import Source
+from attnas.data.graphs import SPLITS, GraphDataset, validate_graph
 from attnas.data.root import require_files
-from attnas.errors import DataError
 
 FOLDER = "heterophilous"
 #: The file stems torch_geometric's ``HeterophilousGraphDataset`` downloads (its raw file is ``<stem>.npz``).

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 
 
 @dataclass

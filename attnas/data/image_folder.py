@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnas.registry import register_dataset
+from attnas.core.errors import ConfigError, DataError
 from attnas.data.image_dataset import ImageDataset
-from attnas.errors import ConfigError, DataError
+from attnas.registry import register_dataset
 
 PIL_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp"}
 SUFFIXES = PIL_SUFFIXES | {".npy"}

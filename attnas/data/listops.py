@@ -32,10 +32,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Union
 
-from attnas.registry import register_dataset
 from attnas.config import CheckedConfig, NonNegativeInt, PositiveInt, Range, Seed
+from attnas.core.errors import ConfigError, DataError
 from attnas.data.token_sequences import TokenSequences
-from attnas.errors import ConfigError, DataError
+from attnas.registry import register_dataset
 
 MIN, MAX, MED, SUM_MOD, END = "[MIN", "[MAX", "[MED", "[SM", "]"
 OPERATORS = (MIN, MAX, MED, SUM_MOD)

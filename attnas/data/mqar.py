@@ -38,7 +38,7 @@ from typing import Annotated
 import numpy as np
 
 from attnas.config import CheckedConfig, PositiveInt, Range, Seed
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 #: Label of positions that are not queries (ignored by the loss and the accuracy).
 IGNORE = -100

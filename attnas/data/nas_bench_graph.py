@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from attnas.core.errors import DataError, unknown_name
 from attnas.data.safe_pickle import NUMPY_ARRAYS, restricted_load
-from attnas.errors import DataError, unknown_name
 
 #: The nine datasets, in the benchmark's order (``proteins``: 2,021 architectures of 5 operations).
 DATASETS = ("cora", "citeseer", "pubmed", "cs", "physics", "photo", "computers", "arxiv", "proteins")

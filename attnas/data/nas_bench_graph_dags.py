@@ -14,11 +14,11 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnas.registry import register_dataset
+from attnas.core.errors import DataError
 from attnas.data.nas_bench_graph import DATASETS, load_table
-from attnas.errors import DataError
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.space_dags import space_dataset
+from attnas.registry import register_dataset
 from attnas.spaces.nas_bench_graph import NasBenchGraphConfig, NasBenchGraphSpace
 
 

@@ -28,12 +28,12 @@ from torch_geometric.io import read_txt_array
 from torch_geometric.io.planetoid import edge_index_from_dict
 from torch_geometric.utils import index_to_mask
 
-from attnas.registry import register_dataset
-from attnas.data.graphs import GraphDataset, validate_graph
+from attnas.core.errors import DataError
 from attnas.data.download import DownloadFailed, Source
+from attnas.data.graphs import GraphDataset, validate_graph
 from attnas.data.root import require_files
 from attnas.data.safe_pickle import DEFAULTDICT_OF_LISTS, NUMPY_ARRAYS, SCIPY_CSR, restricted_load
-from attnas.errors import DataError
+from attnas.registry import register_dataset
 
 _NAMES = {"cora": "Cora", "citeseer": "CiteSeer", "pubmed": "PubMed"}
 _SUFFIXES = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")

@@ -12,7 +12,7 @@ per graph id, node ids relabelled from 0, self-loops removed), from JSON and fro
 ``.npy`` files read with ``allow_pickle=False``: no file is unpickled. Because building
 them takes a while, the result is cached in the per-user cache, under the SHA-256 of the
 raw files, as a checksummed file of tensors that loads with ``weights_only=True``
-(:func:`attnas.checkpoint_files.load_checkpoint_file`); the data root itself is written only
+(:func:`attnas.runs.checkpoint_files.load_checkpoint_file`); the data root itself is written only
 when the files are missing and are downloaded through :class:`torch_geometric.datasets.PPI`
 (:mod:`attnas.data.download`; not with ``ATTNAS_OFFLINE`` set), whose raw folder is this layout.
 """
@@ -28,12 +28,12 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import remove_self_loops
 
-from attnas.registry import register_dataset
-from attnas.checkpoint_files import load_checkpoint_file, save_checkpoint_file
-from attnas.data.graphs import GraphDataset, validate_graph
+from attnas.core.errors import CheckpointError, DataError
 from attnas.data.download import Source
+from attnas.data.graphs import GraphDataset, validate_graph
 from attnas.data.root import default_cache_dir, require_files
-from attnas.errors import CheckpointError, DataError
+from attnas.registry import register_dataset
+from attnas.runs.checkpoint_files import load_checkpoint_file, save_checkpoint_file
 
 PPI_FILES = tuple(f"{s}_{kind}" for s in ("train", "valid", "test")
                   for kind in ("graph.json", "feats.npy", "labels.npy", "graph_id.npy"))

@@ -15,8 +15,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from attnas.core.errors import DataError
 from attnas.data.download import OFFLINE_VAR, DownloadFailed, Source, download_missing, downloads_allowed
-from attnas.errors import DataError
 
 ENV_VAR = "ATTNAS_DATA"
 

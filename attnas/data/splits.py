@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 
 def _perm(n: int, seed: int) -> torch.Tensor:

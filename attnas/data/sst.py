@@ -26,11 +26,11 @@ import os
 import re
 from pathlib import Path
 
-from attnas.registry import register_dataset
+from attnas.core.errors import DataError
+from attnas.core.text_files import read_text
 from attnas.data.root import require_files, resolve_data_root
 from attnas.data.text_dataset import TextDataset, TextSplit
-from attnas.errors import DataError
-from attnas.text_files import read_text
+from attnas.registry import register_dataset
 
 FILES = {"train": "train.txt", "val": "dev.txt", "test": "test.txt"}
 SST5_LABELS = ("very negative", "negative", "neutral", "positive", "very positive")

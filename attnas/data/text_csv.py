@@ -28,12 +28,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from attnas.registry import register_dataset
 from attnas.config import CheckedConfig, Fraction, Seed
+from attnas.core.errors import ConfigError, DataError
+from attnas.core.text_files import read_text
 from attnas.data.root import resolve_data_root
 from attnas.data.text_dataset import TEXT_SPLITS, TextDataset, TextSplit, lowercase
-from attnas.errors import ConfigError, DataError
-from attnas.text_files import read_text
+from attnas.registry import register_dataset
 
 SPLIT_ALIASES = {"train": "train", "training": "train", "val": "val", "dev": "val", "valid": "val",
                  "validation": "val", "test": "test", "testing": "test"}

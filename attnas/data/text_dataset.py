@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 
 TEXT_SPLITS = ("train", "val", "test")
 

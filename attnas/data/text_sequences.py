@@ -29,11 +29,11 @@ from typing import Literal
 
 from attnas import registry
 from attnas.config import CheckedConfig, NonNegativeInt, PositiveInt, Seed
+from attnas.core.errors import ConfigError, DataError, unknown_name
 from attnas.data.text_csv import CsvConfig
 from attnas.data.text_dataset import TEXT_SPLITS, TextDataset, TextSplit
 from attnas.data.token_sequences import TokenSequences
 from attnas.data.vocab import Vocab
-from attnas.errors import ConfigError, DataError, unknown_name
 
 PAD = "<pad>"
 BYTE_VOCAB = (PAD, *(f"<0x{b:02X}>" for b in range(256)))

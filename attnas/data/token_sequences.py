@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from attnas.errors import ConfigError, DataError
+from attnas.core.errors import ConfigError, DataError
 
 SPLITS = ("train", "val", "test")
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from attnas.core.errors import ConfigError
 from attnas.data.text_dataset import lowercase
-from attnas.errors import ConfigError
 
 PAD, UNK = "<pad>", "<unk>"
 PAD_ID, UNK_ID = 0, 1

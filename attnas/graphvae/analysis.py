@@ -22,7 +22,7 @@ import networkx as nx
 import numpy as np
 from torch import Tensor
 
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.gp import rmse_pearson
 

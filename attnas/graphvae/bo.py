@@ -35,12 +35,12 @@ import torch
 from torch import Tensor
 
 from attnas.config import CheckedConfig, PositiveInt, Seed
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.evaluator import UNSCORED, Evaluator
 from attnas.graphvae.gp import SparseGPConfig, fit_sparse_gp
 from attnas.graphvae.vae import GraphVAE
-from attnas.progress import progress
+from attnas.reporting.progress import progress
 
 INVALID = "invalid"
 

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 
 #: Vertex type index of the input vertex (D-VAE's ``START_TYPE``).
 START_TYPE = 0

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from attnas.errors import DataError, did_you_mean
+from attnas.core.errors import DataError, did_you_mean
 from attnas.graphvae.dag_batch import END_TYPE, START_TYPE, DagBatch
 
 #: Labels of the synthetic input and output vertices added by :meth:`DagDataset.from_dags`.

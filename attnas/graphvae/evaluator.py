@@ -26,7 +26,7 @@ from typing import Protocol
 
 import torch
 
-from attnas.errors import ConfigError, DataError
+from attnas.core.errors import ConfigError, DataError
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.gp import SparseGP

@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 
 class GCNEncoder(nn.Module):

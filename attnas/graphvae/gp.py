@@ -56,8 +56,8 @@ import torch
 from torch import Tensor
 
 from attnas.config import CheckedConfig, PositiveFloat, PositiveInt, Seed
-from attnas.errors import ConfigError, DataError, check_finite_loss
-from attnas.progress import progress
+from attnas.core.errors import ConfigError, DataError, check_finite_loss
+from attnas.reporting.progress import progress
 
 
 @dataclass(frozen=True)

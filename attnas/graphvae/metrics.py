@@ -29,9 +29,9 @@ from torch import Tensor
 
 from attnas.config import CheckedConfig, PositiveInt
 from attnas.graphvae.dag_batch import DagBatch
-from attnas.graphvae.validity import is_valid_enas
 from attnas.graphvae.vae import GraphVAE
-from attnas.progress import progress
+from attnas.graphvae.validity import is_valid_enas
+from attnas.reporting.progress import progress
 
 
 def same_dag(a: DagBatch, b: DagBatch) -> Tensor:

@@ -16,7 +16,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 
 class OperationEncoding(nn.Module):

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from attnas.arch import Arch
-from attnas.errors import ArchError, ConfigError, DataError
+from attnas.core.arch import Arch
+from attnas.core.errors import ArchError, ConfigError, DataError
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.dag_dataset import DagDataset
 

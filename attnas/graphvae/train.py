@@ -27,10 +27,10 @@ import torch
 from torch.optim.lr_scheduler import ReduceLROnPlateau
 
 from attnas.config import CheckedConfig, NonNegativeInt, PositiveFloat, PositiveInt, Range, Seed
-from attnas.errors import CheckpointError, DataError, check_finite_loss
+from attnas.core.errors import CheckpointError, DataError, check_finite_loss
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.vae import GraphVAE, GraphVAEConfig, precision_context
-from attnas.progress import progress
+from attnas.reporting.progress import progress
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from attnas.config import CheckedConfig, NonNegativeFloat, PositiveInt
-from attnas.errors import ConfigError, DataError
+from attnas.core.errors import ConfigError, DataError
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.decoder import DagDecoder
 from attnas.graphvae.dvae_encoder import DVAEEncoder
@@ -82,7 +82,7 @@ def precision_context(precision: str, device: torch.device | str = "cpu") -> con
 def paper_model(name: str, **overrides) -> GraphVAEConfig:
     """The config of one of Chatzianastasis et al.'s (2021) models, with optional field overrides."""
     if name not in PAPER_MODELS:
-        from attnas.errors import unknown_name
+        from attnas.core.errors import unknown_name
 
         raise ConfigError(unknown_name("graph VAE model", name, PAPER_MODELS))
     return replace(PAPER_MODELS[name], **overrides)

@@ -3,7 +3,7 @@
 Model code never imports this package: each kernel registers overrides for hooks that model
 code marks with :func:`attnas.ops.overrides.overridable` (an override returns
 ``NotImplemented`` where it does not apply, and the eager PyTorch operation runs). Importing
-the package registers every kernel; :mod:`attnas.build` imports it once, unless
+the package registers every kernel; :mod:`attnas.runs.build` imports it once, unless
 ``ATTNAS_NO_KERNELS=1``. Deleting the package leaves every recipe running on the eager paths.
 
 Switches:

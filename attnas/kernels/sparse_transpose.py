@@ -15,10 +15,14 @@ per graph: ``M^T`` memoised on the
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from attnas.ops import overrides
-from attnas.ops.autoattend.graph_context import GraphContext, SparseFeatures
+
+if TYPE_CHECKING:  # graph_context needs torch_geometric (attnas[graph]); kernels load without it
+    from attnas.ops.autoattend.graph_context import GraphContext, SparseFeatures
 
 
 class _CachedTransposeSpMM(torch.autograd.Function):
@@ -60,6 +64,8 @@ def propagate(graph: GraphContext, name: str, x: torch.Tensor) -> torch.Tensor:
 
 def project(x: torch.Tensor | SparseFeatures, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
     """Override of :func:`attnas.ops.autoattend.graph_context.project` for :class:`SparseFeatures`."""
+    from attnas.ops.autoattend.graph_context import SparseFeatures  # imported by the caller already
+
     if not isinstance(x, SparseFeatures):
         return NotImplemented
     out = _SparseProject.apply(x.rows, x.rows_t, weight)

@@ -31,7 +31,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 DEFAULT_BLOCK_NAMES = ("BasicBlock", "Bottleneck")
 

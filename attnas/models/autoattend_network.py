@@ -26,16 +26,11 @@ Layer widths: layer 0 is the stem's output (the raw input with ``stem: raw``), t
 layer is the class scores with ``head: none``, every other layer is ``hidden`` wide; a
 connection's operation maps its source layer's width to its target layer's.
 
-What the stem, head, attention and operations are in a domain is a *domain adapter*,
-registered per task kind with :func:`register_adapter`. An adapter provides ``stem()``,
-``head()``, ``attention()`` and ``op(name, in_dim, out_dim, last)``, and may set three
-class attributes (defaults in brackets):
-
-- ``input_dropout`` [the space's ``dropout``]: dropout on each operation's input;
-- ``add_dropout`` [0]: dropout on the sum of an *addition* layer;
-- ``per_layer_attention`` [False]: one attention module per layer instead of one shared
-  module (for attention layers with parameters, e.g. a LayerNorm after Eq. 8); the
-  supernet keeps one per layer position, shared by all architectures, like the stem.
+The networks are built from an :class:`AutoAttendNetworkConfig`: plain values (sizes,
+the sharing variant, the operations, the dropouts) and the domain's :class:`NetworkParts`,
+which make the stem, head, attention and operations of a domain (graphs, text). The space
+builds that config (:func:`attnas.spaces.autoattend_networks.network_config`, which picks
+the parts by the task's kind); this module never looks a space up.
 """
 
 from __future__ import annotations
@@ -43,16 +38,15 @@ from __future__ import annotations
 import operator
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import reduce
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 from torch import nn
 
-from attnas.arch import Arch
-from attnas.errors import UnsupportedError
+from attnas.core.arch import Arch
 from attnas.ops.shared.dropout import fast_dropout
-from attnas.tasks.base import TaskInfo
 
 #: The roles of a layer type's inputs: an addition layer's two inputs, an attention layer's
 #: query, key and value.
@@ -60,40 +54,71 @@ ROLES = {"add": ("add", "add"), "attn": ("q", "k", "v")}
 #: The operation that stands for an absent connection.
 ZERO = "zero"
 
-_ADAPTERS: dict[str, type] = {}
-#: Task kind -> the module that registers the built-in adapter (imported on first use: the
-#: graph adapter needs torch_geometric, which a text search does not).
-ADAPTER_MODULES = {"node": "attnas.spaces.autoattend_graph", "text": "attnas.spaces.autoattend_text"}
+@runtime_checkable
+class NetworkParts(Protocol):
+    """The modules of one domain (graphs, text) an AutoAttend network is made of.
+
+    Attributes:
+        input_dropout: Dropout on each operation's input.
+        add_dropout: Dropout on the sum of an *addition* layer.
+        per_layer_attention: One attention module per layer instead of one shared module
+            (for attention layers with parameters, e.g. a LayerNorm after Eq. 8); the
+            supernet keeps one per layer position, shared by all architectures, like the stem.
+    """
+
+    def stem(self) -> nn.Module:
+        """Maps a batch to ``(h_0, context)``."""
+
+    def head(self) -> nn.Module:
+        """Maps ``(h_last, context)`` to the task's output."""
+
+    def attention(self) -> nn.Module:
+        """The attention layer's aggregation ``(q, k, v, context) -> h`` (Eq. 8)."""
+
+    def op(self, name: str, in_dim: int, out_dim: int, last: bool) -> nn.Module:
+        """Operation ``name`` from ``in_dim`` to ``out_dim`` features (``last``: into the last layer)."""
 
 
-def register_adapter(kind: str):
-    """Register the domain adapter for tasks of ``kind`` (class decorator)."""
+@dataclass(frozen=True)
+class AutoAttendNetworkConfig:
+    """What an AutoAttend network is built from (made by the space for one task).
 
-    def deco(cls: type) -> type:
-        _ADAPTERS[kind] = cls
-        return cls
+    Attributes:
+        layers: Number of searchable layers.
+        hidden: Width of the hidden layers.
+        in_dim: Width of the raw input (layer 0 with ``raw_input``).
+        num_classes: Width of the output (the last layer with ``scores_output``).
+        raw_input: Layer 0 is the raw input (``stem: raw``), not ``hidden`` wide.
+        scores_output: The last layer holds the class scores (``head: none``).
+        context: The context-aware sharing variant (``fc``, ``sc``, ``tc``, ``nc``).
+        layer_types: The layer types the space allows (``add``, ``attn``).
+        ops: The operations of the space's pool (the supernet holds one module of each
+            per connection and context; ``zero`` and ``identity`` have none).
+        input_dropout: Dropout on each operation's input.
+        add_dropout: Dropout on the sum of an *addition* layer.
+        per_layer_attention: One attention module per layer (see :class:`NetworkParts`).
+        parts: The domain's modules.
+    """
 
-    return deco
+    layers: int
+    hidden: int
+    in_dim: int
+    num_classes: int
+    raw_input: bool
+    scores_output: bool
+    context: str
+    layer_types: tuple[str, ...]
+    ops: tuple[str, ...]
+    input_dropout: float
+    add_dropout: float
+    per_layer_attention: bool
+    parts: NetworkParts
 
-
-def check_kind(kind: str) -> None:
-    """Raise :class:`UnsupportedError` unless an adapter for tasks of ``kind`` is registered."""
-    from attnas import registry
-
-    if kind not in _ADAPTERS and kind in ADAPTER_MODULES:
-        registry.load_module(ADAPTER_MODULES[kind], f"space 'autoattend' on '{kind}' tasks")
-    if kind not in _ADAPTERS:
-        registry.discover()  # a plugin's adapter
-    if kind not in _ADAPTERS:
-        raise UnsupportedError(
-            f"space 'autoattend' has no networks for '{kind}' tasks; supported: {', '.join(sorted(_ADAPTERS))}"
-        )
-
-
-def adapter_for(space: Any, info: TaskInfo) -> Any:
-    """The domain adapter for a task, instantiated for ``space``'s options."""
-    check_kind(info.kind)
-    return _ADAPTERS[info.kind](space, info)
+    def widths(self) -> list[int]:
+        """The width of every layer, 0 (the stem's output) to ``layers`` (the head's input)."""
+        first = self.in_dim if self.raw_input else self.hidden
+        last = self.num_classes if self.scores_output else self.hidden
+        return [first] + [self.hidden] * (self.layers - 1) + [last]
 
 
 def _src_type(s: int, layers: list[dict]) -> str:
@@ -133,24 +158,22 @@ def plan(arch: Arch, sharing: str) -> tuple:
 
 
 class _AutoAttendBase(nn.Module):
-    def __init__(self, space: Any, info: TaskInfo):
+    def __init__(self, config: AutoAttendNetworkConfig):
         super().__init__()
-        self.space_options = space.options
-        self.adapter = adapter_for(space, info)
-        self.stem = self.adapter.stem()
-        self.head = self.adapter.head()
-        self.per_layer_attention = bool(getattr(self.adapter, "per_layer_attention", False))
+        self.config = config
+        parts = config.parts
+        self.stem = parts.stem()
+        self.head = parts.head()
+        self.per_layer_attention = config.per_layer_attention
         # per layer: filled by the subclasses with the layers that can be attention layers
-        self.attention = nn.ModuleDict() if self.per_layer_attention else self.adapter.attention()
-        self.p = getattr(self.adapter, "input_dropout", space.options.dropout)
-        self.add_p = getattr(self.adapter, "add_dropout", 0.0)
-        opts = space.options
-        self.widths = [info.in_dim if opts.stem == "raw" else opts.hidden] + [opts.hidden] * (opts.layers - 1) + [
-            info.num_classes if opts.head == "none" else opts.hidden]
+        self.attention = nn.ModuleDict() if self.per_layer_attention else parts.attention()
+        self.p = config.input_dropout
+        self.add_p = config.add_dropout
+        self.widths = config.widths()
 
     def make_op(self, op: str, s: int, t: int) -> nn.Module:
         """The module of operation ``op`` on a connection from layer ``s`` to layer ``t``."""
-        return self.adapter.op(op, self.widths[s], self.widths[t], last=(t == self.space_options.layers))
+        return self.config.parts.op(op, self.widths[s], self.widths[t], last=(t == self.config.layers))
 
     def _attention(self, t: int) -> nn.Module:
         return self.attention[str(t)] if self.per_layer_attention else self.attention
@@ -198,13 +221,13 @@ class AutoAttendSupernet(_AutoAttendBase):
     """The one-shot supernet; ``forward(batch, arch)`` runs the sub-architecture ``arch``.
 
     Args:
-        space: The :class:`~attnas.spaces.autoattend.AutoAttendSpace`.
-        info: The task's :class:`~attnas.tasks.base.TaskInfo`.
+        config: What the network is built from (:meth:`AutoAttendSpace.supernet
+            <attnas.spaces.autoattend.AutoAttendSpace.supernet>` makes it for a task).
     """
 
-    def __init__(self, space: Any, info: TaskInfo):
-        super().__init__(space, info)
-        opts = space.options
+    def __init__(self, config: AutoAttendNetworkConfig):
+        super().__init__(config)
+        opts = config
         self.sharing = opts.context
         self.ops = nn.ModuleDict()
         n = opts.layers
@@ -218,7 +241,7 @@ class AutoAttendSupernet(_AutoAttendBase):
         self._shared_key: dict[str, str] = {}
         for t in range(1, n + 1):
             for s in range(t):
-                for op in space.ops:
+                for op in opts.ops:
                     if op in (ZERO, "identity"):
                         continue
                     first = None
@@ -231,7 +254,7 @@ class AutoAttendSupernet(_AutoAttendBase):
                             self._shared_key[key] = first
         if self.per_layer_attention and "attn" in opts.layer_types:
             for t in range(1, n + 1):
-                self.attention[str(t)] = self.adapter.attention()
+                self.attention[str(t)] = opts.parts.attention()
         self._plans: OrderedDict[str, tuple] = OrderedDict()
         self.contexts_shared = False
 
@@ -291,21 +314,21 @@ class AutoAttendModel(_AutoAttendBase):
     """A standalone AutoAttend network of one architecture; ``forward(batch)``.
 
     Args:
-        space: The space.
+        config: What the network is built from (:meth:`AutoAttendSpace.build
+            <attnas.spaces.autoattend.AutoAttendSpace.build>` makes it for a task).
         arch: The architecture (validated).
-        info: The task's :class:`~attnas.tasks.base.TaskInfo`.
     """
 
-    def __init__(self, space: Any, arch: Arch, info: TaskInfo):
-        super().__init__(space, info)
+    def __init__(self, config: AutoAttendNetworkConfig, arch: Arch):
+        super().__init__(config)
         self.arch_doc = arch.to_dict()
-        self.steps = plan(arch, space.options.context)
+        self.steps = plan(arch, config.context)
         self.ops = nn.ModuleDict()
         for t, ltype, needed, conns in self.steps:
             if not needed:
                 continue
             if ltype == "attn" and self.per_layer_attention:
-                self.attention[str(t)] = self.adapter.attention()
+                self.attention[str(t)] = config.parts.attention()
             for slot, s, op, _ in conns:
                 if op not in (ZERO, "identity"):
                     self.ops[f"L{t}_{slot}"] = self.make_op(op, s, t)
@@ -323,13 +346,13 @@ class AutoAttendModel(_AutoAttendBase):
           (``tokens`` int64 ``[B, L]`` vocabulary ids, ``mask`` bool ``[B, L]`` True at real
           tokens, ``lengths`` int64 ``[B]``); returns ``[B, classes]`` logits.
 
-        :mod:`attnas.model_inputs` wraps the model to take these as plain tensors.
+        :mod:`attnas.export.model_inputs` wraps the model to take these as plain tensors.
         """
         return self.run(batch, self.steps)
 
     def latency_parts(self, batch: Any) -> list[tuple[list, Callable[[], Any]]]:
         """The parts of the forward pass on ``batch`` whose times add up to its latency
-        (``costs.latency: operations``, :mod:`attnas.costs`): the stem, every operation,
+        (``costs.latency: operations``, :mod:`attnas.costs.measure`): the stem, every operation,
         every layer's merge (attention or sum) and the head, each as ``(signature, run)``.
 
         A signature names what the part's time depends on: the operation and its widths

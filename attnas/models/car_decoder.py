@@ -16,7 +16,7 @@ from typing import Any
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnas.errors import ConfigError, DataError
+from attnas.core.errors import ConfigError, DataError
 
 __all__ = ["CARDecoder", "ContextAutoregressionModel"]
 

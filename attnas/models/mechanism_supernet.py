@@ -19,7 +19,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.models.transformer_encoder import EncoderLayer, MechanismSpec, SequenceClassifier, TokenEmbedding
 from attnas.ops.attention_mechanisms import build_mechanism, mechanism_names
 
@@ -72,7 +72,7 @@ class SupernetAttention(nn.Module):
         known = mechanism_names()
         for name in mechanisms:
             if name not in known:
-                from attnas.errors import unknown_name
+                from attnas.core.errors import unknown_name
 
                 raise ConfigError("mechanisms: " + unknown_name("attention mechanism", name, known))
         options = options or {}
@@ -110,7 +110,7 @@ class SupernetAttention(nn.Module):
         try:
             return self.names.index(name)
         except ValueError:
-            from attnas.errors import unknown_name
+            from attnas.core.errors import unknown_name
 
             raise ConfigError(unknown_name("supernet block", name, self.names)) from None
 

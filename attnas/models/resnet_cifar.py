@@ -12,7 +12,7 @@ Every block owns an ``attn`` module (``nn.Identity`` unless ``attn_layer`` is gi
 to the output of the residual branch, just before the shortcut is added -- where SE, CBAM and
 AutoLA's released code put their attention modules. ``attn_layer`` is any callable
 ``channels -> nn.Module`` (an attention class, ``functools.partial`` of one, or a closure that
-builds a HOGA cell from an :class:`~attnas.arch.Arch`).
+builds a HOGA cell from an :class:`~attnas.core.arch.Arch`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 AttnFactory = Callable[[int], nn.Module]
 
@@ -180,7 +180,7 @@ def cifar_resnet(name: str, num_classes: int = 10, in_channels: int = 3, width: 
         ConfigError: For an unknown name (the message lists the valid ones).
     """
     if name not in BACKBONES:
-        from attnas.errors import unknown_name
+        from attnas.core.errors import unknown_name
 
         raise ConfigError(unknown_name("backbone", name, BACKBONES))
     block, n = BACKBONES[name]

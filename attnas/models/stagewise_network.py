@@ -33,7 +33,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from attnas.errors import ArchError, DataError
+from attnas.core.errors import ArchError, DataError
 from attnas.ops.fullattn.self_attention_block import CANDIDATES, make_candidate
 
 __all__ = [

@@ -29,10 +29,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnas.ops.shared.positions import sinusoidal_positions
-from attnas.errors import ConfigError
-from attnas.ops.shared.dropout import FastDropout
+from attnas.core.errors import ConfigError
 from attnas.ops.autoattend.sequence_context import SequenceContext
+from attnas.ops.shared.dropout import FastDropout
+from attnas.ops.shared.positions import sinusoidal_positions
 
 Pooling = Literal["max", "mean", "max+mean"]
 

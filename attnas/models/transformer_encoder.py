@@ -17,9 +17,9 @@ from typing import Any, Literal, Union
 import torch
 from torch import nn
 
-from attnas.ops.shared.positions import sinusoidal_positions
-from attnas.errors import ConfigError, DataError
+from attnas.core.errors import ConfigError, DataError
 from attnas.ops.attention_mechanisms import build_mechanism
+from attnas.ops.shared.positions import sinusoidal_positions
 
 #: A homogeneous mechanism name, or ``{mechanism: number of single heads}`` for a mix.
 MechanismSpec = Union[str, Mapping[str, int]]

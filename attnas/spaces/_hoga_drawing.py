@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--weights", type=Path, default=None,
                    help="also draw softmax(alpha) of a derived cell (its meta.edge_weights) to this PNG")
     args = p.parse_args(argv)
-    from attnas.arch import Arch
+    from attnas.core.arch import Arch
 
     arch = Arch.from_json(args.arch.read_text())
     if arch.space != "hoga":

@@ -35,13 +35,13 @@ import numpy as np
 from torch import nn
 
 from attnas import registry
-from attnas.registry import register_space
-from attnas.arch import Arch
 from attnas.config import CheckedConfig, Fraction, NonNegativeInt, PositiveInt
-from attnas.errors import ArchError, ConfigError, unknown_name
+from attnas.core.arch import Arch
+from attnas.core.errors import ArchError, ConfigError, unknown_name
 from attnas.models.mechanism_supernet import DEFAULT_CANDIDATES, MechanismSupernet
 from attnas.models.transformer_encoder import TransformerEncoderClassifier
 from attnas.ops.attention_mechanisms import mechanism_names
+from attnas.registry import register_space
 from attnas.spaces.base import Baseline, Space
 
 

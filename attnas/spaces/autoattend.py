@@ -34,9 +34,11 @@ feeding a shared linear classifier, so the space holds GCN and GAT exactly as th
 changes no width, so it is not a choice where the widths differ: on connections from
 the raw input, and into a last layer that outputs the classes.
 
-The networks themselves (supernet with context-aware parameter sharing, standalone
-model) are in :mod:`attnas.models.autoattend_network`; what they look like in each domain
-(graph, text) is a domain adapter chosen by the task's kind.
+The options are :class:`~attnas.spaces.autoattend_config.AutoAttendConfig`. The networks
+themselves (supernet with context-aware parameter sharing, standalone model) are in
+:mod:`attnas.models.autoattend_network`, built from the plain config that
+:func:`attnas.spaces.autoattend_networks.network_config` makes; what they look like in each
+domain (graph, text) is a domain adapter chosen by the task's kind.
 """
 
 from __future__ import annotations
@@ -44,92 +46,22 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from torch import nn
 
 from attnas import registry
+from attnas.core.arch import Arch
+from attnas.core.errors import ArchError, ConfigError, unknown_name
+from attnas.models.autoattend_network import ROLES, ZERO, AutoAttendModel, AutoAttendSupernet
 from attnas.registry import register_space
-from attnas.arch import Arch
-from attnas.config import CheckedConfig, Fraction, PositiveInt
-from attnas.errors import ArchError, ConfigError, unknown_name
-from attnas.models.autoattend_network import ROLES, ZERO, AutoAttendModel, AutoAttendSupernet, adapter_for
+from attnas.spaces.autoattend_config import AutoAttendConfig
+from attnas.spaces.autoattend_networks import adapter_for, network_config
 from attnas.spaces.base import Baseline, Space
 
 LAYER_TYPES = ("add", "attn")
 IDENTITY = "identity"
-
-
-@dataclass(frozen=True)
-class AutoAttendConfig(CheckedConfig):
-    """Options of the AutoAttend space.
-
-    Attributes:
-        layers: Number of searchable layers n.
-        hidden: Hidden size of every layer.
-        pool: Operation pool: ``pyg`` (Cora/PPI), ``mp`` (CiteSeer/PubMed, Eq. 7), ``text``.
-        ops: Subset of the pool to search (empty: the whole pool).
-        layer_types: Layer types to search; ``["add"]`` is the baseline space of Sec. 4.1.1.
-        constraints: Which of constraints 1, 2, 3 (Sec. 4.1.3) apply.
-        context: Parameter sharing of the supernet (Sec. 4.2.2, 5.4.2): ``nc`` no context,
-            ``sc`` source, ``tc`` target, ``fc`` full context.
-        heads: Heads h of the attention layer (Eq. 8; 4 for graphs, 8 for text).
-        op_heads: Heads h_m of the Eq. 7 message-passing operations.
-        act: Activation after parametric operations (``tanh`` is Eq. 7's sigma).
-        dropout: Dropout on the input features and on every connection's input.
-        attn_dropout: Dropout on attention coefficients (attention layer, GAT, Eq. 7).
-        stem: ``project``: layer 0 is a linear projection of the input to ``hidden``, shared
-            by all architectures; ``raw``: layer 0 is the input itself and the operations
-            reading it map its width to ``hidden`` (graphs).
-        head: ``linear``: a linear classifier after the last layer, shared by all
-            architectures; ``none``: the last layer's operations output the class scores
-            (graphs).
-        out_act: Activation of the last layer's operations when ``head`` is ``none``
-            (``linear``: none, as GCN's and GAT's output layers).
-        qk_norm: Graphs: scale each head's query and key to unit root-mean-square before
-            Eq. 8 (not in the paper; without it the hidden attention layers of the Cora
-            recipe get near-zero energies and average uniformly, docs/results/autoattend_graph.md).
-        options: Domain-specific extras (e.g. text: ``{max_len: 64}``).
-    """
-
-    layers: PositiveInt = 2
-    hidden: PositiveInt = 64
-    pool: str = "pyg"
-    ops: tuple[str, ...] = ()
-    layer_types: tuple[Literal["add", "attn"], ...] = ("add", "attn")
-    constraints: tuple[int, ...] = (1, 2, 3)
-    context: Literal["nc", "sc", "tc", "fc"] = "fc"
-    heads: PositiveInt = 4
-    op_heads: PositiveInt = 4
-    act: str = "elu"
-    dropout: Fraction = 0.6
-    attn_dropout: Fraction = 0.6
-    stem: Literal["project", "raw"] = "project"
-    head: Literal["linear", "none"] = "linear"
-    out_act: str = "linear"
-    qk_norm: bool = False
-    options: dict[str, Any] | None = None
-
-    field_prefix = "space."
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not self.layer_types:
-            raise ConfigError("space.layer_types: must name at least one of add, attn")
-        if len(set(self.layer_types)) != len(self.layer_types):
-            raise ConfigError(f"space.layer_types: repeated entries in {list(self.layer_types)}")
-        bad = [c for c in self.constraints if c not in (1, 2, 3)]
-        if bad:
-            raise ConfigError(f"space.constraints: {bad} are not constraints; valid: 1, 2, 3")
-        if "attn" in self.layer_types and self.hidden % self.heads:
-            raise ConfigError(f"space.hidden: {self.hidden} is not divisible by space.heads={self.heads}")
-        from attnas.ops.autoattend.common import ACTIVATIONS
-
-        for key in ("act", "out_act"):
-            if getattr(self, key) not in ACTIVATIONS:
-                raise ConfigError(f"space.{key}: {unknown_name('activation', getattr(self, key), ACTIVATIONS)}")
 
 
 #: GCN's training protocol (Kipf & Welling, ICLR 2017, Sec. 5.3: Adam, lr 0.01, weight
@@ -506,9 +438,9 @@ class AutoAttendSpace(Space):
 
     def supernet(self, task: Any) -> nn.Module:
         """The one-shot supernet with context-aware parameter sharing (Sec. 4.2)."""
-        return AutoAttendSupernet(self, task.info)
+        return AutoAttendSupernet(network_config(self, task.info))
 
     def build(self, arch: Arch, task: Any) -> nn.Module:
         """A standalone model of ``arch`` for ``task``."""
         self.validate(arch)
-        return AutoAttendModel(self, arch, task.info)
+        return AutoAttendModel(network_config(self, task.info), arch)

@@ -18,11 +18,11 @@ import torch
 from torch import nn
 
 from attnas import registry
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.autoattend.graph_attention import EdgeScaledDotProductAttention
-from attnas.ops.shared.dropout import fast_dropout
 from attnas.ops.autoattend.graph_context import GraphContext, SparseFeatures
-from attnas.models.autoattend_network import register_adapter
+from attnas.ops.shared.dropout import fast_dropout
+from attnas.spaces.autoattend_networks import register_adapter
 from attnas.tasks.base import TaskInfo
 
 

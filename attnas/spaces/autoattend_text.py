@@ -42,10 +42,10 @@ from torch import nn
 
 from attnas import registry
 from attnas.config import CheckedConfig, from_mapping
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.models.text_encoder import MaskedPoolingHead, TextStem
 from attnas.ops.autoattend.sequence_attention import SequenceAttention
-from attnas.models.autoattend_network import register_adapter
+from attnas.spaces.autoattend_networks import register_adapter
 from attnas.tasks.base import TaskInfo
 
 

@@ -29,8 +29,8 @@ from typing import Any, ClassVar
 import numpy as np
 from torch import nn
 
-from attnas.arch import Arch
-from attnas.errors import ArchError, UnsupportedError
+from attnas.core.arch import Arch
+from attnas.core.errors import ArchError, UnsupportedError
 
 
 @dataclass(frozen=True)

@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 from torch import nn
 
-from attnas.registry import register_space
-from attnas.arch import Arch
 from attnas.config import CheckedConfig, PositiveInt
+from attnas.core.arch import Arch
+from attnas.core.errors import ArchError, UnsupportedError, unknown_name
 from attnas.data.enas import VOCAB
-from attnas.errors import ArchError, UnsupportedError, unknown_name
+from attnas.registry import register_space
 from attnas.spaces.base import Space
 
 #: The six operations, in the ENAS file's id order (0 = conv3, ..., 5 = max3).

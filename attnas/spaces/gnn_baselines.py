@@ -23,11 +23,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnas.registry import register_space
-from attnas.arch import Arch
 from attnas.config import CheckedConfig, Fraction, PositiveInt
-from attnas.errors import ArchError, unknown_name
+from attnas.core.arch import Arch
+from attnas.core.errors import ArchError, unknown_name
 from attnas.ops.shared.dropout import fast_dropout
+from attnas.registry import register_space
 from attnas.spaces.base import Space
 
 MODELS = ("gcn", "gat")

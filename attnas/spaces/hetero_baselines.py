@@ -32,12 +32,12 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric import nn as gnn
 
-from attnas.registry import register_space
-from attnas.arch import Arch
 from attnas.config import CheckedConfig, Fraction, PositiveInt
-from attnas.ops.shared.dropout import fast_dropout
+from attnas.core.arch import Arch
 from attnas.ops.autoattend.graph_context import GraphContext
 from attnas.ops.autoattend.graph_heterophily import GPRPropagation
+from attnas.ops.shared.dropout import fast_dropout
+from attnas.registry import register_space
 from attnas.spaces.gnn_baselines import GAT, GCN, GNNBaselineSpace, TwoLayer
 
 #: The baselines and their one-line descriptions for the comparison table.

@@ -41,15 +41,15 @@ import torch
 from torch import nn
 
 from attnas import registry
-from attnas.registry import register_space
-from attnas.arch import Arch
 from attnas.config import CheckedConfig, PositiveInt
-from attnas.errors import ArchError, ConfigError, did_you_mean
+from attnas.core.arch import Arch
+from attnas.core.errors import ArchError, ConfigError, did_you_mean
 from attnas.models.hoga_networks import RelaxedHOGANetwork, hoga_factory
 from attnas.models.image_classifier import ImageClassifier
 from attnas.models.resnet_cifar import cifar_resnet
-from attnas.ops.autola.hoga_cell import edge_key, edge_keys, hoga_edges
 from attnas.ops.autola.attention_modules import HOGA_OPS, POOL
+from attnas.ops.autola.hoga_cell import edge_key, edge_keys, hoga_edges
+from attnas.registry import register_space
 from attnas.spaces.base import Baseline, Space
 
 #: The searched cell of the paper's Figure 3 (``A_1`` = identity, ``A_n`` = normalization,

@@ -29,10 +29,10 @@ from typing import Any, Literal
 import numpy as np
 from torch import nn
 
-from attnas.registry import register_space
-from attnas.arch import Arch
 from attnas.config import CheckedConfig
-from attnas.errors import ArchError, UnsupportedError, unknown_name
+from attnas.core.arch import Arch
+from attnas.core.errors import ArchError, UnsupportedError, unknown_name
+from attnas.registry import register_space
 from attnas.spaces.base import Space
 from attnas.spaces.nas_bench_graph_canonical import LINKS, OPS, PROTEINS_OPS, canonical_code, canonical_form, decode
 

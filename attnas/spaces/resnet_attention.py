@@ -26,13 +26,13 @@ from typing import Any, Literal
 from torch import nn
 
 from attnas import registry
-from attnas.registry import register_space
-from attnas.arch import Arch
 from attnas.config import CheckedConfig, PositiveInt
-from attnas.errors import ArchError, ConfigError, did_you_mean
+from attnas.core.arch import Arch
+from attnas.core.errors import ArchError, ConfigError, did_you_mean
 from attnas.models.image_classifier import ImageClassifier
 from attnas.models.resnet_cifar import cifar_resnet
 from attnas.ops.autola.attention_modules import POOL, create_attention
+from attnas.registry import register_space
 from attnas.spaces.base import Space
 
 NONE = "none"

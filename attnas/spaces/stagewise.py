@@ -36,10 +36,10 @@ from typing import Any, ClassVar, Optional
 import numpy as np
 from torch import nn
 
-from attnas.registry import register_space
-from attnas.arch import Arch
 from attnas.config import CheckedConfig, PositiveInt
-from attnas.errors import ArchError, ConfigError, UnsupportedError, unknown_name
+from attnas.core.arch import Arch
+from attnas.core.errors import ArchError, ConfigError, UnsupportedError, unknown_name
+from attnas.registry import register_space
 from attnas.models.stagewise_network import (
     LAYERS_PER_STAGE,
     NUM_LAYERS,

@@ -22,10 +22,10 @@ from typing import Any, Literal
 import numpy as np
 from torch import nn
 
-from attnas.registry import register_space
-from attnas.arch import Arch
 from attnas.config import CheckedConfig, Fraction, NonNegativeInt, PositiveInt
-from attnas.errors import ArchError, ConfigError
+from attnas.core.arch import Arch
+from attnas.core.errors import ArchError, ConfigError
+from attnas.registry import register_space
 from attnas.spaces.base import Space
 
 

@@ -37,7 +37,7 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 
 class SelectableSupernet(Protocol):

@@ -19,9 +19,9 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from attnas.arch import Arch
-from attnas.parallel import RunSpec, SequentialExecutor
-from attnas.runs import RunDir
+from attnas.core.arch import Arch
+from attnas.runs.run_dir import RunDir
+from attnas.scale.parallel import RunSpec, SequentialExecutor
 
 
 @dataclass
@@ -49,16 +49,16 @@ class Strategy:
 
     Attributes:
         executor: Where independent work may run in parallel
-            (:class:`~attnas.parallel.Executor`; the pipeline sets it from ``--workers``).
+            (:class:`~attnas.scale.parallel.Executor`; the pipeline sets it from ``--workers``).
         spec: What a worker needs to rebuild the space and task
-            (:class:`~attnas.parallel.RunSpec`; set by the pipeline, ``None`` otherwise).
+            (:class:`~attnas.scale.parallel.RunSpec`; set by the pipeline, ``None`` otherwise).
     """
 
     name: ClassVar[str] = ""
     Config: ClassVar[type | None] = None
     requires: ClassVar[tuple[str, ...]] = ()
-    #: Optional packages the strategy imports when it runs (keys of ``attnas.extras.EXTRAS``);
-    #: :func:`attnas.build.check_strategy` names the extra to install before anything is written.
+    #: Optional packages the strategy imports when it runs (keys of ``attnas.runtime.extras.EXTRAS``);
+    #: :func:`attnas.runs.build.check_strategy` names the extra to install before anything is written.
     needs: ClassVar[tuple[str, ...]] = ()
     #: Whether the pipeline trains the found architecture afterwards (``retrain`` settings,
     #: ``model.pt``). A strategy whose search ends in its own final evaluation, whose result
@@ -138,7 +138,7 @@ class Strategy:
     def search(self) -> SearchResult | None:
         """Run (or resume) the search and return the chosen architecture.
 
-        In a distributed run (:mod:`attnas.distributed`) a rank other than 0 may return
+        In a distributed run (:mod:`attnas.scale.distributed`) a rank other than 0 may return
         ``None`` once the data-parallel part is done; rank 0 finishes the search.
         """
         raise NotImplementedError

@@ -11,13 +11,13 @@ derived now), "alpha" (``softmax(alpha)``, when it has at most 400 entries)}`` a
 ``checkpoint_every`` epochs, checkpoints the weights, ``alpha``, both optimisers, the
 schedule, the two batch-order generators and every RNG, so a killed search resumes exactly.
 
-**Data-parallel (``torchrun``, :mod:`attnas.distributed`).** Every rank builds the same
+**Data-parallel (``torchrun``, :mod:`attnas.scale.distributed`).** Every rank builds the same
 relaxed network (rank 0's weights and ``alpha`` are broadcast), draws the same batch order of
 both splits, takes its share of each group of ``world_size`` batches
-(:meth:`~attnas.distributed.DistContext.shard`), and averages the weight gradients before
+(:meth:`~attnas.scale.distributed.DistContext.shard`), and averages the weight gradients before
 clipping and the architecture gradients before the Adam step, so a step on ``W`` ranks is
 a step of one process on the union of their batches (tested with gloo in
-``tests/test_distributed.py``). Ranks check at every checkpoint that they hold the same
+``tests/scale/test_distributed.py``). Ranks check at every checkpoint that they hold the same
 ``alpha``; rank 0 alone writes, derives the architecture and retrains it. Batch-norm
 statistics are those of each rank's part (as with ``DistributedDataParallel`` without
 ``SyncBatchNorm``, which PyTorch supports on GPUs only).
@@ -34,11 +34,11 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
-from attnas import distributed
-from attnas.errors import CheckpointError, UnsupportedError, check_finite_loss
-from attnas.progress import progress
-from attnas.resumable_phase import ResumablePhase
-from attnas.runs import RunDir
+from attnas.core.errors import CheckpointError, UnsupportedError, check_finite_loss
+from attnas.reporting.progress import progress
+from attnas.runs.resumable_phase import ResumablePhase
+from attnas.runs.run_dir import RunDir
+from attnas.scale import distributed
 from attnas.strategies.darts_config import DartsConfig
 
 

@@ -49,12 +49,12 @@ from typing import Annotated, Any, Literal
 import torch
 from torch import nn
 
-from attnas.registry import register_strategy
 from attnas.config import NonNegativeFloat, PositiveFloat, PositiveInt, Range
-from attnas.errors import UnsupportedError
+from attnas.core.errors import UnsupportedError
 from attnas.models.car_decoder import ContextAutoregressionModel
 from attnas.models.stagewise_network import image_tensor
-from attnas.rng import seed_everything
+from attnas.registry import register_strategy
+from attnas.runs.rng import seed_everything
 from attnas.strategies.darts import BilevelPhase, Darts, DartsConfig, bilevel_splits
 from attnas.tasks._context_autoregression import context_masks, mask_images, masked_l1_loss
 

@@ -82,11 +82,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnas import distributed
+from attnas.core.errors import ConfigError, DataError, RunDirError, UnsupportedError
 from attnas.registry import register_strategy
-from attnas.rng import first_batch
-from attnas.errors import ConfigError, DataError, RunDirError, UnsupportedError
-from attnas.rng import rng_state, seed_everything, set_rng_state
+from attnas.runs.rng import first_batch
+from attnas.runs.rng import rng_state, seed_everything, set_rng_state
+from attnas.scale import distributed
 from attnas.strategies.base import SearchResult, Strategy
 from attnas.strategies.bilevel import BilevelPhase, bilevel_splits, load_alpha, run_phase
 from attnas.strategies.darts_config import DartsConfig

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Optional
 
 from attnas.config import CheckedConfig, Fraction, NonNegativeFloat, PositiveFloat, PositiveInt
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 
 @dataclass(frozen=True)

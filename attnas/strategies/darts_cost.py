@@ -5,7 +5,7 @@ of a HOGA cell, a layer group of the stage-wise space), the operations of the co
 ``c`` with weights ``softmax(alpha_r)``. For a cost that adds up over operations
 (parameters, MACs) the cost of a discrete architecture is ``base + sum_r delta[r, c_r]``,
 where ``delta[r, c]`` is what column ``c`` on row ``r`` adds over column 0. This module
-measures ``delta`` once with :class:`~attnas.costs.CostModel` on the space's standalone
+measures ``delta`` once with :class:`~attnas.costs.cost_model.CostModel` on the space's standalone
 networks (:meth:`Space.alpha_arch <attnas.spaces.base.Space.alpha_arch>`: column 0 on every
 row, and each single change of it; ``1 + rows * (cols - 1)`` networks), cached in the run's
 ``costs.jsonl`` so a resumed search does not build them again, and gives the expected cost
@@ -29,8 +29,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnas.costs import CostModel, CostsConfig
-from attnas.errors import UnsupportedError
+from attnas.core.errors import UnsupportedError
+from attnas.costs.config import CostsConfig
+from attnas.costs.cost_model import CostModel
 
 
 def single_alpha(model: nn.Module, space_name: str) -> nn.Parameter:

@@ -1,7 +1,7 @@
 """``fixed``: no search, train a given architecture (hand-designed baselines, a user's design).
 
 The architecture comes from the recipe (``strategy.arch``: the ``choices`` of an
-:class:`~attnas.arch.Arch`) or from a file (``strategy.arch_file``: an ``arch.json``, e.g.
+:class:`~attnas.core.arch.Arch`) or from a file (``strategy.arch_file``: an ``arch.json``, e.g.
 one found by another run). It is validated against the space before anything runs.
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from attnas.registry import register_strategy
-from attnas.arch import Arch, load_arch
 from attnas.config import CheckedConfig
-from attnas.errors import ConfigError
+from attnas.core.arch import Arch, load_arch
+from attnas.core.errors import ConfigError
+from attnas.registry import register_strategy
 from attnas.strategies.base import SearchResult, Strategy
 
 

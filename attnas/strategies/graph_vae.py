@@ -34,11 +34,9 @@ from typing import Annotated, Any, Literal
 
 import torch
 
-from attnas.registry import register_strategy
-from attnas.arch import Arch
-from attnas.checkpoint_files import save_checkpoint_file
 from attnas.config import CheckedConfig, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Range
-from attnas.errors import ArchError, ConfigError
+from attnas.core.arch import Arch
+from attnas.core.errors import ArchError, ConfigError
 from attnas.graphvae.bo import INVALID, BOConfig, BOState, latent_bo
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.gp import SparseGPConfig, gp_prediction, summarize_predictions
@@ -46,7 +44,9 @@ from attnas.graphvae.metrics import Table1Config, table1
 from attnas.graphvae.space_dags import SpaceDecoder
 from attnas.graphvae.train import VAETrainConfig, TrainState, new_state
 from attnas.graphvae.vae import GraphVAE, paper_model
-from attnas.resumable_phase import ResumablePhase, Slot
+from attnas.registry import register_strategy
+from attnas.runs.checkpoint_files import save_checkpoint_file
+from attnas.runs.resumable_phase import ResumablePhase, Slot
 from attnas.strategies.base import SearchResult, Strategy
 from attnas.strategies.vae_training import train_vae_phase
 

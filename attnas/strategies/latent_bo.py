@@ -22,7 +22,7 @@ as a DAG and trained one-shot (capabilities ``one-shot`` and ``dag``, e.g. AutoA
 4. ``rerank``: the best scored architectures are re-ranked as in ``one-shot-evolution``.
 
 ``strategy.constraints`` (and ``strategy.costs``, how costs are measured) work as in
-``one-shot-evolution`` (:mod:`attnas.pareto`, :mod:`attnas.costs`): the ``initial``
+``one-shot-evolution`` (:mod:`attnas.costs.pareto`, :mod:`attnas.costs.measure`): the ``initial``
 architectures are the first of the VAE's prior sample that meet every limit (a space with
 too few feasible ones is an error), and a BO proposal whose decoding is over a limit is not
 scored: it is logged as a ``rejected`` event and enters the GP with the worst observed
@@ -46,18 +46,18 @@ from typing import Any, Literal
 
 import torch
 
-from attnas.registry import register_strategy
-from attnas.arch import Arch
 from attnas.config import CheckedConfig, PositiveFloat, PositiveInt
-from attnas.costs import CostsConfig
-from attnas.errors import ConfigError
+from attnas.core.arch import Arch
+from attnas.core.errors import ConfigError
+from attnas.costs.config import CostsConfig
 from attnas.graphvae.bo import BOConfig, propose
 from attnas.graphvae.gp import SparseGPConfig
 from attnas.graphvae.space_dags import SpaceDecoder, space_dataset
 from attnas.graphvae.train import VAETrainConfig, TrainState, new_state
 from attnas.graphvae.vae import paper_model
-from attnas.progress import progress
-from attnas.resumable_phase import ResumablePhase
+from attnas.registry import register_strategy
+from attnas.reporting.progress import progress
+from attnas.runs.resumable_phase import ResumablePhase
 from attnas.strategies.base import SearchResult
 from attnas.strategies.graph_vae import MODELS
 from attnas.strategies.one_shot import random_search_section
@@ -127,7 +127,7 @@ class LatentBOConfig(CheckedConfig):
             initial sample is drawn among the architectures that meet them, and a BO
             proposal over one is not scored (a ``rejected`` event; it enters the GP with the
             worst observed score, as an invalid decoding does).
-        costs: How costs are measured (:class:`~attnas.costs.CostsConfig`).
+        costs: How costs are measured (:class:`~attnas.costs.config.CostsConfig`).
     """
 
     supernet: SupernetConfig = field(default_factory=SupernetConfig)

@@ -36,7 +36,7 @@ heterogeneous one), ``selection`` (kept and dropped blocks and every trial's sco
 ``supernet_val_accuracy``, ``supernet_epochs``, ``search_mode`` and ``search_seconds``.
 
 **Costs**: after the selection every candidate mechanism's ``report_costs``
-(default parameters and forward latency, :mod:`attnas.costs`) are measured on its
+(default parameters and forward latency, :mod:`attnas.costs.measure`) are measured on its
 homogeneous standalone network (the model a homogeneous search would retrain) at the
 run's input size (the first ``train`` batch at ``costs.batch_size``, default
 ``supernet.batch_size``: the run's sequence length), cached in ``costs.jsonl``.
@@ -44,7 +44,7 @@ run's input size (the first ``train`` batch at ``costs.batch_size``, default
 ``mechanism_costs_input`` (the batch's shapes), ``costs_seconds`` and, with
 ``latency_ms``, ``costs_latency`` (how it was timed: ``network``, what ``costs.latency:
 auto`` resolves to here, since these networks do not split into parts); ``attnas
-report`` puts them beside the drop scores (:mod:`attnas.report_mechanisms`).
+report`` puts them beside the drop scores (:mod:`attnas.reporting.report_mechanisms`).
 """
 
 from __future__ import annotations
@@ -57,14 +57,15 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from attnas.registry import register_strategy
-from attnas.arch import Arch
 from attnas.config import CheckedConfig, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, TrainConfig
-from attnas.costs import COSTS, CostModel, CostsConfig
-from attnas.errors import ConfigError, check_finite_loss, unknown_name
-from attnas.progress import progress
-from attnas.resumable_phase import ResumablePhase, Slot
-from attnas.rng import seed_everything
+from attnas.core.arch import Arch
+from attnas.core.errors import ConfigError, check_finite_loss, unknown_name
+from attnas.costs.config import COSTS, CostsConfig
+from attnas.costs.cost_model import CostModel
+from attnas.registry import register_strategy
+from attnas.reporting.progress import progress
+from attnas.runs.resumable_phase import ResumablePhase, Slot
+from attnas.runs.rng import seed_everything
 from attnas.strategies._mechanism_selection import (
     DropScores,
     SelectionResult,
@@ -76,7 +77,7 @@ from attnas.strategies._mechanism_selection import (
     sweep_trial,
 )
 from attnas.strategies.base import SearchResult, Strategy
-from attnas.train import fit, make_optimizer
+from attnas.training.train import fit, make_optimizer
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ class SupernetTrainingConfig(CheckedConfig):
     checkpoint_every: PositiveInt = 1
 
     def train_config(self) -> TrainConfig:
-        """The same settings as a :class:`~attnas.config.TrainConfig` for :func:`attnas.train.fit`."""
+        """The same settings as a :class:`~attnas.config.TrainConfig` for :func:`attnas.training.train.fit`."""
         return TrainConfig(epochs=self.epochs, lr=self.lr, weight_decay=self.weight_decay, optimizer=self.optimizer,
                            momentum=self.momentum, scheduler=self.scheduler, lr_min=self.lr_min,
                            batch_size=self.batch_size, patience=self.patience, init="scratch",
@@ -129,8 +130,8 @@ class MechanismSearchConfig(CheckedConfig):
         finetune_steps: NAS Prune: optimiser steps on training batches after each drop.
         score_batch_size: Batch size of masked-drop scoring (0: ``supernet.batch_size``).
         report_costs: Costs of every candidate mechanism to measure and report
-            (:data:`attnas.costs.COSTS`; empty: none).
-        costs: How they are measured (:class:`~attnas.costs.CostsConfig`; the example
+            (:data:`attnas.costs.config.COSTS`; empty: none).
+        costs: How they are measured (:class:`~attnas.costs.config.CostsConfig`; the example
             batch defaults to ``supernet.batch_size``).
     """
 
@@ -161,7 +162,7 @@ def set_random_calls(model: nn.Module, calls: list[int]) -> None:
 
 
 def _random_calls_slot(model: nn.Module) -> Slot:
-    """The counters of :func:`random_calls` as a checkpointed :class:`~attnas.resumable_phase.Slot`."""
+    """The counters of :func:`random_calls` as a checkpointed :class:`~attnas.runs.resumable_phase.Slot`."""
     return Slot(lambda: random_calls(model), lambda calls: set_random_calls(model, calls))
 
 

@@ -18,7 +18,7 @@ Guan et al., ICML 2021, Sec. 4.2 and 5.2.3, following SPOS (Guo et al., ECCV 202
    times) and the best mean validation score wins (``epochs: 0`` ranks by supernet score
    alone).
 
-Cost-aware search (:mod:`attnas.pareto`, :mod:`attnas.costs`): ``strategy.constraints``
+Cost-aware search (:mod:`attnas.costs.pareto`, :mod:`attnas.costs.measure`): ``strategy.constraints``
 rejects a candidate over a limit on a measured cost before it is scored (sampling and
 mutation draw another; a space with too few feasible architectures is an error), and
 ``strategy.objectives`` with two or more objectives keeps a Pareto front: evolution picks
@@ -36,9 +36,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnas.registry import register_strategy
-from attnas.arch import Arch
 from attnas.config import to_mapping
+from attnas.core.arch import Arch
+from attnas.registry import register_strategy
 from attnas.strategies.one_shot_base import _OneShot
 from attnas.strategies.one_shot_config import OneShotEvolutionConfig, OneShotRandomConfig
 

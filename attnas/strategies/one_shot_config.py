@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attnas.config import CheckedConfig, Fraction, NonNegativeInt, OptimConfig, PositiveFloat, PositiveInt
-from attnas.costs import CostsConfig
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
+from attnas.costs.config import CostsConfig
 
 
 @dataclass(frozen=True)
@@ -98,8 +98,8 @@ class EvolutionConfig(CheckedConfig):
 def check_cost_options(options: Any) -> None:
     """Check the ``objectives`` and ``constraints`` of a one-shot strategy's options
     (``one-shot-evolution``, ``one-shot-random``, ``latent-bo``: names, limits, pymoo for two
-    or more objectives) and store the limits as floats (:mod:`attnas.pareto`)."""
-    from attnas.pareto import check_objectives, normalize_constraints, require_pymoo
+    or more objectives) and store the limits as floats (:mod:`attnas.costs.pareto`)."""
+    from attnas.costs.pareto import check_objectives, normalize_constraints, require_pymoo
 
     objectives = getattr(options, "objectives", None)  # (a table strategy may have constraints only)
     check_objectives(objectives, options.constraints)
@@ -120,16 +120,16 @@ class OneShotEvolutionConfig(CheckedConfig):
         evolution: The evolution.
         rerank: Re-ranking of the best candidates.
         score_threads: Candidates scored side by side on the CPU, each in a thread with
-            one torch thread (:func:`~attnas.parallel.map_in_threads`); ``None``: as many as
+            one torch thread (:func:`~attnas.scale.parallel.map_in_threads`); ``None``: as many as
             the torch threads of the run (``attnas --threads``); 1: one at a time with all
             of them. Scores are those of one torch thread whenever this is above 1.
         objectives: What the search optimises: the task's validation metric
-            (``val_<metric>``, maximised) and measured costs (:data:`attnas.costs.COSTS`,
+            (``val_<metric>``, maximised) and measured costs (:data:`attnas.costs.config.COSTS`,
             minimised), e.g. ``[val_accuracy, params]``; ``None``: the validation metric
             alone. With two or more, the search keeps a Pareto front (``pareto.json``) and picks the parents of each round by NSGA-II's rank and crowding distance.
         constraints: Upper limits on measured costs, e.g. ``{params: 1e6, latency_ms: 5}``:
             a candidate over one is rejected before it is scored and another is drawn.
-        costs: How costs are measured (:class:`~attnas.costs.CostsConfig`).
+        costs: How costs are measured (:class:`~attnas.costs.config.CostsConfig`).
     """
 
     supernet: SupernetConfig = field(default_factory=SupernetConfig)

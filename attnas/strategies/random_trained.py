@@ -21,13 +21,13 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from attnas.registry import register_strategy
-from attnas.arch import Arch
 from attnas.config import CheckedConfig, PositiveInt, TrainConfig
-from attnas.errors import ConfigError
-from attnas.rng import seed_everything
+from attnas.core.arch import Arch
+from attnas.core.errors import ConfigError
+from attnas.registry import register_strategy
+from attnas.runs.rng import seed_everything
 from attnas.strategies.base import SearchResult, Strategy
-from attnas.train import fit
+from attnas.training.train import fit
 
 TAG = "random-trained"
 

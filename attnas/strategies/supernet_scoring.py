@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attnas.arch import Arch
-from attnas.parallel import RunSpec, map_in_threads, worker_cached
-from attnas.rng import seed_everything
+from attnas.core.arch import Arch
+from attnas.runs.rng import seed_everything
+from attnas.scale.parallel import RunSpec, map_in_threads, worker_cached
 
 
 def supernet_score(supernet: nn.Module, task, arch: Arch, batch_size: int) -> float:

@@ -11,9 +11,9 @@ front of the architectures they queried instead of one pick:
   Multiobjective Genetic Algorithm: NSGA-II*, IEEE Trans. Evolutionary Computation 2002,
   Sec. III-B): the member of lower non-dominated rank within the population, and on equal
   rank the one of larger crowding distance (pymoo's ``RankAndCrowding``,
-  :func:`attnas.pareto.nsga2_select`).
+  :func:`attnas.costs.pareto.nsga2_select`).
 
-Objectives are minimised as in :func:`attnas.pareto.objective_matrix` (the validation
+Objectives are minimised as in :func:`attnas.costs.pareto.objective_matrix` (the validation
 metric negated). :func:`hypervolume` measures a front (pymoo's exact indicator) in the
 table's normalised objective box, so a found front is compared with the table's true
 front (:func:`true_front`) as the fraction of its hypervolume it covers (Zitzler & Thiele,
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from attnas import pareto
+from attnas.costs import pareto
 from attnas.strategies.table_search import mutate_unseen
 from attnas.tasks.nas_bench_graph import ValidationQueries
 

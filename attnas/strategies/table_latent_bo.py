@@ -31,12 +31,12 @@ import numpy as np
 import torch
 from scipy.stats import norm
 
-from attnas.registry import register_strategy
-from attnas.checkpoint_files import load_checkpoint_file
 from attnas.config import PositiveInt, Range
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.graphvae.space_dags import space_dataset
 from attnas.graphvae.vae import GraphVAE
+from attnas.registry import register_strategy
+from attnas.runs.checkpoint_files import load_checkpoint_file
 from attnas.strategies.table_strategies import ConstrainedConfig, _TableStrategy
 from attnas.tasks.nas_bench_graph import ValidationQueries
 

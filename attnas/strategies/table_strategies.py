@@ -12,7 +12,7 @@ search takes milliseconds, so a killed run simply searches again (same seed, sam
 
 Costs. Every table strategy takes ``constraints``, upper limits on the table's costs
 (``params``: parameters; ``latency_ms``: NAS-Bench-Graph's measured latency in ms), with the
-meaning they have elsewhere in attnas (:mod:`attnas.pareto`): the search draws and mutates
+meaning they have elsewhere in attnas (:mod:`attnas.costs.pareto`): the search draws and mutates
 among the architectures within every limit only. An architecture over a limit is rejected
 without counting as a query (its costs are read from the table without training it, as a
 network's parameters are known before it trains); the budget stays the number of distinct
@@ -36,11 +36,11 @@ import random
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
-from attnas.registry import register_strategy
-from attnas import pareto
-from attnas.arch import Arch
 from attnas.config import CheckedConfig, PositiveFloat, PositiveInt, Range
-from attnas.errors import ConfigError, UnsupportedError
+from attnas.core.arch import Arch
+from attnas.core.errors import ConfigError, UnsupportedError
+from attnas.costs import pareto
+from attnas.registry import register_strategy
 from attnas.strategies.base import SearchResult, Strategy
 from attnas.strategies.table_fronts import found_front, pareto_regularized_evolution
 from attnas.strategies.table_search import LOOPS
@@ -49,7 +49,7 @@ from attnas.tasks.nas_bench_graph import TABLE_COSTS, ValidationQueries
 
 def check_table_costs(options: Any) -> None:
     """Check ``constraints`` and ``objectives`` of a table strategy's options: attnas's rules
-    (:func:`attnas.pareto.check_objectives`), and only the costs the table holds.
+    (:func:`attnas.costs.pareto.check_objectives`), and only the costs the table holds.
 
     Raises:
         ConfigError: One line naming the first bad name or limit.

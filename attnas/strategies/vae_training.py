@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.train import TrainState, fit
-from attnas.resumable_phase import ResumablePhase, Slot
-from attnas.runs import RunDir
+from attnas.runs.resumable_phase import ResumablePhase, Slot
+from attnas.runs.run_dir import RunDir
 
 TAG = "vae"
 

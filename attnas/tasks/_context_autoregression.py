@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from attnas.errors import ConfigError, DataError
+from attnas.core.errors import ConfigError, DataError
 
 __all__ = ["context_masks", "mask_images", "masked_l1_loss"]
 

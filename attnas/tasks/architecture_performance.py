@@ -22,12 +22,12 @@ import torch
 from torch import Tensor
 
 from attnas import registry
-from attnas.registry import register_task
 from attnas.config import CheckedConfig, Range, Seed
-from attnas.errors import ConfigError, unknown_name
+from attnas.core.errors import ConfigError, unknown_name
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.validity import is_valid_dag, is_valid_enas
+from attnas.registry import register_task
 from attnas.tasks.base import TaskInfo
 from attnas.tasks.measured_scores import MeasuredScoresTask
 

@@ -21,9 +21,9 @@ import torch.nn.functional as F
 
 from attnas import registry
 from attnas.config import PositiveInt
+from attnas.core.errors import DataError
 from attnas.data.mqar import IGNORE, MQARConfig, generate_mqar
 from attnas.data.token_sequences import SPLITS, batch_indices, check_split
-from attnas.errors import DataError
 from attnas.tasks.base import Task, TaskInfo
 
 

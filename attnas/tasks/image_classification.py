@@ -25,13 +25,13 @@ import torch
 import torch.nn.functional as F
 
 from attnas import registry
-from attnas.registry import register_task
 from attnas.config import CheckedConfig, Fraction, NonNegativeInt, PositiveInt, Seed
+from attnas.core.errors import ConfigError
 from attnas.data.augment import random_crop, random_flip
 from attnas.data.image_dataset import ImageDataset
 from attnas.data.root import resolve_data_root
 from attnas.data.splits import halves, holdout
-from attnas.errors import ConfigError
+from attnas.registry import register_task
 from attnas.tasks.base import Task, TaskInfo
 
 SPLITS = ("train", "val", "test", "train_a", "train_b")
@@ -80,7 +80,7 @@ def load_image_dataset(name: str, root: Path, path: str | None = None, image_siz
     """Load the registered image dataset ``name`` (unknown or non-image names raise ``ConfigError``)."""
     image_names = registry.names("dataset", modality="image")
     if name not in image_names:
-        from attnas.errors import unknown_name
+        from attnas.core.errors import unknown_name
 
         raise ConfigError(unknown_name("image dataset", name, image_names))
     return registry.get("dataset", name)(root, path=path, image_size=image_size)
@@ -160,7 +160,7 @@ class ImageClassificationTask(Task):
 
     def _check_split(self, split: str) -> None:
         if split not in SPLITS:
-            from attnas.errors import unknown_name
+            from attnas.core.errors import unknown_name
 
             raise ConfigError(unknown_name("split", split, SPLITS))
         if split == "val" and len(self._index["val"]) == 0:

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from attnas.errors import UnsupportedError
+from attnas.core.errors import UnsupportedError
 from attnas.tasks.base import Task
 
 

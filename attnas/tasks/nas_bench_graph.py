@@ -9,7 +9,7 @@ A search sees the table only through :meth:`NasBenchGraphTask.validation_view`, 
 :class:`ValidationQueries` that holds the validation column and the costs, never the test
 column, and counts the distinct architectures queried (the budget). Its
 :meth:`~ValidationQueries.costs` are the table's latency and parameters in attnas's cost
-names (:data:`attnas.costs.COSTS`): ``params`` (the table's ``para`` is in millions) and
+names (:data:`attnas.costs.config.COSTS`): ``params`` (the table's ``para`` is in millions) and
 ``latency_ms`` (the table's ``latency`` is in seconds: the forward time NAS-Bench-Graph
 measured, not one measured here). :meth:`~ValidationQueries.constrain` restricts the view to
 the architectures within upper limits on those costs (``strategy.constraints``). The test performance
@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from attnas.registry import register_task
 from attnas.config import CheckedConfig
+from attnas.core.errors import ConfigError, UnsupportedError, unknown_name
 from attnas.data.nas_bench_graph import DATASETS, BenchTable, load_table
-from attnas.errors import ConfigError, UnsupportedError, unknown_name
+from attnas.registry import register_task
 from attnas.tasks.base import TaskInfo
 from attnas.tasks.measured_scores import MeasuredScoresTask
 
@@ -104,7 +104,7 @@ class ValidationQueries:
         """Search only the architectures with every cost at most its limit.
 
         Args:
-            constraints: ``{cost name: upper limit}`` (:func:`attnas.pareto.normalize_constraints`).
+            constraints: ``{cost name: upper limit}`` (:func:`attnas.costs.pareto.normalize_constraints`).
             budget: The queries the search will spend (that many must be feasible).
 
         Raises:

@@ -17,10 +17,10 @@ import torch
 import torch.nn.functional as F
 
 from attnas import registry
-from attnas.registry import register_task
 from attnas.config import CheckedConfig, PositiveInt, Seed, check_keyword_options
+from attnas.core.errors import ConfigError, unknown_name
 from attnas.data.graphs import GraphDataset
-from attnas.errors import ConfigError, unknown_name
+from attnas.registry import register_task
 from attnas.tasks.base import SPLITS, Task, TaskInfo
 
 

@@ -21,10 +21,10 @@ import torch.nn.functional as F
 
 from attnas import registry
 from attnas.config import CheckedConfig, PositiveInt
+from attnas.core.errors import ConfigError, unknown_name
 from attnas.data.listops import ListOpsConfig
 from attnas.data.text_sequences import TextSequencesConfig, load_text_sequences, text_dataset_names
 from attnas.data.token_sequences import SPLITS, TokenSequences, batch_indices, check_split, pad_sequences
-from attnas.errors import ConfigError, unknown_name
 from attnas.tasks.base import Task, TaskInfo
 
 #: Datasets this task reads, and the name of the option section that configures each.

@@ -24,12 +24,12 @@ import torch.nn.functional as F
 
 from attnas import registry
 from attnas.config import CheckedConfig, NonNegativeInt, PositiveInt, Seed
+from attnas.core.errors import ConfigError, unknown_name
 from attnas.data.glove import GloveVectors, embedding_matrix, load_glove
 from attnas.data.root import resolve_data_root
 from attnas.data.text_csv import CsvConfig
 from attnas.data.text_dataset import TEXT_SPLITS, TextDataset
 from attnas.data.vocab import EncodedText, Vocab, lengths_to_mask
-from attnas.errors import ConfigError, unknown_name
 from attnas.tasks.base import Task, TaskInfo
 
 

@@ -2,7 +2,7 @@
 operations moved between the readable equations and the optional kernels.
 
 Each workload is built from seed 0, runs forward and backward once (kernels as a run has them:
-``attnas.build.use_kernels()``), and is reduced to one SHA-256 of its loss and of every
+``attnas.runs.build.use_kernels()``), and is reduced to one SHA-256 of its loss and of every
 parameter gradient (by parameter name, raw float bytes). The same digest from two checkouts
 means the step computes bit-identical numbers in both. Module paths are looked up under their
 current names, then their earlier ones, so an older checkout can be checked with this file.
@@ -69,8 +69,10 @@ def autoattend_supernet(pool: str, batch_size: int, layers: int, hidden: int, he
         space = AutoAttendSpace(AutoAttendConfig(layers=layers, hidden=hidden, pool="text", heads=heads,
                                                  context="fc", dropout=0.1, attn_dropout=0.1))
     else:
-        from attnas.build import build_space, build_task
         from attnas.config import load_config
+
+        build = _module("attnas.runs.build", "attnas.build")
+        build_space, build_task = build.build_space, build.build_task
 
         cfg = load_config("autoattend-cora")
         space, task = build_space(cfg), build_task(cfg, root, torch.device("cpu"))
@@ -146,7 +148,7 @@ def main() -> None:
     ap.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated subset")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    _module("attnas.build").use_kernels()
+    _module("attnas.runs.build", "attnas.build").use_kernels()
     torch.set_num_threads(1)
     out = {name: WORKLOADS[name]() for name in args.only.split(",")}
     if args.json:

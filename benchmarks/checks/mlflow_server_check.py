@@ -4,8 +4,8 @@ The tests of ``--mlflow`` use a local store; this check reads back what a real s
 (``mlflow server``, which needs the full ``mlflow`` package) holds for one finished run
 folder and compares it, metric by metric, with the run's ``events.jsonl``: every
 expected key present, the same number of points, the same steps and values (the
-expected series are :func:`attnas.event_mirrors.scalars` of the events under
-:func:`attnas.mlflow_mirror.metric_key`), and the MLflow run ``FINISHED``. Prints one
+expected series are :func:`attnas.tracking.event_mirrors.scalars` of the events under
+:func:`attnas.tracking.mlflow_mirror.metric_key`), and the MLflow run ``FINISHED``. Prints one
 line per metric; exits 1 on any difference.
 
 Usage (the server in its own environment: ``pip install mlflow``)::
@@ -27,8 +27,8 @@ from pathlib import Path
 
 def expected_series(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
     """``{metric key: [(step, value), ...]}`` that the run's events should have produced."""
-    from attnas.event_mirrors import StepCounter
-    from attnas.mlflow_mirror import metric_key
+    from attnas.tracking.event_mirrors import StepCounter
+    from attnas.tracking.mlflow_mirror import metric_key
 
     counter = StepCounter()
     series: dict[str, list[tuple[int, float]]] = defaultdict(list)
@@ -49,7 +49,7 @@ def main() -> int:
 
     from mlflow.tracking import MlflowClient
 
-    from attnas.mlflow_mirror import RUN_DIR_TAG
+    from attnas.tracking.mlflow_mirror import RUN_DIR_TAG
 
     client = MlflowClient(tracking_uri=args.uri)
     experiment = client.get_experiment_by_name(args.experiment)

@@ -52,7 +52,7 @@ def bench_steps(threads: int, n_archs: int, repeats: int) -> dict:
 
     from attnas.config import load_config
     from attnas.data.root import resolve_data_root
-    from attnas.build import build_space, build_task
+    from attnas.runs.build import build_space, build_task
 
     torch.set_num_threads(threads)
     cfg = load_config("autoattend-cora")

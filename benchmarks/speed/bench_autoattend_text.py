@@ -7,7 +7,7 @@ sentences (24 layers, hidden 64, batch 128, max length 64) in <= 30 s, and evalu
 Measures, in one run, with ``torch.set_num_threads`` pinned, and prints the two target
 figures directly (the ``TARGET`` lines), each with the load average around it:
 
-1. **Supernet epoch** (``attnas.train.train_epoch``, what ``one-shot-evolution`` runs per
+1. **Supernet epoch** (``attnas.training.train.train_epoch``, what ``one-shot-evolution`` runs per
    epoch: length-bucketed batches as in the recipes, one architecture sampled from the
    prior per step, Adam lr 0.005, gradient clipping 5): ``--epochs`` full epochs of 67
    steps are timed
@@ -21,7 +21,7 @@ figures directly (the ``TARGET`` lines), each with the load average around it:
    multiplied by 1,000 (an extrapolation from a measured subset). As the strategy does
    (``score_threads``, default: the torch threads), ``--score-threads`` architectures are
    scored side by side, each in a thread with one torch thread
-   (``attnas.parallel.map_in_threads``); then the mean is the whole set's wall time over
+   (``attnas.scale.parallel.map_in_threads``); then the mean is the whole set's wall time over
    its size (``--score-threads 1``: one at a time with all the torch threads, each timed).
    Evaluation runs the
    GRU on packed sequences, so there is no reference ratio here; instead the matrix-product FLOPs of each scored architecture
@@ -60,10 +60,10 @@ def timed(fn) -> tuple[float, float, object]:
 
 
 def supernet_step(task, supernet, params: list, opt, grad_clip: float, batch, arch) -> None:
-    """One step of ``attnas.train.train_epoch``: clip, step and clear only the parameters with a gradient."""
+    """One step of ``attnas.training.train.train_epoch``: clip, step and clear only the parameters with a gradient."""
     import torch
 
-    from attnas.train import step_with_gradients
+    from attnas.training.train import step_with_gradients
 
     task.loss(supernet(batch, arch), batch).backward()
     active = [p for p in params if p.grad is not None]
@@ -97,7 +97,7 @@ def main() -> None:
 
     from attnas.data.root import resolve_data_root
     from attnas.strategies.one_shot_config import SupernetConfig
-    from attnas.train import make_optimizer, train_epoch
+    from attnas.training.train import make_optimizer, train_epoch
     from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
     from attnas.tasks.text_classification import TextClassificationConfig, TextClassificationTask
 
@@ -168,7 +168,7 @@ def main() -> None:
     if archs:
         score(archs[0])  # warm-up
     if score_threads > 1 and len(archs) > 1:  # side by side: the mean is the set's time over its size
-        from attnas.parallel import map_in_threads
+        from attnas.scale.parallel import map_in_threads
 
         w, c, _ = timed(lambda: list(map_in_threads(score, archs, score_threads)))
         evals = [(w / len(archs), c / len(archs))] * len(archs)

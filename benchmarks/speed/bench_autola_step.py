@@ -30,7 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from attnas.cpu_busy import choose_omp_wait_policy  # noqa: E402  (before torch: PASSIVE only on a busy machine)
+from attnas.runtime.cpu_busy import choose_omp_wait_policy  # noqa: E402  (before torch: PASSIVE only on a busy machine)
 
 choose_omp_wait_policy()
 
@@ -43,7 +43,7 @@ from benchmarks._common import darts_step, medians, time_interleaved, training_s
 
 
 def main() -> None:
-    from attnas.build import use_kernels
+    from attnas.runs.build import use_kernels
 
     use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -67,13 +67,13 @@ def main() -> None:
                         "compilation takes minutes)")
     p.add_argument("--malloc", choices=("attnas", "default"), default="attnas",
                    help="attnas: glibc keeps freed memory, as the attnas command sets it "
-                        "(attnas.allocator.keep_freed_memory); default: glibc's own thresholds")
+                        "(attnas.runtime.allocator.keep_freed_memory); default: glibc's own thresholds")
     p.add_argument("--breakdown", action="store_true",
                    help="also time one stage-1 block, the cells and phi (forward + backward) separately")
     args = p.parse_args()
 
     torch.set_num_threads(args.threads)
-    from attnas.allocator import keep_freed_memory
+    from attnas.runtime.allocator import keep_freed_memory
     malloc = f"kept ({'applied' if keep_freed_memory() else 'not applied'})" if args.malloc == "attnas" else "default"
     torch.manual_seed(0)
     from attnas.models.hoga_networks import RelaxedHOGANetwork, hoga_network

@@ -73,10 +73,10 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from attnas.build import build_space, build_strategy, build_task, check_strategy, check_task, pick_device
+    from attnas.runs.build import build_space, build_strategy, build_task, check_strategy, check_task, pick_device
     from attnas.config import load_config
     from attnas.data.root import resolve_data_root
-    from attnas.runs import RunDir
+    from attnas.runs.run_dir import RunDir
 
     base = load_config(args.recipe, args.set)
     dev = pick_device("cpu")

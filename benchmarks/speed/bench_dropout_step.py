@@ -20,7 +20,7 @@ import time
 
 
 def main() -> None:
-    from attnas.build import use_kernels
+    from attnas.runs.build import use_kernels
 
     use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -37,7 +37,7 @@ def main() -> None:
     from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
     from attnas.strategies.one_shot_config import SupernetConfig
     from attnas.tasks.text_classification import TextClassificationConfig, TextClassificationTask
-    from attnas.train import make_optimizer
+    from attnas.training.train import make_optimizer
     from bench_autoattend_text import supernet_step  # the same step as the epoch benchmark
 
     torch.set_num_threads(args.threads)

@@ -193,7 +193,7 @@ def main() -> None:
                     help="also count each step's floating-point operations and time a plain matrix product of the "
                          "GRU's shape: the matmul-bound floor of an epoch on this machine, measured in the same run")
     args = ap.parse_args()
-    from attnas.build import use_kernels
+    from attnas.runs.build import use_kernels
 
     use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     torch.set_num_threads(args.threads[0])

@@ -34,7 +34,7 @@ def main() -> None:
     ap.add_argument("--hidden", type=int, default=501)
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
-    from attnas.build import use_kernels
+    from attnas.runs.build import use_kernels
 
     use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     torch.set_num_threads(args.threads)

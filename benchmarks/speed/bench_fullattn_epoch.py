@@ -45,7 +45,7 @@ def conv_twin(net: StagewiseNetwork) -> StagewiseNetwork:
 
 
 def main() -> None:
-    from attnas.build import use_kernels
+    from attnas.runs.build import use_kernels
 
     use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from attnas.cpu_busy import choose_omp_wait_policy  # noqa: E402  (before torch: PASSIVE only on a busy machine)
+from attnas.runtime.cpu_busy import choose_omp_wait_policy  # noqa: E402  (before torch: PASSIVE only on a busy machine)
 
 choose_omp_wait_policy()
 
@@ -29,7 +29,7 @@ from benchmarks._common import medians, time_interleaved  # noqa: E402
 
 
 def main() -> None:
-    from attnas.build import use_kernels
+    from attnas.runs.build import use_kernels
 
     use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -22,7 +22,7 @@ OPS = ["se", "channel_v2", "spatial_d1", "spatial_d2", "norm_d1", "norm_d2", "cb
 
 
 def main() -> None:
-    from attnas.build import use_kernels
+    from attnas.runs.build import use_kernels
 
     use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     import torch

@@ -57,9 +57,10 @@ def main() -> None:
     from scipy.stats import spearmanr
 
     torch.set_num_threads(args.threads)
-    from attnas.build import build_space, build_task, pick_device
+    from attnas.runs.build import build_space, build_task, pick_device
     from attnas.config import load_config
-    from attnas.costs import CostModel, CostsConfig
+    from attnas.costs.config import CostsConfig
+    from attnas.costs.cost_model import CostModel
     from attnas.data.root import resolve_data_root
 
     cfg = load_config(args.recipe)

@@ -53,7 +53,7 @@ def macs_per_position(kind: str, channels: int, ks: int = 3, heads: int = 8) -> 
 
 
 def main() -> None:
-    from attnas.build import use_kernels
+    from attnas.runs.build import use_kernels
 
     use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -42,12 +42,12 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from attnas import parallel
-    from attnas.build import build_space, build_task
-    from attnas.arch import Arch
+    from attnas.scale import parallel
+    from attnas.runs.build import build_space, build_task
+    from attnas.core.arch import Arch
     from attnas.config import load_config
     from attnas.data.root import resolve_data_root
-    from attnas.rng import seed_everything
+    from attnas.runs.rng import seed_everything
     from attnas.strategies.supernet_scoring import score_candidates, supernet_score
 
     cfg = load_config(args.recipe)

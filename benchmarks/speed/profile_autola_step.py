@@ -14,7 +14,7 @@ import argparse
 
 
 def main() -> None:
-    from attnas.build import use_kernels
+    from attnas.runs.build import use_kernels
 
     use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

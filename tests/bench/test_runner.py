@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from attnas.bench.runner import StrategySpec, check_budgets, incumbent_curve
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 
 def test_the_incumbent_is_the_best_on_validation_so_far_earliest_on_ties():

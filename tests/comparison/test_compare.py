@@ -9,11 +9,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from attnas import retraining
 from attnas.cli import app
 from attnas.comparison import runner
 from attnas.comparison.runner import compare
-from attnas.report import write_report
+from attnas.reporting.report import write_report
+from attnas.training import retraining
 
 TINY = ["strategy.supernet.epochs=6", "strategy.supernet.checkpoint_every=3", "strategy.evolution.population=4",
         "strategy.evolution.parents=2", "strategy.evolution.children=2", "strategy.evolution.rounds=1",
@@ -107,7 +107,7 @@ def test_a_recipe_that_does_not_search_is_refused(tmp_path):
     assert res.exit_code == 2 and "fixed architecture" in res.output and not out.exists()
 
 
-@pytest.mark.xdist_group("ray")  # on the worker of the other Ray tests (tests/test_parallel.py)
+@pytest.mark.xdist_group("ray")  # on the worker of the other Ray tests (tests/scale/test_parallel.py)
 def test_rows_and_seeds_on_ray_workers_give_the_same_result(reference, local_ray, tmp_path):
     # (the module's local Ray, started once: the rows' executor and each row's retrain find
     # it running and reuse it and its workers, instead of starting and stopping a Ray 3 times)
@@ -178,7 +178,7 @@ def test_a_row_still_improving_at_the_end_of_its_budget_is_counted():
 
 
 def test_progress_lines_and_notices_name_the_row_and_its_search_seed(tmp_path, monkeypatch, capsys, caplog):
-    from attnas.progress import progress
+    from attnas.reporting.progress import progress
 
     def work(*a, **k):  # a search or retraining that shows one progress line
         with progress("supernet training", 1) as bar:
@@ -200,7 +200,7 @@ def test_progress_lines_and_notices_name_the_row_and_its_search_seed(tmp_path, m
 
 
 def test_a_seed_retrained_on_a_worker_keeps_the_row_label(monkeypatch):
-    from attnas.progress import current_label, labelled
+    from attnas.reporting.progress import current_label, labelled
 
     seen = []
     monkeypatch.setattr(retraining, "worker_cached", lambda key, build: (None, None, None, None))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from attnas import registry
-from attnas.arch import Arch
-from attnas.build import build_space
 from attnas.comparison.plan import plan_rows
 from attnas.config import check_seeds, list_recipes, load_config
-from attnas.errors import ConfigError, UnsupportedError
+from attnas.core.arch import Arch
+from attnas.core.errors import ConfigError, UnsupportedError
+from attnas.runs.build import build_space
 from attnas.spaces.autoattend import AutoAttendSpace
 
 

@@ -17,7 +17,7 @@ import yaml
 
 from attnas.config import list_recipes, load_config, read_recipe, read_yaml, recipe_dir
 from attnas.config.loading import read_own_mapping
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 SNAPSHOT = Path(__file__).with_name("recipe_snapshot.json")
 
@@ -66,7 +66,7 @@ def test_replace_and_delete_tags(tmp_path):
 
 
 def test_a_mapping_recipe_resolves_its_base_and_a_sweep_stores_the_resolved_mapping(tmp_path, monkeypatch):
-    from attnas.sweep import plan_sweep
+    from attnas.scale.sweep import plan_sweep
 
     monkeypatch.chdir(tmp_path)
     _write(tmp_path / "b.yaml", (recipe_dir() / "autola-digits-quick.yaml").read_text())

@@ -14,7 +14,7 @@ import pytest
 
 from attnas import registry
 from attnas.config import CheckedConfig, Range, RunConfig, TrainConfig, check_fields, load_config
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 
 def _options_classes() -> set[type]:

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from attnas.config.yaml_loading import MAX_DEPTH, dump_yaml, load_yaml
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 
 @pytest.mark.parametrize("text, value", [

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from attnas import registry
+from attnas.core.errors import DataError
 from attnas.data.cifar10 import TEST_FILE, TRAIN_FILES, load_cifar10
-from attnas.errors import DataError
 
 
 def write_batch(path, data, labels, bytes_keys=True):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from attnas.core.errors import ConfigError
 from attnas.data.csbm import csbm_graph, csbm_parameters, load_csbm
-from attnas.errors import ConfigError
 
 
 def homophily(y, ei):

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from torch_geometric.datasets import PPI, HeterophilousGraphDataset, Planetoid
 
+from attnas.core.errors import DataError
 from attnas.data.heterophilous import load_heterophilous
 from attnas.data.planetoid import load_planetoid
 from attnas.data.ppi import PPI_FILES, load_ppi
-from attnas.errors import DataError
 from code_marker import CodeRanMarker
 from heterophilous_files import arrays
 from planetoid_files import SUFFIXES, write_planetoid_raw

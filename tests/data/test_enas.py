@@ -19,7 +19,7 @@ from attnas.data.enas import (
     parse_line,
     rows_to_dag,
 )
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from attnas import registry
+from attnas.core.errors import DataError
 from attnas.data.fashion_mnist import read_idx
-from attnas.errors import DataError
 
 
 def test_real_fashion_mnist(data_root):

@@ -10,9 +10,9 @@ import torch
 
 from attnas.data import glove
 from attnas.data.glove import (embedding_matrix, load_glove, read_glove_package, read_glove_text, select_rows)
+from attnas.core.errors import DataError
 from attnas.data.sst import load_sst5
 from attnas.data.vocab import Vocab
-from attnas.errors import DataError
 
 THE = [0.418, 0.24968, -0.41242, 0.1217, 0.34527]
 KING = [0.50451, 0.68607, -0.59517, -0.022801, 0.60046]

@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch_geometric.data import Data
 
+from attnas.core.errors import DataError
 from attnas.data.graph_file import load_graph_file
-from attnas.errors import DataError
 
 
 def good(n=30):

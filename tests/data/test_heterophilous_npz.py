@@ -9,8 +9,8 @@ import yaml
 from typer.testing import CliRunner
 
 from attnas.cli import app
+from attnas.core.errors import DataError
 from attnas.data.heterophilous import load_heterophilous
-from attnas.errors import DataError
 from heterophilous_files import arrays, write
 
 

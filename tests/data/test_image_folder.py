@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from attnas.core.errors import DataError
 from attnas.data.image_folder import load_image_folder
-from attnas.errors import DataError
 
 
 def write_png(path, value, size=(6, 5), mode="RGB"):

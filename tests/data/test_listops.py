@@ -34,7 +34,7 @@ from attnas.data.listops import (
     tree_length,
     tree_tokens,
 )
-from attnas.errors import ConfigError, DataError
+from attnas.core.errors import ConfigError, DataError
 
 SMALL = ListOpsConfig(min_length=10, max_length=60, train_size=60, val_size=10, test_size=10, seed=3)
 

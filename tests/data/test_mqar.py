@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from attnas.config import from_mapping
+from attnas.core.errors import ConfigError
 from attnas.data.mqar import IGNORE, MQARConfig, generate_mqar, slot_probabilities
-from attnas.errors import ConfigError
 
 SMALL = MQARConfig(vocab_size=32, seq_len=40, num_pairs=5, train_size=200, val_size=50, test_size=50, seed=3)
 

@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
+from attnas.core.errors import DataError
 from attnas.data.planetoid import load_planetoid
-from attnas.errors import DataError
 from code_marker import CodeRanMarker
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from attnas.core.errors import DataError
 from attnas.data.ppi import PPI_FILES, load_ppi
-from attnas.errors import DataError
 
 
 def test_loads_inductive_splits(tmp_path, write_ppi):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from attnas.core.errors import ConfigError
 from attnas.data.splits import halves, holdout
-from attnas.errors import ConfigError
 
 
 def test_holdout_and_halves_partition():

@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 
 from attnas import registry
+from attnas.core.errors import DataError
 from attnas.data.sst import load_sst2, load_sst5, normalize_ptb_token, parse_tree
-from attnas.errors import DataError
 
 SST5 = {"train": (8544, [1092, 2218, 1624, 2322, 1288]),
         "val": (1101, [139, 289, 229, 279, 165]),

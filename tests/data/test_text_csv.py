@@ -8,8 +8,8 @@ import pytest
 
 from attnas import registry
 from attnas.config import from_mapping
+from attnas.core.errors import ConfigError, DataError
 from attnas.data.text_csv import CsvOptions, load_text_csv, stratified_holdout, tokenize
-from attnas.errors import ConfigError, DataError
 
 
 def write(path, rows, sep=","):

@@ -6,8 +6,8 @@ import pytest
 
 from attnas.data.text_sequences import (BYTE_VOCAB, TextSequencesConfig, detokenize, encode_bytes,
                                         load_text_sequences)
+from attnas.core.errors import ConfigError
 from attnas.data.text_csv import CsvOptions
-from attnas.errors import ConfigError
 
 
 def write_csv(path, n=30):

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
+from attnas.core.errors import DataError
 from attnas.data.token_sequences import TokenSequences, pad_sequences
-from attnas.errors import DataError
 
 
 def test_pad_sequences_right_pads_with_the_pad_id():

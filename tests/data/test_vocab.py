@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from attnas.core.errors import ConfigError
 from attnas.data.sst import normalize_ptb_token
 from attnas.data.vocab import PAD_ID, UNK_ID, Vocab, lengths_to_mask
-from attnas.errors import ConfigError
 
 DOCS = [["The", "cat", "sat"], ["the", "dog", "sat"], ["a", "cat", "-LRB-"]]
 

@@ -2,7 +2,7 @@
 
 Strict mode turns every warning into a failure: a broken link between pages, a missing
 anchor, a page left out of the navigation, a docstring griffe cannot parse, and a
-cross-reference of a docstring (``:class:`~attnas.errors.ConfigError```, rewritten to a link
+cross-reference of a docstring (``:class:`~attnas.core.errors.ConfigError```, rewritten to a link
 by ``docs/api_roles.py``) whose target is not documented.
 """
 
@@ -31,7 +31,7 @@ def test_mkdocs_build_is_strict_and_clean(tmp_path):
     assert 'id="attnas.pipeline.search"' in api  # the public search function has its entry
     runs = (site / "api" / "runs" / "index.html").read_text()
     # a Sphinx role of a docstring became a link to the documented object
-    assert re.search(r'href="[^"]*#attnas\.errors\.ConfigError"', runs)
+    assert re.search(r'href="[^"]*#attnas\.core\.errors\.ConfigError"', runs)
     ops = (site / "api" / "ops" / "index.html").read_text()
     assert ".. math::" not in ops and 'class="language-latex"' in ops  # formulas kept as written
     for page in ("methods/autoattend", "methods/dartformer", "methods/autola", "methods/fullattn",

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from attnas.config import load_config
-from attnas.export_folders import FORMATS
+from attnas.export.export_folders import FORMATS
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = sorted((REPO / "docs" / "methods").glob("*.md")) + [REPO / "docs" / p for p in

@@ -23,9 +23,9 @@ CHILD = r"""
 import json, sys
 import torch
 from attnas import registry
-from attnas.arch import Arch
-from attnas.build import build_space, build_task, pick_device
 from attnas.config import load_config
+from attnas.core.arch import Arch
+from attnas.runs.build import build_space, build_task, pick_device
 
 recipe = sys.argv[1]
 out = {"mechanisms": registry.names("op", "mechanism"), "spaces": registry.names("space")}

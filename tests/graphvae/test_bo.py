@@ -6,15 +6,15 @@ import pytest
 import torch
 from dag_factory import random_dags
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.graphvae.bo import INVALID, BOSettings, BOState, decode_most_common, latent_bo
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.evaluator import SurrogateEvaluator, TableEvaluator
 from attnas.graphvae.gp import SparseGPSettings, fit_sparse_gp
 from attnas.graphvae.train import TrainSettings, new_state, train_epoch
-from attnas.graphvae.validity import is_valid_dag
 from attnas.graphvae.vae import GraphVAEConfig
+from attnas.graphvae.validity import is_valid_dag
 
 VOCAB = ("input", "output", "a", "b", "c")
 GP = SparseGPSettings(inducing=8, epochs=10, batch_size=16, lr=0.05)

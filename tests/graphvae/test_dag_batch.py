@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 from attnas.graphvae.dag_batch import DagBatch
 
 A3 = np.array([[0, 1, 1], [0, 0, 1], [0, 0, 0]])

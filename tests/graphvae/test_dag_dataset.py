@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 from attnas.graphvae.dag_dataset import DagDataset
 
 # two DAGs of different sizes, as a space's to_dag would give them

@@ -6,7 +6,7 @@ import pytest
 import torch
 from dag_factory import random_dags
 
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.evaluator import CallableEvaluator, Evaluation, TableEvaluator

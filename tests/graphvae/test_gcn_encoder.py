@@ -8,7 +8,7 @@ import pytest
 import torch
 from dag_factory import random_dags
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.graphvae.gcn_encoder import GCNEncoder
 
 

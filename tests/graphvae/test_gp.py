@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnas.errors import ConfigError, DataError
+from attnas.core.errors import ConfigError, DataError
 from attnas.graphvae.gp import SparseGPSettings, fit_sparse_gp, predictive_performance, rmse_pearson
 
 
@@ -140,7 +140,7 @@ def test_fitc_fits_data_with_duplicate_points():
 def test_a_nan_elbo_is_a_training_error_naming_the_step(monkeypatch):
     from gpytorch.mlls import VariationalELBO
 
-    from attnas.errors import TrainingError
+    from attnas.core.errors import TrainingError
 
     original = VariationalELBO.forward
     monkeypatch.setattr(VariationalELBO, "forward", lambda self, *a, **k: original(self, *a, **k) * float("nan"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.graphvae.op_encoding import OperationEncoding
 
 

@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.space_dags import SpaceDecoder, space_dataset, space_vocabulary
 from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace

@@ -8,7 +8,7 @@ import pytest
 import torch
 from dag_factory import random_dags
 
-from attnas.errors import CheckpointError, ConfigError
+from attnas.core.errors import CheckpointError, ConfigError
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.metrics import reconstruction_accuracy
 from attnas.graphvae.train import TrainSettings, TrainState, fit, new_state, next_iteration, train_epoch
@@ -122,7 +122,7 @@ def test_bf16_precision_gives_a_close_loss_and_fp32_training_state(encoder):
 
 
 def test_a_nan_loss_is_a_training_error_naming_the_step_and_leaves_the_weights(monkeypatch):
-    from attnas.errors import TrainingError
+    from attnas.core.errors import TrainingError
     from attnas.graphvae.vae import GraphVAE
 
     data = _data()

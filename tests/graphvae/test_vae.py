@@ -6,7 +6,7 @@ import pytest
 import torch
 from dag_factory import random_dags
 
-from attnas.errors import ConfigError, DataError
+from attnas.core.errors import ConfigError, DataError
 from attnas.graphvae.vae import PAPER_MODELS, GraphVAE, GraphVAEConfig, paper_model
 
 

@@ -142,7 +142,7 @@ def test_torch_compile_sees_one_operator_and_the_eager_result(kernel):
 
 
 def test_no_operator_is_defined_under_attnas_no_kernels():
-    code = ("import torch, attnas.kernels, attnas.build\n"
+    code = ("import torch, attnas.kernels, attnas.runs.build\n"
             "assert not hasattr(torch.ops.attnas, 'dropout_mask')\n")
     root = str(Path(kernel_module.__file__).resolve().parents[2])
     env = {**os.environ, "ATTNAS_NO_KERNELS": "1",

@@ -9,11 +9,11 @@ import pytest
 import torch
 from torch import nn
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.models.attach import AttentionAfter, attach_attention
 from attnas.models.resnet_cifar import cifar_resnet
-from attnas.ops.autola.hoga_cell import HOGA
 from attnas.ops.autola.attention_modules import CBAM, ChannelAttention
+from attnas.ops.autola.hoga_cell import HOGA
 from attnas.spaces.hoga import HOGAConfig, HOGASpace
 
 

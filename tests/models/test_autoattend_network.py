@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch_geometric.data import Data
 
-from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
 from attnas.models.autoattend_network import context_key
+from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
 from attnas.tasks.base import TaskInfo
 from attnas.tasks.node_classification import NodeBatch
 
@@ -122,7 +122,7 @@ def _copy(dst, src):
 
 def test_the_space_holds_gat_and_gcn_as_they_are():
     """With raw input and class-score output, the in-space GAT and GCN are the hand-designed networks."""
-    from attnas.arch import Arch
+    from attnas.core.arch import Arch
     from attnas.spaces.gnn_baselines import GAT, GCN
 
     torch.manual_seed(0)

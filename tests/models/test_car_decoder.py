@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from attnas.errors import ConfigError, DataError
+from attnas.core.errors import ConfigError, DataError
 from attnas.models.car_decoder import CARDecoder, ContextAutoregressionModel
 from attnas.spaces.stagewise import StagewiseSpace
 from attnas.tasks._context_autoregression import context_masks, mask_images, masked_l1_loss

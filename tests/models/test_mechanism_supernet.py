@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.models.mechanism_supernet import DEFAULT_CANDIDATES, MechanismSupernet, SupernetAttention
 from attnas.ops.attention_mechanisms import mechanism_names
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.models.complexity import count_parameters
 from attnas.models.resnet_cifar import BasicBlock, Bottleneck, cifar_resnet
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnas.errors import ArchError, DataError
+from attnas.core.errors import ArchError, DataError
 from attnas.models.stagewise_network import (
     MixedLayer,
     StagewiseNetwork,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.models.text_encoder import (MaskedPoolingHead, TextStem, TransformerTextClassifier,
                                         sinusoidal_positions)
 from attnas.ops.autoattend.sequence_context import SequenceContext

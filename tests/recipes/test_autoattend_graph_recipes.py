@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from attnas.build import build_space
 from attnas.config import load_config
+from attnas.runs.build import build_space
 
 
 @pytest.mark.parametrize("dataset", ["cora", "citeseer"])

@@ -31,8 +31,9 @@ def test_quick_comparison_on_texas_pairs_rows_over_the_splits(data_root, tmp_pat
 
 def test_the_per_dataset_recipes_add_only_the_dataset_and_the_validation_chosen_baseline_settings():
     full = load_config("autoattend-hetero")
-    for dataset, gat_dropout in (("texas", 0.6), ("wisconsin", 0.2)):
-        tuned = load_config(f"autoattend-hetero-{dataset}")
+    for name, dataset, gat_dropout in (("texas", "texas", 0.6), ("wisconsin", "wisconsin", 0.2),
+                                       ("chameleon", "chameleon_filtered", 0.6)):
+        tuned = load_config(f"autoattend-hetero-{name}")
         assert tuned.task.options.dataset == dataset and tuned.strategy == full.strategy
         assert tuned.retrain == full.retrain and tuned.compare == full.compare
         chosen = tuned.space.options.options["baselines"]

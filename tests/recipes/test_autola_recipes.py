@@ -11,9 +11,9 @@ import pytest
 
 from attnas import pipeline
 from attnas.config import list_recipes, load_config
-from attnas.errors import DataError
-from attnas.ops.autola.hoga_cell import HOGA
+from attnas.core.errors import DataError
 from attnas.ops.autola.attention_modules import CBAM, ChannelAttention
+from attnas.ops.autola.hoga_cell import HOGA
 from attnas.spaces.hoga import HOGASpace
 from attnas.spaces.resnet_attention import ResNetAttentionSpace
 from attnas.tasks.base import TaskInfo

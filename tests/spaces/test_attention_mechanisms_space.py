@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from attnas.arch import Arch
 from attnas.config import from_mapping
-from attnas.errors import ArchError, ConfigError
+from attnas.core.arch import Arch
+from attnas.core.errors import ArchError, ConfigError
 from attnas.models.transformer_encoder import HeterogeneousAttention, TransformerEncoderClassifier
 from attnas.ops.attention_mechanisms import mechanism_names
 from attnas.spaces.attention_mechanisms import AttentionMechanismsConfig, AttentionMechanismSpace
@@ -173,7 +173,7 @@ def test_to_dag_draws_the_cell():
 @pytest.mark.parametrize("recipe", ["mechanism-listops-quick", "mechanism-listops"])
 def test_per_mechanism_recipes_take_every_mechanism_by_override(recipe):
     from attnas.config import load_config
-    from attnas.build import build_space
+    from attnas.runs.build import build_space
 
     for name in mechanism_names():
         cfg = load_config(recipe, [f"strategy.arch.mechanism={name}"])

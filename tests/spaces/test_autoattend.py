@@ -8,8 +8,8 @@ import random
 import numpy as np
 import pytest
 
-from attnas.arch import Arch
-from attnas.errors import ArchError, ConfigError
+from attnas.core.arch import Arch
+from attnas.core.errors import ArchError, ConfigError
 from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
 
 SUBSETS = [c for r in range(4) for c in itertools.combinations((1, 2, 3), r)]

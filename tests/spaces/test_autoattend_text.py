@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from attnas.arch import Arch
-from attnas.errors import ConfigError
+from attnas.core.arch import Arch
+from attnas.core.errors import ConfigError
 from attnas.ops.autoattend.sequence_attention import SelfAttentionOp, SequenceAttention
 from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
 from attnas.spaces.autoattend_text import TextAdapter

@@ -8,8 +8,8 @@ import random
 import numpy as np
 import pytest
 
+from attnas.core.errors import ArchError, ConfigError, UnsupportedError
 from attnas.data.enas import VOCAB, read_rows, rows_to_dag
-from attnas.errors import ArchError, ConfigError, UnsupportedError
 from attnas.spaces.enas import OPS, EnasConfig, EnasSpace
 
 

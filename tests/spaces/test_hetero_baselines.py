@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnas.arch import Arch
 from attnas.comparison.plan import plan_rows
+from attnas.core.arch import Arch
 from attnas.spaces.autoattend import AutoAttendConfig, AutoAttendSpace
 from attnas.spaces.gnn_baselines import GAT, GCN
 from attnas.spaces.hetero_baselines import MLP, MODELS, HeteroBaselineConfig, HeteroBaselineSpace, h2gcn_adjacencies

@@ -7,8 +7,8 @@ import json
 import pytest
 from PIL import Image
 
-from attnas.arch import Arch
-from attnas.errors import ArchError
+from attnas.core.arch import Arch
+from attnas.core.errors import ArchError
 from attnas.spaces._hoga_drawing import main
 from attnas.spaces.hoga import FIGURE3_EDGES, HOGAConfig, HOGASpace
 
@@ -63,9 +63,9 @@ def test_edge_weight_heat_map_of_a_derived_cell(tmp_path):
 
 
 def test_run_report_draws_the_cell_like_figure3(tmp_path, monkeypatch):
-    from attnas import report
+    from attnas.reporting import report
     from attnas.config import load_config
-    from attnas.runs import RunDir
+    from attnas.runs.run_dir import RunDir
 
     def generic(*_a, **_k):
         raise AssertionError("the generic DAG drawing was used for a HOGA cell")

@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from attnas import registry
-from attnas.arch import Arch
 from attnas.config import from_mapping
-from attnas.errors import ArchError, ConfigError
+from attnas.core.arch import Arch
+from attnas.core.errors import ArchError, ConfigError
+from attnas.ops.autola.attention_modules import HOGA_OPS
 from attnas.ops.autola.hoga_cell import HOGA
 from attnas.ops.autola.hoga_relaxed import RelaxedHOGA
-from attnas.ops.autola.attention_modules import HOGA_OPS
 from attnas.spaces.hoga import FIGURE3_EDGES, HOGAConfig, HOGASpace
 from attnas.tasks.base import TaskInfo
 

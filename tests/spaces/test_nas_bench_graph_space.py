@@ -4,8 +4,8 @@ import random
 
 import pytest
 
-from attnas.arch import Arch
-from attnas.errors import ArchError, UnsupportedError
+from attnas.core.arch import Arch
+from attnas.core.errors import ArchError, UnsupportedError
 from attnas.spaces.nas_bench_graph import NasBenchGraphConfig, NasBenchGraphSpace
 from attnas.spaces.nas_bench_graph_canonical import canonical_code, canonical_form
 

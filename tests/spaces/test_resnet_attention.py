@@ -9,7 +9,7 @@ import torch
 
 from attnas import registry
 from attnas.config import from_mapping
-from attnas.errors import ArchError, ConfigError
+from attnas.core.errors import ArchError, ConfigError
 from attnas.ops.autola.attention_modules import CBAM, ChannelAttention, ChannelAttentionV2
 from attnas.spaces.resnet_attention import ResNetAttentionConfig, ResNetAttentionSpace
 from attnas.tasks.base import TaskInfo

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from attnas import registry
-from attnas.arch import Arch
 from attnas.config import from_mapping
-from attnas.errors import ArchError, ConfigError, UnsupportedError
+from attnas.core.arch import Arch
+from attnas.core.errors import ArchError, ConfigError, UnsupportedError
 from attnas.models.stagewise_network import RelaxedStagewiseNetwork, StagewiseNetwork
 from attnas.ops.fullattn.self_attention_block import CANDIDATES
 from attnas.spaces.stagewise import StagewiseConfig, StagewiseSpace

@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from attnas import registry, pipeline
-from attnas.arch import load_arch
 from attnas.config import load_config
-from attnas.errors import ConfigError
+from attnas.core.arch import load_arch
+from attnas.core.errors import ConfigError
 from attnas.models.car_decoder import ContextAutoregressionModel
 from attnas.models.stagewise_network import RelaxedStagewiseNetwork
-from attnas.rng import seed_everything
+from attnas.runs.rng import seed_everything
 from attnas.spaces.stagewise import StagewiseSpace
 from attnas.strategies.car_darts import CarDarts, CarDartsConfig, masked_reconstruction_loss
 from attnas.strategies.darts import Darts
@@ -120,7 +120,7 @@ def test_shared_stages_ablation_searches_six_rows_and_repeats_them(tmp_path):
 
 
 def test_reset_weights_keeps_the_car_alpha_and_restarts_the_weights(tmp_path):
-    from attnas.runs import RunDir
+    from attnas.runs.run_dir import RunDir
     from attnas.tasks.image_classification import ImageClassificationTask
 
     cfg = load_config(tiny(pretext_epochs=1, reset_weights=True))

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from attnas import pipeline
-from attnas.arch import Arch
-from attnas.errors import ConfigError
+from attnas.core.arch import Arch
+from attnas.core.errors import ConfigError
 
 pytest.importorskip("pymoo")
 
@@ -40,7 +40,7 @@ def test_constraints_never_admit_a_violating_candidate(tmp_path, tiny_recipe_dat
     limit = 2600  # about half of the tiny space's architectures are over it
     recipe = _small(tiny_recipe_data, constraints={"params": limit})
     run = pipeline.search(recipe, out=tmp_path / "run")
-    from attnas.build import build_space, build_task, pick_device
+    from attnas.runs.build import build_space, build_task, pick_device
     from attnas.config import load_config
     from attnas.data.root import resolve_data_root
 
@@ -97,7 +97,7 @@ def test_the_front_is_the_non_dominated_set_of_the_scored_candidates(tmp_path, t
     assert run.read_json("metrics.json")["pareto_size"] == len(members)
 
     # report.md: the front's table (one row per member, the chosen one marked) and pareto.png
-    from attnas.report import write_report
+    from attnas.reporting.report import write_report
 
     report = write_report(run.path).read_text()
     section = report[report.index("## Pareto front"):]
@@ -107,7 +107,7 @@ def test_the_front_is_the_non_dominated_set_of_the_scored_candidates(tmp_path, t
     assert (run.path / "pareto.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     # export: by index and by a condition on the values
-    from attnas.pareto import export_member
+    from attnas.costs.pareto import export_member
 
     path, member = export_member(run.path, "1" if len(members) > 1 else "0", tmp_path / "one.json")
     assert json.loads(path.read_text())["choices"] == member["arch"]["choices"]
@@ -132,7 +132,7 @@ def test_a_latency_objective_times_each_operation_once_by_default(tmp_path, tiny
     assert run.read_json("metrics.json")["costs_latency"] == "operations"
     front = run.read_json("pareto.json")
     assert front["members"] and front["measured"]["protocol"]["latency"] == "operations"
-    from attnas.report import write_report
+    from attnas.reporting.report import write_report
 
     section = write_report(run.path).read_text().split("## Pareto front")[1]
     assert "`latency_ms`: the sum of its parts' timings (`strategy.costs.latency`: operations)" in section

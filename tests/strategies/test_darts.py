@@ -9,11 +9,11 @@ import torch
 from torch import nn
 
 from attnas import registry, pipeline
-from attnas.arch import load_arch
 from attnas.config import load_config
-from attnas.errors import CheckpointError, ConfigError, RunDirError, UnsupportedError
-from attnas.rng import seed_everything
-from attnas.runs import RunDir
+from attnas.core.arch import load_arch
+from attnas.core.errors import CheckpointError, ConfigError, RunDirError, UnsupportedError
+from attnas.runs.rng import seed_everything
+from attnas.runs.run_dir import RunDir
 from attnas.spaces.hoga import HOGAConfig, HOGASpace
 from attnas.strategies.darts import BilevelPhase, Darts, DartsConfig, bilevel_splits, load_alpha
 from attnas.tasks.image_classification import ImageClassificationConfig, ImageClassificationTask

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from attnas.config import load_config
-from attnas.errors import ConfigError
-from attnas.runs import RunDir
+from attnas.core.errors import ConfigError
+from attnas.runs.run_dir import RunDir
 from attnas.strategies.darts import Darts
 from attnas.strategies.darts_config import CostTermConfig, DartsConfig
 from attnas.strategies.darts_cost import ExpectedCost

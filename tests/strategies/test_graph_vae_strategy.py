@@ -9,7 +9,7 @@ import torch
 from enas_table import RECIPE, write_enas
 
 from attnas import pipeline
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import signal
 import pytest
 
 from attnas import pipeline
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas_subprocess import resume_here, run_attnas, search_here
 
 

@@ -14,8 +14,8 @@ import signal
 import pytest
 
 from attnas import pipeline
-from attnas.errors import ConfigError
-from attnas.runs import RunDir
+from attnas.core.errors import ConfigError
+from attnas.runs.run_dir import RunDir
 from attnas_subprocess import resume_here, run_attnas, search_here
 from test_latent_bo import tiny_latent_bo
 

@@ -10,10 +10,9 @@ import warnings
 import pytest
 import torch
 import yaml
-from attnas_subprocess import run_attnas
-
 from attnas import pipeline
-from attnas.errors import ConfigError, UnsupportedError
+from attnas.core.errors import ConfigError, UnsupportedError
+from attnas_subprocess import run_attnas
 
 CANDIDATES = ["softmax", "linear", "local", "performer"]
 
@@ -81,7 +80,7 @@ def test_homogeneous_search_picks_the_highest_drop_score(tmp_path):
     assert metrics["costs_latency"] == "network"
     rows = [json.loads(line) for line in run.file("costs.jsonl").read_text().splitlines()]
     assert len(rows) == len(CANDIDATES) and {r["latency"] for r in rows} == {"network"}
-    from attnas.report import write_report
+    from attnas.reporting.report import write_report
 
     report = write_report(run.path).read_text()
     section = report[report.index("## Mechanisms"):]

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from attnas import pipeline
-from attnas.errors import UnsupportedError
+from attnas.core.errors import UnsupportedError
 
 
 def test_evolution_evaluates_the_budget_of_distinct_architectures(tiny_recipe, tmp_path):
@@ -28,7 +28,7 @@ def test_evolution_evaluates_the_budget_of_distinct_architectures(tiny_recipe, t
     best_rerank = max(reranked, key=lambda e: e["val"])
     assert arch == best_rerank["arch"]
     # the report shows the supernet's scores of the re-ranked candidates beside their re-ranked scores
-    from attnas.report import write_report
+    from attnas.reporting.report import write_report
 
     report = write_report(run.path).read_text()
     assert "## Re-ranking" in report and "Kendall's tau between the two orders" in report
@@ -39,7 +39,7 @@ def test_evolution_evaluates_the_budget_of_distinct_architectures(tiny_recipe, t
 
 
 def test_without_re_ranking_the_best_supernet_score_wins_and_the_report_lists_the_runners_up(tiny_recipe, tmp_path):
-    from attnas.report import write_report
+    from attnas.reporting.report import write_report
 
     run = pipeline.search(tiny_recipe, ["strategy.supernet.epochs=5", "strategy.rerank.epochs=0"],
                           out=tmp_path / "run")
@@ -74,7 +74,7 @@ def test_rerank_averages_the_validation_of_several_seeds_with_early_stopping(tin
 
 
 def test_rerank_seeds_must_be_positive(tiny_recipe, tmp_path):
-    from attnas.errors import ConfigError
+    from attnas.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="rerank.seeds"):
         pipeline.search(tiny_recipe, ["strategy.rerank.seeds=0"], out=tmp_path / "run")
@@ -124,7 +124,7 @@ def test_candidates_scored_in_threads_equal_one_at_a_time(tmp_path, tiny_recipe_
 
 
 def test_bad_score_threads_is_a_config_error(tmp_path, tiny_recipe_data):
-    from attnas.errors import ConfigError
+    from attnas.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="score_threads"):
         pipeline.search(tiny_recipe_data, ["strategy.score_threads=0"], out=tmp_path / "run")
@@ -133,7 +133,7 @@ def test_bad_score_threads_is_a_config_error(tmp_path, tiny_recipe_data):
 
 
 def test_context_warmup_is_a_fraction_of_the_epochs(tiny_recipe_data, tmp_path):
-    from attnas.errors import ConfigError
+    from attnas.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"strategy.supernet.context_warmup: must be in \[0, 1\), got 1.0"):
         pipeline.search(tiny_recipe_data, ["strategy.supernet.context_warmup=1.0"], out=tmp_path / "bad")
@@ -166,7 +166,7 @@ def test_supernet_average_is_the_mean_of_the_weights_after_the_last_epochs(tiny_
 
 
 def test_supernet_average_may_not_overlap_the_context_warmup(tiny_recipe_data, tmp_path):
-    from attnas.errors import ConfigError
+    from attnas.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"strategy.supernet.average: .*overlap the context warm-up"):
         pipeline.search(tiny_recipe_data, ["strategy.supernet.context_warmup=0.5", "strategy.supernet.average=0.6"],

@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("nas_bench_graph")
 
 from attnas import pipeline, registry  # noqa: E402
-from attnas.errors import ConfigError  # noqa: E402
+from attnas.core.errors import ConfigError  # noqa: E402
 from attnas.strategies.table_latent_bo import latent_bo  # noqa: E402
 from attnas.strategies.table_search import LOOPS, random_search  # noqa: E402
 from nas_bench_graph_tables import cora_space, cora_task  # noqa: E402
@@ -84,7 +84,7 @@ def test_an_impossible_constraint_is_one_line_before_anything_is_written(tmp_pat
 
 def test_a_constrained_multi_objective_search_writes_its_front_and_report(tmp_path):
     pytest.importorskip("pymoo")
-    from attnas.report import write_report
+    from attnas.reporting.report import write_report
 
     recipe = {"name": "nbg", "seed": 1, "task": {"name": "nas-bench-graph", "dataset": "cora"},
               "space": {"name": "nas-bench-graph"},

@@ -10,9 +10,9 @@ from scipy.stats import norm
 pytest.importorskip("nas_bench_graph")
 pytest.importorskip("sklearn")
 
-from attnas.checkpoint_files import save_checkpoint_file  # noqa: E402
-from attnas.errors import ConfigError  # noqa: E402
+from attnas.core.errors import ConfigError  # noqa: E402
 from attnas.graphvae.vae import GraphVAE, paper_model  # noqa: E402
+from attnas.runs.checkpoint_files import save_checkpoint_file  # noqa: E402
 from attnas.spaces.nas_bench_graph import NasBenchGraphConfig, NasBenchGraphSpace  # noqa: E402
 from attnas.strategies.table_latent_bo import (TableLatentBO, TableLatentBOConfig, expected_improvement,  # noqa: E402
                                                latent_bo, space_latents)

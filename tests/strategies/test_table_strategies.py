@@ -5,8 +5,8 @@ import pytest
 pytest.importorskip("nas_bench_graph")
 
 from attnas import pipeline  # noqa: E402
-from attnas.arch import load_arch  # noqa: E402
-from attnas.errors import ConfigError, UnsupportedError  # noqa: E402
+from attnas.core.arch import load_arch  # noqa: E402
+from attnas.core.errors import ConfigError, UnsupportedError  # noqa: E402
 from attnas.spaces.nas_bench_graph import NasBenchGraphSpace  # noqa: E402
 from attnas.tasks.nas_bench_graph import NasBenchGraphTask, NasBenchGraphTaskConfig  # noqa: E402
 

@@ -10,7 +10,7 @@ from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.train import VAETrainConfig, new_state
 from attnas.graphvae.vae import GraphVAEConfig
-from attnas.runs import RunDir
+from attnas.runs.run_dir import RunDir
 from attnas.strategies.vae_training import train_vae_phase
 
 VOCAB = ("input", "output", "a", "b")

@@ -7,7 +7,7 @@ import random
 import pytest
 import torch
 
-from attnas.errors import ConfigError, DataError, UnsupportedError
+from attnas.core.errors import ConfigError, DataError, UnsupportedError
 from attnas.tasks.architecture_performance import ArchitecturePerformanceConfig, ArchitecturePerformanceTask
 
 

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from attnas import registry
-from attnas.build import build_space
 from attnas.config import from_mapping, load_config
+from attnas.core.errors import ConfigError
 from attnas.data.mqar import IGNORE
-from attnas.errors import ConfigError
+from attnas.runs.build import build_space
 from attnas.tasks.associative_recall import MQARTask, MQARTaskConfig
 
 OPTIONS = {"vocab_size": 32, "seq_len": 32, "num_pairs": 4, "train_size": 40, "val_size": 24, "test_size": 24,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnas.errors import ConfigError, DataError
+from attnas.core.errors import ConfigError, DataError
 from attnas.tasks._context_autoregression import context_masks, mask_images, masked_l1_loss
 
 

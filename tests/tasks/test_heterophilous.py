@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnas.build import build_task
 from attnas.config import load_config
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
+from attnas.runs.build import build_task
 from attnas.tasks.heterophilous import HeterophilousConfig, HeterophilousTask
 from heterophilous_files import write
 
@@ -43,7 +43,7 @@ def test_a_fixed_split_ignores_seeds_and_must_exist(tmp_path):
 
 def test_retraining_seed_k_trains_on_split_k(tmp_path, monkeypatch):
     from attnas import pipeline
-    from attnas.retraining import retrain
+    from attnas.training.retraining import retrain
 
     write(tmp_path)
     pipeline.search_or_resume(tmp_path / "run", config(seed=1).to_dict(), data_dir=tmp_path)
@@ -78,7 +78,7 @@ def test_csbm_task_is_scored_by_accuracy_on_its_ten_splits():
 
 
 def test_fine_tuning_from_the_supernet_across_splits_is_refused_before_anything_is_written(tmp_path):
-    from attnas.build import check_retraining
+    from attnas.runs.build import check_retraining
     from attnas.comparison import compare
 
     write(tmp_path)

@@ -10,7 +10,7 @@ import torch
 
 from attnas import registry
 from attnas.config import from_mapping
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.tasks.image_classification import ImageClassificationConfig, ImageClassificationTask
 
 

@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("nas_bench_graph")
 
+from attnas.core.errors import ConfigError, DataError, UnsupportedError  # noqa: E402
 from attnas.data import nas_bench_graph as tables  # noqa: E402
-from attnas.errors import ConfigError, DataError, UnsupportedError  # noqa: E402
 from attnas.spaces.nas_bench_graph import NasBenchGraphConfig, NasBenchGraphSpace  # noqa: E402
 from attnas.tasks.nas_bench_graph import NasBenchGraphTask, NasBenchGraphTaskConfig  # noqa: E402
 from nas_bench_graph_tables import cora_space, cora_task  # noqa: E402

@@ -7,7 +7,7 @@ import torch
 
 from attnas import registry
 from attnas.config import from_mapping
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.tasks.sequence_classification import SequenceClassificationConfig, SequenceClassificationTask
 
 OPTIONS = {"dataset": "listops", "batch_size": 16,

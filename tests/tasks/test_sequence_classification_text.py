@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attnas.config import from_mapping
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.spaces.attention_mechanisms import AttentionMechanismSpace, AttentionMechanismsConfig
 from attnas.tasks.sequence_classification import SequenceClassificationConfig, SequenceClassificationTask
 

@@ -11,8 +11,8 @@ import torch
 
 from attnas import registry
 from attnas.config import from_mapping
+from attnas.core.errors import ConfigError
 from attnas.data.text_csv import CsvOptions
-from attnas.errors import ConfigError
 from attnas.models.text_encoder import MaskedPoolingHead, TextStem
 from attnas.tasks.text_classification import TextClassificationConfig, TextClassificationTask
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnas.errors import ConfigError, did_you_mean
+from attnas.core.errors import ConfigError, did_you_mean
 from attnas.ops.attention_mechanisms.base import AttentionBlock
 
 
@@ -31,14 +31,14 @@ def build_mechanism(name: str, dim: int, heads: int = 4, head_dim: int | None = 
 
     Args:
         name: A registered mechanism (see :func:`mechanism_names`); an unknown name raises
-            :class:`~attnas.errors.ConfigError` listing the valid ones.
+            :class:`~attnas.core.errors.ConfigError` listing the valid ones.
         dim: Model (feature) dimension ``D`` of the input and output.
         heads: Number of heads ``H`` of the block.
         head_dim: Per-head dimension (default ``dim // heads``).
         max_len: Longest sequence the block must accept (mechanisms with length-sized
             parameters or patterns are built for it).
         **options: Mechanism-specific options (e.g. ``features`` for performer); an
-            unknown option raises :class:`~attnas.errors.ConfigError`.
+            unknown option raises :class:`~attnas.core.errors.ConfigError`.
 
     Returns:
         The block, an :class:`AttentionBlock`.

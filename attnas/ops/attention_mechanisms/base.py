@@ -29,7 +29,7 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from attnas.errors import ConfigError, DataError
+from attnas.core.errors import ConfigError, DataError
 
 _BASE_ARGS = ("self", "dim", "heads", "head_dim", "max_len")
 

@@ -6,9 +6,9 @@ import math
 
 import torch
 
-from attnas.registry import register_op
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.attention_mechanisms.base import AttentionBlock
+from attnas.registry import register_op
 from attnas.ops.attention_mechanisms.blocked import (
     blocked_attention,
     drop_duplicate_blocks,

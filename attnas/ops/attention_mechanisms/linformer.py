@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attnas.registry import register_op
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.attention_mechanisms.base import AttentionBlock
+from attnas.registry import register_op
 
 
 @register_op("mechanism", "linformer")

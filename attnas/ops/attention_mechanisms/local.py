@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from attnas.registry import register_op
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.attention_mechanisms.base import AttentionBlock
 from attnas.ops.attention_mechanisms.blocked import blocked_attention
+from attnas.registry import register_op
 
 
 @register_op("mechanism", "local")

@@ -6,10 +6,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attnas.registry import register_op
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.attention_mechanisms.base import AttentionBlock
 from attnas.ops.attention_mechanisms.blocked import blocked_attention, full_rows
+from attnas.registry import register_op
 
 
 @register_op("mechanism", "longformer")

@@ -6,10 +6,10 @@ import math
 
 import torch
 
-from attnas.registry import register_op
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.attention_mechanisms.base import AttentionBlock
 from attnas.ops.attention_mechanisms.linear import kernel_attention
+from attnas.registry import register_op
 
 
 def orthogonal_gaussian(features: int, dim: int, *, device=None, dtype=torch.float32,

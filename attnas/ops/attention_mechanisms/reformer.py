@@ -8,9 +8,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnas.registry import register_op
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.attention_mechanisms.base import NEG_INF, AttentionBlock
+from attnas.registry import register_op
 
 SELF_SCORE = -1e5  # Reformer: a token attends to itself only when it has no other target
 

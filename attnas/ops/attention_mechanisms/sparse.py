@@ -6,10 +6,10 @@ import math
 
 import torch
 
-from attnas.registry import register_op
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.attention_mechanisms.base import NEG_INF, AttentionBlock
 from attnas.ops.attention_mechanisms.blocked import pad_length
+from attnas.registry import register_op
 
 
 @register_op("mechanism", "sparse")

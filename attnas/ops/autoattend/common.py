@@ -36,7 +36,7 @@ ACTIVATIONS = {
 
 def activation(name: str) -> nn.Module:
     """An activation module by name."""
-    from attnas.errors import ConfigError, unknown_name
+    from attnas.core.errors import ConfigError, unknown_name
 
     if name not in ACTIVATIONS:
         raise ConfigError(unknown_name("activation", name, ACTIVATIONS))

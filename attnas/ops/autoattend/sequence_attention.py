@@ -20,10 +20,10 @@ import math
 import torch
 from torch import nn
 
-from attnas.registry import register_op
-from attnas.errors import ConfigError
-from attnas.ops.shared.dropout import FastDropout, fast_dropout
+from attnas.core.errors import ConfigError
 from attnas.ops.autoattend.sequence_context import SequenceContext
+from attnas.ops.shared.dropout import FastDropout, fast_dropout
+from attnas.registry import register_op
 
 
 def _split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 
 
 class SequenceContext:

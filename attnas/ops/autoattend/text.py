@@ -30,11 +30,11 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attnas.registry import register_op
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
+from attnas.ops.autoattend.sequence_context import SequenceContext
 from attnas.ops.overrides import overridable
 from attnas.ops.shared.dropout import FastDropout
-from attnas.ops.autoattend.sequence_context import SequenceContext
+from attnas.registry import register_op
 
 #: The NLP operation pool of Table 3, in the paper's order.
 DEFAULT_TEXT_POOL: tuple[str, ...] = ("zero", "identity", "conv1", "conv3", "max_pool3", "gru")

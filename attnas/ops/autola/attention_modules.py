@@ -32,11 +32,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnas.registry import register_op
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.autola.gate_pooling import mean
-from attnas.ops.overrides import overridable
 from attnas.ops.autola.small_conv import small_conv2d
+from attnas.ops.overrides import overridable
+from attnas.registry import register_op
 
 POOL = "hoga"
 

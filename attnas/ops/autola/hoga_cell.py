@@ -26,10 +26,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnas.errors import ArchError, ConfigError
+from attnas.core.errors import ArchError, ConfigError
+from attnas.ops.autola.attention_modules import ChannelAttention, create_attention
 from attnas.ops.autola.memory_format import is_channels_last, split_nchw
 from attnas.ops.overrides import overridable
-from attnas.ops.autola.attention_modules import ChannelAttention, create_attention
 
 
 def hoga_edges(groups: int) -> list[tuple[int, int]]:

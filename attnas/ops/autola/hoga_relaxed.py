@@ -27,13 +27,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnas.errors import ConfigError, unknown_name
-from attnas.ops.autola.hoga_cell import HOGA, HOGAProjection, check_divisible, edge_key, hoga_edges, project
-from attnas.ops.autola.gate_pooling import mean
-from attnas.ops.autola.memory_format import as_nchw
-from attnas.ops.overrides import overridable
+from attnas.core.errors import ConfigError, unknown_name
 from attnas.ops.autola.attention_modules import HOGA_OPS, channel_gate, channel_pool, create_attention
+from attnas.ops.autola.gate_pooling import mean
+from attnas.ops.autola.hoga_cell import HOGA, HOGAProjection, check_divisible, edge_key, hoga_edges, project
+from attnas.ops.autola.memory_format import as_nchw
 from attnas.ops.autola.small_conv import small_conv2d
+from attnas.ops.overrides import overridable
 
 ALPHA_INIT_SCALE = 1e-3
 _CHANNEL_FAMILIES = ("se", "channel_v2", "cbam")  # operations with a channel MLP

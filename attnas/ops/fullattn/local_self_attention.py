@@ -55,7 +55,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnas.errors import ConfigError, DataError
+from attnas.core.errors import ConfigError, DataError
 from attnas.ops.overrides import overridable
 
 __all__ = ["LocalSelfAttention", "local_attention", "relative_embedding_table"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 
 __all__ = ["NonLocalSelfAttention", "nonlocal_attention"]
 

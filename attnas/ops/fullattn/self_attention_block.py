@@ -43,10 +43,10 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from attnas.registry import register_op
-from attnas.errors import ConfigError, DataError, unknown_name
+from attnas.core.errors import ConfigError, DataError, unknown_name
 from attnas.ops.fullattn.local_self_attention import LocalSelfAttention
 from attnas.ops.fullattn.nonlocal_self_attention import NonLocalSelfAttention
+from attnas.registry import register_op
 
 __all__ = ["CANDIDATES", "PAPER_LABELS", "SelfAttentionBlock", "make_candidate", "candidate_spec"]
 

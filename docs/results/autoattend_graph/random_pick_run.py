@@ -28,7 +28,7 @@ def main() -> None:
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args()
 
-    from attnas.arch import Arch
+    from attnas.core.arch import Arch
     from attnas.pipeline import open_finished
     from benchmarks._common import best_by_validation, prior_samples
 

@@ -42,7 +42,7 @@ def train(run_dir: str, out: Path, seeds: int, top_k: int, init: str, part: tupl
 
     ``overrides`` replaces fields of the run's ``retrain`` section (e.g. ``{"lr": 5e-4}``).
     """
-    from attnas.arch import Arch
+    from attnas.core.arch import Arch
     from attnas.pipeline import train_final
     from benchmarks._common import open_search
 

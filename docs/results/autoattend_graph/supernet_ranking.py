@@ -2,7 +2,7 @@
 
 Draws ``--archs`` architectures from the space's prior, scores each with the supernet's
 weights and trains each stand-alone from scratch (``--seeds`` seeds, the recipe's
-``retrain`` settings), then correlates the two (:mod:`attnas.ranking`). Resumable: run
+``retrain`` settings), then correlates the two (:mod:`attnas.reporting.ranking`). Resumable: run
 the same command again after a kill. Several supernet variants (``--label`` with
 ``--set``) share the stand-alone results of one ``--out`` folder.
 
@@ -37,7 +37,7 @@ def main() -> None:
 
     import torch
 
-    from attnas.ranking import supernet_ranking
+    from attnas.reporting.ranking import supernet_ranking
 
     torch.set_num_threads(args.threads)
     summary = supernet_ranking(args.recipe, args.overrides, out=args.out, archs=args.archs, seeds=args.seeds,

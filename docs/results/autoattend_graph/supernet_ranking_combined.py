@@ -20,7 +20,7 @@ import argparse
 import json
 from pathlib import Path
 
-from attnas.ranking import rank_correlations
+from attnas.reporting.ranking import rank_correlations
 
 
 def _row(name: str, scores: list[float], val: list[float], test: list[float]) -> str:

@@ -29,7 +29,7 @@ def score_weights(run_dir: str, checkpoint: str | None, samples: int, sample_see
     weights of ``checkpoint`` (a file of its ``checkpoints/``; ``None``: the finished supernet)."""
     import torch
 
-    from attnas.checkpoint_files import load_checkpoint_file
+    from attnas.runs.checkpoint_files import load_checkpoint_file
     from benchmarks._common import one_forward_per_batch, open_search, prior_samples
 
     found = open_search(run_dir)

@@ -34,7 +34,7 @@ def study(run_dir: str, top: int, prior: int, sample_seed: int) -> dict:
     """Supernet-weight test accuracy of ``run_dir``'s top candidates and its prior mean."""
     import torch
 
-    from attnas.arch import Arch
+    from attnas.core.arch import Arch
     from benchmarks._common import open_search
 
     found = open_search(run_dir)

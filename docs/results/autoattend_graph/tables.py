@@ -26,7 +26,7 @@ import json
 import statistics
 from pathlib import Path
 
-from attnas.runs import RunDir
+from attnas.runs.run_dir import RunDir
 
 
 def _fmt(values: list[float], digits: int = 1) -> str:

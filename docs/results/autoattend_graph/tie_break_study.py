@@ -25,7 +25,7 @@ def study(run_dir: str, seeds: int) -> dict:
     """The tie at the top of ``run_dir``'s population and what the loss would pick."""
     import torch
 
-    from attnas.arch import Arch
+    from attnas.core.arch import Arch
     from attnas.pipeline import train_final
     from benchmarks._common import open_search
 

@@ -25,8 +25,8 @@ from pathlib import Path
 import torch
 
 from attnas import registry
-from attnas.arch import load_arch
 from attnas.config import load_config
+from attnas.core.arch import load_arch
 from attnas.models.complexity import count_macs, count_parameters
 from attnas.tasks.base import TaskInfo
 
@@ -50,7 +50,7 @@ class _Task:
 
 
 def main() -> None:
-    from attnas.build import use_kernels
+    from attnas.runs.build import use_kernels
 
     use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

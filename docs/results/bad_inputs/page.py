@@ -17,12 +17,12 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 BAD_INPUTS = ["tests/test_bad_inputs.py", "tests/test_bad_inputs_users.py"]
 FAULTS = ["tests/test_kill_points.py", "tests/test_resume.py", "tests/test_exit_codes.py", "tests/test_faults.py",
-          "tests/test_retrain_resume.py", "tests/test_nan_loss.py", "tests/strategies/test_cost_aware.py",
+          "tests/training/test_retrain_resume.py", "tests/test_nan_loss.py", "tests/strategies/test_cost_aware.py",
           "tests/strategies/test_darts_resume.py", "tests/strategies/test_car_darts_resume.py",
           "tests/strategies/test_latent_bo.py", "tests/strategies/test_graph_vae_strategy.py",
           "tests/strategies/test_graph_vae_resume.py", "tests/strategies/test_mechanism_search.py",
-          "tests/comparison/test_compare.py", "tests/test_parallel.py", "tests/test_ray_faults.py",
-          "tests/test_distributed.py", "tests/test_distributed_launch.py"]
+          "tests/comparison/test_compare.py", "tests/scale/test_parallel.py", "tests/scale/test_ray_faults.py",
+          "tests/scale/test_distributed.py", "tests/scale/test_distributed_launch.py"]
 #: A test of those files is a fault test when its name holds one of these ...
 FAULT_WORDS = ("kill", "resume", "interrupt", "sigint", "fault", "nan", "ctrl", "crash", "half_done", "damaged",
                "dying", "every_rank", "gone")

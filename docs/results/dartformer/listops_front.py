@@ -6,10 +6,10 @@ For each sequence length ``L`` (default 1,000 and 4,000 tokens) and each mechani
 its test accuracy is read from the run. The costs of every mechanism's network are then
 measured in this process, on this machine, at the run's input size (a training batch of
 ``--batch`` sequences of up to ``L`` tokens): forward latency and training-step latency
-with :func:`attnas.costs.measure` (warm-up, median), interleaved over the mechanisms
+with :func:`attnas.costs.measure.measure` (warm-up, median), interleaved over the mechanisms
 ``--repeats`` times so that a change of load hits all of them alike, and parameters.
 
-The front is :func:`attnas.pareto.non_dominated` on (test accuracy, forward latency).
+The front is :func:`attnas.costs.pareto.non_dominated` on (test accuracy, forward latency).
 Printed per length: each mechanism's accuracy, latencies, speed-up over softmax, whether it
 is on the front, and the fastest front member within 1 point of softmax's accuracy.
 
@@ -55,7 +55,7 @@ def measure_costs(run_dir: str, mechanisms: list[str], repeats: int, batch_size:
     parameters of each mechanism's network, at the input size of the run ``run_dir``."""
     import torch
 
-    from attnas.costs import batch_signature, measure
+    from attnas.costs.measure import batch_signature, measure
     from attnas.pipeline import open_finished, run_task
 
     run, config, _, space = open_finished(run_dir)
@@ -97,7 +97,7 @@ def main() -> None:
     import numpy as np
     import torch
 
-    from attnas.pareto import non_dominated
+    from attnas.costs.pareto import non_dominated
     from attnas.spaces.attention_mechanisms import DEFAULT_CANDIDATES
 
     torch.set_num_threads(args.threads)

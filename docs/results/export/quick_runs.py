@@ -27,9 +27,9 @@ def _diff(a: torch.Tensor, b: torch.Tensor) -> str:
 
 def check(run: Path, tmp: Path) -> list[str]:
     from attnas import pipeline
-    from attnas.errors import AttnasError
-    from attnas.model_export import export_run, run_with_torch_alone
-    from attnas.model_inputs import tensor_input_model, tensors_of
+    from attnas.core.errors import AttnasError
+    from attnas.export.model_export import export_run, run_with_torch_alone
+    from attnas.export.model_inputs import tensor_input_model, tensors_of
 
     _, config, _, _ = pipeline.open_finished(run)
     task = pipeline.run_task(pipeline.RunDir(run), config, device="cpu")

@@ -2,7 +2,7 @@
 
 For each recipe: its space's models (every mechanism of DARTFormer's pool, architectures drawn
 from the prior for the others, and the found model of a finished run when ``--runs`` names a
-folder of runs named after the recipes) are traced with :func:`attnas.model_export.trace`
+folder of runs named after the recipes) are traced with :func:`attnas.export.model_export.trace`
 and written to ONNX; each exported program runs on the example inputs it was traced with and
 on inputs of another size (5 nodes or 5 examples) beside the model, and the largest output
 difference is printed (a markdown table).
@@ -28,7 +28,7 @@ RECIPES = ("autoattend-digits-quick", "dartformer-listops-quick", "autola-digits
 def _onnx_diff(model, info) -> str:
     import onnxruntime
 
-    from attnas.model_export import _write_onnx
+    from attnas.export.model_export import _write_onnx
 
     with tempfile.TemporaryDirectory() as tmp:
         check = _write_onnx(model, info, Path(tmp) / "m.onnx")
@@ -39,9 +39,9 @@ def _onnx_diff(model, info) -> str:
 
 
 def _check(model, info) -> tuple[str, str]:
-    from attnas.errors import UnsupportedError
-    from attnas.model_export import saved_program, trace
-    from attnas.model_inputs import example_inputs, tensor_input_model
+    from attnas.core.errors import UnsupportedError
+    from attnas.export.model_export import saved_program, trace
+    from attnas.export.model_inputs import example_inputs, tensor_input_model
 
     try:
         program, inputs = trace(model, info)
@@ -71,7 +71,7 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
     from attnas import pipeline
-    from attnas.build import build_space, build_task
+    from attnas.runs.build import build_space, build_task
     from attnas.config import load_config
     from attnas.data.root import resolve_data_root
 

@@ -30,7 +30,7 @@ from attnas.data.root import resolve_data_root  # noqa: E402
 from attnas.models.car_decoder import ContextAutoregressionModel  # noqa: E402
 from attnas.ops.fullattn.self_attention_block import PAPER_LABELS  # noqa: E402
 from attnas.pipeline import build_space, build_task  # noqa: E402
-from attnas.runs import RunDir  # noqa: E402
+from attnas.runs.run_dir import RunDir  # noqa: E402
 from attnas.tasks._context_autoregression import context_masks, mask_images  # noqa: E402
 
 COLOURS = {"3": "#9ecae1", "5": "#4292c6", "7": "#08519c", "non": "#e6550d"}

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import torch
 
-from attnas.build import build_space, build_task
 from attnas.config import load_config
 from attnas.data.root import resolve_data_root
 from attnas.pipeline import train_final
+from attnas.runs.build import build_space, build_task
 from attnas.spaces.hetero_baselines import MODELS
 
 #: The grid every baseline shares: hidden units x dropout (light, or the paper's own: 0.6 for

@@ -57,15 +57,15 @@ from pathlib import Path
 
 import torch
 
-from attnas.checkpoint_files import load_checkpoint_file, save_checkpoint_file
 from attnas.graphvae.bo import BOConfig, BOState, latent_bo
 from attnas.graphvae.dag_batch import DagBatch
 from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.evaluator import UNSCORED, Evaluation, TableEvaluator
 from attnas.graphvae.gp import SparseGPConfig, fit_sparse_gp
 from attnas.graphvae.train import VAETrainConfig, fit, new_state
-from attnas.graphvae.validity import is_valid_enas
 from attnas.graphvae.vae import GraphVAE, paper_model
+from attnas.graphvae.validity import is_valid_enas
+from attnas.runs.checkpoint_files import load_checkpoint_file, save_checkpoint_file
 
 MODELS = {"dvae": "D-VAE", "dvae-emb": "DVAE-EMB", "gcn": "GCN", "gcn-emb": "GCN-EMB"}
 
@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--maxiter", type=int, default=50)
     ap.add_argument("--json", default=None, help="write the per-seed results here")
     args = ap.parse_args(argv)
-    from attnas.build import use_kernels
+    from attnas.runs.build import use_kernels
 
     use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     torch.set_num_threads(args.threads)

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import torch
 
-from attnas.checkpoint_files import load_checkpoint_file
 from attnas.graphvae.gp import SparseGPConfig, gp_prediction
 from attnas.graphvae.vae import GraphVAE
+from attnas.runs.checkpoint_files import load_checkpoint_file
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epochs", type=int, default=100, help="SVGP epochs")
     ap.add_argument("--train-points", type=int, default=None, help="use only the first N training latents")
     args = ap.parse_args(argv)
-    from attnas.build import use_kernels
+    from attnas.runs.build import use_kernels
 
     use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     torch.set_num_threads(args.threads)

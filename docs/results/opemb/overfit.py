@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--models", nargs="+", default=list(PAPER_MODELS), choices=list(PAPER_MODELS))
     args = ap.parse_args(argv)
-    from attnas.build import use_kernels
+    from attnas.runs.build import use_kernels
 
     use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     torch.set_num_threads(args.threads)

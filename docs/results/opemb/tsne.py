@@ -17,7 +17,7 @@ import torch
 
 
 def main() -> None:
-    from attnas.checkpoint_files import load_checkpoint_file
+    from attnas.runs.checkpoint_files import load_checkpoint_file
     from attnas.data.enas import load_enas6
     from attnas.graphvae.analysis import tsne_embedding
     from attnas.graphvae.vae import GraphVAE
@@ -28,7 +28,7 @@ def main() -> None:
     ap.add_argument("--points", type=int, default=2000)
     ap.add_argument("--data-dir", default=None)
     args = ap.parse_args()
-    from attnas.build import use_kernels
+    from attnas.runs.build import use_kernels
 
     use_kernels()  # the kernels of attnas.kernels on, as in runs (none with ATTNAS_NO_KERNELS=1)
     torch.set_num_threads(1)

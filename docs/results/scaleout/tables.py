@@ -42,21 +42,21 @@ FAULTS = [
      "newest supernet checkpoint truncated / one bit flipped / replaced by a pickle with a valid "
      "checksum: detected, warning naming the file, the previous checkpoint is used (no code runs), "
      "same arch.json and metrics as an uninterrupted run"),
-    ("tests/test_runs.py::test_checkpoint_round_trip_and_corruption",
+    ("tests/runs/test_run_dir.py::test_checkpoint_round_trip_and_corruption",
      "checkpoint file: checksum detects truncation and corruption"),
-    ("tests/test_runs.py::test_checkpoints_refuse_code",
+    ("tests/runs/test_run_dir.py::test_checkpoints_refuse_code",
      "checkpoint holding a pickled object is refused (`weights_only=True`)"),
-    ("tests/test_runs.py::test_run_dir_fallback_keep_and_rewind",
+    ("tests/runs/test_run_dir.py::test_run_dir_fallback_keep_and_rewind",
      "run directory falls back to the previous good checkpoint and rewinds the events to it"),
     ("tests/test_faults.py::test_unwritable_run_directory_fails_before_any_work",
      "run directory under a file / on a read-only file system / without write permission: "
      "`RunDirError` naming it before the task or space is built (search, sweep and CLI exit 2)"),
     ("tests/test_faults.py::test_resume_and_retrain_of_a_read_only_run_fail_before_any_work",
      "resume / retrain of a read-only run directory fail before any work"),
-    ("tests/test_parallel.py::test_killed_ray_worker_is_rerun_with_the_same_result",
+    ("tests/scale/test_parallel.py::test_killed_ray_worker_is_rerun_with_the_same_result",
      "a Ray worker SIGKILLs itself while scoring candidates: the chunk is re-run in a fresh worker and the "
      "search ends with the sequential run's candidates, scores, arch.json and metrics"),
-    ("tests/test_parallel.py::test_killed_search_resumed_with_other_workers",
+    ("tests/scale/test_parallel.py::test_killed_search_resumed_with_other_workers",
      "search killed during evolution (sequential), resumed on 2 Ray workers: same result"),
 ]
 
@@ -99,13 +99,13 @@ BAD_INPUTS = [
      "hypothesis: any YAML-like document gives a config or a `ConfigError`"),
     ("tests/test_fuzz.py::test_set_overrides_raise_only_config_error",
      "hypothesis: any `--set` overrides give a config or a `ConfigError`"),
-    ("tests/test_parallel.py::test_bad_sweep_writes_nothing",
+    ("tests/scale/test_parallel.py::test_bad_sweep_writes_nothing",
      "sweep with bad options: clear error, nothing written"),
-    ("tests/test_parallel.py::test_bad_or_unreachable_ray_address_fails_fast",
+    ("tests/scale/test_parallel.py::test_bad_or_unreachable_ray_address_fails_fast",
      "malformed or unreachable `--ray-address`: clear error before any work"),
-    ("tests/test_parallel.py::test_workers_without_ray_name_the_extra",
+    ("tests/scale/test_parallel.py::test_workers_without_ray_name_the_extra",
      "`--workers 2` without Ray installed: error naming `pip install \"attnas[ray]\"`"),
-    ("tests/test_distributed.py::test_shard_of_a_stream_and_its_errors",
+    ("tests/scale/test_distributed.py::test_shard_of_a_stream_and_its_errors",
      "data-parallel run with fewer training batches than processes: `ConfigError` naming the batch size"),
 ]
 

@@ -21,9 +21,9 @@ from typing import Any
 from torch import nn
 
 from attnas import names, register_space
-from attnas.arch import Arch
 from attnas.config import CheckedConfig, Fraction, PositiveInt
-from attnas.errors import ArchError, ConfigError
+from attnas.core.arch import Arch
+from attnas.core.errors import ArchError, ConfigError
 from attnas.models.transformer_encoder import TransformerEncoderClassifier
 from attnas.spaces.base import Space
 
@@ -85,7 +85,7 @@ class MechanismWidthSpace(Space):
         return self.arch(choices)
 
     def validate(self, arch: Arch) -> None:
-        """Raise :class:`~attnas.errors.ArchError` naming the first bad choice."""
+        """Raise :class:`~attnas.core.errors.ArchError` naming the first bad choice."""
         super().validate(arch)
         if set(arch.choices) != {"mechanism", "dim"}:
             raise ArchError(f"choices must have exactly the keys 'mechanism' and 'dim', got {sorted(arch.choices)}")

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.attention_mechanisms import build_mechanism
 from attention_reference import reference  # noqa: F401  (the fixture)
 

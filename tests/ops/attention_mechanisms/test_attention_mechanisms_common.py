@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnas.errors import ConfigError, DataError
+from attnas.core.errors import ConfigError, DataError
 from attnas.ops.attention_mechanisms import build_mechanism, mechanism_names
 from attention_reference import reference  # noqa: F401  (the fixture)
 

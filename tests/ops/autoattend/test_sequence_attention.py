@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.autoattend.sequence_attention import SelfAttentionOp, SequenceAttention
 from attnas.ops.autoattend.sequence_context import SequenceContext
 

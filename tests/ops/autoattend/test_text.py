@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from attnas import registry
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.autoattend.sequence_context import SequenceContext
 from attnas.ops.autoattend.text import BASELINE_TEXT_POOL, DEFAULT_TEXT_POOL, GRUOp, MaskedConv1d
 

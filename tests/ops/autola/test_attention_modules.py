@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from attnas import registry
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.autola.attention_modules import (
     CBAM, HOGA_OPS, ChannelAttention, ChannelAttentionV2, NormalizationAttention, SpatialAttention,
     channel_gate, create_attention,

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from attnas.errors import ArchError, ConfigError
+from attnas.core.errors import ArchError, ConfigError
 from attnas.ops.autola.hoga_cell import HOGA, edge_keys, hoga_edges
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
+from attnas.ops.autola.attention_modules import HOGA_OPS
 from attnas.ops.autola.hoga_cell import aggregate, edge_key, edge_keys
 from attnas.ops.autola.hoga_relaxed import GroupedMixedOp, MixedOp, RelaxedHOGA, init_alpha
-from attnas.ops.autola.attention_modules import HOGA_OPS
 
 
 def reference_forward(cell: RelaxedHOGA, x: torch.Tensor) -> torch.Tensor:

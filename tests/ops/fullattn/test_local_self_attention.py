@@ -7,7 +7,7 @@ import torch
 
 from local_attention_inputs import local_attention_inputs
 
-from attnas.errors import ConfigError, DataError
+from attnas.core.errors import ConfigError, DataError
 from attnas.ops import overrides
 from attnas.ops.fullattn.local_self_attention import (
     LocalSelfAttention,
@@ -100,9 +100,9 @@ def test_a_process_started_with_no_kernels_runs_the_unfold_definition():
 
     code = """
 import torch
+import attnas.kernels
 from attnas.ops import overrides
 from attnas.ops.fullattn.local_self_attention import LocalSelfAttention, local_attention
-import attnas.kernels
 assert not any(overrides.active(h) for h in ("local_attention", "local_self_attention")), overrides.registered()
 torch.manual_seed(0)
 layer = LocalSelfAttention(4, 8, kernel_size=3, heads=2)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnas.errors import DataError
+from attnas.core.errors import DataError
 from attnas.ops.fullattn.nonlocal_self_attention import NonLocalSelfAttention, nonlocal_attention
 
 

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from attnas import registry
-from attnas.errors import ConfigError
+from attnas.core.errors import ConfigError
 from attnas.ops.fullattn.local_self_attention import LocalSelfAttention
 from attnas.ops.fullattn.nonlocal_self_attention import NonLocalSelfAttention
 from attnas.ops.fullattn.self_attention_block import CANDIDATES, PAPER_LABELS, SelfAttentionBlock, make_candidate

@@ -1,0 +1,1 @@
+"""A run's final model in forms that leave attnas (`attnas export --format ...`)."""

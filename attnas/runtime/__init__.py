@@ -1,0 +1,1 @@
+"""The process a command runs in: memory-allocator and OpenMP settings, stop signals, the one-line errors and log output of the command, optional extras and what a result depends on besides its config."""

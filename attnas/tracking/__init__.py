@@ -1,0 +1,1 @@
+"""Live views of a run's events in outside trackers (TensorBoard, MLflow)."""
