@@ -69,10 +69,10 @@ class StrategySpec:
             settings[key.strip()] = json.loads(value) if value.strip()[:1].isdigit() else value.strip()
         if "budget" in settings:
             raise ConfigError(f"--strategy {text}: the budgets are --budgets")
-        for key in ("constraints", "objectives"):
+        for key, option in (("constraints", "--constraint"), ("objectives", "--objectives")):
             if key in settings:
-                raise ConfigError(f"--strategy {text}: {key} are --{key[:-1]} options of the bench (every "
-                                  f"strategy, random search included, gets the same)")
+                raise ConfigError(f"--strategy {text}: {key} are the bench's {option} (every strategy, random "
+                                  f"search included, gets the same)")
         spec = cls(text, name, settings)
         spec.options(1)  # checks the settings now
         return spec

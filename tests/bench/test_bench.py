@@ -70,7 +70,8 @@ def test_bench_under_a_constraint_with_fronts_compares_hypervolumes(tmp_path):
     (["--constraint", "params"], "COST=LIMIT"),
     (["--constraint", "macs=5"], "holds the costs"),
     (["--strategy", "local-search", "--objectives", "val_score,params"], "unknown setting 'objectives'"),
-    (["--strategy", "table-random:constraints=5"], "--constraint"),
+    (["--strategy", "table-random:constraints=5"], "the bench's --constraint"),
+    (["--strategy", "table-random:objectives=val_score"], "the bench's --objectives"),
 ])
 def test_bad_costs_are_one_line_and_write_nothing(tmp_path, args, message):
     r = bench("--out", str(tmp_path / "b"), "--datasets", "cora", "--seeds", "2", "--budgets", "10",
