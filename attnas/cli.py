@@ -296,7 +296,11 @@ def bench(out: Path = typer.Option(Path("runs/bench"), "--out", help="Output fol
           budgets: str = typer.Option("25,50,100,200,500", "--budgets", help="Distinct architectures queried."),
           datasets: Optional[str] = typer.Option(None, "--datasets", help="NAS-Bench-Graph datasets (default: all nine)."),
           strategy: list[str] = typer.Option([], "--strategy", help="NAME or NAME:key=value,... (repeatable; default: "
-                                             "table-random, regularized-evolution, local-search, table-evolution).")) -> None:
+                                             "table-random, regularized-evolution, local-search, table-evolution)."),
+          constraint: list[str] = typer.Option([], "--constraint", help="COST=LIMIT for every strategy, e.g. "
+                                               "params=1.2e6 or latency_ms=4 (repeatable)."),
+          objectives: Optional[str] = typer.Option(None, "--objectives", help="e.g. val_score,params: keep Pareto "
+                                                   "fronts and compare their hypervolume.")) -> None:
     """Search strategies on NAS-Bench-Graph's tables: anytime curves and paired tests against random search;
     writes bench.json, bench.md and figures/ (needs attnas\\[nasbench])."""
     from attnas.bench import DATASETS, DEFAULT_STRATEGIES, run_bench
@@ -307,8 +311,15 @@ def bench(out: Path = typer.Option(Path("runs/bench"), "--out", help="Output fol
     except ValueError:
         raise ConfigError(f"--budgets: comma-separated integers, got {budgets!r}") from None
     names = [d.strip() for d in datasets.split(",") if d.strip()] if datasets else list(DATASETS)
+    limits = {}
+    for item in constraint:
+        name, eq, limit = item.partition("=")
+        if not eq:
+            raise ConfigError(f"--constraint: expected COST=LIMIT (e.g. params=1.2e6), got {item!r}")
+        limits[name.strip()] = limit.strip()
     run_bench(out, strategy or DEFAULT_STRATEGIES, names, budget_list, seeds,
-              log=lambda line: typer.echo(line, err=True))
+              log=lambda line: typer.echo(line, err=True), constraints=limits or None,
+              objectives=[o.strip() for o in objectives.split(",") if o.strip()] if objectives else None)
     typer.echo(f"bench: {out / 'bench.md'}")
 
 

@@ -6,7 +6,10 @@ Every strategy x dataset x budget is searched with seeds ``0..seeds-1`` (paired:
 random search, per dataset and pooled over the datasets other than ``proteins`` (the
 negative control); :mod:`attnas.bench.report` writes ``bench.json``, ``bench.md`` and a
 figure per dataset. Finished cells are kept in ``cells/``, so running the same command
-again continues a killed bench.
+again continues a killed bench. ``constraints`` and ``objectives`` apply to every strategy
+(random search included), so the paired tests compare strategies under the same
+constraint; with two or more objectives the bench also compares the hypervolume of the
+found fronts (:mod:`attnas.strategies.table_fronts`).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from .runner import DEFAULT_BUDGETS, DEFAULT_STRATEGIES, StrategySpec, check_bud
 
 def run_bench(out: str | Path, strategies: Sequence[str] = DEFAULT_STRATEGIES,
               datasets: Sequence[str] = DATASETS, budgets: Sequence[int] = DEFAULT_BUDGETS, seeds: int = 100,
-              log=print) -> dict:
+              log=print, constraints: dict | None = None, objectives: Sequence[str] | None = None) -> dict:
     """Run (or continue) a bench into ``out`` and write its results.
 
     Args:
@@ -34,6 +37,9 @@ def run_bench(out: str | Path, strategies: Sequence[str] = DEFAULT_STRATEGIES,
         datasets: NAS-Bench-Graph datasets.
         budgets: Numbers of distinct architectures queried.
         seeds: Searches per cell.
+        constraints: Upper limits on the table's costs for every strategy (``{params: 1.2e6}``).
+        objectives: The validation metric and costs every strategy trades off
+            (``[val_score, params]``); strategies without Pareto fronts are refused.
 
     Returns:
         The summary (:func:`attnas.bench.summary.summarise_cells`).
@@ -45,7 +51,11 @@ def run_bench(out: str | Path, strategies: Sequence[str] = DEFAULT_STRATEGIES,
     from .report import write_outputs
     from .summary import BASELINE, summarise_cells
 
-    specs = [StrategySpec.parse(s) for s in strategies]
+    from attnas.costs.pareto import normalize_constraints
+
+    objectives = list(objectives) if objectives else None
+    constraints = normalize_constraints(constraints) or None
+    specs = [StrategySpec.parse(s).with_costs(constraints, objectives) for s in strategies]
     if BASELINE not in [s.label for s in specs]:
         raise ConfigError(f"--strategy: the bench compares with '{BASELINE}'; include it")
     if len({s.label for s in specs}) != len(specs):
@@ -56,9 +66,33 @@ def run_bench(out: str | Path, strategies: Sequence[str] = DEFAULT_STRATEGIES,
     budgets = check_budgets(list(budgets))
     seeds = check_seeds(seeds)
     tables_folder()
+    if constraints or objectives:
+        check_costs_settings(specs, datasets, budgets)
     out = Path(out)
     t0 = time.perf_counter()
     cells = run_cells(out, specs, datasets, budgets, seeds, log=log)
     summary = summarise_cells(cells)
+    summary.update(constraints=specs[0].settings.get("constraints"), objectives=specs[0].settings.get("objectives"))
     write_outputs(out, summary, round(time.perf_counter() - t0, 1), seeds)
     return summary
+
+
+def check_costs_settings(specs: Sequence[StrategySpec], datasets: Sequence[str], budgets: Sequence[int]) -> None:
+    """Refuse, before any cell runs, objectives a strategy cannot trade off and constraints
+    that fewer than the largest budget's architectures of a dataset's table meet.
+
+    Raises:
+        ConfigError: One line naming the strategy or the constraint and the dataset.
+    """
+    from attnas import registry
+    from attnas.tasks.nas_bench_graph import NasBenchGraphTask, NasBenchGraphTaskConfig
+
+    from .runner import space_for
+
+    for dataset in datasets:
+        task, space = NasBenchGraphTask(NasBenchGraphTaskConfig(dataset)), space_for(dataset)
+        for spec in specs:
+            try:
+                registry.get("strategy", spec.name).check_task(spec.options(max(budgets)), space, task)
+            except ConfigError as exc:
+                raise ConfigError(f"{exc} (dataset {dataset}, strategy {spec.label})") from None

@@ -28,6 +28,11 @@ def markdown(summary: dict, seconds: float, seeds: int) -> str:
              f"Test performance (%) of the architecture each search picked on validation, mean over seeds; "
              f"in brackets the paired difference to {base} (points) and its t-test p-value. "
              f"Computed in {seconds:.1f} s.", ""]
+    if summary.get("constraints") or summary.get("objectives"):
+        limits = ", ".join(f"{k} <= {v:g}" for k, v in (summary.get("constraints") or {}).items())
+        lines += [f"Every strategy searched under the constraints {limits or 'none'}"
+                  + (f" with the objectives {', '.join(summary['objectives'])}" if summary.get("objectives") else "")
+                  + ".", ""]
     for budget in budgets:
         lines += [f"## {budget} queries", "", "| dataset | " + " | ".join(strategies) + " |",
                   "|---|" + "---:|" * len(strategies)]
@@ -63,6 +68,18 @@ def markdown(summary: dict, seconds: float, seeds: int) -> str:
     for d in summary["datasets"]:
         vals = [infl.get((d, b)) for b in budgets]
         lines.append(f"| {d} | " + " | ".join(f"{_pts(i['inflation']['mean'])}" if i else "" for i in vals) + " |")
+    if summary.get("fronts"):
+        lines += ["", "## Pareto fronts against the true front (validation)", "",
+                  "Hypervolume of the found front as a fraction of the table's true front's (normalised "
+                  "objectives, reference point 1), mean over seeds; in brackets the paired difference to "
+                  f"{base} (points of the fraction) and its t-test p-value. Test performance of the front's "
+                  "members (mean) for the record only.", "",
+                  "| dataset | strategy | budget | hypervolume ratio | front test (%) | true front size |",
+                  "|---|---|---:|---:|---:|---:|"]
+        for f in summary["fronts"]:
+            diff = (f" ({_pts(f['hv_diff_mean'])}, p={_p(f['hv_p'])})" if "hv_diff_mean" in f else "")
+            lines.append(f"| {f['dataset']} | {f['strategy']} | {f['budget']} | {f['hv']['mean']:.4f}{diff} | "
+                         f"{100 * f['front_test']['mean']:.2f} | {f['true_front_size']} |")
     lines += ["", "Per-strategy search seconds (all seeds of a cell): "
               + ", ".join(f"{s} {sum(r['seconds'] for r in summary['rows'] if r['strategy'] == s):.1f} s"
                           for s in strategies), ""]

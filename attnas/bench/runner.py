@@ -5,7 +5,10 @@ budget, searched once per seed ``0..seeds-1`` (seed ``k`` gives every strategy t
 first random draws: the comparisons are paired). For each seed a cell keeps the
 validation and test performance of the pick (the best queried architecture on
 validation) and the test performance of the incumbent after every query (the anytime
-curve). The test column is read here, after each search, never by the search. Each
+curve). The test column is read here, after each search, never by the search. With
+``objectives`` (two or more) a cell also keeps, per seed, the hypervolume of the found
+front as a fraction of the table's true front's (:class:`~attnas.strategies.table_fronts.FrontMeter`;
+both on validation) and, for the record, the mean test performance of its members. Each
 finished cell is written to ``cells/<dataset>/<label>-<budget>.json`` at once, so a killed
 bench resumes with the cells it finished.
 """
@@ -66,8 +69,22 @@ class StrategySpec:
             settings[key.strip()] = json.loads(value) if value.strip()[:1].isdigit() else value.strip()
         if "budget" in settings:
             raise ConfigError(f"--strategy {text}: the budgets are --budgets")
+        for key, option in (("constraints", "--constraint"), ("objectives", "--objectives")):
+            if key in settings:
+                raise ConfigError(f"--strategy {text}: {key} are the bench's {option} (every strategy, random "
+                                  f"search included, gets the same)")
         spec = cls(text, name, settings)
         spec.options(1)  # checks the settings now
+        return spec
+
+    def with_costs(self, constraints: dict | None, objectives: list[str] | None) -> StrategySpec:
+        """The same strategy under the bench's ``constraints`` and ``objectives`` (same label,
+        so the paired tests compare strategies under the same constraint)."""
+        extra = {k: v for k, v in (("constraints", constraints), ("objectives", objectives)) if v}
+        if not extra:
+            return self
+        spec = StrategySpec(self.label, self.name, {**self.settings, **extra})
+        spec.options(1)
         return spec
 
     def options(self, budget: int) -> Any:
@@ -115,11 +132,15 @@ def run_cell(task: NasBenchGraphTask, space: NasBenchGraphSpace, spec: StrategyS
         search rewarded with the test column would report), and the incumbent's test
         performance after each query (``curves[k][q - 1]``).
     """
+    from attnas.strategies.table_fronts import FrontMeter, found_front, table_objectives
+    from attnas.strategies.table_strategies import multi_objective
+
     cls = registry.get("strategy", spec.name)
     options = spec.options(budget)
     index = space.index
     test_column = task.test_column(index.codes)
-    val, test, by_test, curves = [], [], [], []
+    val, test, by_test, curves, hv, front_test = [], [], [], [], [], []
+    meter = None
     t0 = time.perf_counter()
     for seed in range(seeds):
         queries = task.validation_view(index.codes, index.neighbours)
@@ -131,9 +152,19 @@ def run_cell(task: NasBenchGraphTask, space: NasBenchGraphSpace, spec: StrategyS
         test.append(float(inc_test[-1]))
         by_test.append(float(tests.max()))
         curves.append(np.round(inc_test, 6).tolist())
-    return {"strategy": spec.label, "name": spec.name, "settings": spec.settings, "dataset": task.options.dataset,
+        if multi_objective(options):
+            if meter is None:  # the true front, measured after the first search (never seen by one)
+                table_F = table_objectives(task.validation_column(index.codes), queries, options.objectives)
+                meter = FrontMeter(table_F, queries.feasible)
+            front = found_front(queries, options.objectives)
+            hv.append(meter.ratio(front))
+            front_test.append(float(test_column[front].mean()))
+    cell = {"strategy": spec.label, "name": spec.name, "settings": spec.settings, "dataset": task.options.dataset,
             "budget": budget, "seeds": seeds, "val": val, "test": test, "test_by_test": by_test, "curves": curves,
             "seconds": round(time.perf_counter() - t0, 3)}
+    if meter is not None:
+        cell.update(hv=hv, front_test=front_test, true_front_size=len(meter.front))
+    return cell
 
 
 def cell_path(out: Path, dataset: str, label: str, budget: int) -> Path:

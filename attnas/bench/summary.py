@@ -9,7 +9,9 @@ random search's picks of the same seeds by a paired t-test
 anytime curve of a strategy on a dataset is the mean and 95 % interval of the incumbent's
 test performance after each query, from its largest budget's searches. The *inflation*
 is what a search rewarded with the test column gains: the best test performance among
-random search's queries minus the test performance of its pick on validation.
+random search's queries minus the test performance of its pick on validation. Cells
+with fronts (two or more objectives) are also compared on the hypervolume ratio of their
+fronts (``fronts``: paired t-test and Wilcoxon against random search of the same seeds).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ def summarise_cells(cells: list[dict], baseline: str = BASELINE, control: str = 
     datasets = list(dict.fromkeys(c["dataset"] for c in cells))
     strategies = list(dict.fromkeys(c["strategy"] for c in cells))
     budgets = sorted({c["budget"] for c in cells})
-    rows, paired, curves, inflation = [], [], {}, []
+    rows, paired, curves, inflation, fronts = [], [], {}, [], []
     for (dataset, strategy, budget), c in by.items():
         rows.append({"dataset": dataset, "strategy": strategy, "budget": budget, "test": summarise(c["test"]),
                      "val": summarise(c["val"]), "seconds": c["seconds"]})
@@ -70,6 +72,14 @@ def summarise_cells(cells: list[dict], baseline: str = BASELINE, control: str = 
             v = compare(c["test"], base["test"], strategy, baseline)
             paired.append({"dataset": dataset, "strategy": strategy, "budget": budget, **v,
                            "val_diff_mean": float(np.mean(np.subtract(c["val"], base["val"])))})
+        if "hv" in c:
+            row = {"dataset": dataset, "strategy": strategy, "budget": budget, "hv": summarise(c["hv"]),
+                   "front_test": summarise(c["front_test"]), "true_front_size": c["true_front_size"]}
+            if strategy != baseline and base is not None and "hv" in base:
+                v = compare(c["hv"], base["hv"], strategy, baseline)
+                row.update(hv_diff_mean=v["diff_mean"], hv_p=v["p_value"], hv_wilcoxon_p=v["wilcoxon_p"],
+                           hv_verdict=v["verdict"])
+            fronts.append(row)
         if strategy == baseline:
             gain = np.subtract(c["test_by_test"], c["test"])
             inflation.append({"dataset": dataset, "budget": budget, "by_val": float(np.mean(c["test"])),
@@ -98,4 +108,4 @@ def summarise_cells(cells: list[dict], baseline: str = BASELINE, control: str = 
                            "val_diff_mean": float(np.mean(va - vb)), "per_dataset": dict(verdicts)})
     return {"datasets": datasets, "strategies": strategies, "budgets": budgets, "baseline": baseline,
             "control": control, "rows": rows, "paired": paired, "pooled": pooled, "curves": curves,
-            "inflation": inflation}
+            "inflation": inflation, "fronts": fronts}

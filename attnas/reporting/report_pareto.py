@@ -51,7 +51,7 @@ def plot_front(front: dict, candidates: list[dict], path: Any) -> None:
         if cost in ("params", "macs") and max(fx, default=0) / max(min(fx, default=1), 1) > 50:
             ax.set_xscale("log")
         ax.set_xlabel(cost)
-        ax.set_ylabel(f"{metric} (shared weights)")
+        ax.set_ylabel(f"{metric} ({front.get('measured', {}).get('scores', 'shared weights')})")
         ax.legend(fontsize=7)
     fig.tight_layout()
     buf = io.BytesIO()
@@ -73,7 +73,7 @@ def pareto_section(run: RunDir, space: Any) -> list[str]:
     metric, objectives = front["metric"], front["objectives"]
     candidates = []
     for ev in run.events():
-        if ev.get("phase") == "evolution" and "costs" in ev:
+        if ev.get("phase") in ("evolution", "query") and "costs" in ev:
             value = next((v for k, v in ev.items() if f"val_{k}" == metric), None)
             if value is not None:
                 candidates.append({metric: value, **ev["costs"]})

@@ -101,12 +101,13 @@ def check_cost_options(options: Any) -> None:
     or more objectives) and store the limits as floats (:mod:`attnas.costs.pareto`)."""
     from attnas.costs.pareto import check_objectives, normalize_constraints, require_pymoo
 
-    check_objectives(options.objectives, options.constraints)
+    objectives = getattr(options, "objectives", None)  # (a table strategy may have constraints only)
+    check_objectives(objectives, options.constraints)
     if options.constraints is not None:
         object.__setattr__(options, "constraints", normalize_constraints(options.constraints))
-    if options.objectives is not None:
-        object.__setattr__(options, "objectives", tuple(options.objectives))
-        if len(options.objectives) >= 2:
+    if objectives is not None:
+        object.__setattr__(options, "objectives", tuple(objectives))
+        if len(objectives) >= 2:
             require_pymoo()
 
 

@@ -15,6 +15,8 @@ so the acquisition is maximised over ``pool`` unqueried architectures drawn at r
 each batch (all of them with ``pool: 0``) instead of over decoded latent points. The first ``initial`` architectures are random search's first draws (paired
 seeds). The GP is scikit-learn's exact GP (constant x RBF kernel plus white noise,
 hyper-parameters by maximum likelihood, targets standardised) refitted before each batch.
+Under ``constraints`` the initial draws and the acquisition's candidates are the
+architectures within every limit only (:meth:`ValidationQueries.constrain`).
 """
 
 from __future__ import annotations
@@ -29,13 +31,13 @@ import numpy as np
 import torch
 from scipy.stats import norm
 
-from attnas.config import CheckedConfig, PositiveInt, Range
+from attnas.config import PositiveInt, Range
 from attnas.core.errors import ConfigError
 from attnas.graphvae.space_dags import space_dataset
 from attnas.graphvae.vae import GraphVAE
 from attnas.registry import register_strategy
 from attnas.runs.checkpoint_files import load_checkpoint_file
-from attnas.strategies.table_strategies import _TableStrategy
+from attnas.strategies.table_strategies import ConstrainedConfig, _TableStrategy
 from attnas.tasks.nas_bench_graph import ValidationQueries
 
 
@@ -86,7 +88,7 @@ def latent_bo(queries: ValidationQueries, budget: int, rng: random.Random, laten
 
     while queries.spent < min(initial, budget):
         queries.query(queries.sample_unseen(rng))
-    unseen = np.ones(len(latents), dtype=bool)
+    unseen = queries.feasible.copy()  # over a constraint: never a candidate
     while queries.spent < budget:
         unseen[queries.trace] = False
         y = np.asarray(queries.scores)
@@ -104,11 +106,10 @@ def latent_bo(queries: ValidationQueries, budget: int, rng: random.Random, laten
 
 
 @dataclass(frozen=True)
-class TableLatentBOConfig(CheckedConfig):
+class TableLatentBOConfig(ConstrainedConfig):
     """Options of ``table-latent-bo``.
 
     Attributes:
-        budget: Distinct architectures queried.
         vae_file: A graph VAE trained on this space (``vae.pt`` of a ``graph-vae`` run).
         initial: Random architectures before the first GP.
         batch: Architectures queried per GP fit (the highest expected improvement).
@@ -116,13 +117,10 @@ class TableLatentBOConfig(CheckedConfig):
             (0: every unqueried architecture).
     """
 
-    budget: PositiveInt = 100
     vae_file: str = ""
     initial: PositiveInt = 10
     batch: PositiveInt = 10
     pool: Annotated[int, Range(0)] = 2000
-
-    field_prefix = "strategy."
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -144,4 +142,5 @@ class TableLatentBO(_TableStrategy):
         if len(latents) != queries.n:
             raise ConfigError(f"strategy.vae_file: the VAE's space has {len(latents)} architectures, the task's "
                               f"table {queries.n} (proteins needs a VAE trained on nbg-proteins)")
+        cls.prepare(queries, options)
         latent_bo(queries, options.budget, random.Random(seed), latents, options.initial, options.batch, options.pool)

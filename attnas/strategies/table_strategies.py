@@ -10,11 +10,24 @@ the table once the search is over and goes to ``metrics.json`` (``test_score``) 
 validation performance (``val_score``). Every query is an event (``phase: query``). A
 search takes milliseconds, so a killed run simply searches again (same seed, same pick).
 
+Costs. Every table strategy takes ``constraints``, upper limits on the table's costs
+(``params``: parameters; ``latency_ms``: NAS-Bench-Graph's measured latency in ms), with the
+meaning they have elsewhere in attnas (:mod:`attnas.costs.pareto`): the search draws and mutates
+among the architectures within every limit only. An architecture over a limit is rejected
+without counting as a query (its costs are read from the table without training it, as a
+network's parameters are known before it trains); the budget stays the number of distinct
+architectures queried. A constraint that fewer than ``budget`` architectures meet is one
+error line before anything is written. ``table-random`` and ``regularized-evolution`` also
+take ``objectives`` (e.g. ``[val_score, params]``): the search keeps a Pareto front
+(:mod:`attnas.strategies.table_fronts`) and the run writes ``pareto.json``, which
+``attnas report`` draws.
+
 Example recipe::
 
     task: {name: nas-bench-graph, dataset: cora}
     space: {name: nas-bench-graph}
-    strategy: {name: regularized-evolution, budget: 100, population: 20, sample_size: 5}
+    strategy: {name: regularized-evolution, budget: 100, population: 20, sample_size: 5,
+               constraints: {params: 1.2e6}, objectives: [val_score, params]}
 """
 
 from __future__ import annotations
@@ -23,59 +36,95 @@ import random
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
-from attnas.config import CheckedConfig, PositiveInt, Range
-from attnas.core.errors import UnsupportedError
+from attnas.config import CheckedConfig, PositiveFloat, PositiveInt, Range
+from attnas.core.arch import Arch
+from attnas.core.errors import ConfigError, UnsupportedError
+from attnas.costs import pareto
 from attnas.registry import register_strategy
 from attnas.strategies.base import SearchResult, Strategy
+from attnas.strategies.table_fronts import found_front, pareto_regularized_evolution
 from attnas.strategies.table_search import LOOPS
-from attnas.tasks.nas_bench_graph import ValidationQueries
+from attnas.tasks.nas_bench_graph import TABLE_COSTS, ValidationQueries
+
+
+def check_table_costs(options: Any) -> None:
+    """Check ``constraints`` and ``objectives`` of a table strategy's options: attnas's rules
+    (:func:`attnas.costs.pareto.check_objectives`), and only the costs the table holds.
+
+    Raises:
+        ConfigError: One line naming the first bad name or limit.
+    """
+    from attnas.strategies.one_shot_config import check_cost_options
+
+    check_cost_options(options)
+    names = [*(options.constraints or {}), *pareto.cost_objectives(getattr(options, "objectives", None))]
+    for name in names:
+        if name not in TABLE_COSTS:
+            raise ConfigError(f"strategy: NAS-Bench-Graph's table holds the costs {', '.join(TABLE_COSTS)}, "
+                              f"not {name!r}")
 
 
 @dataclass(frozen=True)
-class BudgetConfig(CheckedConfig):
-    """Options of ``table-random`` and ``local-search``.
+class ConstrainedConfig(CheckedConfig):
+    """Options every table strategy has.
 
     Attributes:
         budget: Distinct architectures queried.
+        constraints: Upper limits on the table's costs, e.g. ``{params: 1.2e6, latency_ms: 4}``:
+            only architectures within every limit are queried.
     """
 
     budget: PositiveInt = 100
+    constraints: dict[str, PositiveFloat] | None = None
 
     field_prefix = "strategy."
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_table_costs(self)
+
 
 @dataclass(frozen=True)
-class RegularizedEvolutionConfig(CheckedConfig):
+class BudgetConfig(ConstrainedConfig):
+    """Options of ``table-random`` (and, without ``objectives``, ``local-search``).
+
+    Attributes:
+        objectives: The validation metric and costs to trade off (e.g. ``[val_score, params]``);
+            two or more keep a Pareto front.
+    """
+
+    objectives: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class RegularizedEvolutionConfig(BudgetConfig):
     """Options of ``regularized-evolution`` (Real et al., AAAI 2019).
 
     Attributes:
-        budget: Distinct architectures queried.
         population: Members kept (the oldest leaves when a child joins).
         sample_size: Members drawn per tournament (with replacement).
     """
 
-    budget: PositiveInt = 100
     population: PositiveInt = 20
     sample_size: PositiveInt = 5
 
-    field_prefix = "strategy."
-
 
 @dataclass(frozen=True)
-class TableEvolutionConfig(CheckedConfig):
+class TableEvolutionConfig(ConstrainedConfig):
     """Options of ``table-evolution`` (AutoAttend's evolution, Guan et al., ICML 2021).
 
     Attributes:
-        budget: Distinct architectures queried.
         population_fraction: Share of the budget drawn at random first (paper: 500 of 1,000).
         rounds: Mutation rounds sharing the rest (paper: 5).
     """
 
-    budget: PositiveInt = 100
     population_fraction: Annotated[float, Range(0, 1, low_open=True)] = 0.5
     rounds: Annotated[int, Range(0)] = 5
 
-    field_prefix = "strategy."
+
+def multi_objective(options: Any) -> bool:
+    """Whether ``options`` name two or more objectives (a Pareto front is kept)."""
+    return len(getattr(options, "objectives", None) or ()) >= 2
 
 
 class _TableStrategy(Strategy):
@@ -88,9 +137,24 @@ class _TableStrategy(Strategy):
 
     @classmethod
     def check_task(cls, options: Any, space: Any, task: Any) -> None:
+        """Refuse a task without a table, an objective that is not its validation metric, and
+        constraints that fewer than ``budget`` architectures of the table meet."""
         if not hasattr(task, "validation_view"):
             raise UnsupportedError(f"strategy '{cls.name}' queries a table of measured architectures; "
                                    f"task '{task.name}' has none (use task 'nas-bench-graph')")
+        pareto.check_metric(getattr(options, "objectives", None), task.metric)
+        cls.prepare(task.validation_view(space.index.codes, space.index.neighbours), options)
+
+    @classmethod
+    def prepare(cls, queries: ValidationQueries, options: Any) -> ValidationQueries:
+        """Restrict ``queries`` to the architectures within ``options.constraints``.
+
+        Raises:
+            ConfigError: When fewer than ``options.budget`` architectures meet them.
+        """
+        if options.constraints:
+            queries.constrain(options.constraints, options.budget)
+        return queries
 
     @classmethod
     def random_counterpart(cls, options: Any, space: Any, seed: int) -> dict:
@@ -100,22 +164,48 @@ class _TableStrategy(Strategy):
     @classmethod
     def run_loop(cls, queries: ValidationQueries, options: Any, seed: int) -> None:
         """Search ``queries`` with ``options`` (seed ``seed``: the paired random draws)."""
+        cls.prepare(queries, options)
         kwargs = {k: getattr(options, k) for k in cls.settings}
-        LOOPS[cls.name](queries, options.budget, random.Random(seed), **kwargs)
+        loop = LOOPS[cls.name]
+        if multi_objective(options) and cls.name == "regularized-evolution":
+            loop = pareto_regularized_evolution
+            kwargs["objectives"] = options.objectives
+        loop(queries, options.budget, random.Random(seed), **kwargs)
 
     def search(self) -> SearchResult:
         index = self.space.index
         queries = self.task.validation_view(index.codes, index.neighbours)
         self.run_loop(queries, self.options, self.seed)
         for k, (i, score) in enumerate(zip(queries.trace, queries.scores)):
-            self.run.log({"phase": "query", "index": k, "val_score": score, "arch": self.space.arch_at(i).choices})
+            self.run.log({"phase": "query", "index": k, "val_score": score, "score": score,
+                          "costs": queries.costs(i), "arch": self.space.arch_at(i).choices})
         best = queries.incumbent()
         arch = self.space.arch_at(best)
         arch = self.space.arch(arch.choices, strategy=self.name)
         code = index.codes[best]
         metrics = {"val_score": queries.scores[queries.trace.index(best)], "test_score": self.task.test_score(code),
-                   "queries": queries.spent, "latency_s": queries.latency[best], "params_m": queries.params[best]}
+                   "queries": queries.spent, "latency_s": queries.latency[best], "params_m": queries.params[best],
+                   "rejected": queries.rejected}
+        if multi_objective(self.options):
+            metrics["front_size"] = self.write_front(queries, best)
         return SearchResult(arch, metrics)
+
+    def write_front(self, queries: ValidationQueries, best: int) -> int:
+        """Write ``pareto.json``: the queried architectures no other queried one dominates, with
+        their validation and (for the record, never used to pick) test performance."""
+        objectives = self.options.objectives
+        metric = f"val_{self.task.metric}"
+        members = []
+        for i in found_front(queries, objectives):
+            values = {metric: queries.scores[queries.trace.index(i)], **queries.costs(i)}
+            members.append({"arch": Arch(self.space.name, self.space.arch_at(i).choices).to_dict(),
+                            "objectives": {n: values[n] for n in objectives}, "costs": queries.costs(i),
+                            "test_score": self.task.test_score(self.space.index.codes[i]), "chosen": i == best})
+        context = {"device": "NAS-Bench-Graph's table (its authors' measurements)", "threads": "their",
+                   "protocol": {"latency": "table"}, "dataset": self.task.options.dataset, "scores": "table"}
+        self.run.write_json(pareto.PARETO_FILE, pareto.front_document(
+            members, objectives, self.options.constraints, metric, context))
+        return len(members)
 
 
 @register_strategy("table-random")
@@ -145,7 +235,7 @@ class LocalSearch(_TableStrategy):
     """Best-improvement local search with restarts over a table (White et al., UAI 2021)."""
 
     name = "local-search"
-    Config = BudgetConfig
+    Config = ConstrainedConfig
 
 
 @register_strategy("table-evolution")

@@ -7,7 +7,12 @@ was trained on nine datasets; the table holds its validation and test performanc
 
 A search sees the table only through :meth:`NasBenchGraphTask.validation_view`, a
 :class:`ValidationQueries` that holds the validation column and the costs, never the test
-column, and counts the distinct architectures queried (the budget). The test performance
+column, and counts the distinct architectures queried (the budget). Its
+:meth:`~ValidationQueries.costs` are the table's latency and parameters in attnas's cost
+names (:data:`attnas.costs.config.COSTS`): ``params`` (the table's ``para`` is in millions) and
+``latency_ms`` (the table's ``latency`` is in seconds: the forward time NAS-Bench-Graph
+measured, not one measured here). :meth:`~ValidationQueries.constrain` restricts the view to
+the architectures within upper limits on those costs (``strategy.constraints``). The test performance
 of the architecture a search picked on validation is read afterwards with
 :meth:`NasBenchGraphTask.test_score`. No network is trained, so :meth:`batches`,
 :meth:`loss` and :meth:`evaluate` refuse.
@@ -30,8 +35,18 @@ from attnas.tasks.base import TaskInfo
 from attnas.tasks.measured_scores import MeasuredScoresTask
 
 
+#: The costs the table holds, in attnas's names, with the factor from the table's units.
+TABLE_COSTS = {"params": 1e6, "latency_ms": 1e3}
+
+
 class ValidationQueries:
     """What a search may read: validation performance and costs, one architecture at a time.
+
+    Costs are known without a query (the table measured them; a network's parameters and
+    latency do not need it trained), so reading them spends nothing. Under
+    :meth:`constrain`, the draws (:meth:`sample_unseen`) and :attr:`neighbours` skip the
+    architectures over a limit: such an architecture is rejected without counting as a
+    query (:attr:`rejected` counts the draws rejected), and querying one is an error.
 
     Args:
         valid: Validation performance by architecture index.
@@ -42,16 +57,21 @@ class ValidationQueries:
     Attributes:
         trace: The distinct indices queried, in order (``len(trace)`` is the budget spent).
         scores: Their validation performance, in the same order.
+        feasible: Whether each index meets the constraints (all ``True`` without any).
+        rejected: Draws rejected for being over a constraint.
     """
 
     def __init__(self, valid: list[float], latency: list[float], params: list[float],
                  neighbours: Callable[[int], list[int]]):
         self._valid, self.latency, self.params = valid, latency, params
-        self.neighbours = neighbours
+        self._all_neighbours = self.neighbours = neighbours
         self.n = len(valid)
         self.trace: list[int] = []
         self.scores: list[float] = []
         self._seen: set[int] = set()
+        self.feasible = np.ones(self.n, dtype=bool)
+        self.constraints: dict[str, float] = {}
+        self.rejected = 0
 
     @property
     def spent(self) -> int:
@@ -62,8 +82,56 @@ class ValidationQueries:
         """Whether ``i`` was queried already (querying it again is free)."""
         return i in self._seen
 
+    def cost_column(self, name: str) -> np.ndarray:
+        """One cost of every architecture, in attnas's units (see :data:`TABLE_COSTS`).
+
+        Raises:
+            ConfigError: When the table has no such cost.
+        """
+        if name not in TABLE_COSTS:
+            raise ConfigError(f"strategy: NAS-Bench-Graph's table holds the costs {', '.join(TABLE_COSTS)}, "
+                              f"not {name!r}")
+        raw = self.params if name == "params" else self.latency
+        column = np.asarray(raw, dtype=float) * TABLE_COSTS[name]
+        return np.round(column) if name == "params" else column  # whole parameters, as costs() gives
+
+    def costs(self, i: int) -> dict[str, float]:
+        """The costs of architecture ``i`` (``params``, ``latency_ms``); reading them spends nothing."""
+        return {"params": round(self.params[i] * TABLE_COSTS["params"]),
+                "latency_ms": self.latency[i] * TABLE_COSTS["latency_ms"]}
+
+    def constrain(self, constraints: dict[str, float], budget: int) -> None:
+        """Search only the architectures with every cost at most its limit.
+
+        Args:
+            constraints: ``{cost name: upper limit}`` (:func:`attnas.costs.pareto.normalize_constraints`).
+            budget: The queries the search will spend (that many must be feasible).
+
+        Raises:
+            ConfigError: One line when fewer than ``budget`` architectures (or none) meet them.
+        """
+        feasible = np.ones(self.n, dtype=bool)
+        for name, limit in constraints.items():
+            feasible &= self.cost_column(name) <= limit
+        count = int(feasible.sum())
+        if count < budget:
+            lowest = ", ".join(f"{k} >= {self.cost_column(k).min():g}" for k in constraints)
+            raise ConfigError(f"strategy.constraints: {count} of the table's {self.n} architectures meet "
+                              f"{', '.join(f'{k} <= {v:g}' for k, v in constraints.items())}, fewer than "
+                              f"strategy.budget {budget} (the table has {lowest})")
+        self.feasible, self.constraints = feasible, dict(constraints)
+        if not feasible.all():
+            raw = self._all_neighbours
+            self.neighbours = lambda i: [j for j in raw(i) if feasible[j]]
+
     def query(self, i: int) -> float:
-        """The validation performance of architecture ``i`` (a first query spends one unit)."""
+        """The validation performance of architecture ``i`` (a first query spends one unit).
+
+        Raises:
+            ValueError: When ``i`` is over a constraint (a search must not query it).
+        """
+        if not self.feasible[i]:
+            raise ValueError(f"architecture {i} is over the constraints {self.constraints}")
         if i not in self._seen:
             self._seen.add(i)
             self.trace.append(i)
@@ -75,11 +143,15 @@ class ValidationQueries:
         return rng.randrange(self.n)
 
     def sample_unseen(self, rng: random.Random) -> int:
-        """A uniform index not queried yet (draws until one is new)."""
+        """A uniform feasible index not queried yet (draws until one is new and feasible;
+        the same draws as without constraints, so searches under one constraint stay paired)."""
         while True:
             i = rng.randrange(self.n)
-            if i not in self._seen:
+            if i in self._seen:
+                continue
+            if self.feasible[i]:
                 return i
+            self.rejected += 1
 
     def incumbent(self) -> int:
         """The queried index with the best validation performance (the earliest on ties)."""
@@ -149,6 +221,11 @@ class NasBenchGraphTask(MeasuredScoresTask):
     def test_score(self, code: int) -> float:
         """The test performance of one architecture (report it for the pick, never search on it)."""
         return float(self._table.test[self.rows([code])[0]])
+
+    def validation_column(self, codes: list[int]) -> np.ndarray:
+        """The validation performance of architectures ``codes`` (for measuring found fronts
+        against the table's true front after a search, never for a search)."""
+        return self._table.valid[self.rows(codes)]
 
     def test_column(self, codes: list[int]) -> np.ndarray:
         """The test performance of architectures ``codes`` (for reports: curves of picks)."""

@@ -101,12 +101,17 @@ def _reachable(root, limit=500_000):
     return seen
 
 
-def test_a_search_cannot_reach_the_test_column(space, task):
+@pytest.mark.parametrize("constrained", [False, True])
+def test_a_search_cannot_reach_the_test_column(space, task, constrained):
     """Nothing reachable from the view a strategy gets holds test performance: not the task,
-    not the table, not an array or list of test values."""
+    not the table, not an array or list of test values (nor through the costs, the
+    constraints' mask or the constrained neighbours)."""
     q = task.validation_view(space.index.codes, space.index.neighbours)
     from attnas.strategies.table_search import LOOPS
 
+    if constrained:
+        q.constrain({"params": 1.2e6, "latency_ms": 5.0}, 200)
+        q.costs(3)
     for loop in LOOPS.values():
         loop(q, q.spent + 30, random.Random(0))
     table = tables.load_table("cora")
@@ -119,14 +124,21 @@ def test_a_search_cannot_reach_the_test_column(space, task):
             assert obj != test_list
 
 
-@pytest.mark.parametrize("name", ["table-random", "regularized-evolution", "local-search", "table-evolution"])
-def test_searches_do_not_change_when_the_test_column_does(space, name):
+@pytest.mark.parametrize("name, costs", [
+    ("table-random", {}), ("regularized-evolution", {}), ("local-search", {}), ("table-evolution", {}),
+    ("local-search", {"constraints": {"params": 1.2e6}}),
+    ("regularized-evolution", {"constraints": {"latency_ms": 5}, "objectives": ["val_score", "params"]}),
+])
+def test_searches_do_not_change_when_the_test_column_does(space, name, costs):
     """A strategy that read test performance would query other architectures once the test
-    column is shuffled; every strategy's queries stay the same."""
+    column is shuffled; every strategy's queries stay the same (also under constraints and
+    with a Pareto front)."""
     from attnas import registry
 
+    if "objectives" in costs:
+        pytest.importorskip("pymoo")
     cls = registry.get("strategy", name)
-    options = cls.Config(budget=60)
+    options = cls.Config(budget=60, **costs)
     honest = NasBenchGraphTask(NasBenchGraphTaskConfig("cora"))
     shuffled = NasBenchGraphTask(NasBenchGraphTaskConfig("cora"))
     t = shuffled._table
