@@ -333,7 +333,11 @@ class AutoAttendSpace(Space):
             from attnas.spaces.hetero_baselines import DESCRIPTIONS
 
             tuned = (o.options or {}).get("baselines", {})  # per baseline: its options chosen on validation
-            return {m: Baseline({"model": m}, {"name": "hetero-baseline", **tuned.get(m, {})}, text)
+            def described(m: str, text: str) -> str:  # the paper's settings, then what the recipe changed
+                chosen = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in tuned.get(m, {}).items())
+                return f"{text}; chosen on validation: {chosen}" if chosen else text
+
+            return {m: Baseline({"model": m}, {"name": "hetero-baseline", **tuned.get(m, {})}, described(m, text))
                     for m, text in DESCRIPTIONS.items()}
         return {"gcn": Baseline({"model": "gcn"}, {"name": "gnn-baseline"},
                                 "GCN (Kipf & Welling 2017: 2 layers, hidden 16, dropout 0.5)", GCN_PROTOCOL),
