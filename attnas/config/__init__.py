@@ -68,6 +68,7 @@ from attnas.config.values import (
     check_seeds,
     coerce,
     from_mapping,
+    with_defaults,
 )
 
 __all__ = [
@@ -75,4 +76,5 @@ __all__ = [
     "PositiveFloat", "PositiveInt", "Range", "RunConfig", "Seed", "TrainConfig", "apply_overrides",
     "check_fields", "check_finite", "check_keyword_options", "check_run_count", "check_seeds", "coerce", "config_from_dict", "from_mapping", "list_recipes", "load_config",
     "parse_override", "read_recipe", "read_yaml", "recipe_dir", "recipe_path", "to_mapping",
+    "with_defaults",
 ]
