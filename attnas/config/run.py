@@ -23,8 +23,8 @@ from attnas.config.values import (
     check_finite,
     coerce,
     from_mapping,
-    nest_moved,
 )
+from attnas.config.moved_keys import nest_moved
 from attnas.config.yaml_loading import dump_yaml
 from attnas.core.errors import ConfigError, did_you_mean
 
@@ -64,12 +64,6 @@ class OptimConfig(CheckedConfig):
     lr_min: NonNegativeFloat = 0.0
     batch_size: PositiveInt = 128
     grad_clip: NonNegativeFloat = 0.0
-
-    @classmethod
-    def moved_into(cls, section: str) -> dict[str, str]:
-        """``moved_keys`` of an options class whose optimiser fields moved into ``section``
-        (each field of this class, flat, now lives at ``<section>.<field>``)."""
-        return {f.name: section for f in fields(OptimConfig)}
 
     def optim_options(self) -> dict[str, Any]:
         """This object's optimiser fields (those of :class:`OptimConfig`) by name."""

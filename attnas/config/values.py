@@ -18,12 +18,12 @@ import functools
 import logging
 import math
 import numbers
-import sys
 import types
 import typing
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Annotated, Any, Literal
 
+from attnas.config.moved_keys import nest_moved_keys_of
 from attnas.core.errors import ConfigError, did_you_mean
 
 logger = logging.getLogger(__name__)
@@ -255,7 +255,7 @@ def from_mapping(cls: type, data: Any, path: str = "") -> Any:
         raise ConfigError(f"{path or 'config'}: expected a mapping, got {data!r}")
     hints = typing.get_type_hints(cls, include_extras=True)
     known = {f.name: f for f in fields(cls) if f.init}
-    data = _nest_moved_keys(cls, data, prefix)
+    data = nest_moved_keys_of(cls, data, prefix)
     retired = getattr(cls, "retired_keys", {})
     for key in [k for k in data if k in retired and k not in known]:
         logger.warning("%s%s: no longer an option, ignored (%s)", prefix, key, retired[key])
@@ -278,103 +278,6 @@ def from_mapping(cls: type, data: Any, path: str = "") -> Any:
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{path or cls.__name__}: {exc}") from None
     return obj
-
-
-def _nest_moved_keys(cls: type, data: dict, prefix: str, flat_wins: bool = False) -> dict:
-    """``data`` with each flat key of ``cls.moved_keys`` moved into the nested section it now
-    belongs to (``{lr: 0.1}`` -> ``{optim: {lr: 0.1}}``), so recipes, ``--set`` keys and run
-    folders written before the section existed load with the same meaning.
-
-    Args:
-        cls: The options class ``data`` is read into.
-        data: Its mapping.
-        prefix: Dotted prefix for error messages.
-        flat_wins: When a key is given both flat and inside its section, keep the flat one
-            (a ``--set`` of the old key applied to an already nested mapping) instead of
-            refusing.
-
-    Raises:
-        ConfigError: When a key is given both flat and inside its section (and not
-            ``flat_wins``), or the section is not a mapping.
-    """
-    moved = getattr(cls, "moved_keys", {})
-    flat = [k for k in data if k in moved]
-    if not flat:
-        return data
-    data = dict(data)
-    for key in flat:
-        section = moved[key]
-        inner = data.get(section)
-        if inner is None:
-            inner = {}
-        if not isinstance(inner, dict):
-            raise ConfigError(f"{prefix}{section}: expected a mapping, got {inner!r}")
-        if key in inner and not flat_wins:
-            raise ConfigError(f"{prefix}{key}: given twice, flat and as {prefix}{section}.{key}; "
-                              f"keep {prefix}{section}.{key}")
-        data[section] = {**inner, key: data.pop(key)}
-    return data
-
-
-def _dataclass_in(tp: Any) -> type | None:
-    """The dataclass a field's type hint holds (``X``, ``X | None``, ``Annotated[X, ...]``), or ``None``."""
-    origin = typing.get_origin(tp)
-    if origin is Annotated:
-        return _dataclass_in(typing.get_args(tp)[0])
-    if origin in (typing.Union, types.UnionType):
-        found = [c for c in map(_dataclass_in, typing.get_args(tp)) if c is not None]
-        return found[0] if len(found) == 1 else None
-    return tp if isinstance(tp, type) and is_dataclass(tp) else None
-
-
-def nest_moved(cls: type, data: Any, path: str = "", flat_wins: bool = False) -> Any:
-    """:func:`_nest_moved_keys` applied to ``data`` and to every nested options mapping in it.
-
-    Args:
-        cls: The options dataclass ``data`` is read into.
-        data: Its raw mapping (anything else is returned as it is).
-        path: Dotted prefix for error messages.
-        flat_wins: See :func:`_nest_moved_keys`.
-    """
-    if not isinstance(data, dict) or not is_dataclass(cls):
-        return data
-    prefix = f"{path}." if path else ""
-    data = _nest_moved_keys(cls, data, prefix, flat_wins)
-    hints = typing.get_type_hints(cls, include_extras=True)
-    for f in fields(cls):
-        sub = _dataclass_in(hints[f.name]) if f.init and isinstance(data.get(f.name), dict) else None
-        if sub is not None:
-            nested = nest_moved(sub, data[f.name], prefix + f.name, flat_wins)
-            if nested is not data[f.name]:
-                data = {**data, f.name: nested}
-    return data
-
-
-def with_defaults(cls: type, name: str, doc: str, **defaults: Any) -> type:
-    """A frozen dataclass subclass of ``cls`` whose fields ``defaults`` default otherwise.
-
-    The fields keep the types ``cls`` declares (one declaration of each option); only
-    their defaults change, e.g. the optimiser of a supernet that defaults to AdamW.
-
-    Args:
-        cls: A dataclass type (e.g. :class:`~attnas.config.OptimConfig`).
-        name: The subclass's name.
-        doc: Its docstring.
-        **defaults: New defaults by field name.
-
-    Raises:
-        TypeError: When a name is not a field of ``cls``.
-    """
-    hints = typing.get_type_hints(cls, include_extras=True)
-    unknown = sorted(set(defaults) - {f.name for f in fields(cls) if f.init})
-    if unknown:
-        raise TypeError(f"{cls.__name__} has no field(s) {', '.join(unknown)}")
-    sub = dataclasses.make_dataclass(
-        name, [(k, hints[k], dataclasses.field(default=v)) for k, v in defaults.items()],
-        bases=(cls,), frozen=True, namespace={"__doc__": doc})
-    sub.__module__ = sys._getframe(1).f_globals.get("__name__", cls.__module__)
-    sub.__qualname__ = name
-    return sub
 
 
 @functools.lru_cache(maxsize=None)

@@ -57,7 +57,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from attnas.config import CheckedConfig, NonNegativeInt, OptimConfig, PositiveInt, TrainConfig, with_defaults
+from attnas.config import CheckedConfig, NonNegativeInt, OptimConfig, PositiveInt, TrainConfig, moved_into, with_defaults
 from attnas.core.arch import Arch
 from attnas.core.errors import ConfigError, check_finite_loss, unknown_name
 from attnas.costs.config import COSTS, CostsConfig
@@ -112,7 +112,7 @@ class SupernetTrainingConfig(CheckedConfig):
     eval_every: PositiveInt = 1
     checkpoint_every: PositiveInt = 1
 
-    moved_keys = OptimConfig.moved_into("optim")
+    moved_keys = moved_into(OptimConfig, "optim")
 
     def train_config(self) -> TrainConfig:
         """The same settings as a :class:`~attnas.config.TrainConfig` for :func:`attnas.training.train.fit`."""
