@@ -167,3 +167,41 @@ def test_a_recipe_on_a_nested_base_may_set_an_old_flat_key(tmp_path):
     base = load_config("dartformer-listops-quick").strategy.options.supernet
     assert sn.optim.lr == 0.0625
     assert sn.optim.weight_decay == base.optim.weight_decay and sn.epochs == base.epochs
+
+
+# The graph-VAE training options as the code before the ``train:`` sections saved them in a
+# run folder's config.yaml (``strategy`` of latent-bo-cora-quick and opemb-enas-quick).
+OLD_LATENT_BO_VAE_YAML = """
+model: gcn-emb
+samples: 2000
+hidden: 64
+latent: 16
+epochs: 20
+batch_size: 64
+lr: 0.005
+iterations: 1
+checkpoint_every: 5
+"""
+OLD_GRAPH_VAE_TRAINING_YAML = """
+epochs: 2
+batch_size: 32
+lr: 0.001
+plateau_factor: 0.1
+plateau_patience: 10
+iterations: 1
+max_batches: null
+precision: fp32
+"""
+
+
+def test_old_run_folders_of_the_graph_vae_strategies_train_the_same():
+    data = load_config("latent-bo-cora-quick").to_dict()
+    data["strategy"]["vae"] = load_yaml(OLD_LATENT_BO_VAE_YAML, "old config.yaml")
+    vae = config_from_dict(data).strategy.options.vae
+    assert vae.train_settings(7) == VAETrainConfig(epochs=20, batch_size=64, lr=0.005, iterations=1, seed=7)
+    data = load_config("opemb-enas-quick").to_dict()
+    del data["strategy"]["train"]
+    data["strategy"].update(load_yaml(OLD_GRAPH_VAE_TRAINING_YAML, "old config.yaml"))
+    gv = config_from_dict(data).strategy.options
+    assert gv.train_settings(2) == VAETrainConfig(epochs=2, batch_size=32, lr=0.001, iterations=1, seed=2)
+    assert config_from_dict(data) == load_config("opemb-enas-quick")
