@@ -4,6 +4,7 @@ folders load with the same meaning, and every shipped recipe keeps its settings.
 from __future__ import annotations
 
 import json
+import pickle
 from dataclasses import dataclass, field
 
 import pytest
@@ -112,6 +113,7 @@ def test_the_saved_config_is_nested_and_loads_back_the_same():
     saved = config.to_dict()["strategy"]["supernet"]
     assert "lr" not in saved and saved["optim"]["lr"] == 0.002
     assert config_from_dict(config.to_dict()) == config
+    assert pickle.loads(pickle.dumps(config)) == config  # the with_defaults section class pickles by name
 
 
 @pytest.mark.parametrize("key", ["strategy.supernet.lr", "strategy.supernet.optim.lr"])
