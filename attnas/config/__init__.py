@@ -24,6 +24,8 @@ The package has one module per purpose:
 - :mod:`attnas.config.values`: the value types (:class:`Range` and its aliases) and the
   checks of a value against its type (:func:`coerce`, :func:`from_mapping`, :func:`check_fields`) and
   :class:`CheckedConfig`, the base of every options dataclass;
+- :mod:`attnas.config.moved_keys`: nested sections that share another class's fields
+  (:func:`with_defaults`) and the flat keys that moved into them (:func:`moved_into`);
 - :mod:`attnas.config.run`: the run configuration (:class:`RunConfig`, :class:`TrainConfig`, ...);
 - :mod:`attnas.config.loading`: recipes, ``base:``, ``--set`` overrides and :func:`load_config`;
 - :mod:`attnas.config.recipe_merge`: how a recipe is laid over the recipe it extends (``base:``).
@@ -69,10 +71,12 @@ from attnas.config.values import (
     coerce,
     from_mapping,
 )
+from attnas.config.moved_keys import moved_into, with_defaults
 
 __all__ = [
     "CheckedConfig", "CompareConfig", "ComponentConfig", "Fraction", "NonNegativeFloat", "NonNegativeInt", "OptimConfig",
     "PositiveFloat", "PositiveInt", "Range", "RunConfig", "Seed", "TrainConfig", "apply_overrides",
     "check_fields", "check_finite", "check_keyword_options", "check_run_count", "check_seeds", "coerce", "config_from_dict", "from_mapping", "list_recipes", "load_config",
-    "parse_override", "read_recipe", "read_yaml", "recipe_dir", "recipe_path", "to_mapping",
+    "parse_override", "read_recipe", "read_yaml", "recipe_dir", "recipe_path", "moved_into", "to_mapping",
+    "with_defaults",
 ]

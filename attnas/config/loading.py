@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from attnas.config.recipe_merge import merge_recipe
-from attnas.config.run import RunConfig, config_from_dict
+from attnas.config.run import RunConfig, config_from_dict, nest_moved_keys
 from attnas.config.yaml_loading import MAX_DEPTH, load_yaml
 from attnas.core.errors import ConfigError, unknown_name
 from attnas.core.text_files import decode_text
@@ -34,8 +34,12 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 
 
 def apply_overrides(data: dict, overrides: list[str] | tuple[str, ...]) -> dict:
-    """Apply ``--set`` overrides to a raw recipe mapping (a deep copy is returned)."""
-    data = copy.deepcopy(data)
+    """Apply ``--set`` overrides to a raw recipe mapping (a deep copy is returned).
+
+    Keys that moved into a nested section (:func:`~attnas.config.run.nest_moved_keys`) are
+    put there first, and an override by the old flat key replaces the nested value.
+    """
+    data = nest_moved_keys(copy.deepcopy(data))
     for text in overrides or ():
         path, value = parse_override(text)
         node = data
@@ -47,6 +51,7 @@ def apply_overrides(data: dict, overrides: list[str] | tuple[str, ...]) -> dict:
                 raise ConfigError(f"--set {text}: {'.'.join(path[: i + 1])} is not a section")
             node = child
         node[path[-1]] = value
+        data = nest_moved_keys(data, flat_wins=True)
     return data
 
 
@@ -134,7 +139,8 @@ def resolve_base(data: dict, path: Path | None = None, _chain: tuple[Path, ...] 
         _chain: The files already on the way here (to report a cycle).
 
     Returns:
-        A plain mapping without ``base``.
+        A plain mapping without ``base``, flat keys that moved into a nested section put
+        there (:func:`~attnas.config.run.nest_moved_keys`).
 
     Raises:
         ConfigError: For a base that is missing, not a recipe mapping, or extends itself
@@ -142,7 +148,7 @@ def resolve_base(data: dict, path: Path | None = None, _chain: tuple[Path, ...] 
     """
     source = str(path) if path is not None else "recipe"
     if "base" not in data:
-        return merge_recipe({}, data, source)
+        return nest_moved_keys(merge_recipe({}, data, source))
     chain = (*_chain, path.resolve()) if path is not None else _chain
     base_path = _base_path(data["base"], source, path.parent if path is not None else Path.cwd())
     if base_path.resolve() in chain:
@@ -155,7 +161,8 @@ def resolve_base(data: dict, path: Path | None = None, _chain: tuple[Path, ...] 
     except ConfigError as exc:
         raise ConfigError(f"{source}: base {data['base']!r} is not a usable recipe: {exc}") from None
     own = {k: v for k, v in data.items() if k != "base"}
-    return merge_recipe(resolve_base(base_data, base_path, chain), own, source)
+    # a key the recipe sets by its old flat name replaces the base's nested value
+    return nest_moved_keys(merge_recipe(resolve_base(base_data, base_path, chain), own, source), flat_wins=True)
 
 
 def read_recipe(recipe: str | Path | dict) -> dict:

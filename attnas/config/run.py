@@ -24,6 +24,7 @@ from attnas.config.values import (
     coerce,
     from_mapping,
 )
+from attnas.config.moved_keys import nest_moved
 from attnas.config.yaml_loading import dump_yaml
 from attnas.core.errors import ConfigError, did_you_mean
 
@@ -63,6 +64,10 @@ class OptimConfig(CheckedConfig):
     lr_min: NonNegativeFloat = 0.0
     batch_size: PositiveInt = 128
     grad_clip: NonNegativeFloat = 0.0
+
+    def optim_options(self) -> dict[str, Any]:
+        """This object's optimiser fields (those of :class:`OptimConfig`) by name."""
+        return {f.name: getattr(self, f.name) for f in fields(OptimConfig)}
 
 
 @dataclass(frozen=True)
@@ -175,6 +180,42 @@ def _component(kind: str, data: Any) -> ComponentConfig:
             raise ConfigError(f"{kind}.{next(iter(opts))}: unknown key; {kind} '{name}' takes no options")
         return ComponentConfig(name, None)
     return ComponentConfig(name, from_mapping(options_cls, opts, kind))
+
+
+def nest_moved_keys(data: Any, flat_wins: bool = False) -> Any:
+    """A raw recipe mapping with every flat key that moved into a nested section put there.
+
+    An options class lists such keys in ``moved_keys`` (e.g. the optimiser fields of
+    ``mechanism-search``'s ``supernet``, now under ``supernet.optim``); a recipe, a ``--set``
+    key or a run folder's ``config.yaml`` written before the move loads with the same
+    meaning. Sections whose component name is unknown are left for
+    :func:`config_from_dict` to report.
+
+    Args:
+        data: The recipe mapping (not changed; a changed copy is returned).
+        flat_wins: A key given both flat and in its section keeps the flat value (a ``--set``
+            of the old key over a nested mapping) instead of raising.
+
+    Raises:
+        ConfigError: When a key is given both ways and not ``flat_wins``.
+    """
+    if not isinstance(data, dict):
+        return data
+    out = dict(data)
+    for kind in _COMPONENT_KIND:
+        section = out.get(kind)
+        if not isinstance(section, dict) or not isinstance(section.get("name"), str):
+            continue
+        try:
+            options_cls = getattr(registry.get(_COMPONENT_KIND[kind], section["name"]), "Config", None)
+        except ConfigError:
+            continue
+        if options_cls is not None:
+            out[kind] = nest_moved(options_cls, section, kind, flat_wins)
+    for key, cls in (("retrain", TrainConfig), ("compare", CompareConfig)):
+        if key in out:
+            out[key] = nest_moved(cls, out[key], key, flat_wins)
+    return out
 
 
 def config_from_dict(data: Any) -> RunConfig:

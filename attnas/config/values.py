@@ -23,6 +23,7 @@ import typing
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Annotated, Any, Literal
 
+from attnas.config.moved_keys import nest_moved_keys_of
 from attnas.core.errors import ConfigError, did_you_mean
 
 logger = logging.getLogger(__name__)
@@ -254,6 +255,7 @@ def from_mapping(cls: type, data: Any, path: str = "") -> Any:
         raise ConfigError(f"{path or 'config'}: expected a mapping, got {data!r}")
     hints = typing.get_type_hints(cls, include_extras=True)
     known = {f.name: f for f in fields(cls) if f.init}
+    data = nest_moved_keys_of(cls, data, prefix)
     retired = getattr(cls, "retired_keys", {})
     for key in [k for k in data if k in retired and k not in known]:
         logger.warning("%s%s: no longer an option, ignored (%s)", prefix, key, retired[key])
@@ -336,10 +338,14 @@ class CheckedConfig:
         retired_keys: Keys that were options once, each with why it is gone: a recipe or a
             run's saved config that sets one still loads; :func:`from_mapping` logs a warning
             and drops the key.
+        moved_keys: Flat keys that moved into a nested section, each with the section's
+            field name (``{"lr": "optim"}``): a recipe, ``--set`` key or saved config that
+            sets ``lr`` flat still loads, with the value read as ``optim.lr``.
     """
 
     field_prefix: typing.ClassVar[str] = ""
     retired_keys: typing.ClassVar[dict[str, str]] = {}
+    moved_keys: typing.ClassVar[dict[str, str]] = {}
 
     def __post_init__(self) -> None:
         if _PRECHECKED.get() is not type(self):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Annotated, Literal
 
 import torch
@@ -34,8 +34,9 @@ from attnas.reporting.progress import progress
 
 
 @dataclass(frozen=True)
-class VAETrainConfig(CheckedConfig):
-    """Optimisation settings (defaults: D-VAE's / Chatzianastasis et al.'s protocol).
+class VAEOptimConfig(CheckedConfig):
+    """How a graph VAE is optimised: the ``train:`` section of the strategies that train one
+    (defaults: D-VAE's / Chatzianastasis et al.'s protocol).
 
     Attributes:
         epochs: Epochs per iteration (paper: 300).
@@ -43,9 +44,6 @@ class VAETrainConfig(CheckedConfig):
         lr: Adam learning rate (paper: 1e-4).
         plateau_factor: ``ReduceLROnPlateau`` factor (D-VAE: 0.1).
         plateau_patience: ``ReduceLROnPlateau`` patience in epochs (D-VAE: 10).
-        iterations: ``T``, full trainings that carry the operation embeddings over
-            (Chatzianastasis et al., 2021: 4 for DVAE-EMB, 1 otherwise).
-        seed: Seed of the model initialisation, the batch order and the noise.
         max_batches: Stop each epoch after this many batches (None: the whole epoch).
         precision: ``"fp32"`` (default) or ``"bf16"``: the loss's matrix products under
             bf16 autocast (:func:`~attnas.graphvae.vae.precision_context`); the weights,
@@ -58,10 +56,29 @@ class VAETrainConfig(CheckedConfig):
     lr: PositiveFloat = 1e-4
     plateau_factor: Annotated[float, Range(0, 1, low_open=True, high_open=True)] = 0.1
     plateau_patience: NonNegativeInt = 10
-    iterations: PositiveInt = 1
-    seed: Seed = 0
     max_batches: PositiveInt | None = None
     precision: Literal["fp32", "bf16"] = "fp32"
+
+
+@dataclass(frozen=True)
+class VAETrainConfig(VAEOptimConfig):
+    """Everything one graph-VAE training uses: :class:`VAEOptimConfig`'s options, the
+    iterations and the seed.
+
+    Attributes:
+        iterations: ``T``, full trainings that carry the operation embeddings over
+            (Chatzianastasis et al., 2021: 4 for DVAE-EMB, 1 otherwise).
+        seed: Seed of the model initialisation, the batch order and the noise.
+    """
+
+    iterations: PositiveInt = 1
+    seed: Seed = 0
+
+    @classmethod
+    def of(cls, section: VAEOptimConfig, iterations: int, seed: int) -> VAETrainConfig:
+        """The settings of a strategy's ``train:`` section with ``T`` and the seed resolved."""
+        return cls(**{f.name: getattr(section, f.name) for f in fields(VAEOptimConfig)},
+                   iterations=iterations, seed=seed)
 
 
 #: The former name of :class:`VAETrainConfig`, still importable.

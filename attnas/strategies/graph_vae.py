@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import torch
 
-from attnas.config import CheckedConfig, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Range
+from attnas.config import CheckedConfig, NonNegativeFloat, NonNegativeInt, PositiveInt, moved_into
 from attnas.core.arch import Arch
 from attnas.core.errors import ArchError, ConfigError
 from attnas.graphvae.bo import INVALID, BOConfig, BOState, latent_bo
@@ -42,7 +42,7 @@ from attnas.graphvae.dag_dataset import DagDataset
 from attnas.graphvae.gp import SparseGPConfig, gp_prediction, summarize_predictions
 from attnas.graphvae.metrics import Table1Config, table1
 from attnas.graphvae.space_dags import SpaceDecoder
-from attnas.graphvae.train import VAETrainConfig, TrainState, new_state
+from attnas.graphvae.train import VAEOptimConfig, VAETrainConfig, TrainState, new_state
 from attnas.graphvae.vae import GraphVAE, paper_model
 from attnas.registry import register_strategy
 from attnas.runs.checkpoint_files import save_checkpoint_file
@@ -66,15 +66,12 @@ class GraphVAEStrategyConfig(CheckedConfig):
         model: ``dvae``, ``dvae-emb``, ``gcn`` or ``gcn-emb`` (Chatzianastasis et al.'s Tables 1-2).
         hidden: Hidden size (D-VAE: 501).
         latent: Latent size (D-VAE: 56).
-        epochs: Training epochs per iteration (paper: 300).
-        batch_size: Graphs per batch (paper: 32).
-        lr: Adam learning rate (paper: 1e-4).
-        plateau_factor: ``ReduceLROnPlateau`` factor (D-VAE: 0.1).
-        plateau_patience: ``ReduceLROnPlateau`` patience in epochs (D-VAE: 10).
+        train: The VAE's optimisation (:class:`~attnas.graphvae.train.VAEOptimConfig`:
+            ``epochs`` per iteration, ``batch_size``, Adam ``lr``, ``plateau_factor``,
+            ``plateau_patience``, ``max_batches``, ``precision``; the paper's by default).
+            Given flat (``strategy: {epochs: 300}``, the shape before this section), they
+            are read as ``train.<key>``.
         iterations: ``T`` of Sec. 3.3 (null: the paper's, 4 for dvae-emb and 1 otherwise).
-        max_batches: Stop every epoch after this many batches (null: whole epochs).
-        precision: ``fp32`` (default, the paper's) or ``bf16``: the training loss's matrix
-            products under bf16 autocast, an explicit speed option (docs/results/opemb.md).
         beta: Weight of the KL term in the loss ``-E_q[log p(G|z)] + beta KL(q(z|G) || N(0, I))``
             (Chatzianastasis et al., 2021, Eq. 1 with D-VAE's weighting; D-VAE: 0.005).
         checkpoint_every: Epochs between training checkpoints.
@@ -97,14 +94,8 @@ class GraphVAEStrategyConfig(CheckedConfig):
     model: Literal["dvae", "dvae-emb", "gcn", "gcn-emb"] = "dvae-emb"
     hidden: PositiveInt = 501
     latent: PositiveInt = 56
-    epochs: PositiveInt = 300
-    batch_size: PositiveInt = 32
-    lr: PositiveFloat = 1e-4
-    plateau_factor: Annotated[float, Range(0, 1, low_open=True, high_open=True)] = 0.1
-    plateau_patience: NonNegativeInt = 10
+    train: VAEOptimConfig = field(default_factory=VAEOptimConfig)
     iterations: PositiveInt | None = None
-    max_batches: PositiveInt | None = None
-    precision: Literal["fp32", "bf16"] = "fp32"
     beta: NonNegativeFloat = 0.005
     checkpoint_every: PositiveInt = 10
     epoch_recon_graphs: NonNegativeInt = 0
@@ -117,6 +108,8 @@ class GraphVAEStrategyConfig(CheckedConfig):
     bo: BOConfig | None = field(default_factory=BOConfig)
     bo_decode: Literal["valid", "in-table"] = "valid"
 
+    moved_keys = moved_into(VAEOptimConfig, "train")
+
     def __post_init__(self) -> None:
         super().__post_init__()
         self.train_settings(0)  # validates epochs, batch_size, lr, iterations, ...
@@ -124,10 +117,7 @@ class GraphVAEStrategyConfig(CheckedConfig):
     def train_settings(self, seed: int) -> VAETrainConfig:
         """The optimisation settings (``T`` resolved for the model)."""
         iterations = self.iterations if self.iterations is not None else PAPER_ITERATIONS.get(self.model, 1)
-        return VAETrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
-                             plateau_factor=self.plateau_factor, plateau_patience=self.plateau_patience,
-                             iterations=iterations, seed=seed, max_batches=self.max_batches,
-                             precision=self.precision)
+        return VAETrainConfig.of(self.train, iterations, seed)
 
 
 @register_strategy("graph-vae")

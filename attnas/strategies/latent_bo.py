@@ -46,14 +46,14 @@ from typing import Any, Literal
 
 import torch
 
-from attnas.config import CheckedConfig, PositiveFloat, PositiveInt
+from attnas.config import CheckedConfig, PositiveFloat, PositiveInt, moved_into, with_defaults
 from attnas.core.arch import Arch
 from attnas.core.errors import ConfigError
 from attnas.costs.config import CostsConfig
 from attnas.graphvae.bo import BOConfig, propose
 from attnas.graphvae.gp import SparseGPConfig
 from attnas.graphvae.space_dags import SpaceDecoder, space_dataset
-from attnas.graphvae.train import VAETrainConfig, TrainState, new_state
+from attnas.graphvae.train import VAEOptimConfig, VAETrainConfig, TrainState, new_state
 from attnas.graphvae.vae import paper_model
 from attnas.registry import register_strategy
 from attnas.reporting.progress import progress
@@ -66,6 +66,14 @@ from attnas.strategies.one_shot_config import RerankConfig, SupernetConfig, chec
 from attnas.strategies.vae_training import train_vae_phase
 
 
+#: How ``latent-bo`` optimises its VAE (:class:`~attnas.graphvae.train.VAEOptimConfig`, shorter).
+LatentVAEOptimConfig = with_defaults(
+    VAEOptimConfig, "LatentVAEOptimConfig",
+    "The optimisation of ``latent-bo``'s graph VAE (:class:`~attnas.graphvae.train.VAEOptimConfig`, "
+    "defaults 50 epochs, lr 1e-3).",
+    epochs=50, lr=1e-3)
+
+
 @dataclass(frozen=True)
 class LatentVAEConfig(CheckedConfig):
     """The graph VAE of ``latent-bo`` and the architectures it learns from.
@@ -75,9 +83,10 @@ class LatentVAEConfig(CheckedConfig):
         samples: Distinct architectures drawn from the prior to train on.
         hidden: Hidden size.
         latent: Latent size.
-        epochs: Training epochs (per iteration).
-        batch_size: Graphs per batch.
-        lr: Adam learning rate.
+        train: The VAE's optimisation (:class:`~attnas.graphvae.train.VAEOptimConfig`;
+            here 50 ``epochs`` per iteration, Adam ``lr`` 1e-3, batches of 32). Given flat
+            (``vae: {epochs: 50}``, the shape before this section), they are read as
+            ``train.<key>``.
         iterations: ``T`` of Chatzianastasis et al., 2021, Sec. 3.3 (training rounds carrying the operation
             embeddings over).
         checkpoint_every: Epochs between checkpoints.
@@ -87,13 +96,12 @@ class LatentVAEConfig(CheckedConfig):
     samples: PositiveInt = 5000
     hidden: PositiveInt = 128
     latent: PositiveInt = 16
-    epochs: PositiveInt = 50
-    batch_size: PositiveInt = 32
-    lr: PositiveFloat = 1e-3
+    train: LatentVAEOptimConfig = field(default_factory=lambda: LatentVAEOptimConfig())
     iterations: PositiveInt = 1
     checkpoint_every: PositiveInt = 5
 
     field_prefix = "vae."
+    moved_keys = moved_into(VAEOptimConfig, "train")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -101,8 +109,7 @@ class LatentVAEConfig(CheckedConfig):
 
     def train_settings(self, seed: int) -> VAETrainConfig:
         """The VAE's optimisation settings."""
-        return VAETrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, iterations=self.iterations,
-                             seed=seed)
+        return VAETrainConfig.of(self.train, self.iterations, seed)
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ heterogeneous one), ``selection`` (kept and dropped blocks and every trial's sco
 (default parameters and forward latency, :mod:`attnas.costs.measure`) are measured on its
 homogeneous standalone network (the model a homogeneous search would retrain) at the
 run's input size (the first ``train`` batch at ``costs.batch_size``, default
-``supernet.batch_size``: the run's sequence length), cached in ``costs.jsonl``.
+``supernet.optim.batch_size``: the run's sequence length), cached in ``costs.jsonl``.
 ``metrics.json`` gets ``mechanism_costs`` (``{mechanism: {cost: value}}``),
 ``mechanism_costs_input`` (the batch's shapes), ``costs_seconds`` and, with
 ``latency_ms``, ``costs_latency`` (how it was timed: ``network``, what ``costs.latency:
@@ -57,7 +57,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from attnas.config import CheckedConfig, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, TrainConfig
+from attnas.config import CheckedConfig, NonNegativeInt, OptimConfig, PositiveInt, TrainConfig, moved_into, with_defaults
 from attnas.core.arch import Arch
 from attnas.core.errors import ConfigError, check_finite_loss, unknown_name
 from attnas.costs.config import COSTS, CostsConfig
@@ -80,6 +80,15 @@ from attnas.strategies.base import SearchResult, Strategy
 from attnas.training.train import fit, make_optimizer
 
 
+#: The supernet's optimiser options: :class:`~attnas.config.OptimConfig`'s fields, with
+#: DARTFormer's defaults (AdamW, lr 5e-4, weight decay 0.1, batches of 32).
+SupernetOptimConfig = with_defaults(
+    OptimConfig, "SupernetOptimConfig",
+    "The optimiser of the ``mechanism-search`` supernet (:class:`~attnas.config.OptimConfig`, "
+    "defaults AdamW, lr 5e-4, weight decay 0.1, batch size 32).",
+    lr=5e-4, weight_decay=0.1, optimizer="adamw", batch_size=32)
+
+
 @dataclass(frozen=True)
 class SupernetTrainingConfig(CheckedConfig):
     """How the fixed-alpha supernet is trained "to convergence".
@@ -87,37 +96,28 @@ class SupernetTrainingConfig(CheckedConfig):
     Attributes:
         epochs: At most this many epochs.
         patience: Stop after this many epochs without a better validation accuracy (0: never).
-        lr: Learning rate.
-        weight_decay: Weight decay (decoupled for ``adamw``).
-        optimizer: ``adam``, ``adamw`` or ``sgd``.
-        momentum: SGD momentum.
-        scheduler: ``none`` or ``cosine`` (to ``lr_min`` over ``epochs``).
-        lr_min: Final learning rate of the cosine schedule.
-        batch_size: Mini-batch size (also of the NAS Prune fine-tuning).
-        grad_clip: Max gradient norm (0: no clipping).
+        optim: The optimiser (:class:`~attnas.config.OptimConfig`'s fields: ``lr``,
+            ``weight_decay``, ``optimizer``, ``momentum``, ``scheduler``, ``lr_min``,
+            ``batch_size`` -- also of the NAS Prune fine-tuning -- and ``grad_clip``;
+            defaults AdamW, lr 5e-4, weight decay 0.1, batch size 32). Given flat (the
+            shape before this section, ``supernet: {lr: 0.001}``), they are read as
+            ``optim.<key>``.
         eval_every: Validation every this many epochs.
         checkpoint_every: Epochs between checkpoints.
     """
 
     epochs: PositiveInt = 20
     patience: NonNegativeInt = 3
-    lr: PositiveFloat = 5e-4
-    weight_decay: NonNegativeFloat = 0.1
-    optimizer: Literal["adam", "adamw", "sgd"] = "adamw"
-    momentum: NonNegativeFloat = 0.9
-    scheduler: Literal["none", "cosine"] = "none"
-    lr_min: NonNegativeFloat = 0.0
-    batch_size: PositiveInt = 32
-    grad_clip: NonNegativeFloat = 0.0
+    optim: SupernetOptimConfig = field(default_factory=SupernetOptimConfig)
     eval_every: PositiveInt = 1
     checkpoint_every: PositiveInt = 1
 
+    moved_keys = moved_into(OptimConfig, "optim")
+
     def train_config(self) -> TrainConfig:
         """The same settings as a :class:`~attnas.config.TrainConfig` for :func:`attnas.training.train.fit`."""
-        return TrainConfig(epochs=self.epochs, lr=self.lr, weight_decay=self.weight_decay, optimizer=self.optimizer,
-                           momentum=self.momentum, scheduler=self.scheduler, lr_min=self.lr_min,
-                           batch_size=self.batch_size, patience=self.patience, init="scratch",
-                           grad_clip=self.grad_clip, eval_every=self.eval_every)
+        return TrainConfig(**self.optim.optim_options(), epochs=self.epochs, patience=self.patience,
+                           init="scratch", eval_every=self.eval_every)
 
 
 @dataclass(frozen=True)
@@ -128,11 +128,11 @@ class MechanismSearchConfig(CheckedConfig):
         mode: ``homogeneous`` (Sec. 3.3.1), ``nas-one-shot`` or ``nas-prune`` (Sec. 3.3.2).
         supernet: Supernet training.
         finetune_steps: NAS Prune: optimiser steps on training batches after each drop.
-        score_batch_size: Batch size of masked-drop scoring (0: ``supernet.batch_size``).
+        score_batch_size: Batch size of masked-drop scoring (0: ``supernet.optim.batch_size``).
         report_costs: Costs of every candidate mechanism to measure and report
             (:data:`attnas.costs.config.COSTS`; empty: none).
         costs: How they are measured (:class:`~attnas.costs.config.CostsConfig`; the example
-            batch defaults to ``supernet.batch_size``).
+            batch defaults to ``supernet.optim.batch_size``).
     """
 
     mode: Literal["homogeneous", "nas-one-shot", "nas-prune"] = "homogeneous"
@@ -234,7 +234,7 @@ class MechanismSearch(Strategy):
     # ------------------------------------------------------------------ scoring
 
     def _score_batches(self):
-        bs = self.options.score_batch_size or self.options.supernet.batch_size
+        bs = self.options.score_batch_size or self.options.supernet.optim.batch_size
         return lambda: self.task.batches("val", batch_size=bs)
 
     @staticmethod
@@ -248,7 +248,7 @@ class MechanismSearch(Strategy):
             count = getattr(self.task, "count_correct", None) or self._count  # per-token tasks count their own
             base_trial = sweep_trial(self._score_batches(), count)
         else:  # a task with another metric: one full evaluation per masking pattern
-            bs = self.options.score_batch_size or self.options.supernet.batch_size
+            bs = self.options.score_batch_size or self.options.supernet.optim.batch_size
             evaluate = lambda m: self.task.evaluate(m, "val", batch_size=bs)  # noqa: E731
             base_trial = lambda m: masked_drop_scores(m, evaluate)  # noqa: E731
 
@@ -292,7 +292,7 @@ class MechanismSearch(Strategy):
         keep = self.space.options.heads
         task = self.task
         params = [p for p in model.parameters() if p.requires_grad]
-        opt = make_optimizer(params, sn)
+        opt = make_optimizer(params, sn.optim)
         gen = torch.Generator().manual_seed(self.seed + 1)
         trials: list[DropScores] = []
         dropped: list[str] = []
@@ -314,18 +314,18 @@ class MechanismSearch(Strategy):
         def train_step(m: nn.Module) -> None:
             nonlocal batches, finetune_steps
             if batches is None:
-                batches = task.batches("train", shuffle=True, generator=gen, batch_size=sn.batch_size)
+                batches = task.batches("train", shuffle=True, generator=gen, batch_size=sn.optim.batch_size)
             batch = next(batches, None)
             if batch is None:  # a new pass over the training set
-                batches = task.batches("train", shuffle=True, generator=gen, batch_size=sn.batch_size)
+                batches = task.batches("train", shuffle=True, generator=gen, batch_size=sn.optim.batch_size)
                 batch = next(batches)
             opt.zero_grad(set_to_none=True)
             loss = task.loss(m(batch), batch)
             finetune_steps += 1
             check_finite_loss(loss, "prune", f"fine-tuning step {finetune_steps} of this process")
             loss.backward()
-            if sn.grad_clip > 0:
-                nn.utils.clip_grad_norm_(params, sn.grad_clip)
+            if sn.optim.grad_clip > 0:
+                nn.utils.clip_grad_norm_(params, sn.optim.grad_clip)
             opt.step()
 
         total_rounds = len(model.active_names) - keep + len(dropped)
@@ -359,7 +359,7 @@ class MechanismSearch(Strategy):
         if not names:
             return {}
         model = CostModel(self.space, self.task, self.run, self.options.costs,
-                          default_batch_size=self.options.supernet.batch_size)
+                          default_batch_size=self.options.supernet.optim.batch_size)
         try:
             costs = {m: model.costs(self.space.arch({"mechanism": m}), names) for m in self.space.options.candidates}
             context = model.context()

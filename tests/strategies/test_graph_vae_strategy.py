@@ -70,10 +70,11 @@ def test_needs_a_table_of_scored_architectures(tmp_path, tiny_recipe_data):
 
 
 def test_bf16_precision_option_trains_and_bad_precision_is_refused(tmp_path, one_thread):
+    from attnas.graphvae.train import VAEOptimConfig
     from attnas.strategies.graph_vae import GraphVAEStrategyConfig
 
     assert GraphVAEStrategyConfig().train_settings(0).precision == "fp32"  # the paper's, by default
-    assert GraphVAEStrategyConfig(precision="bf16").train_settings(0).precision == "bf16"
+    assert GraphVAEStrategyConfig(train=VAEOptimConfig(precision="bf16")).train_settings(0).precision == "bf16"
     write_enas(tmp_path / "data", 40)
     strategy = dict(RECIPE["strategy"], model="dvae", precision="bf16", epochs=1, gp_repeats=1, properties=False,
                     tsne_points=0, bo=None)
@@ -89,7 +90,7 @@ def test_protocol_recipe_has_the_papers_settings_and_checkpoints_every_epoch():
     from attnas.config import load_config
 
     s = load_config("opemb-enas-protocol").strategy.options
-    assert (s.model, s.hidden, s.latent, s.lr, s.batch_size, s.beta, s.epochs) == ("dvae", 501, 56, 1e-4, 32, 0.005, 300)
+    assert (s.model, s.hidden, s.latent, s.train.lr, s.train.batch_size, s.beta, s.train.epochs) == ("dvae", 501, 56, 1e-4, 32, 0.005, 300)
     assert s.checkpoint_every == 1 and s.epoch_recon_graphs > 0 and s.gp_repeats == 10
     assert load_config("opemb-enas-protocol", ["strategy.model=dvae-emb"]).strategy.options.model == "dvae-emb"
 
