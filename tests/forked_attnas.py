@@ -33,7 +33,11 @@ READ_AT_RUN_TIME = frozenset({
     "ATTNAS_FAULT", "ATTNAS_PROGRESS", "ATTNAS_DATA", "ATTNAS_KERNEL_CACHE", "ATTNAS_THREADS", "ATTNAS_DEBUG",
     "ATTNAS_MALLOC", "XDG_CACHE_HOME", "PYTEST_CURRENT_TEST",
     "RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",  # torch.distributed's, at its start
+    "PYTHONBREAKPOINT",  # read when breakpoint() runs; ray.init sets it in its driver
 })
+#: Prefixes of variables read at run time too: Ray's (``ray.init`` writes several into its
+#: driver's environment, e.g. a test's local Ray; the fork server imports no Ray).
+READ_AT_RUN_TIME_PREFIXES = ("RAY_",)
 
 #: Options that start a Ray.
 _RAY_OPTIONS = ("--workers", "--address")
@@ -67,10 +71,23 @@ def _fork_context():
     return _context
 
 
+def why_not_forked(env: dict[str, str]) -> str:
+    """Why :func:`start_forked` would start a new Python for ``env`` (for a test's message)."""
+    if _fork_context() is None:
+        return "another fork server runs in this process"
+    keys = sorted(k for k in _import_time_keys(env) if env.get(k) != _server_env.get(k))
+    return f"the environment differs from the fork server's in {keys}" if keys else "the command line is not forkable"
+
+
 def _same_at_import(env: dict[str, str]) -> bool:
     """Whether ``env`` and the fork server's environment agree outside :data:`READ_AT_RUN_TIME`."""
+    return all(env.get(k) == _server_env.get(k) for k in _import_time_keys(env))
+
+
+def _import_time_keys(env: dict[str, str]) -> set[str]:
+    """The variables of ``env`` or the fork server's that a module may read when it is imported."""
     keys = (set(env) | set(_server_env)) - READ_AT_RUN_TIME
-    return all(env.get(k) == _server_env.get(k) for k in keys)
+    return {k for k in keys if not k.startswith(READ_AT_RUN_TIME_PREFIXES)}
 
 
 def _child(command: list[str], env: dict[str, str], cwd: str, out_path: str, err_path: str) -> None:

@@ -12,13 +12,13 @@ import sys
 
 import yaml
 from attnas_subprocess import FIXED_GCN
-from forked_attnas import start_forked
+from forked_attnas import start_forked, why_not_forked
 
 
 def forked(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
     """``command`` run in a forked child (which it must be)."""
     child = start_forked(command, env)
-    assert child is not None, "the command line was not forked"
+    assert child is not None, f"the command line was not forked: {why_not_forked(env)}"
     return child.run(timeout=300)
 
 
@@ -81,3 +81,13 @@ def test_a_forked_search_computes_the_same_floats_as_a_new_python(tmp_path, tiny
         runs.append(({k: v for k, v in metrics.items() if k != "search_seconds"},
                      (tmp_path / name / "arch.json").read_text()))
     assert runs[0] == runs[1]
+
+
+def test_a_local_ray_started_earlier_in_the_process_does_not_stop_forking(local_ray):
+    """``ray.init`` writes RAY_* and PYTHONBREAKPOINT into this process's environment; tests
+    that run after a test's local Ray still fork (they did not when the tests ran in another order)."""
+    import ray
+
+    assert ray.is_initialized()
+    proc = forked([sys.executable, "-c", "print('forked')"], dict(os.environ))
+    assert proc.returncode == 0 and proc.stdout == "forked\n", proc
