@@ -306,6 +306,10 @@ def test_a_model_of_another_width_is_refused(tmp_path, finished):
 @pytest.fixture
 def restore_signals():
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    # a command starts with Python's own handlers (another test of this process may have left
+    # SIGINT ignored, and attnas keeps a signal the process was started ignoring ignored)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     yield
     for s, handler in saved.items():
         signal.signal(s, handler)
@@ -329,7 +333,11 @@ def signal_during_final_training(monkeypatch, *signals, during_recording=()):
             monkeypatch.setattr(RunDir, "update_run_info", recording)
         for s in signals:
             os.kill(os.getpid(), s)
-        time.sleep(1)
+        # short sleeps: the kernel may hand the signal to another thread of this process (a
+        # test's local Ray leaves some), and Python then runs its handler at the next bytecode
+        # boundary of the main thread, not by interrupting one long sleep
+        for _ in range(100):
+            time.sleep(0.01)
         raise AssertionError("the signal did not stop the training")
 
     monkeypatch.setattr(pipeline, "train_final", final)
