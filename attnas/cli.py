@@ -44,6 +44,7 @@ errors only (and turns the progress bars off), as does ``ATTNAS_PROGRESS=0`` unl
 from __future__ import annotations
 
 import json
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -90,10 +91,16 @@ def main_callback(ctx: typer.Context,
                   verbose: bool = typer.Option(False, "--verbose", "-v", help="Also show debug messages (which "
                                                "cached kernel is loaded, ...)."),
                   quiet: bool = typer.Option(False, "--quiet", "-q", help="Show only warnings and errors (no "
-                                             "progress, no notices).")) -> None:
+                                             "progress, no notices)."),
+                  offline: bool = typer.Option(False, "--offline", "--no-download", help="Never download a missing "
+                                               "dataset; name the missing files instead (as $ATTNAS_OFFLINE=1).")) -> None:
     """attnas: neural architecture search for attention."""
     set_debug(debug)
     ctx.call_on_close(set_verbosity(verbose, quiet))
+    if offline:
+        from attnas.data.download import OFFLINE_VAR
+
+        os.environ[OFFLINE_VAR] = "1"
     warnings.formatwarning = lambda message, category, *a, **k: f"warning: {message}\n"
     if ctx.invoked_subcommand in TUNED_COMMANDS and (ctx.obj or {}).get("tune_process"):
         tune_process()

@@ -201,3 +201,20 @@ def test_the_verbosity_switch_sets_what_the_attnas_logger_shows(monkeypatch, fla
 def test_verbose_and_quiet_together_are_refused():
     r = runner.invoke(app, ["-v", "-q", "list", "recipes"])
     assert r.exit_code == 2 and "give --verbose or --quiet, not both" in r.output
+
+
+def test_offline_flag_forbids_downloads_and_names_the_missing_files(tmp_path, monkeypatch):
+    from torch_geometric.datasets import Planetoid
+
+    monkeypatch.delenv("ATTNAS_OFFLINE", raising=False)  # the test set-up sets it; the flag must do it alone
+
+    def no_download(self):
+        raise AssertionError("tried to download")
+
+    monkeypatch.setattr(Planetoid, "download", no_download)
+    out = tmp_path / "run"
+    r = runner.invoke(app, ["--offline", "search", "autoattend-cora-quick", "--data-dir", str(tmp_path / "data"),
+                            "--out", str(out)])
+    assert r.exit_code == 2, r.output
+    assert "missing ind.cora.x" in r.output and "downloads are off (--offline or $ATTNAS_OFFLINE)" in r.output
+    assert not out.exists()

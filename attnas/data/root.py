@@ -69,7 +69,7 @@ def require_files(folder: Path, names: Iterable[str], dataset: str, source: Sour
     if source is None:
         reason = "nothing is downloaded"
     elif not downloads_allowed():
-        reason = f"${OFFLINE_VAR} is set, so nothing is downloaded"
+        reason = f"downloads are off (--offline or ${OFFLINE_VAR}), so nothing is downloaded"
     else:
         try:
             download_missing(folder, missing, source)

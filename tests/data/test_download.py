@@ -87,7 +87,7 @@ def test_offline_machine_gets_one_line_naming_dataset_folder_and_what_to_do(tmp_
 def test_offline_switch_attempts_no_download(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNAS_OFFLINE", "1")
     monkeypatch.setattr(Planetoid, "download", _never)
-    with pytest.raises(DataError, match=r"missing ind.cora.x, .* \$ATTNAS_OFFLINE is set, so nothing is downloaded\)$"):
+    with pytest.raises(DataError, match=r"missing ind.cora.x, .* downloads are off \(--offline or \$ATTNAS_OFFLINE\), so nothing is downloaded\)$"):
         load_planetoid(tmp_path, "cora")
     assert _tree(tmp_path) == []
 
