@@ -6,6 +6,9 @@ Each folder's ``compare.json`` gives one section (its table and verdicts, as
 
     python -m docs.results.compare.page --commit edfbeea \\
         "attnas compare autoattend-cora-quick --seeds 10"=runs/cmp/autoattend-cora-quick ...
+
+A folder measured at another commit than ``--commit`` names it after an ``@``:
+``"COMMAND"=FOLDER@COMMIT``.
 """
 
 from __future__ import annotations
@@ -47,14 +50,16 @@ def section(command: str, folder: Path, commit: str, load: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--commit", required=True, help="The commit the comparisons were run at.")
+    parser.add_argument("--commit", required=True, help="The commit the comparisons were run at (unless a folder "
+                        "names its own after an @).")
     parser.add_argument("--load", default="", help="The machine's load average during the runs.")
-    parser.add_argument("runs", nargs="+", help='"COMMAND"=FOLDER pairs, in page order.')
+    parser.add_argument("runs", nargs="+", help='"COMMAND"=FOLDER[@COMMIT] pairs, in page order.')
     args = parser.parse_args()
     parts = [INTRO]
     for item in args.runs:
         command, folder = item.rsplit("=", 1)
-        parts.append(section(command, Path(folder), args.commit, args.load))
+        folder, _, commit = folder.partition("@")
+        parts.append(section(command, Path(folder), commit or args.commit, args.load))
     (HERE.parent / "compare.md").write_text("\n".join(parts))
     print(f"wrote {HERE.parent / 'compare.md'} ({len(parts) - 1} comparisons)")
 
