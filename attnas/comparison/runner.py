@@ -189,8 +189,16 @@ def run_row(row: dict, out: str, data_dir: str | None, device: str | None) -> st
     return row["name"]
 
 
-def _search_seconds(run: RunDir) -> float | None:
-    """Wall time from the run's creation to the end of its search (with any pause of a resumed run)."""
+def run_search_seconds(run: RunDir) -> float | None:
+    """Seconds the run spent searching.
+
+    The strategy's own ``search_seconds`` metric where it reports one (its resumable phases
+    count running time only, so a search stopped and resumed later is not charged the pause);
+    else the wall time from the run's creation to the end of its search.
+    """
+    metrics = run.read_json(RunDir.METRICS) if run.exists(RunDir.METRICS) else {}
+    if isinstance(metrics.get("search_seconds"), (int, float)):
+        return round(float(metrics["search_seconds"]), 2)
     info = run.read_json(RunDir.RUN) if run.exists(RunDir.RUN) else {}
     done = run.events("search-done")
     if "created" not in info or not done:
@@ -210,7 +218,7 @@ def collect(out: Path, recipe: dict, rows: list[Row], summaries: dict[str, dict]
         val = [r[f"val_{metric}"] for r in per_seed]
         table.append({"name": row.name, "kind": row.kind, "description": row.description,
                       "arch": metrics.get("arch"), "params": metrics.get("params"), "init": s["init"],
-                      "search_seconds": _search_seconds(run) if row.kind != "baseline" else None,
+                      "search_seconds": run_search_seconds(run) if row.kind != "baseline" else None,
                       "train": _protocol(row.recipe["retrain"], s["init"]),
                       "still_improving": still_improving(per_seed, row.recipe["retrain"]),
                       "train_seconds": round(sum(r.get("seconds", 0.0) for r in per_seed), 2),

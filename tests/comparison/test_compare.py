@@ -222,3 +222,19 @@ def test_compare_md_holds_no_absolute_path_and_no_float32_noise(reference):
     assert not re.search(r"(?<![\w.])/(?:tmp|home|work|root|Users|var)/", text)
     assert not re.search(r"\d\.\d{10,}", text)
     assert re.search(r"\d\.\d{10,}", (out / "compare.json").read_text())  # the file programs read keeps them
+
+
+def test_search_seconds_are_the_strategy_s_running_time_not_the_wall_time_since_creation(reference, tmp_path):
+    out, result = reference
+    metrics = json.loads((out / "search" / "metrics.json").read_text())
+    assert result["rows"][0]["search_seconds"] == round(metrics["search_seconds"], 2)
+    # a run that was stopped for an hour and resumed: the pause is not charged to the search
+    from attnas.runs.run_dir import RunDir
+
+    run = tmp_path / "resumed"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"created": 1000.0}))
+    (run / "events.jsonl").write_text(json.dumps({"time": 4700.0, "phase": "search-done"}) + "\n")
+    assert runner.run_search_seconds(RunDir(run)) == 3700.0  # no metric: wall time since creation
+    (run / "metrics.json").write_text(json.dumps({"search_seconds": 43.46}))
+    assert runner.run_search_seconds(RunDir(run)) == 43.46

@@ -19,6 +19,8 @@ import shutil
 from pathlib import Path
 
 from attnas.comparison.report import compare_markdown
+from attnas.comparison.runner import run_search_seconds
+from attnas.runs.run_dir import RunDir
 
 HERE = Path(__file__).resolve().parent
 FIGURES = HERE.parents[1] / "figures"
@@ -35,9 +37,23 @@ with the highest validation mean.
 """
 
 
+def with_running_search_seconds(folder: Path, result: dict) -> dict:
+    """The result with each searching row's ``search s`` read again from its run folders by
+    :func:`~attnas.comparison.runner.run_search_seconds` (summed over search seeds), so a
+    comparison written before that rule, whose search was stopped and resumed, is not charged
+    the pause."""
+    subs = [folder / f for f in result.get("folders", [])] or [folder]
+    for row in result["rows"]:
+        if row.get("search_seconds") is not None:
+            seconds = [run_search_seconds(RunDir(sub / row["name"])) for sub in subs]
+            if None not in seconds:
+                row["search_seconds"] = round(sum(seconds), 2)
+    return result
+
+
 def section(command: str, folder: Path, commit: str, load: str) -> str:
     """One comparison's section: command, commit, table, verdicts and figure."""
-    result = json.loads((folder / "compare.json").read_text())
+    result = with_running_search_seconds(folder, json.loads((folder / "compare.json").read_text()))
     figure = f"compare_{result['recipe']}.png"
     shutil.copyfile(folder / "compare.png", FIGURES / figure)
     body = compare_markdown(result).replace("compare.png", f"../figures/{figure}")
