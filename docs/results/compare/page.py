@@ -4,7 +4,7 @@ Each folder's ``compare.json`` gives one section (its table and verdicts, as
 ``compare.md`` has them) with the command and the commit it was measured at; its
 ``compare.png`` is copied to docs/figures/. Nothing is typed by hand::
 
-    python -m docs.results.compare.page --commit edfbeea \\
+    python -m docs.results.compare.page --commit 8acebff \\
         "attnas compare autoattend-cora-quick --seeds 10"=runs/cmp/autoattend-cora-quick ...
 
 A folder measured at another commit than ``--commit`` names it after an ``@``:
