@@ -73,8 +73,9 @@ def channel_gate(pooled: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor,
     from the average alone, :math:`\mathcal{S}(f_c(F^c_{avg}) + f_c(F^c_{max}))` (Eq. 5) from both.
 
     The one implementation of channel attention: the modules :class:`ChannelAttention`,
-    :class:`ChannelAttentionV2` (and so :class:`CBAM` and the HOGA cell's projection) and the
-    relaxed HOGA cell's stacked operations all compute their gate here.
+    :class:`ChannelAttentionV2` (through :class:`ChannelMLPAttention`; and so :class:`CBAM` and
+    the HOGA cell's projection) and the relaxed HOGA cell's stacked operations all compute their
+    gate here.
 
     Args:
         pooled: ``[F^c_{avg}]`` ``(1, B, C)`` or ``[F^c_{avg}; F^c_{max}]`` ``(2, B, C)`` (stacked
@@ -105,7 +106,41 @@ class GatedAttention(nn.Module):
         return x * self.gate(x)
 
 
-class ChannelAttention(GatedAttention):
+class ChannelMLPAttention(GatedAttention):
+    r"""Channel attention from pooled statistics through the MLP :math:`f_c` (AutoLA Eqs. 4, 5).
+
+    The part Eq. 4 (:class:`ChannelAttention`) and Eq. 5 (:class:`ChannelAttentionV2`) share:
+    the bias-free two-layer MLP ``channels -> channels / reduction -> channels`` (``fc1``,
+    ``fc2``) and the gate :func:`channel_gate` of the statistics :meth:`pool` returns.
+
+    Args:
+        channels: Input channels ``C``.
+        reduction: MLP reduction ratio (hidden width ``max(1, C // reduction)``).
+
+    Shapes:
+        - input: ``(B, C, H, W)``
+        - output: ``(B, C, H, W)``
+    """
+
+    #: Whether the gate reads the max pooling too (Eq. 5); read by the compiled kernels.
+    with_max: bool = False
+
+    def __init__(self, channels: int, reduction: int = 4):
+        super().__init__()
+        hidden = hidden_size(channels, reduction)
+        self.fc1 = nn.Linear(channels, hidden, bias=False)
+        self.fc2 = nn.Linear(hidden, channels, bias=False)
+
+    def pool(self, x: torch.Tensor) -> torch.Tensor:
+        """The pooled statistics ``(S, B, C)`` the MLP reads."""
+        raise NotImplementedError
+
+    def gate(self, x: torch.Tensor) -> torch.Tensor:
+        """The gate ``S(sum of f_c over the pooled statistics)`` of shape ``(B, C, 1, 1)``."""
+        return channel_gate(self.pool(x), self.fc1.weight, self.fc2.weight)[:, :, None, None]
+
+
+class ChannelAttention(ChannelMLPAttention):
     r"""Channel attention (squeeze-and-excitation), AutoLA Eq. 4 after Hu et al. (2018).
 
     .. math::
@@ -113,58 +148,42 @@ class ChannelAttention(GatedAttention):
 
     with :math:`F^c_{avg}` the global spatial average, :math:`f_c` a two-layer MLP
     (``channels -> channels / reduction -> channels``, ReLU between) and :math:`\mathcal{S}`
-    the sigmoid.
-
-    Args:
-        channels: Input channels ``C``.
-        reduction: MLP reduction ratio (hidden width ``max(1, C // reduction)``).
-
-    Shapes:
-        - input: ``(B, C, H, W)``
-        - output: ``(B, C, H, W)``
+    the sigmoid. Arguments and shapes: :class:`ChannelMLPAttention`.
     """
 
-    def __init__(self, channels: int, reduction: int = 4):
-        super().__init__()
-        hidden = hidden_size(channels, reduction)
-        self.fc1 = nn.Linear(channels, hidden, bias=False)
-        self.fc2 = nn.Linear(hidden, channels, bias=False)
-
-    def gate(self, x: torch.Tensor) -> torch.Tensor:
-        """The gate ``S(f_c(avg))`` of shape ``(B, C, 1, 1)``."""
-        return channel_gate(mean(x, (2, 3))[None], self.fc1.weight, self.fc2.weight)[:, :, None, None]
+    def pool(self, x: torch.Tensor) -> torch.Tensor:
+        """``[F^c_{avg}]``, ``(1, B, C)``."""
+        return mean(x, (2, 3))[None]
 
 
-class ChannelAttentionV2(GatedAttention):
+class ChannelAttentionV2(ChannelMLPAttention):
     r"""Channel attention v2, AutoLA Eq. 5: average and max pooling through one shared MLP.
 
     .. math::
         A_{c2}(F) = \mathcal{S}\big(f_c(F^c_{avg}) + f_c(F^c_{max})\big) \otimes F
 
-    Args:
-        channels: Input channels ``C``.
-        reduction: MLP reduction ratio (hidden width ``max(1, C // reduction)``).
-
-    Shapes:
-        - input: ``(B, C, H, W)``
-        - output: ``(B, C, H, W)``
+    Arguments and shapes: :class:`ChannelMLPAttention`.
     """
 
-    def __init__(self, channels: int, reduction: int = 4):
-        super().__init__()
-        hidden = hidden_size(channels, reduction)
-        self.fc1 = nn.Linear(channels, hidden, bias=False)
-        self.fc2 = nn.Linear(hidden, channels, bias=False)
+    with_max = True
 
-    def gate(self, x: torch.Tensor) -> torch.Tensor:
-        """The gate ``S(f_c(avg) + f_c(max))`` of shape ``(B, C, 1, 1)``."""
-        pooled = torch.stack((mean(x, (2, 3)), x.amax((2, 3))))  # (2, B, C): one MLP call for both
-        return channel_gate(pooled, self.fc1.weight, self.fc2.weight)[:, :, None, None]
+    def pool(self, x: torch.Tensor) -> torch.Tensor:
+        """``[F^c_{avg}; F^c_{max}]``, ``(2, B, C)``: one MLP call for both."""
+        return torch.stack((mean(x, (2, 3)), x.amax((2, 3))))
 
 
 def channel_pool(x: torch.Tensor) -> torch.Tensor:
     """``[mean over channels; max over channels]``: ``(B, C, H, W) -> (B, 2, H, W)`` (Eq. 6)."""
     return torch.stack((mean(x, 1), x.amax(1)), 1)
+
+
+def same_padding(what: str, kernel_size: int, dilation: int) -> int:
+    """Zero padding that keeps ``H x W`` under a ``k x k`` convolution with ``dilation``:
+    ``dilation * (k - 1) / 2`` (Eqs. 6, 7); an even ``k`` or ``dilation < 1`` raises ``ConfigError``."""
+    if kernel_size % 2 == 0 or kernel_size < 1 or dilation < 1:
+        raise ConfigError(f"{what}: kernel_size must be odd and dilation >= 1, "
+                          f"got kernel_size={kernel_size}, dilation={dilation}")
+    return dilation * (kernel_size - 1) // 2
 
 
 class SpatialAttention(GatedAttention):
@@ -194,11 +213,8 @@ class SpatialAttention(GatedAttention):
 
     def __init__(self, channels: int, reduction: int = 4, dilation: int = 1, kernel_size: int = 3):
         super().__init__()
-        if kernel_size % 2 == 0 or kernel_size < 1 or dilation < 1:
-            raise ConfigError(f"spatial attention: kernel_size must be odd and dilation >= 1, "
-                              f"got kernel_size={kernel_size}, dilation={dilation}")
+        pad = same_padding("spatial attention", kernel_size, dilation)
         self.dilation, self.kernel_size = dilation, kernel_size
-        pad = dilation * (kernel_size - 1) // 2
         self.conv = nn.Conv2d(2, 1, kernel_size, padding=pad, dilation=dilation, bias=False)
         self.bn = nn.BatchNorm2d(1)
 
@@ -230,11 +246,8 @@ class NormalizationAttention(GatedAttention):
 
     def __init__(self, channels: int, reduction: int = 4, dilation: int = 1, kernel_size: int = 3):
         super().__init__()
-        if kernel_size % 2 == 0 or kernel_size < 1 or dilation < 1:
-            raise ConfigError(f"normalization attention: kernel_size must be odd and dilation >= 1, "
-                              f"got kernel_size={kernel_size}, dilation={dilation}")
+        pad = same_padding("normalization attention", kernel_size, dilation)
         self.dilation, self.kernel_size = dilation, kernel_size
-        pad = dilation * (kernel_size - 1) // 2
         self.conv = nn.Conv2d(channels, channels, kernel_size, padding=pad, dilation=dilation, groups=channels)
 
     def gate(self, x: torch.Tensor) -> torch.Tensor:
