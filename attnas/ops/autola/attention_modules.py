@@ -328,64 +328,40 @@ class ZeroAttention(nn.Module):
 # --------------------------------------------------------------------------- the "hoga" pool
 
 
-@register_op(POOL, "se")
-def se(channels: int, reduction: int = 4) -> nn.Module:
-    """Channel attention / squeeze-and-excitation (AutoLA Eq. 4)."""
-    return ChannelAttention(channels, reduction)
-
-
-@register_op(POOL, "channel_v2")
-def channel_v2(channels: int, reduction: int = 4) -> nn.Module:
-    """Channel attention v2: average + max pooling, shared MLP (AutoLA Eq. 5)."""
-    return ChannelAttentionV2(channels, reduction)
-
-
-@register_op(POOL, "spatial_d1")
-def spatial_d1(channels: int, reduction: int = 4) -> nn.Module:
-    """Spatial attention, depth-wise 3x3, dilation 1 (AutoLA Eq. 6)."""
-    return SpatialAttention(channels, reduction, dilation=1)
-
-
-@register_op(POOL, "spatial_d2")
-def spatial_d2(channels: int, reduction: int = 4) -> nn.Module:
-    """Spatial attention, depth-wise 3x3, dilation 2 (AutoLA Eq. 6)."""
-    return SpatialAttention(channels, reduction, dilation=2)
-
-
-@register_op(POOL, "norm_d1")
-def norm_d1(channels: int, reduction: int = 4) -> nn.Module:
-    """Normalization attention, depth-wise 3x3, dilation 1 (AutoLA Eq. 7)."""
-    return NormalizationAttention(channels, reduction, dilation=1)
-
-
-@register_op(POOL, "norm_d2")
-def norm_d2(channels: int, reduction: int = 4) -> nn.Module:
-    """Normalization attention, depth-wise 3x3, dilation 2 (AutoLA Eq. 7)."""
-    return NormalizationAttention(channels, reduction, dilation=2)
-
-
-@register_op(POOL, "cbam")
-def cbam(channels: int, reduction: int = 4) -> nn.Module:
-    """CBAM: channel attention v2 then 7x7 spatial attention (AutoLA Eq. 8)."""
-    return CBAM(channels, reduction)
-
-
-@register_op(POOL, "identity")
-def identity(channels: int, reduction: int = 4) -> nn.Module:
-    """Identity attention, 1 * F (AutoLA Eq. 9)."""
-    return IdentityAttention(channels, reduction)
-
-
-@register_op(POOL, "zero")
-def zero(channels: int, reduction: int = 4) -> nn.Module:
-    """Zero attention, 0 * F (AutoLA Eq. 9)."""
-    return ZeroAttention(channels, reduction)
-
+#: The paper's pool (Fig. 3), in the column order of the architecture weights: name ->
+#: (module, its keyword arguments beyond ``(channels, reduction)``, description).
+_POOL_OPS: dict[str, tuple[type[nn.Module], dict, str]] = {
+    "se": (ChannelAttention, {}, "Channel attention / squeeze-and-excitation (AutoLA Eq. 4)."),
+    "channel_v2": (ChannelAttentionV2, {}, "Channel attention v2: average + max pooling, shared MLP (AutoLA Eq. 5)."),
+    "spatial_d1": (SpatialAttention, {"dilation": 1}, "Spatial attention, depth-wise 3x3, dilation 1 (AutoLA Eq. 6)."),
+    "spatial_d2": (SpatialAttention, {"dilation": 2}, "Spatial attention, depth-wise 3x3, dilation 2 (AutoLA Eq. 6)."),
+    "norm_d1": (NormalizationAttention, {"dilation": 1},
+                "Normalization attention, depth-wise 3x3, dilation 1 (AutoLA Eq. 7)."),
+    "norm_d2": (NormalizationAttention, {"dilation": 2},
+                "Normalization attention, depth-wise 3x3, dilation 2 (AutoLA Eq. 7)."),
+    "cbam": (CBAM, {}, "CBAM: channel attention v2 then 7x7 spatial attention (AutoLA Eq. 8)."),
+    "identity": (IdentityAttention, {}, "Identity attention, 1 * F (AutoLA Eq. 9)."),
+    "zero": (ZeroAttention, {}, "Zero attention, 0 * F (AutoLA Eq. 9)."),
+}
 
 #: The paper's pool in a fixed order (the column order of the architecture weights).
-HOGA_OPS: tuple[str, ...] = (
-    "se", "channel_v2", "spatial_d1", "spatial_d2", "norm_d1", "norm_d2", "cbam", "identity", "zero",
-)
+HOGA_OPS: tuple[str, ...] = tuple(_POOL_OPS)
+
+
+def _register(name: str) -> None:
+    """Register the factory ``(channels, reduction) -> module`` of ``name`` in the pool ``"hoga"``."""
+    module, kwargs, description = _POOL_OPS[name]
+
+    def factory(channels: int, reduction: int = 4) -> nn.Module:
+        return module(channels, reduction, **kwargs)
+
+    factory.__name__ = factory.__qualname__ = name
+    factory.__doc__ = description
+    register_op(POOL, name)(factory)
+
+
+for _name in HOGA_OPS:
+    _register(_name)
 
 
 def create_attention(name: str, channels: int, reduction: int = 4) -> nn.Module:
