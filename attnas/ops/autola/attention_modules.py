@@ -285,8 +285,9 @@ class CBAM(GatedAttention):
         return self.spatial(self.channel(x))
 
 
-class IdentityAttention(nn.Module):
-    r"""Identity attention, AutoLA Eq. 9 with :math:`\mathbf{k} = 1`: returns its input.
+class ConstantAttention(nn.Module):
+    r"""A parameter-free operation of AutoLA Eq. 9, :math:`A(F) = \mathbf{k} \otimes F` with a
+    constant :math:`\mathbf{k}` (1: :class:`IdentityAttention`, 0: :class:`ZeroAttention`).
 
     Args:
         channels: Unused (uniform constructor).
@@ -299,27 +300,20 @@ class IdentityAttention(nn.Module):
 
     def __init__(self, channels: int = 0, reduction: int = 4):
         super().__init__()
+
+
+class IdentityAttention(ConstantAttention):
+    r"""Identity attention, AutoLA Eq. 9 with :math:`\mathbf{k} = 1`: returns its input."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x
 
 
-class ZeroAttention(nn.Module):
+class ZeroAttention(ConstantAttention):
     r"""Zero attention, AutoLA Eq. 9 with :math:`\mathbf{k} = \mathbf{0}`: returns zeros.
 
     A HOGA edge with this operation is absent from the cell.
-
-    Args:
-        channels: Unused (uniform constructor).
-        reduction: Unused (uniform constructor).
-
-    Shapes:
-        - input: ``(B, C, H, W)``
-        - output: ``(B, C, H, W)``
     """
-
-    def __init__(self, channels: int = 0, reduction: int = 4):
-        super().__init__()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.zeros_like(x)
