@@ -21,6 +21,7 @@ from attnas.config import (
     moved_into,
     with_defaults,
 )
+from attnas.config.moved_keys import nest_moved
 from attnas.config.yaml_loading import load_yaml
 from attnas.core.errors import ConfigError
 from attnas.graphvae.train import VAETrainConfig
@@ -80,12 +81,17 @@ def test_every_shipped_recipe_keeps_the_settings_it_had_before_the_move():
         assert {k: v for k, v in actual[name].items() if k not in added} == expected[name], name
 
 
+def _read(cls: type, data: dict, path: str):
+    """``data`` read into ``cls`` as a recipe's section is: moved keys nested, then validated."""
+    return from_mapping(cls, nest_moved(cls, data, path), path)
+
+
 def test_the_graph_vae_strategies_train_with_the_settings_they_built_before():
-    vae = from_mapping(LatentVAEConfig, {"epochs": 20, "batch_size": 64, "lr": 0.005}, "strategy.vae")
+    vae = _read(LatentVAEConfig, {"epochs": 20, "batch_size": 64, "lr": 0.005}, "strategy.vae")
     assert vae.train_settings(3) == VAETrainConfig(epochs=20, batch_size=64, lr=0.005, iterations=1, seed=3)
     assert LatentVAEConfig().train_settings(0) == VAETrainConfig(epochs=50, batch_size=32, lr=1e-3, iterations=1)
-    gv = from_mapping(GraphVAEStrategyConfig, {"model": "dvae-emb", "epochs": 3, "lr": 0.01, "max_batches": 2,
-                                               "precision": "bf16", "plateau_patience": 4}, "strategy")
+    gv = _read(GraphVAEStrategyConfig, {"model": "dvae-emb", "epochs": 3, "lr": 0.01, "max_batches": 2,
+                                        "precision": "bf16", "plateau_patience": 4}, "strategy")
     assert gv.train_settings(5) == VAETrainConfig(epochs=3, batch_size=32, lr=0.01, plateau_factor=0.1,
                                                   plateau_patience=4, iterations=4, seed=5, max_batches=2,
                                                   precision="bf16")
@@ -138,7 +144,7 @@ def test_a_key_given_flat_and_nested_in_one_recipe_is_refused():
 
 
 def test_the_section_defaults_stay_those_of_the_owner_when_only_some_keys_are_given():
-    sn = from_mapping(SupernetTrainingConfig, {"lr": 0.001}, "supernet")
+    sn = _read(SupernetTrainingConfig, {"lr": 0.001}, "supernet")
     assert (sn.optim.lr, sn.optim.weight_decay, sn.optim.optimizer, sn.optim.batch_size) == (0.001, 0.1, "adamw", 32)
 
 
@@ -150,7 +156,14 @@ class _Owner(CheckedConfig):
 
 def test_a_section_that_is_not_a_mapping_is_reported():
     with pytest.raises(ConfigError, match=r"^x\.optim: expected a mapping, got 3"):
-        from_mapping(_Owner, {"lr": 0.1, "optim": 3}, "x")
+        _read(_Owner, {"lr": 0.1, "optim": 3}, "x")
+
+
+def test_the_validator_reads_nested_sections_only():
+    """The flat keys are moved once, where a recipe or saved config is read
+    (:func:`~attnas.config.run.nest_moved_keys`); :func:`from_mapping` validates what it is given."""
+    with pytest.raises(ConfigError, match=r"^supernet\.lr: unknown key"):
+        from_mapping(SupernetTrainingConfig, {"lr": 0.001}, "supernet")
 
 
 def test_with_defaults_keeps_the_types_and_checks_its_names():
