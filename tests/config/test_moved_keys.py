@@ -66,9 +66,11 @@ strategy:
 
 
 # Options a section brought to an owner that did not have them, with the value the old code
-# used for them: latent-bo's VAE trained with VAETrainConfig's defaults for these.
+# used for them: latent-bo's VAE trained with VAETrainConfig's defaults for these; darts and
+# car-darts trained their weights by SGD with cosine annealing, which their optim section names.
 ADDED_OPTIONS = {"strategy.vae.plateau_factor": 0.1, "strategy.vae.plateau_patience": 10,
-                 "strategy.vae.max_batches": None, "strategy.vae.precision": "fp32"}
+                 "strategy.vae.max_batches": None, "strategy.vae.precision": "fp32",
+                 "strategy.optimizer": "sgd", "strategy.scheduler": "cosine"}
 
 
 def test_every_shipped_recipe_keeps_the_settings_it_had_before_the_move():
@@ -220,3 +222,22 @@ def test_old_run_folders_of_the_graph_vae_strategies_train_the_same():
     gv = config_from_dict(data).strategy.options
     assert gv.train_settings(2) == VAETrainConfig(epochs=2, batch_size=32, lr=0.001, iterations=1, seed=2)
     assert config_from_dict(data) == load_config("opemb-enas-quick")
+
+
+#: The strategy section of an ``autola-digits-quick`` run folder written before ``darts`` had
+#: its ``optim`` section (the weight optimiser's keys flat).
+OLD_DARTS_STRATEGY = {"name": "darts", "epochs": 4, "batch_size": 64, "lr": 0.05, "lr_min": 0.001, "arch_lr": 0.006}
+
+
+def test_an_old_darts_run_folder_and_old_set_keys_load_into_the_optim_section():
+    data = load_config("autola-digits-quick").to_dict()
+    data["strategy"] = dict(OLD_DARTS_STRATEGY)
+    assert config_from_dict(data) == load_config("autola-digits-quick")
+    for key in ("strategy.lr", "strategy.optim.lr"):
+        optim = load_config("fullattn-digits-quick", [f"{key}=0.125"]).strategy.options.optim
+        assert (optim.lr, optim.lr_min, optim.optimizer) == (0.125, 0.0, "sgd")  # car-darts anneals to 0
+
+
+def test_darts_names_the_one_weight_optimiser_it_runs():
+    with pytest.raises(ConfigError, match=r"optim: the weights of a DARTS search are trained by SGD with cosine"):
+        load_config("autola-digits-quick", ["strategy.optim.optimizer=adam"])
