@@ -146,15 +146,16 @@ def local_attention_fused(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_
     ``NotImplemented`` when the kernel cannot run (not on the CPU, another dtype, a window
     over 15, the library not built: see :func:`applies`).
 
+    The arguments ``q, k, v, rel_row, rel_col, heads, stride`` and the shapes are those of
+    :func:`~attnas.ops.fullattn.local_self_attention.local_attention`.
+
     Args:
-        q, k, v, rel_row, rel_col, heads, stride: As for
-            :func:`~attnas.ops.fullattn.local_self_attention.local_attention`.
         save_attention: Keep the attention weights for the backward pass instead of
             recomputing them there (default: recompute; inside the kernel that is cheaper
             than writing and re-reading ``B*heads*ks*ks`` floats per position).
 
     Returns:
-        ``[B, C, ceil(H/s), ceil(W/s)]`` (shapes as for ``local_attention``).
+        ``[B, C, ceil(H/s), ceil(W/s)]``.
     """
     ks = check_inputs(q, k, v, rel_row, rel_col, heads, stride)
     if ks > MAX_WINDOW or not applies(q, k, v, rel_row, rel_col):

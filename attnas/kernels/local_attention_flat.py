@@ -238,16 +238,17 @@ def local_attention_flat(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_c
     precision (see the module docstring for the layout). Works on any device; on CPU it
     processes the batch in chunks whose working set stays in cache.
 
+    The arguments ``q, k, v, rel_row, rel_col, heads, stride`` and the shapes are those of
+    :func:`~attnas.ops.fullattn.local_self_attention.local_attention`.
+
     Args:
-        q, k, v, rel_row, rel_col, heads, stride: As for
-            :func:`~attnas.ops.fullattn.local_self_attention.local_attention`.
         chunk_size: Images per chunk (default: :func:`_chunk_size`).
         save_attention: Keep the attention weights (``B*heads*ks*ks`` floats per output
             position) for the backward pass instead of recomputing them chunk by chunk:
             about 30% faster forward+backward, at that memory cost. Ignored without grad.
 
     Returns:
-        ``[B, C, ceil(H/s), ceil(W/s)]`` (shapes as for ``local_attention``).
+        ``[B, C, ceil(H/s), ceil(W/s)]``.
     """
     ks = check_inputs(q, k, v, rel_row, rel_col, heads, stride)
     B, C, H, W = k.shape
