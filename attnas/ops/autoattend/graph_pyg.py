@@ -166,16 +166,27 @@ class ARMAOp(GraphOp):
         return self.act(c.act(out + c.bias[0][0]))
 
 
-@register_op(POOL, "gcn")
-def gcn(in_dim: int, out_dim: int | None = None, *, act: str = "elu", **_: object) -> nn.Module:
-    """GCNConv (Kipf & Welling, ICLR 2017): D^-1/2 (A+I) D^-1/2 X W."""
-    return GCNOp(in_dim, out_dim or in_dim, act)
+#: The pool's single-layer operations: name -> (module, description).
+_OPS: dict[str, tuple[type[GraphOp], str]] = {
+    "gcn": (GCNOp, "GCNConv (Kipf & Welling, ICLR 2017): D^-1/2 (A+I) D^-1/2 X W."),
+    "sage": (SAGEOp, "SAGEConv (Hamilton et al., NeurIPS 2017), mean aggregator: W1 x_i + W2 mean_j x_j."),
+    "linear": (LinearOp, "Linear: x W + b, ignoring the graph."),
+    "arma": (ARMAOp, "ARMAConv (Bianchi et al., 2019), one stack, one layer."),
+    "cheb": (ChebOp, "ChebConv (Defferrard et al., NeurIPS 2016) with K = 2 Chebyshev terms."),
+    "sg": (SGOp, "SGConv (Wu et al., ICML 2019): (D^-1/2 (A+I) D^-1/2)^K X W with K = 2."),
+}
 
 
-@register_op(POOL, "sage")
-def sage(in_dim: int, out_dim: int | None = None, *, act: str = "elu", **_: object) -> nn.Module:
-    """SAGEConv (Hamilton et al., NeurIPS 2017), mean aggregator: W1 x_i + W2 mean_j x_j."""
-    return SAGEOp(in_dim, out_dim or in_dim, act)
+def _factory(name: str):
+    """The factory ``(in_dim, out_dim=in_dim, *, act) -> module`` of the operation ``name``."""
+    module, description = _OPS[name]
+
+    def factory(in_dim: int, out_dim: int | None = None, *, act: str = "elu", **_: object) -> nn.Module:
+        return module(in_dim, out_dim or in_dim, act)
+
+    factory.__name__ = factory.__qualname__ = name
+    factory.__doc__ = description
+    return factory
 
 
 def _gat(heads: int):
@@ -192,25 +203,7 @@ for _h in GAT_HEADS:
     register_op(POOL, f"gat_{_h}")(_gat(_h))
 
 
-@register_op(POOL, "linear")
-def linear(in_dim: int, out_dim: int | None = None, *, act: str = "elu", **_: object) -> nn.Module:
-    """Linear: x W + b, ignoring the graph."""
-    return LinearOp(in_dim, out_dim or in_dim, act)
-
-
-@register_op(POOL, "arma")
-def arma(in_dim: int, out_dim: int | None = None, *, act: str = "elu", **_: object) -> nn.Module:
-    """ARMAConv (Bianchi et al., 2019), one stack, one layer."""
-    return ARMAOp(in_dim, out_dim or in_dim, act)
-
-
-@register_op(POOL, "cheb")
-def cheb(in_dim: int, out_dim: int | None = None, *, act: str = "elu", **_: object) -> nn.Module:
-    """ChebConv (Defferrard et al., NeurIPS 2016) with K = 2 Chebyshev terms."""
-    return ChebOp(in_dim, out_dim or in_dim, act)
-
-
-@register_op(POOL, "sg")
-def sg(in_dim: int, out_dim: int | None = None, *, act: str = "elu", **_: object) -> nn.Module:
-    """SGConv (Wu et al., ICML 2019): (D^-1/2 (A+I) D^-1/2)^K X W with K = 2."""
-    return SGOp(in_dim, out_dim or in_dim, act)
+#: The factories of :data:`_OPS` by name (the heterophily pool registers some of them too).
+FACTORIES = {name: _factory(name) for name in _OPS}
+for _name, _make in FACTORIES.items():
+    register_op(POOL, _name)(_make)
