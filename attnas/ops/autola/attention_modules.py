@@ -177,16 +177,37 @@ def channel_pool(x: torch.Tensor) -> torch.Tensor:
     return torch.stack((mean(x, 1), x.amax(1)), 1)
 
 
-def same_padding(what: str, kernel_size: int, dilation: int) -> int:
-    """Zero padding that keeps ``H x W`` under a ``k x k`` convolution with ``dilation``:
-    ``dilation * (k - 1) / 2`` (Eqs. 6, 7); an even ``k`` or ``dilation < 1`` raises ``ConfigError``."""
-    if kernel_size % 2 == 0 or kernel_size < 1 or dilation < 1:
-        raise ConfigError(f"{what}: kernel_size must be odd and dilation >= 1, "
-                          f"got kernel_size={kernel_size}, dilation={dilation}")
-    return dilation * (kernel_size - 1) // 2
+class ConvGateAttention(GatedAttention):
+    """An operation whose gate is a ``k x k`` convolution with a dilation (AutoLA Eqs. 6, 7):
+    :class:`SpatialAttention` and :class:`NormalizationAttention`.
+
+    Args:
+        what: The operation's name in error messages.
+        dilation: Dilation of the ``k x k`` convolution.
+        kernel_size: ``k`` (odd); the zero padding ``dilation * (k - 1) / 2`` (``self.padding``)
+            keeps ``H x W``.
+
+    Subclasses take ``(channels, reduction, dilation, kernel_size)``, ``reduction`` unused
+    (accepted so every operation has the same constructor).
+
+    Shapes:
+        - input: ``(B, C, H, W)``
+        - output: ``(B, C, H, W)``
+
+    Raises:
+        ConfigError: For an even ``k`` or ``dilation < 1``.
+    """
+
+    def __init__(self, what: str, dilation: int, kernel_size: int):
+        super().__init__()
+        if kernel_size % 2 == 0 or kernel_size < 1 or dilation < 1:
+            raise ConfigError(f"{what}: kernel_size must be odd and dilation >= 1, "
+                              f"got kernel_size={kernel_size}, dilation={dilation}")
+        self.dilation, self.kernel_size = dilation, kernel_size
+        self.padding = dilation * (kernel_size - 1) // 2
 
 
-class SpatialAttention(GatedAttention):
+class SpatialAttention(ConvGateAttention):
     r"""Spatial attention, AutoLA Eq. 6.
 
     .. math::
@@ -200,22 +221,12 @@ class SpatialAttention(GatedAttention):
     A batch normalisation follows, as in CBAM's spatial gate (Woo et al., 2018), whose
     ``7 x 7`` convolution is the same layer with ``kernel_size=7``.
 
-    Args:
-        channels: Input channels ``C`` (the gate does not depend on it).
-        reduction: Unused; accepted so every operation has the same constructor.
-        dilation: Dilation of the ``k x k`` convolution.
-        kernel_size: ``k`` (odd).
-
-    Shapes:
-        - input: ``(B, C, H, W)``
-        - output: ``(B, C, H, W)``
+    Arguments and shapes: :class:`ConvGateAttention` (the gate does not depend on ``channels``).
     """
 
     def __init__(self, channels: int, reduction: int = 4, dilation: int = 1, kernel_size: int = 3):
-        super().__init__()
-        pad = same_padding("spatial attention", kernel_size, dilation)
-        self.dilation, self.kernel_size = dilation, kernel_size
-        self.conv = nn.Conv2d(2, 1, kernel_size, padding=pad, dilation=dilation, bias=False)
+        super().__init__("spatial attention", dilation, kernel_size)
+        self.conv = nn.Conv2d(2, 1, kernel_size, padding=self.padding, dilation=dilation, bias=False)
         self.bn = nn.BatchNorm2d(1)
 
     def gate(self, x: torch.Tensor) -> torch.Tensor:
@@ -223,7 +234,7 @@ class SpatialAttention(GatedAttention):
         return torch.sigmoid(self.bn(small_conv2d(channel_pool(x), self.conv.weight, None, self.dilation)))
 
 
-class NormalizationAttention(GatedAttention):
+class NormalizationAttention(ConvGateAttention):
     r"""Normalization attention, AutoLA Eq. 7: a per-position, per-channel gate.
 
     .. math::
@@ -233,22 +244,13 @@ class NormalizationAttention(GatedAttention):
     depth-wise convolutional layer like :math:`f_s`"; the sigmoid normalises it to ``[0, 1]``.
     ``self.conv`` holds the weights; :func:`~attnas.ops.autola.small_conv.small_conv2d` applies them.
 
-    Args:
-        channels: Input channels ``C``.
-        reduction: Unused; accepted so every operation has the same constructor.
-        dilation: Dilation of the depth-wise convolution.
-        kernel_size: ``k`` (odd).
-
-    Shapes:
-        - input: ``(B, C, H, W)``
-        - output: ``(B, C, H, W)``
+    Arguments (``channels``: input channels ``C``) and shapes: :class:`ConvGateAttention`.
     """
 
     def __init__(self, channels: int, reduction: int = 4, dilation: int = 1, kernel_size: int = 3):
-        super().__init__()
-        pad = same_padding("normalization attention", kernel_size, dilation)
-        self.dilation, self.kernel_size = dilation, kernel_size
-        self.conv = nn.Conv2d(channels, channels, kernel_size, padding=pad, dilation=dilation, groups=channels)
+        super().__init__("normalization attention", dilation, kernel_size)
+        self.conv = nn.Conv2d(channels, channels, kernel_size, padding=self.padding, dilation=dilation,
+                              groups=channels)
 
     def gate(self, x: torch.Tensor) -> torch.Tensor:
         """The gate of shape ``(B, C, H, W)``."""
