@@ -31,7 +31,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -103,7 +103,6 @@ def search(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (
     make_executor(workers, ray_address, check_only=True)
     dist, dev = distributed.setup(dev)
     try:
-        main = dist is None or dist.is_main
         out = Path(out) if out else _default_out(config)
         if dist is not None:
             out = Path(dist.broadcast_object(str(out)))
@@ -113,18 +112,39 @@ def search(recipe: str | Path | dict, overrides: list[str] | tuple[str, ...] = (
         check_strategy(config, space)
         task = build_task(config, data_root, dev)
         check_task(config, space, task)
-        with (make_executor(workers, ray_address) if main else SequentialExecutor()) as executor:
-            run = RunDir.create(out, config.to_yaml(), run_info(data_root, dev, executor, dist)) if main else None
-            if dist is not None:
-                dist.barrier()  # the run directory exists before the other ranks open it
-                run = run or distributed.FollowerRun(out)
-            try:
-                with recording_outcome(run):
-                    _execute(run, config, space, task, executor, data_root)
-            finally:
-                run.close()
+        run = _execute_on_every_rank(
+            dist, workers, ray_address, out, config, space, task, data_root,
+            start=lambda executor: RunDir.create(out, config.to_yaml(), run_info(data_root, dev, executor, dist)))
     finally:
         distributed.teardown()
+    return run
+
+
+def _execute_on_every_rank(dist: distributed.DistContext | None, workers: int | None, ray_address: str | None,
+                           path: Path, config: RunConfig, space: Any, task: Any, data_root: Path,
+                           start: Callable[[Executor], RunDir]) -> RunDir:
+    """The end that :func:`search` and :func:`resume` share: run the strategy on every rank.
+
+    Rank 0 opens the executor (the Ray workers asked for) and makes its run directory ready
+    with ``start(executor)`` (a new one, or the killed one rewound); the other ranks score in
+    their own process, wait for rank 0 and read the run directory at ``path`` through a
+    :class:`~attnas.scale.distributed.FollowerRun`. Every rank then executes the run,
+    recording how it stops (:func:`recording_outcome`), and closes its run directory.
+
+    Returns:
+        This rank's run directory (closed).
+    """
+    main = dist is None or dist.is_main
+    with (make_executor(workers, ray_address) if main else SequentialExecutor()) as executor:
+        run = start(executor) if main else None
+        if dist is not None:
+            dist.barrier()  # the run directory is ready (created, or its events rewound) before any rank goes on
+            run = run or distributed.FollowerRun(path)
+        try:
+            with recording_outcome(run):
+                _execute(run, config, space, task, executor, data_root)
+        finally:
+            run.close()
     return run
 
 
@@ -189,33 +209,27 @@ def resume(run_dir: str | Path, data_dir: str | Path | None = None, device: str 
     make_executor(workers, ray_address, check_only=True)
     dist, dev = distributed.setup(dev)
     try:
-        main = dist is None or dist.is_main
-
         def claim() -> None:
             RunDir.check_writable(run.path)
             run.lock()
             run.remove_stale_temporaries()
 
+        def reopen(executor: Executor) -> RunDir:
+            run.rewind_events()
+            run.update_run_info(status="running", resumed=time.time(), **environment, **executor.describe(),
+                                world_size=dist.world_size if dist is not None else 1)
+            return run
+
         distributed.on_main(dist, claim)  # when it fails, every rank stops with its line
-        if not main:
-            run = distributed.FollowerRun(run.path)
         try:
             space = build_space(config)
             task = build_task(config, data_root, dev)
-            with (make_executor(workers, ray_address) if main else SequentialExecutor()) as executor:
-                if main:
-                    run.rewind_events()
-                    run.update_run_info(status="running", resumed=time.time(), **environment, **executor.describe(),
-                                        world_size=dist.world_size if dist is not None else 1)
-                if dist is not None:
-                    dist.barrier()  # events are rewound before any rank goes on
-                with recording_outcome(run):
-                    _execute(run, config, space, task, executor, data_root)
+            return _execute_on_every_rank(dist, workers, ray_address, run.path, config, space, task, data_root,
+                                          start=reopen)
         finally:
-            run.close()
+            run.close()  # rank 0's lock, also when the space or the task fails to build
     finally:
         distributed.teardown()
-    return run
 
 
 def _execute(run: RunDir, config: RunConfig, space: Any, task: Any, executor: Executor | None = None,

@@ -123,7 +123,7 @@ def test_final_training(tmp_path, monkeypatch, restore_torch_threads):
 def test_darts(tmp_path, monkeypatch, restore_torch_threads):
     nan_loss(monkeypatch, ImageClassificationTask, after=3)  # the weight step of epoch 1, step 2
     search_fails_then_resumes(tmp_path, monkeypatch, DARTS,
-                              "darts: the training loss became nan at epoch 1, step 2; lower strategy.lr?")
+                              "darts: the training loss became nan at epoch 1, step 2; lower strategy.optim.lr?")
 
 
 def test_mechanism_prune_fine_tuning(tmp_path, monkeypatch, restore_torch_threads):

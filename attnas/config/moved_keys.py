@@ -4,8 +4,10 @@ An options class declares each option once: where it holds the options of anothe
 (an optimiser's, :class:`~attnas.config.OptimConfig`), it holds them as a nested section of
 that class, with its own defaults where they differ (:func:`with_defaults`). Its
 ``moved_keys`` (:func:`moved_into`) list the keys that were flat before the section existed:
-:func:`nest_moved_keys_of` puts them into the section as a recipe is read, so old recipes,
-``--set`` keys and run folders' ``config.yaml`` load with the same meaning.
+:func:`nest_moved_keys_of` puts them into the section as a recipe is read (through
+:func:`attnas.config.run.nest_moved_keys`, the one caller, for recipes, ``--set`` keys and the
+mapping :func:`~attnas.config.run.config_from_dict` validates), so old recipes, ``--set`` keys
+and run folders' ``config.yaml`` load with the same meaning.
 """
 
 from __future__ import annotations

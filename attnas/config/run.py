@@ -229,6 +229,7 @@ def config_from_dict(data: Any) -> RunConfig:
     """
     if not isinstance(data, dict):
         raise ConfigError(f"a recipe must be a YAML mapping, got {type(data).__name__}")
+    data = nest_moved_keys(data)  # a run folder's config.yaml from before a move (recipes come nested)
     check_finite(data, "")
     for key in data:
         if key not in _TOP_KEYS:

@@ -23,7 +23,6 @@ import typing
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Annotated, Any, Literal
 
-from attnas.config.moved_keys import nest_moved_keys_of
 from attnas.core.errors import ConfigError, did_you_mean
 
 logger = logging.getLogger(__name__)
@@ -255,7 +254,6 @@ def from_mapping(cls: type, data: Any, path: str = "") -> Any:
         raise ConfigError(f"{path or 'config'}: expected a mapping, got {data!r}")
     hints = typing.get_type_hints(cls, include_extras=True)
     known = {f.name: f for f in fields(cls) if f.init}
-    data = nest_moved_keys_of(cls, data, prefix)
     retired = getattr(cls, "retired_keys", {})
     for key in [k for k in data if k in retired and k not in known]:
         logger.warning("%s%s: no longer an option, ignored (%s)", prefix, key, retired[key])
@@ -340,7 +338,9 @@ class CheckedConfig:
             and drops the key.
         moved_keys: Flat keys that moved into a nested section, each with the section's
             field name (``{"lr": "optim"}``): a recipe, ``--set`` key or saved config that
-            sets ``lr`` flat still loads, with the value read as ``optim.lr``.
+            sets ``lr`` flat still loads, with the value read as ``optim.lr``
+            (:func:`attnas.config.run.nest_moved_keys` moves it as the mapping is read;
+            :func:`from_mapping` reads nested mappings only).
     """
 
     field_prefix: typing.ClassVar[str] = ""

@@ -280,7 +280,7 @@ def channel_attention(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, with_
 
 def _channel(module: ChannelAttention | ChannelAttentionV2, x: torch.Tensor) -> GateKernel | None:
     w1, w2 = module.fc1.weight, module.fc2.weight
-    return ChannelGate(w1, w2, with_max=type(module) is ChannelAttentionV2) if kernels_apply(x, w1, w2) else None
+    return ChannelGate(w1, w2, with_max=module.with_max) if kernels_apply(x, w1, w2) else None
 
 
 def _spatial(module: SpatialAttention, x: torch.Tensor) -> GateKernel | None:

@@ -24,9 +24,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnas.kernels._build import KERNEL_DTYPES, Library
-from attnas.kernels.local_attention_flat import _MASKS, _relative_matrix
+from attnas.kernels.local_attention_flat import _MASKS, _flat_geometry, _padded_height, _relative_matrix
 from attnas.ops import overrides
-from attnas.ops.fullattn.local_self_attention import _check_inputs, _strided_queries
+from attnas.ops.fullattn.local_self_attention import check_inputs, strided_queries
 
 #: Query positions per tile (``TILE`` of the C++ source); the flat query count is padded to a multiple of it.
 TILE = 16
@@ -58,14 +58,10 @@ def _fused_geometry(H: int, W: int, ks: int, stride: int, tile: int) -> tuple[in
         height, query rows ``Hq`` (``Nq = Hq*Wp`` flat queries are stored, ``Nq >= Npad``)
         and ``Npad``, the flat queries the kernel computes.
     """
-    p = (ks - 1) // 2
-    Ho, Wo = -(-H // stride), -(-W // stride)
-    Wp = W + 2 * p
-    Npad = -(-(Ho * Wp) // tile) * tile
+    p, Ho, Wo, Wp, _, N, T0 = _flat_geometry(H, W, ks, stride)
+    Npad = -(-N // tile) * tile
     Hq = -(-Npad // Wp)
-    need = (ks - 1) * (Wp + 1) + stride * (Npad - 1) + 1
-    Hp = max(H + 2 * p, -(-need // Wp))
-    return p, Ho, Wo, Wp, Hp, Hq, Npad
+    return p, Ho, Wo, Wp, _padded_height(H, p, Wp, T0, stride, Npad), Hq, Npad
 
 
 def _fused_mask(H: int, W: int, ks: int, stride: int, tile: int, dtype: torch.dtype) -> Tensor:
@@ -150,30 +146,22 @@ def local_attention_fused(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_
     ``NotImplemented`` when the kernel cannot run (not on the CPU, another dtype, a window
     over 15, the library not built: see :func:`applies`).
 
+    The arguments ``q, k, v, rel_row, rel_col, heads, stride`` and the shapes are those of
+    :func:`~attnas.ops.fullattn.local_self_attention.local_attention`.
+
     Args:
-        q: Queries ``[B, C, H, W]`` (or already strided ``[B, C, ceil(H/s), ceil(W/s)]``).
-        k: Keys ``[B, C, H, W]``.
-        v: Values ``[B, C, H, W]``.
-        rel_row: Row-offset embeddings ``[C/2, ks]``.
-        rel_col: Column-offset embeddings ``[C/2, ks]``.
-        heads: Number of heads; ``C`` must be divisible by it.
-        stride: Query stride ``s``.
         save_attention: Keep the attention weights for the backward pass instead of
             recomputing them there (default: recompute; inside the kernel that is cheaper
             than writing and re-reading ``B*heads*ks*ks`` floats per position).
 
     Returns:
         ``[B, C, ceil(H/s), ceil(W/s)]``.
-
-    Shapes:
-        - **input:** ``q, k, v`` ``[B, C, H, W]``, ``rel_row, rel_col`` ``[C/2, ks]``
-        - **output:** ``[B, C, ceil(H/s), ceil(W/s)]``
     """
-    ks = _check_inputs(q, k, v, rel_row, rel_col, heads, stride)
+    ks = check_inputs(q, k, v, rel_row, rel_col, heads, stride)
     if ks > MAX_WINDOW or not applies(q, k, v, rel_row, rel_col):
         return NotImplemented
     B, C, H, W = k.shape
-    q = _strided_queries(q, H, W, stride)
+    q = strided_queries(q, H, W, stride)
     geometry = _fused_layout(H, W, ks, stride)
     p, Ho, Wo, Wp, Hp, Hq, Npad, Lx, q_offset = geometry
     if stride == 1:  # queries in the keys' padded layout (their padding positions are zero)

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnas.ops import overrides
-from attnas.ops.fullattn.local_self_attention import _check_inputs, _strided_queries
+from attnas.ops.fullattn.local_self_attention import check_inputs, strided_queries, window_geometry
 
 @functools.lru_cache(maxsize=256)
 def _flat_geometry(H: int, W: int, ks: int, stride: int) -> tuple[int, int, int, int, int, int, int]:
@@ -44,14 +44,18 @@ def _flat_geometry(H: int, W: int, ks: int, stride: int) -> tuple[int, int, int,
         number of flat query positions ``N = Ho*Wp`` and the largest window offset
         ``T0 = (ks-1)*(Wp+1)``.
     """
-    p = (ks - 1) // 2
-    Ho, Wo = -(-H // stride), -(-W // stride)
+    p, Ho, Wo = window_geometry(H, W, ks, stride)
     Wp = W + 2 * p
     N = Ho * Wp
     T0 = (ks - 1) * Wp + (ks - 1)
-    need = T0 + stride * (N - 1) + 1
-    Hp = max(H + 2 * p, -(-need // Wp))
-    return p, Ho, Wo, Wp, Hp, N, T0
+    return p, Ho, Wo, Wp, _padded_height(H, p, Wp, T0, stride, N), N, T0
+
+
+def _padded_height(H: int, p: int, Wp: int, T0: int, stride: int, queries: int) -> int:
+    """Rows ``Hp`` of the padded key map: at least ``H + 2p``, and enough that the last of
+    ``queries`` flat queries finds its whole window (flat element ``T0 + stride*(queries-1)``)."""
+    need = T0 + stride * (queries - 1) + 1
+    return max(H + 2 * p, -(-need // Wp))
 
 
 _MASKS: dict = {}
@@ -234,14 +238,10 @@ def local_attention_flat(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_c
     precision (see the module docstring for the layout). Works on any device; on CPU it
     processes the batch in chunks whose working set stays in cache.
 
+    The arguments ``q, k, v, rel_row, rel_col, heads, stride`` and the shapes are those of
+    :func:`~attnas.ops.fullattn.local_self_attention.local_attention`.
+
     Args:
-        q: Queries ``[B, C, H, W]`` (or already strided ``[B, C, ceil(H/s), ceil(W/s)]``).
-        k: Keys ``[B, C, H, W]``.
-        v: Values ``[B, C, H, W]``.
-        rel_row: Row-offset embeddings ``[C/2, ks]``.
-        rel_col: Column-offset embeddings ``[C/2, ks]``.
-        heads: Number of heads; ``C`` must be divisible by it.
-        stride: Query stride ``s``.
         chunk_size: Images per chunk (default: :func:`_chunk_size`).
         save_attention: Keep the attention weights (``B*heads*ks*ks`` floats per output
             position) for the backward pass instead of recomputing them chunk by chunk:
@@ -249,15 +249,11 @@ def local_attention_flat(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_c
 
     Returns:
         ``[B, C, ceil(H/s), ceil(W/s)]``.
-
-    Shapes:
-        - **input:** ``q, k, v`` ``[B, C, H, W]``, ``rel_row, rel_col`` ``[C/2, ks]``
-        - **output:** ``[B, C, ceil(H/s), ceil(W/s)]``
     """
-    ks = _check_inputs(q, k, v, rel_row, rel_col, heads, stride)
+    ks = check_inputs(q, k, v, rel_row, rel_col, heads, stride)
     B, C, H, W = k.shape
     p, Ho, Wo, Wp, Hp, N, T0 = _flat_geometry(H, W, ks, stride)
-    q = _strided_queries(q, H, W, stride)
+    q = strided_queries(q, H, W, stride)
     qf = F.pad(q, (0, Wp - Wo)).reshape(B, C, N)
     pad = (p, Wp - W - p, p, Hp - H - p)
     kf = F.pad(k, pad).reshape(B, C, Hp * Wp)

@@ -121,6 +121,14 @@ def _train_standalone(space: Any, task: Any, train: Any, drawn: list[Arch], keys
             bar.advance(1)
 
 
+def same_config(text: str, config: Any) -> bool:
+    """Whether the ``config.yaml`` text ``text`` holds the settings of ``config``, in any key order
+    (an options class that lists its fields in another order writes the same settings)."""
+    from attnas.config.yaml_loading import load_yaml
+
+    return load_yaml(text, RunDir.CONFIG) == load_yaml(config.to_yaml(), RunDir.CONFIG)
+
+
 def _supernet_strategy(config: Any, space: Any, task: Any, folder: Path, supernet_from: str | None) -> Any:
     from attnas.runs.build import build_strategy
     from attnas.pipeline import run_info
@@ -133,7 +141,7 @@ def _supernet_strategy(config: Any, space: Any, task: Any, folder: Path, superne
         strategy.load_supernet()
         return strategy
     if (folder / RunDir.CONFIG).exists():
-        if (folder / RunDir.CONFIG).read_text() != config.to_yaml():
+        if not same_config((folder / RunDir.CONFIG).read_text(), config):
             raise RunDirError(f"{folder} holds a supernet of another configuration; use another label")
         run = RunDir.open(folder)
         run.lock()

@@ -27,6 +27,19 @@ LABELS = {
 }
 
 
+def _save(fig, ax, title: str, title_size: int, path: str | Path) -> Path:
+    """Title ``ax`` (when ``title``), write ``fig`` to the PNG ``path`` at 150 dpi and close it."""
+    import matplotlib.pyplot as plt
+
+    if title:
+        ax.set_title(title, fontsize=title_size)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return path
+
+
 def draw_hoga_cell(edges: dict[str, str], groups: int, path: str | Path, title: str = "") -> Path:
     """Draw the cell ``edges`` (``{"j-k": op}``) with ``groups`` groups to ``path`` (PNG)."""
     import matplotlib
@@ -76,13 +89,7 @@ def draw_hoga_cell(edges: dict[str, str], groups: int, path: str | Path, title: 
     ax.set_xlim(-0.7, 8.6)
     ax.set_ylim(min(ys.values()) - 0.7, max(ys.values()) + 0.7)
     ax.axis("off")
-    if title:
-        ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=150)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, title, 10, path)
 
 
 def draw_edge_weights(weights: dict[str, dict[str, float]], path: str | Path, title: str = "") -> Path:
@@ -110,13 +117,7 @@ def draw_edge_weights(weights: dict[str, dict[str, float]], path: str | Path, ti
     ax.set_xticks(range(len(ops)), [LABELS.get(o, o) for o in ops], rotation=40, ha="right", fontsize=8)
     ax.set_yticks(range(len(edges)), [f"edge {e}" for e in edges], fontsize=8)
     fig.colorbar(im, ax=ax, label="softmax(alpha)")
-    if title:
-        ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=150)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, title, 9, path)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -109,7 +109,7 @@ def run_phase(phase: BilevelPhase, options: DartsConfig, run: RunDir, seed: int,
         The last epoch's event fields (``loss``, ``arch_loss``, ``val``...) and ``seconds``
         (wall time of the phase, summed over resumes).
     """
-    o = options
+    o, w = options, options.optim  # w: the weight optimiser (SGD, cosine-annealed)
     saved = ResumablePhase(run, phase.tag, {"model": phase.module}, elapsed_key="seconds", when_done=("model",))
     if saved.load() and saved.done:
         saved.restore()
@@ -117,11 +117,11 @@ def run_phase(phase: BilevelPhase, options: DartsConfig, run: RunDir, seed: int,
         return phase.summary
     # foreach: the same arithmetic as the per-parameter loop in a few multi-tensor kernels (a
     # supernet has hundreds of small parameters; PyTorch uses the loop by default on the CPU)
-    w_opt = torch.optim.SGD(phase.weights, lr=o.lr, momentum=o.momentum, weight_decay=o.weight_decay,
+    w_opt = torch.optim.SGD(phase.weights, lr=w.lr, momentum=w.momentum, weight_decay=w.weight_decay,
                             foreach=True)
     a_opt = torch.optim.Adam(phase.alpha, lr=phase.arch_lr, betas=tuple(o.arch_betas),
                              weight_decay=o.arch_weight_decay, foreach=True)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(w_opt, T_max=max(1, phase.epochs), eta_min=o.lr_min)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(w_opt, T_max=max(1, phase.epochs), eta_min=w.lr_min)
     base = zlib.crc32(phase.tag.encode()) + 7919 * seed
     gen_a, gen_b = torch.Generator().manual_seed(base), torch.Generator().manual_seed(base + 1)
     saved.track(w_opt=w_opt, a_opt=a_opt, scheduler=sched, gen_a=gen_a, gen_b=gen_b)
@@ -142,9 +142,9 @@ def run_phase(phase: BilevelPhase, options: DartsConfig, run: RunDir, seed: int,
         loss = loss_fn(batch)
         where = f"epoch {epoch}, step {steps + 1}"  # of the loop below
         if dist is not None:  # raises on every rank when the union's loss is not finite
-            loss, value = dist.step_loss(loss, share, phase.tag, where, "lower strategy.lr?")
+            loss, value = dist.step_loss(loss, share, phase.tag, where, "lower strategy.optim.lr?")
         else:
-            value = check_finite_loss(loss, phase.tag, where, "lower strategy.lr?")
+            value = check_finite_loss(loss, phase.tag, where, "lower strategy.optim.lr?")
         loss.backward(inputs=params)
         if dist is not None:
             dist.average_gradients(params)
@@ -160,8 +160,8 @@ def run_phase(phase: BilevelPhase, options: DartsConfig, run: RunDir, seed: int,
                 # weight step on train_A
                 w_opt.zero_grad(set_to_none=True)
                 w_total += step(batch_a, share_a, phase.weights, phase.loss)
-                if o.grad_clip > 0:
-                    nn.utils.clip_grad_norm_(phase.weights, o.grad_clip)
+                if w.grad_clip > 0:
+                    nn.utils.clip_grad_norm_(phase.weights, w.grad_clip)
                 w_opt.step()
                 # architecture step on train_B (restart its pass when it runs out first)
                 part_b = next(b_iter, None)

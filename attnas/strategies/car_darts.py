@@ -43,22 +43,32 @@ masks), "arch", "alpha"}`` per search epoch, then the ``darts`` events of :class
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 import torch
 from torch import nn
 
-from attnas.config import NonNegativeFloat, PositiveFloat, PositiveInt, Range
+from attnas.config import PositiveFloat, PositiveInt, Range, with_defaults
 from attnas.core.errors import UnsupportedError
 from attnas.models.car_decoder import ContextAutoregressionModel
 from attnas.models.stagewise_network import image_tensor
 from attnas.registry import register_strategy
 from attnas.runs.rng import seed_everything
 from attnas.strategies.darts import BilevelPhase, Darts, DartsConfig, bilevel_splits
+from attnas.strategies.darts_config import DartsOptimConfig
 from attnas.tasks._context_autoregression import context_masks, mask_images, masked_l1_loss
 
-__all__ = ["CarDarts", "CarDartsConfig", "masked_reconstruction_loss"]
+__all__ = ["CarDarts", "CarDartsConfig", "CarDartsOptimConfig", "masked_reconstruction_loss"]
+
+
+#: The weight optimiser of both phases of ``car-darts``: :class:`~attnas.strategies.darts_config.DartsOptimConfig`
+#: annealed to 0 (Zhou et al., 2021, Sec. IV.B).
+CarDartsOptimConfig = with_defaults(
+    DartsOptimConfig, "CarDartsOptimConfig",
+    "The weight optimiser of ``car-darts`` (:class:`~attnas.strategies.darts_config.DartsOptimConfig` "
+    "with ``lr_min`` 0).",
+    lr_min=0.0)
 
 
 @dataclass(frozen=True)
@@ -66,9 +76,9 @@ class CarDartsConfig(DartsConfig):
     """Options of ``car-darts`` (defaults: Zhou et al., 2021, Sec. IV.B).
 
     The inherited :class:`~attnas.strategies.darts.DartsConfig` options set the fine-tuning
-    phase (``epochs`` 50, ``arch_lr`` 1e-4) and the weight optimiser of both phases (SGD lr
-    0.025, cosine to ``lr_min``, momentum 0.9, weight decay 3e-4); ``alpha_init`` is
-    ``zeros`` (Sec. IV.B.1).
+    phase (``epochs`` 50, ``arch_lr`` 1e-4) and the weight optimiser of both phases
+    (``optim``, :class:`CarDartsOptimConfig`: SGD lr 0.025, cosine to ``lr_min`` 0, momentum
+    0.9, weight decay 3e-4); ``alpha_init`` is ``zeros`` (Sec. IV.B.1).
 
     Attributes:
         car: Run the context auto-regression search phase (``false``: the Table VII
@@ -83,7 +93,7 @@ class CarDartsConfig(DartsConfig):
     """
 
     epochs: PositiveInt = 50
-    lr_min: NonNegativeFloat = 0.0
+    optim: CarDartsOptimConfig = field(default_factory=CarDartsOptimConfig)
     arch_lr: PositiveFloat = 1e-4
     alpha_init: Literal["space", "normal", "zeros"] = "zeros"
     car: bool = True

@@ -5,8 +5,8 @@ The space's continuous relaxation (:meth:`~attnas.spaces.base.Space.relaxed`: a 
 ``weight_parameters()``) is trained by alternating two steps on two disjoint halves of the
 training data (AutoLA Eq. 15 with the first-order approximation of Liu et al., 2019):
 
-* a weight step on a batch of ``train_A``: SGD (momentum 0.9, weight decay 3e-4, cosine
-  learning rate 0.025 -> 0.001 over the epochs, gradient norm clipped at 5);
+* a weight step on a batch of ``train_A``: SGD (``strategy.optim``: momentum 0.9, weight decay
+  3e-4, cosine learning rate 0.025 -> 0.001 over the epochs, gradient norm clipped at 5);
 * an architecture step on a batch of ``train_B``: Adam on ``alpha`` only (lr 3e-4,
   betas (0.5, 0.999), weight decay 1e-3, as DARTS does), the gradient taken with
   ``loss.backward(inputs=alpha)`` so no weight gradient is computed.
@@ -261,7 +261,7 @@ class Darts(Strategy):
     # ------------------------------------------------------------------ the loop
 
     def _batches(self, split: str, gen: torch.Generator) -> Iterator[Any]:
-        return self.task.batches(split, shuffle=True, generator=gen, batch_size=self.options.batch_size)
+        return self.task.batches(split, shuffle=True, generator=gen, batch_size=self.options.optim.batch_size)
 
     def run_phase(self, phase: BilevelPhase) -> dict:
         """Run (or resume, or skip when finished) one bilevel phase of this search; returns its

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
-from attnas.config import CheckedConfig, Fraction, NonNegativeFloat, PositiveFloat, PositiveInt
+from attnas.config import (CheckedConfig, Fraction, NonNegativeFloat, OptimConfig, PositiveFloat, PositiveInt,
+                           moved_into, with_defaults)
 from attnas.core.errors import ConfigError
 
 
@@ -32,18 +33,27 @@ class CostTermConfig(CheckedConfig):
     field_prefix = "cost."
 
 
+#: The weight optimiser of a DARTS search: :class:`~attnas.config.OptimConfig`'s fields with
+#: DARTS's defaults (Liu et al., ICLR 2019; AutoLA, Ma et al., NeurIPS 2020, Sec. 4.2).
+DartsOptimConfig = with_defaults(
+    OptimConfig, "DartsOptimConfig",
+    "The weight optimiser of ``darts`` (:class:`~attnas.config.OptimConfig`; defaults SGD lr 0.025, "
+    "cosine-annealed to 0.001, momentum 0.9, weight decay 3e-4, gradient norm clipped at 5, batches of 128). "
+    "The search trains the weights by SGD with cosine annealing only.",
+    lr=0.025, lr_min=0.001, optimizer="sgd", scheduler="cosine", weight_decay=3e-4, grad_clip=5.0)
+
+
 @dataclass(frozen=True)
 class DartsConfig(CheckedConfig):
     """Options of ``darts`` (defaults: AutoLA Sec. 4.2 and DARTS).
 
     Attributes:
         epochs: Search epochs (one epoch = one pass over the weight split; 100 in AutoLA).
-        batch_size: Mini-batch size of both steps (128 in AutoLA).
-        lr: Initial learning rate of the weights (SGD, cosine-annealed).
-        lr_min: Final learning rate of the cosine schedule.
-        momentum: SGD momentum.
-        weight_decay: SGD weight decay.
-        grad_clip: Max norm of the weight gradient (0: no clipping; DARTS clips at 5).
+        optim: The weight optimiser and the batches (:class:`DartsOptimConfig`: SGD lr 0.025,
+            cosine-annealed to ``lr_min`` 0.001, momentum 0.9, weight decay 3e-4, gradient
+            norm clipped at 5, mini-batches of 128 for both steps, as in AutoLA). Given flat
+            (the shape before this section, ``strategy: {lr: 0.05}``), these keys are read
+            as ``optim.<key>``.
         arch_lr: Adam learning rate of ``alpha``.
         arch_betas: Adam betas of ``alpha``.
         arch_weight_decay: Adam weight decay of ``alpha``.
@@ -61,12 +71,7 @@ class DartsConfig(CheckedConfig):
     """
 
     epochs: PositiveInt = 100
-    batch_size: PositiveInt = 128
-    lr: PositiveFloat = 0.025
-    lr_min: NonNegativeFloat = 0.001
-    momentum: NonNegativeFloat = 0.9
-    weight_decay: NonNegativeFloat = 3e-4
-    grad_clip: NonNegativeFloat = 5.0
+    optim: DartsOptimConfig = field(default_factory=DartsOptimConfig)
     arch_lr: PositiveFloat = 3e-4
     arch_betas: tuple[Fraction, ...] = (0.5, 0.999)
     arch_weight_decay: NonNegativeFloat = 1e-3
@@ -79,10 +84,17 @@ class DartsConfig(CheckedConfig):
     checkpoint_every: PositiveInt = 1
     cost: CostTermConfig = field(default_factory=CostTermConfig)
 
+    moved_keys = moved_into(OptimConfig, "optim")
+
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not self.lr_min <= self.lr:
-            raise ConfigError(f"lr_min: must be in [0, lr={self.lr}], got {self.lr_min}")
+        o = self.optim
+        if (o.optimizer, o.scheduler) != ("sgd", "cosine"):
+            raise ConfigError(f"optim: the weights of a DARTS search are trained by SGD with cosine annealing "
+                              f"(optimizer: sgd, scheduler: cosine), got optimizer: {o.optimizer}, "
+                              f"scheduler: {o.scheduler}")
+        if not o.lr_min <= o.lr:
+            raise ConfigError(f"optim.lr_min: must be in [0, optim.lr={o.lr}], got {o.lr_min}")
         if len(self.arch_betas) != 2:
             raise ConfigError(f"arch_betas: expected two numbers in [0, 1), got {list(self.arch_betas)}")
         if self.splits is not None:

@@ -77,6 +77,7 @@ from attnas.strategies._mechanism_selection import (
     sweep_trial,
 )
 from attnas.strategies.base import SearchResult, Strategy
+from attnas.tasks.base import SplitTensorsTask
 from attnas.training.train import fit, make_optimizer
 
 
@@ -237,15 +238,11 @@ class MechanismSearch(Strategy):
         bs = self.options.score_batch_size or self.options.supernet.optim.batch_size
         return lambda: self.task.batches("val", batch_size=bs)
 
-    @staticmethod
-    def _count(output: torch.Tensor, batch: dict) -> tuple[int, int]:
-        return int((output.argmax(dim=-1) == batch["y"]).sum()), int(batch["y"].numel())
-
     def trial(self) -> Trial:
         """One masked-drop trial of the active blocks, logging a ``scoring`` event per block."""
         metric = self.task.metric
         if metric == "accuracy":
-            count = getattr(self.task, "count_correct", None) or self._count  # per-token tasks count their own
+            count = getattr(self.task, "count_correct", None) or SplitTensorsTask.count_correct  # one per example
             base_trial = sweep_trial(self._score_batches(), count)
         else:  # a task with another metric: one full evaluation per masking pattern
             bs = self.options.score_batch_size or self.options.supernet.optim.batch_size

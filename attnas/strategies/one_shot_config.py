@@ -112,12 +112,11 @@ def check_cost_options(options: Any) -> None:
 
 
 @dataclass(frozen=True)
-class OneShotEvolutionConfig(CheckedConfig):
-    """Options of ``one-shot-evolution``.
+class OneShotConfig(CheckedConfig):
+    """The options every one-shot strategy has (``one-shot-evolution``, ``one-shot-random``).
 
     Attributes:
         supernet: Supernet training.
-        evolution: The evolution.
         rerank: Re-ranking of the best candidates.
         score_threads: Candidates scored side by side on the CPU, each in a thread with
             one torch thread (:func:`~attnas.scale.parallel.map_in_threads`); ``None``: as many as
@@ -126,14 +125,15 @@ class OneShotEvolutionConfig(CheckedConfig):
         objectives: What the search optimises: the task's validation metric
             (``val_<metric>``, maximised) and measured costs (:data:`attnas.costs.config.COSTS`,
             minimised), e.g. ``[val_accuracy, params]``; ``None``: the validation metric
-            alone. With two or more, the search keeps a Pareto front (``pareto.json``) and picks the parents of each round by NSGA-II's rank and crowding distance.
+            alone. With two or more, the search keeps a Pareto front (``pareto.json``): of the
+            sampled candidates, or, in the evolution, picking the parents of each round by
+            NSGA-II's rank and crowding distance.
         constraints: Upper limits on measured costs, e.g. ``{params: 1e6, latency_ms: 5}``:
             a candidate over one is rejected before it is scored and another is drawn.
         costs: How costs are measured (:class:`~attnas.costs.config.CostsConfig`).
     """
 
     supernet: SupernetConfig = field(default_factory=SupernetConfig)
-    evolution: EvolutionConfig = field(default_factory=EvolutionConfig)
     rerank: RerankConfig = field(default_factory=RerankConfig)
     score_threads: PositiveInt | None = None
     objectives: list[str] | None = None
@@ -146,27 +146,24 @@ class OneShotEvolutionConfig(CheckedConfig):
 
 
 @dataclass(frozen=True)
-class OneShotRandomConfig(CheckedConfig):
-    """Options of ``one-shot-random``.
+class OneShotEvolutionConfig(OneShotConfig):
+    """Options of ``one-shot-evolution``: those of :class:`OneShotConfig` and
+
+    Attributes:
+        evolution: The evolution.
+    """
+
+    evolution: EvolutionConfig = field(default_factory=EvolutionConfig)
+
+
+@dataclass(frozen=True)
+class OneShotRandomConfig(OneShotConfig):
+    """Options of ``one-shot-random``: those of :class:`OneShotConfig` and
 
     Attributes:
         samples: Distinct architectures drawn from the prior and scored.
         checkpoint_every: Evaluated candidates between checkpoints.
-        score_threads: As in :class:`OneShotEvolutionConfig`.
-        objectives: As in :class:`OneShotEvolutionConfig` (the front of the sampled candidates).
-        constraints: As in :class:`OneShotEvolutionConfig`.
-        costs: As in :class:`OneShotEvolutionConfig`.
     """
 
-    supernet: SupernetConfig = field(default_factory=SupernetConfig)
     samples: PositiveInt = 1000
     checkpoint_every: PositiveInt = 100
-    rerank: RerankConfig = field(default_factory=RerankConfig)
-    score_threads: PositiveInt | None = None
-    objectives: list[str] | None = None
-    constraints: dict[str, PositiveFloat] | None = None
-    costs: CostsConfig = field(default_factory=CostsConfig)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_cost_options(self)

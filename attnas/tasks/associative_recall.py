@@ -11,10 +11,9 @@ the metric is the accuracy over the query positions only (Zoology's MQAR accurac
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -24,7 +23,7 @@ from attnas.config import PositiveInt
 from attnas.core.errors import DataError
 from attnas.data.mqar import IGNORE, MQARConfig, generate_mqar
 from attnas.data.token_sequences import SPLITS, batch_indices, check_split
-from attnas.tasks.base import Task, TaskInfo
+from attnas.tasks.base import SplitTensorsTask, TaskInfo
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,7 @@ def query_counts(output: torch.Tensor, y: torch.Tensor) -> tuple[int, int]:
 
 
 @registry.register_task("mqar")
-class MQARTask(Task):
+class MQARTask(SplitTensorsTask):
     """Multi-query associative recall: predict each queried key's value (accuracy over queries only).
 
     Args:
@@ -78,25 +77,14 @@ class MQARTask(Task):
                         extra={"vocab_size": o.vocab_size, "max_len": o.seq_len, "pad_id": 0, "dataset": "mqar",
                                "per_token": True})
 
-    def to(self, device: torch.device | str) -> MQARTask:
-        super().to(device)
-        self._tensors = {s: tuple(t.to(self.device) for t in ts) for s, ts in self._tensors.items()}
-        return self
-
     def size(self, split: str) -> int:
         """Number of examples in ``split``."""
         return int(self._tensors[check_split(split)][0].shape[0])
 
     def batches(self, split: str, *, shuffle: bool = False, generator: torch.Generator | None = None,
                 batch_size: int | None = None) -> Iterator[dict[str, torch.Tensor]]:
-        """Batches ``{"tokens", "mask", "y"}`` of ``split`` (every example has ``seq_len`` tokens).
-
-        Args:
-            split: ``train``, ``val`` or ``test``.
-            shuffle: Visit the examples in a random order (drawn on the CPU from ``generator``).
-            generator: Torch generator for the order (default: the global one).
-            batch_size: Examples per batch (default: the task's ``batch_size``).
-        """
+        """Batches ``{"tokens", "mask", "y"}`` of ``split`` (every example has ``seq_len`` tokens;
+        arguments: :meth:`~attnas.tasks.base.Task.batches`)."""
         tokens, labels = self._tensors[check_split(split)]
         for idx in batch_indices(tokens.shape[0], batch_size or self.options.batch_size, shuffle, generator,
                                  self.device):
@@ -109,14 +97,6 @@ class MQARTask(Task):
 
     @staticmethod
     def count_correct(output: torch.Tensor, batch: dict[str, torch.Tensor]) -> tuple[int, int]:
-        """``(correct, queries)`` of one batch (the accuracy's numerator and denominator)."""
+        """``(correct, queries)`` of one batch: the accuracy (:meth:`evaluate`) is over the query
+        positions only."""
         return query_counts(output, batch["y"])
-
-    @torch.no_grad()
-    def evaluate(self, forward: Callable[[Any], torch.Tensor], split: str, batch_size: int | None = None) -> float:
-        """Accuracy of ``forward`` over the query positions of ``split``."""
-        correct = total = 0
-        for batch in self.batches(split, batch_size=batch_size):
-            c, t = self.count_correct(forward(batch), batch)
-            correct, total = correct + c, total + t
-        return correct / max(total, 1)

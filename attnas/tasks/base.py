@@ -66,7 +66,14 @@ class Task:
 
     def batches(self, split: str, *, shuffle: bool = False, generator: torch.Generator | None = None,
                 batch_size: int | None = None) -> Iterator[Any]:
-        """Iterate over the batches of ``split`` (``train``, ``val`` or ``test``)."""
+        """Iterate over the batches of ``split``.
+
+        Args:
+            split: ``train``, ``val`` or ``test``.
+            shuffle: Visit the examples in a random order (drawn on the CPU from ``generator``).
+            generator: Torch generator for the order (default: the global one).
+            batch_size: Examples per batch (default: the task's ``batch_size``).
+        """
         raise NotImplementedError
 
     def loss(self, output: torch.Tensor, batch: Any) -> torch.Tensor:
@@ -90,3 +97,35 @@ class Task:
     def with_dataset(self, dataset: str) -> Task:
         """The same task on another dataset (for transfer: ``attnas retrain --dataset``)."""
         raise NotImplementedError(f"task '{self.name}' cannot switch datasets")
+
+
+def argmax_counts(output: torch.Tensor, y: torch.Tensor) -> tuple[int, int]:
+    """``(correct, examples)`` of one batch: argmax hits of the logits ``output [..., C]`` against ``y``."""
+    return int((output.argmax(dim=-1) == y).sum()), int(y.numel())
+
+
+class SplitTensorsTask(Task):
+    """A task whose data are tensors held per split (``self._tensors[split]``, a tuple) and
+    whose metric is an accuracy counted batch by batch (:meth:`count_correct`)."""
+
+    _tensors: dict[str, tuple[torch.Tensor, ...]]
+
+    def to(self, device: torch.device | str) -> SplitTensorsTask:
+        super().to(device)
+        self._tensors = {s: tuple(t.to(self.device) for t in ts) for s, ts in self._tensors.items()}
+        return self
+
+    @staticmethod
+    def count_correct(output: torch.Tensor, batch: dict[str, torch.Tensor]) -> tuple[int, int]:
+        """``(correct, counted)`` of one batch (the accuracy's numerator and denominator):
+        here one prediction per example, :func:`argmax_counts`."""
+        return argmax_counts(output, batch["y"])
+
+    @torch.no_grad()
+    def evaluate(self, forward: Callable[[Any], torch.Tensor], split: str, batch_size: int | None = None) -> float:
+        """Accuracy of ``forward`` on ``split``: the hits of :meth:`count_correct` over all batches."""
+        correct = total = 0
+        for batch in self.batches(split, batch_size=batch_size):
+            c, t = self.count_correct(forward(batch), batch)
+            correct, total = correct + c, total + t
+        return correct / max(total, 1)

@@ -11,10 +11,9 @@ return logits ``[B, num_classes]``; the metric is accuracy.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -25,7 +24,7 @@ from attnas.core.errors import ConfigError, unknown_name
 from attnas.data.listops import ListOpsConfig
 from attnas.data.text_sequences import TextSequencesConfig, load_text_sequences, text_dataset_names
 from attnas.data.token_sequences import SPLITS, TokenSequences, batch_indices, check_split, pad_sequences
-from attnas.tasks.base import Task, TaskInfo
+from attnas.tasks.base import SplitTensorsTask, TaskInfo
 
 #: Datasets this task reads, and the name of the option section that configures each.
 DATASET_OPTIONS = {"listops": "listops"}
@@ -56,7 +55,7 @@ class SequenceClassificationConfig(CheckedConfig):
 
 
 @registry.register_task("sequence-classification")
-class SequenceClassificationTask(Task):
+class SequenceClassificationTask(SplitTensorsTask):
     """Classify token sequences (ListOps, or byte/word-level text).
 
     Args:
@@ -98,11 +97,6 @@ class SequenceClassificationTask(Task):
                    "dataset": self.data.name},
         )
 
-    def to(self, device: torch.device | str) -> SequenceClassificationTask:
-        super().to(device)
-        self._tensors = {s: tuple(t.to(self.device) for t in ts) for s, ts in self._tensors.items()}
-        return self
-
     def size(self, split: str) -> int:
         """Number of examples in ``split``."""
         return self.data.size(self._check_split(split))
@@ -112,14 +106,8 @@ class SequenceClassificationTask(Task):
 
     def batches(self, split: str, *, shuffle: bool = False, generator: torch.Generator | None = None,
                 batch_size: int | None = None) -> Iterator[dict[str, torch.Tensor]]:
-        """Batches ``{"tokens", "mask", "y"}`` of ``split``, padded to the batch's longest sequence.
-
-        Args:
-            split: ``train``, ``val`` or ``test``.
-            shuffle: Visit the examples in a random order (drawn on the CPU from ``generator``).
-            generator: Torch generator for the order (default: the global one).
-            batch_size: Examples per batch (default: the task's ``batch_size``).
-        """
+        """Batches ``{"tokens", "mask", "y"}`` of ``split``, padded to the batch's longest sequence
+        (arguments: :meth:`~attnas.tasks.base.Task.batches`)."""
         tokens, lengths, labels = self._tensors[self._check_split(split)]
         bs = batch_size or self.options.batch_size
         for idx in batch_indices(labels.shape[0], bs, shuffle, generator, self.device):
@@ -132,16 +120,6 @@ class SequenceClassificationTask(Task):
     def loss(self, output: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Cross-entropy of the logits ``output [B, C]``."""
         return F.cross_entropy(output, batch["y"])
-
-    @torch.no_grad()
-    def evaluate(self, forward: Callable[[Any], torch.Tensor], split: str, batch_size: int | None = None) -> float:
-        """Accuracy of ``forward`` on ``split``."""
-        correct = total = 0
-        for batch in self.batches(split, batch_size=batch_size):
-            pred = forward(batch).argmax(dim=-1)
-            correct += int((pred == batch["y"]).sum())
-            total += int(batch["y"].numel())
-        return correct / max(total, 1)
 
     def with_dataset(self, dataset: str) -> SequenceClassificationTask:
         """The same task on another registered sequence dataset."""

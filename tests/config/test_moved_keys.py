@@ -21,6 +21,7 @@ from attnas.config import (
     moved_into,
     with_defaults,
 )
+from attnas.config.moved_keys import nest_moved
 from attnas.config.yaml_loading import load_yaml
 from attnas.core.errors import ConfigError
 from attnas.graphvae.train import VAETrainConfig
@@ -65,9 +66,11 @@ strategy:
 
 
 # Options a section brought to an owner that did not have them, with the value the old code
-# used for them: latent-bo's VAE trained with VAETrainConfig's defaults for these.
+# used for them: latent-bo's VAE trained with VAETrainConfig's defaults for these; darts and
+# car-darts trained their weights by SGD with cosine annealing, which their optim section names.
 ADDED_OPTIONS = {"strategy.vae.plateau_factor": 0.1, "strategy.vae.plateau_patience": 10,
-                 "strategy.vae.max_batches": None, "strategy.vae.precision": "fp32"}
+                 "strategy.vae.max_batches": None, "strategy.vae.precision": "fp32",
+                 "strategy.optimizer": "sgd", "strategy.scheduler": "cosine"}
 
 
 def test_every_shipped_recipe_keeps_the_settings_it_had_before_the_move():
@@ -80,12 +83,17 @@ def test_every_shipped_recipe_keeps_the_settings_it_had_before_the_move():
         assert {k: v for k, v in actual[name].items() if k not in added} == expected[name], name
 
 
+def _read(cls: type, data: dict, path: str):
+    """``data`` read into ``cls`` as a recipe's section is: moved keys nested, then validated."""
+    return from_mapping(cls, nest_moved(cls, data, path), path)
+
+
 def test_the_graph_vae_strategies_train_with_the_settings_they_built_before():
-    vae = from_mapping(LatentVAEConfig, {"epochs": 20, "batch_size": 64, "lr": 0.005}, "strategy.vae")
+    vae = _read(LatentVAEConfig, {"epochs": 20, "batch_size": 64, "lr": 0.005}, "strategy.vae")
     assert vae.train_settings(3) == VAETrainConfig(epochs=20, batch_size=64, lr=0.005, iterations=1, seed=3)
     assert LatentVAEConfig().train_settings(0) == VAETrainConfig(epochs=50, batch_size=32, lr=1e-3, iterations=1)
-    gv = from_mapping(GraphVAEStrategyConfig, {"model": "dvae-emb", "epochs": 3, "lr": 0.01, "max_batches": 2,
-                                               "precision": "bf16", "plateau_patience": 4}, "strategy")
+    gv = _read(GraphVAEStrategyConfig, {"model": "dvae-emb", "epochs": 3, "lr": 0.01, "max_batches": 2,
+                                        "precision": "bf16", "plateau_patience": 4}, "strategy")
     assert gv.train_settings(5) == VAETrainConfig(epochs=3, batch_size=32, lr=0.01, plateau_factor=0.1,
                                                   plateau_patience=4, iterations=4, seed=5, max_batches=2,
                                                   precision="bf16")
@@ -138,7 +146,7 @@ def test_a_key_given_flat_and_nested_in_one_recipe_is_refused():
 
 
 def test_the_section_defaults_stay_those_of_the_owner_when_only_some_keys_are_given():
-    sn = from_mapping(SupernetTrainingConfig, {"lr": 0.001}, "supernet")
+    sn = _read(SupernetTrainingConfig, {"lr": 0.001}, "supernet")
     assert (sn.optim.lr, sn.optim.weight_decay, sn.optim.optimizer, sn.optim.batch_size) == (0.001, 0.1, "adamw", 32)
 
 
@@ -150,7 +158,14 @@ class _Owner(CheckedConfig):
 
 def test_a_section_that_is_not_a_mapping_is_reported():
     with pytest.raises(ConfigError, match=r"^x\.optim: expected a mapping, got 3"):
-        from_mapping(_Owner, {"lr": 0.1, "optim": 3}, "x")
+        _read(_Owner, {"lr": 0.1, "optim": 3}, "x")
+
+
+def test_the_validator_reads_nested_sections_only():
+    """The flat keys are moved once, where a recipe or saved config is read
+    (:func:`~attnas.config.run.nest_moved_keys`); :func:`from_mapping` validates what it is given."""
+    with pytest.raises(ConfigError, match=r"^supernet\.lr: unknown key"):
+        from_mapping(SupernetTrainingConfig, {"lr": 0.001}, "supernet")
 
 
 def test_with_defaults_keeps_the_types_and_checks_its_names():
@@ -207,3 +222,22 @@ def test_old_run_folders_of_the_graph_vae_strategies_train_the_same():
     gv = config_from_dict(data).strategy.options
     assert gv.train_settings(2) == VAETrainConfig(epochs=2, batch_size=32, lr=0.001, iterations=1, seed=2)
     assert config_from_dict(data) == load_config("opemb-enas-quick")
+
+
+#: The strategy section of an ``autola-digits-quick`` run folder written before ``darts`` had
+#: its ``optim`` section (the weight optimiser's keys flat).
+OLD_DARTS_STRATEGY = {"name": "darts", "epochs": 4, "batch_size": 64, "lr": 0.05, "lr_min": 0.001, "arch_lr": 0.006}
+
+
+def test_an_old_darts_run_folder_and_old_set_keys_load_into_the_optim_section():
+    data = load_config("autola-digits-quick").to_dict()
+    data["strategy"] = dict(OLD_DARTS_STRATEGY)
+    assert config_from_dict(data) == load_config("autola-digits-quick")
+    for key in ("strategy.lr", "strategy.optim.lr"):
+        optim = load_config("fullattn-digits-quick", [f"{key}=0.125"]).strategy.options.optim
+        assert (optim.lr, optim.lr_min, optim.optimizer) == (0.125, 0.0, "sgd")  # car-darts anneals to 0
+
+
+def test_darts_names_the_one_weight_optimiser_it_runs():
+    with pytest.raises(ConfigError, match=r"optim: the weights of a DARTS search are trained by SGD with cosine"):
+        load_config("autola-digits-quick", ["strategy.optim.optimizer=adam"])

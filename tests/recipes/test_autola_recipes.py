@@ -51,7 +51,8 @@ def test_search_follows_the_paper(ds):
     s, sp = cfg.strategy.options, cfg.space.options
     assert cfg.strategy.name == "darts"
     assert (sp.backbone, sp.width, sp.groups) == ("resnet20", 16, 4)  # ResNet-20, K = 4 (Sec. 4.2)
-    assert (s.epochs, s.batch_size, s.lr, s.lr_min, s.momentum, s.weight_decay) == (100, 128, 0.025, 0.001, 0.9, 3e-4)
+    w = s.optim
+    assert (s.epochs, w.batch_size, w.lr, w.lr_min, w.momentum, w.weight_decay) == (100, 128, 0.025, 0.001, 0.9, 3e-4)
     assert (s.arch_lr, tuple(s.arch_betas), s.arch_weight_decay, s.alpha_init) == (3e-4, (0.5, 0.999), 1e-3, "space")
     assert cfg.retrain.init == "scratch"
     if ds == "cifar10":
@@ -104,7 +105,7 @@ SMALL = ["space.width=4", "task.batch_size=16", "task.eval_batch_size=32", "retr
 
 
 @pytest.mark.parametrize("recipe, extra", [
-    ("autola-cifar10", ["strategy.epochs=1", "strategy.batch_size=16"]),
+    ("autola-cifar10", ["strategy.epochs=1", "strategy.optim.batch_size=16"]),
     ("autola-cifar10-hog-cbam", []),
     ("autola-cifar10-se", []),
 ])

@@ -29,7 +29,8 @@ def test_search_follows_the_paper(ds):
     assert cfg.strategy.name == "car-darts" and s.car
     assert (sp.init_channels, sp.final_channels, sp.shared_stages) == (16, 96, False)  # Sec. IV.B, IV.C
     # search phase (Sec. IV.B.1): 20 epochs, SGD 0.025 cosine to 0, momentum 0.9, wd 3e-4; alpha zero, Adam 3e-4, wd 1e-3
-    assert (s.pretext_epochs, s.lr, s.lr_min, s.momentum, s.weight_decay) == (20, 0.025, 0.0, 0.9, 3e-4)
+    w = s.optim
+    assert (s.pretext_epochs, w.lr, w.lr_min, w.momentum, w.weight_decay) == (20, 0.025, 0.0, 0.9, 3e-4)
     assert (s.alpha_init, s.pretext_arch_lr, s.arch_weight_decay, s.mask_fraction) == ("zeros", 3e-4, 1e-3, 0.25)
     # fine-tuning (Sec. IV.B.2): 50 epochs, alpha from the search phase, Adam 1e-4
     assert (s.epochs, s.arch_lr) == (50, 1e-4)
@@ -50,7 +51,7 @@ def test_ablations_and_baseline_share_task_width_and_budget(ds):
         if v != "-local-sa":
             s = cfg.strategy.options
             assert not s.car and s.alpha_init == "normal", v  # "initialized randomly" (Sec. IV.G.2)
-            assert (s.epochs, s.arch_lr, s.lr) == (ref.strategy.options.epochs, 1e-4, 0.025), v
+            assert (s.epochs, s.arch_lr, s.optim.lr) == (ref.strategy.options.epochs, 1e-4, 0.025), v
     assert load_config(f"fullattn-{ds}-no-sss-no-car").space.options.shared_stages
     base = load_config(f"fullattn-{ds}-local-sa")
     assert base.strategy.name == "fixed"
@@ -69,8 +70,8 @@ TINY = ["space.init_channels=8", "space.reduction=1", "space.final_channels=8", 
 
 
 @pytest.mark.parametrize("recipe, extra", [
-    ("fullattn-digits-quick", ["strategy.pretext_epochs=1", "strategy.epochs=1", "strategy.batch_size=30"]),
-    ("fullattn-fashionmnist-no-sss-no-car", ["task.resize=8", "strategy.epochs=1", "strategy.batch_size=30"]),
+    ("fullattn-digits-quick", ["strategy.pretext_epochs=1", "strategy.epochs=1", "strategy.optim.batch_size=30"]),
+    ("fullattn-fashionmnist-no-sss-no-car", ["task.resize=8", "strategy.epochs=1", "strategy.optim.batch_size=30"]),
     ("fullattn-fashionmnist-local-sa", ["task.resize=8"]),
 ])
 def test_recipes_run_with_tiny_overrides(tmp_path, data_root, recipe, extra):

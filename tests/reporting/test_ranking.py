@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
+from attnas.config import load_config
 from attnas.core.errors import RunDirError
-from attnas.reporting.ranking import rank_correlations, supernet_ranking
+from attnas.reporting.ranking import rank_correlations, same_config, supernet_ranking
 
 
 def test_rank_correlations_of_known_orders():
@@ -72,3 +74,12 @@ def test_the_markdown_says_why_a_correlation_is_undefined():
     assert "nan" not in text.lower()
     assert "| validation | undefined (one of the two score lists is constant) | undefined" in text
     assert "| test | 1.000 (p " in text
+
+
+def test_a_supernet_folder_is_of_the_same_configuration_whatever_its_key_order():
+    """A ``config.yaml`` written before an options class listed its fields in another order
+    (the one-shot options now list their shared fields first) still matches its recipe."""
+    config = load_config("autoattend-sst5-quick")
+    reordered = yaml.safe_dump(yaml.safe_load(config.to_yaml()), sort_keys=True)
+    assert reordered != config.to_yaml() and same_config(reordered, config)
+    assert not same_config(config.replace(seed=config.seed + 1).to_yaml(), config)

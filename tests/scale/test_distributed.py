@@ -276,8 +276,10 @@ def toy_bilevel(per_batch):
 
 def toy_darts(run, per_batch):
     from attnas.strategies.darts import Darts, DartsConfig
+    from attnas.strategies.darts_config import DartsOptimConfig
 
-    cfg = DartsConfig(epochs=3, batch_size=per_batch, arch_lr=0.05, eval_split="", splits=("a", "b"))
+    cfg = DartsConfig(epochs=3, optim=DartsOptimConfig(batch_size=per_batch), arch_lr=0.05, eval_split="",
+                      splits=("a", "b"))
     return Darts(cfg, ToySpace(), toy_bilevel(per_batch), run, seed=0).search()
 
 

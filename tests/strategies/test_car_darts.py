@@ -43,7 +43,9 @@ def test_registered_as_a_darts_subclass_with_the_paper_defaults():
     # Sec. IV.B: search 20 epochs (alpha Adam 3e-4), fine-tune 50 epochs (alpha Adam 1e-4),
     # SGD 0.025 cosine to zero, momentum 0.9, wd 3e-4, alpha wd 1e-3, alpha from zero
     assert (c.pretext_epochs, c.epochs, c.pretext_arch_lr, c.arch_lr) == (20, 50, 3e-4, 1e-4)
-    assert (c.lr, c.lr_min, c.momentum, c.weight_decay, c.arch_weight_decay) == (0.025, 0.0, 0.9, 3e-4, 1e-3)
+    w = c.optim
+    assert (w.optimizer, w.scheduler, w.lr, w.lr_min, w.momentum, w.weight_decay, c.arch_weight_decay) == (
+        "sgd", "cosine", 0.025, 0.0, 0.9, 3e-4, 1e-3)
     assert c.alpha_init == "zeros" and c.car and c.mask_fraction == 0.25
 
 

@@ -16,6 +16,7 @@ from attnas.runs.rng import seed_everything
 from attnas.runs.run_dir import RunDir
 from attnas.spaces.hoga import HOGAConfig, HOGASpace
 from attnas.strategies.darts import BilevelPhase, Darts, DartsConfig, bilevel_splits, load_alpha
+from attnas.strategies.darts_config import DartsOptimConfig
 from attnas.tasks.image_classification import ImageClassificationConfig, ImageClassificationTask
 
 TINY_DARTS = {
@@ -116,8 +117,9 @@ def test_weights_learn_from_train_a_and_alpha_from_train_b(tmp_path):
     task = _ToyTask()
     task.seen = []
     run = RunDir.create(tmp_path / "run", "name: toy\n", {})
-    opts = DartsConfig(epochs=20, batch_size=2, lr=0.1, lr_min=0.1, momentum=0.0, weight_decay=0.0,
-                       grad_clip=0.0, arch_lr=0.1, arch_weight_decay=0.0)
+    opts = DartsConfig(epochs=20, optim=DartsOptimConfig(batch_size=2, lr=0.1, lr_min=0.1, momentum=0.0,
+                                                         weight_decay=0.0, grad_clip=0.0),
+                       arch_lr=0.1, arch_weight_decay=0.0)
     strategy = Darts(opts, _ToySpace(), task, run, seed=0)
     model = _Toy()
 
@@ -195,7 +197,7 @@ def test_pretext_hook_runs_first_and_hands_over_alpha(tmp_path):
     cfg, space, task = tiny_parts()
     run = RunDir.create(tmp_path / "run", "x: 1\n", {})
     try:
-        strategy = _WithPretext(DartsConfig(epochs=1, batch_size=30, arch_lr=1e-9), space, task, run)
+        strategy = _WithPretext(DartsConfig(epochs=1, optim=DartsOptimConfig(batch_size=30), arch_lr=1e-9), space, task, run)
         result = strategy.search()
         assert [e["phase"] for e in run.events()] == ["pretext", "pretext", "darts"]
         assert "pretext_loss" in result.metrics and "pretext_seconds" not in result.metrics

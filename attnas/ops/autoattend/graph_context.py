@@ -85,10 +85,14 @@ class GraphContext:
     @property
     def gcn_adj(self) -> torch.Tensor:
         """D^-1/2 (A + I) D^-1/2 as CSR (Kipf & Welling's propagation matrix)."""
+        return self._symmetric("gcn_adj", self_loops=True)
+
+    def _symmetric(self, key: str, self_loops: bool) -> torch.Tensor:
+        """``D^-1/2 A D^-1/2`` as CSR (with ``A + I`` for ``A`` when ``self_loops``), cached as ``key``."""
         def make():
-            ei, w = gcn_norm(self.edge_index, None, self.num_nodes, add_self_loops=True)
+            ei, w = gcn_norm(self.edge_index, None, self.num_nodes, add_self_loops=self_loops)
             return to_csr(ei, w, self.num_nodes)
-        return self.memo("gcn_adj", make)
+        return self.memo(key, make)
 
     @property
     def sum_adj(self) -> torch.Tensor:
@@ -115,10 +119,7 @@ class GraphContext:
     @property
     def sym_adj(self) -> torch.Tensor:
         """D^-1/2 A D^-1/2 as CSR (no self-loops, in-degree normalisation): ARMA's propagation."""
-        def make():
-            ei, w = gcn_norm(self.edge_index, None, self.num_nodes, add_self_loops=False)
-            return to_csr(ei, w, self.num_nodes)
-        return self.memo("sym_adj", make)
+        return self._symmetric("sym_adj", self_loops=False)
 
     @property
     def mean_adj(self) -> torch.Tensor:

@@ -113,7 +113,7 @@ class GPROp(nn.Module):
 
 register_common_ops(POOL)
 for _name in ("linear", "gcn", "sage", "cheb"):
-    register_op(POOL, _name)(getattr(graph_pyg, _name))
+    register_op(POOL, _name)(graph_pyg.FACTORIES[_name])
 for _h in (1, 8):
     register_op(POOL, f"gat_{_h}")(graph_pyg._gat(_h))
 

@@ -39,36 +39,37 @@ GAT_HEADS = (1, 2, 4, 8, 16)
 register_common_ops(POOL)
 
 
-class GCNOp(nn.Module):
-    """GCNConv (Kipf & Welling, ICLR 2017, Eq. 2): act(D^-1/2 (A+I) D^-1/2 X W + b).
+class GraphOp(nn.Module):
+    """A parametric operation of the pool: one torch_geometric layer's weights (``self.conv``),
+    applied with the graph's cached matrices, then the space's activation ``act``.
 
     Shapes:
         - x: [N, in_dim]
         - output: [N, out_dim]
     """
 
-    def __init__(self, in_dim: int, out_dim: int, act: str):
+    def __init__(self, conv: nn.Module, act: str):
         super().__init__()
-        self.conv = gnn.GCNConv(in_dim, out_dim, normalize=False)
+        self.conv = conv
         self.act = activation(act)
+
+
+class GCNOp(GraphOp):
+    """GCNConv (Kipf & Welling, ICLR 2017, Eq. 2): act(D^-1/2 (A+I) D^-1/2 X W + b)."""
+
+    def __init__(self, in_dim: int, out_dim: int, act: str):
+        super().__init__(gnn.GCNConv(in_dim, out_dim, normalize=False), act)
 
     def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
         return self.act(ctx.propagate("gcn_adj", project(x, self.conv.lin.weight)) + self.conv.bias)
 
 
-class SAGEOp(nn.Module):
+class SAGEOp(GraphOp):
     """SAGEConv (Hamilton et al., NeurIPS 2017, Alg. 1, mean aggregator, as torch_geometric):
-    act(W_l mean_{u in N(v)} h_u + b + W_r h_v).
-
-    Shapes:
-        - x: [N, in_dim]
-        - output: [N, out_dim]
-    """
+    act(W_l mean_{u in N(v)} h_u + b + W_r h_v)."""
 
     def __init__(self, in_dim: int, out_dim: int, act: str):
-        super().__init__()
-        self.conv = gnn.SAGEConv(in_dim, out_dim)
-        self.act = activation(act)
+        super().__init__(gnn.SAGEConv(in_dim, out_dim), act)
 
     def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
         c = self.conv
@@ -76,7 +77,7 @@ class SAGEOp(nn.Module):
         return self.act(neighbours + project(x, c.lin_r.weight))
 
 
-class GATOp(nn.Module):
+class GATOp(GraphOp):
     """GATConv (Velickovic et al., ICLR 2018, Eq. 3-6) with ``heads`` heads, then ``act``:
 
     ``alpha_vu = softmax_u(leaky_relu(a_src . W h_u + a_dst . W h_v))`` over the neighbours of
@@ -89,19 +90,13 @@ class GATOp(nn.Module):
     ``h'_v = W_r h_v + ||_k sum_{u in N(v)} alpha^k_vu W^k h_u`` (torch_geometric's
     ``GATConv(add_self_loops=False, residual=True)``), so a node's own features are never
     averaged away by dissimilar neighbours.
-
-    Shapes:
-        - x: [N, in_dim]
-        - output: [N, out_dim]
     """
 
     def __init__(self, in_dim: int, out_dim: int, heads: int, act: str, attn_dropout: float, separate: bool = False):
-        super().__init__()
         concat = out_dim % heads == 0
+        super().__init__(gnn.GATConv(in_dim, out_dim // heads if concat else out_dim, heads=heads, concat=concat,
+                                     dropout=attn_dropout, add_self_loops=False, residual=separate), act)
         self.separate = separate
-        self.conv = gnn.GATConv(in_dim, out_dim // heads if concat else out_dim, heads=heads, concat=concat,
-                                dropout=attn_dropout, add_self_loops=False, residual=separate)
-        self.act = activation(act)
 
     def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
         c = self.conv
@@ -118,35 +113,21 @@ class GATOp(nn.Module):
         return self.act(out + c.bias)
 
 
-class LinearOp(nn.Module):
-    """Linear: act(x W + b), ignoring the graph.
-
-    Shapes:
-        - x: [N, in_dim]
-        - output: [N, out_dim]
-    """
+class LinearOp(GraphOp):
+    """Linear: act(x W + b), ignoring the graph."""
 
     def __init__(self, in_dim: int, out_dim: int, act: str):
-        super().__init__()
-        self.conv = nn.Linear(in_dim, out_dim)
-        self.act = activation(act)
+        super().__init__(nn.Linear(in_dim, out_dim), act)
 
     def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
         return self.act(project(x, self.conv.weight, self.conv.bias))
 
 
-class SGOp(nn.Module):
-    """SGConv (Wu et al., ICML 2019, Eq. 8): act(S^K X W + b) with S = D^-1/2 (A+I) D^-1/2.
-
-    Shapes:
-        - x: [N, in_dim]
-        - output: [N, out_dim]
-    """
+class SGOp(GraphOp):
+    """SGConv (Wu et al., ICML 2019, Eq. 8): act(S^K X W + b) with S = D^-1/2 (A+I) D^-1/2."""
 
     def __init__(self, in_dim: int, out_dim: int, act: str, K: int = 2):
-        super().__init__()
-        self.conv = gnn.SGConv(in_dim, out_dim, K=K)
-        self.act = activation(act)
+        super().__init__(gnn.SGConv(in_dim, out_dim, K=K), act)
 
     def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
         h = project(x, self.conv.lin.weight)
@@ -155,22 +136,16 @@ class SGOp(nn.Module):
         return self.act(h + self.conv.lin.bias)
 
 
-class ChebOp(nn.Module):
+class ChebOp(GraphOp):
     """ChebConv (Defferrard et al., NeurIPS 2016, Eq. 4) with K = 2 and lambda_max = 2.
 
     With the symmetric normalisation, T_0 = x and T_1 = L~ x where
     L~ = 2L/lambda_max - I (= -D^-1/2 A D^-1/2 on an undirected graph), so
     ``out = Theta_0 x + Theta_1 L~ x + b``.
-
-    Shapes:
-        - x: [N, in_dim]
-        - output: [N, out_dim]
     """
 
     def __init__(self, in_dim: int, out_dim: int, act: str):
-        super().__init__()
-        self.conv = gnn.ChebConv(in_dim, out_dim, K=2)
-        self.act = activation(act)
+        super().__init__(gnn.ChebConv(in_dim, out_dim, K=2), act)
 
     def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
         lins = self.conv.lins
@@ -178,19 +153,12 @@ class ChebOp(nn.Module):
         return self.act(out + self.conv.bias)
 
 
-class ARMAOp(nn.Module):
+class ARMAOp(GraphOp):
     """ARMAConv (Bianchi et al., 2019, Eq. 11) with one stack of one layer:
-    act(sigma(A~ X W + X V + b)), A~ = D^-1/2 A D^-1/2 and sigma = ReLU (ARMA's own).
-
-    Shapes:
-        - x: [N, in_dim]
-        - output: [N, out_dim]
-    """
+    act(sigma(A~ X W + X V + b)), A~ = D^-1/2 A D^-1/2 and sigma = ReLU (ARMA's own)."""
 
     def __init__(self, in_dim: int, out_dim: int, act: str):
-        super().__init__()
-        self.conv = gnn.ARMAConv(in_dim, out_dim, num_stacks=1, num_layers=1)
-        self.act = activation(act)
+        super().__init__(gnn.ARMAConv(in_dim, out_dim, num_stacks=1, num_layers=1), act)
 
     def forward(self, x: torch.Tensor, ctx: GraphContext) -> torch.Tensor:
         c = self.conv
@@ -198,16 +166,27 @@ class ARMAOp(nn.Module):
         return self.act(c.act(out + c.bias[0][0]))
 
 
-@register_op(POOL, "gcn")
-def gcn(in_dim: int, out_dim: int | None = None, *, act: str = "elu", **_: object) -> nn.Module:
-    """GCNConv (Kipf & Welling, ICLR 2017): D^-1/2 (A+I) D^-1/2 X W."""
-    return GCNOp(in_dim, out_dim or in_dim, act)
+#: The pool's single-layer operations: name -> (module, description).
+_OPS: dict[str, tuple[type[GraphOp], str]] = {
+    "gcn": (GCNOp, "GCNConv (Kipf & Welling, ICLR 2017): D^-1/2 (A+I) D^-1/2 X W."),
+    "sage": (SAGEOp, "SAGEConv (Hamilton et al., NeurIPS 2017), mean aggregator: W1 x_i + W2 mean_j x_j."),
+    "linear": (LinearOp, "Linear: x W + b, ignoring the graph."),
+    "arma": (ARMAOp, "ARMAConv (Bianchi et al., 2019), one stack, one layer."),
+    "cheb": (ChebOp, "ChebConv (Defferrard et al., NeurIPS 2016) with K = 2 Chebyshev terms."),
+    "sg": (SGOp, "SGConv (Wu et al., ICML 2019): (D^-1/2 (A+I) D^-1/2)^K X W with K = 2."),
+}
 
 
-@register_op(POOL, "sage")
-def sage(in_dim: int, out_dim: int | None = None, *, act: str = "elu", **_: object) -> nn.Module:
-    """SAGEConv (Hamilton et al., NeurIPS 2017), mean aggregator: W1 x_i + W2 mean_j x_j."""
-    return SAGEOp(in_dim, out_dim or in_dim, act)
+def _factory(name: str):
+    """The factory ``(in_dim, out_dim=in_dim, *, act) -> module`` of the operation ``name``."""
+    module, description = _OPS[name]
+
+    def factory(in_dim: int, out_dim: int | None = None, *, act: str = "elu", **_: object) -> nn.Module:
+        return module(in_dim, out_dim or in_dim, act)
+
+    factory.__name__ = factory.__qualname__ = name
+    factory.__doc__ = description
+    return factory
 
 
 def _gat(heads: int):
@@ -224,25 +203,7 @@ for _h in GAT_HEADS:
     register_op(POOL, f"gat_{_h}")(_gat(_h))
 
 
-@register_op(POOL, "linear")
-def linear(in_dim: int, out_dim: int | None = None, *, act: str = "elu", **_: object) -> nn.Module:
-    """Linear: x W + b, ignoring the graph."""
-    return LinearOp(in_dim, out_dim or in_dim, act)
-
-
-@register_op(POOL, "arma")
-def arma(in_dim: int, out_dim: int | None = None, *, act: str = "elu", **_: object) -> nn.Module:
-    """ARMAConv (Bianchi et al., 2019), one stack, one layer."""
-    return ARMAOp(in_dim, out_dim or in_dim, act)
-
-
-@register_op(POOL, "cheb")
-def cheb(in_dim: int, out_dim: int | None = None, *, act: str = "elu", **_: object) -> nn.Module:
-    """ChebConv (Defferrard et al., NeurIPS 2016) with K = 2 Chebyshev terms."""
-    return ChebOp(in_dim, out_dim or in_dim, act)
-
-
-@register_op(POOL, "sg")
-def sg(in_dim: int, out_dim: int | None = None, *, act: str = "elu", **_: object) -> nn.Module:
-    """SGConv (Wu et al., ICML 2019): (D^-1/2 (A+I) D^-1/2)^K X W with K = 2."""
-    return SGOp(in_dim, out_dim or in_dim, act)
+#: The factories of :data:`_OPS` by name (the heterophily pool registers some of them too).
+FACTORIES = {name: _factory(name) for name in _OPS}
+for _name, _make in FACTORIES.items():
+    register_op(POOL, _name)(_make)

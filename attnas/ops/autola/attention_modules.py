@@ -73,8 +73,9 @@ def channel_gate(pooled: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor,
     from the average alone, :math:`\mathcal{S}(f_c(F^c_{avg}) + f_c(F^c_{max}))` (Eq. 5) from both.
 
     The one implementation of channel attention: the modules :class:`ChannelAttention`,
-    :class:`ChannelAttentionV2` (and so :class:`CBAM` and the HOGA cell's projection) and the
-    relaxed HOGA cell's stacked operations all compute their gate here.
+    :class:`ChannelAttentionV2` (through :class:`ChannelMLPAttention`; and so :class:`CBAM` and
+    the HOGA cell's projection) and the relaxed HOGA cell's stacked operations all compute their
+    gate here.
 
     Args:
         pooled: ``[F^c_{avg}]`` ``(1, B, C)`` or ``[F^c_{avg}; F^c_{max}]`` ``(2, B, C)`` (stacked
@@ -105,7 +106,41 @@ class GatedAttention(nn.Module):
         return x * self.gate(x)
 
 
-class ChannelAttention(GatedAttention):
+class ChannelMLPAttention(GatedAttention):
+    r"""Channel attention from pooled statistics through the MLP :math:`f_c` (AutoLA Eqs. 4, 5).
+
+    The part Eq. 4 (:class:`ChannelAttention`) and Eq. 5 (:class:`ChannelAttentionV2`) share:
+    the bias-free two-layer MLP ``channels -> channels / reduction -> channels`` (``fc1``,
+    ``fc2``) and the gate :func:`channel_gate` of the statistics :meth:`pool` returns.
+
+    Args:
+        channels: Input channels ``C``.
+        reduction: MLP reduction ratio (hidden width ``max(1, C // reduction)``).
+
+    Shapes:
+        - input: ``(B, C, H, W)``
+        - output: ``(B, C, H, W)``
+    """
+
+    #: Whether the gate reads the max pooling too (Eq. 5); read by the compiled kernels.
+    with_max: bool = False
+
+    def __init__(self, channels: int, reduction: int = 4):
+        super().__init__()
+        hidden = hidden_size(channels, reduction)
+        self.fc1 = nn.Linear(channels, hidden, bias=False)
+        self.fc2 = nn.Linear(hidden, channels, bias=False)
+
+    def pool(self, x: torch.Tensor) -> torch.Tensor:
+        """The pooled statistics ``(S, B, C)`` the MLP reads."""
+        raise NotImplementedError
+
+    def gate(self, x: torch.Tensor) -> torch.Tensor:
+        """The gate ``S(sum of f_c over the pooled statistics)`` of shape ``(B, C, 1, 1)``."""
+        return channel_gate(self.pool(x), self.fc1.weight, self.fc2.weight)[:, :, None, None]
+
+
+class ChannelAttention(ChannelMLPAttention):
     r"""Channel attention (squeeze-and-excitation), AutoLA Eq. 4 after Hu et al. (2018).
 
     .. math::
@@ -113,53 +148,28 @@ class ChannelAttention(GatedAttention):
 
     with :math:`F^c_{avg}` the global spatial average, :math:`f_c` a two-layer MLP
     (``channels -> channels / reduction -> channels``, ReLU between) and :math:`\mathcal{S}`
-    the sigmoid.
-
-    Args:
-        channels: Input channels ``C``.
-        reduction: MLP reduction ratio (hidden width ``max(1, C // reduction)``).
-
-    Shapes:
-        - input: ``(B, C, H, W)``
-        - output: ``(B, C, H, W)``
+    the sigmoid. Arguments and shapes: :class:`ChannelMLPAttention`.
     """
 
-    def __init__(self, channels: int, reduction: int = 4):
-        super().__init__()
-        hidden = hidden_size(channels, reduction)
-        self.fc1 = nn.Linear(channels, hidden, bias=False)
-        self.fc2 = nn.Linear(hidden, channels, bias=False)
-
-    def gate(self, x: torch.Tensor) -> torch.Tensor:
-        """The gate ``S(f_c(avg))`` of shape ``(B, C, 1, 1)``."""
-        return channel_gate(mean(x, (2, 3))[None], self.fc1.weight, self.fc2.weight)[:, :, None, None]
+    def pool(self, x: torch.Tensor) -> torch.Tensor:
+        """``[F^c_{avg}]``, ``(1, B, C)``."""
+        return mean(x, (2, 3))[None]
 
 
-class ChannelAttentionV2(GatedAttention):
+class ChannelAttentionV2(ChannelMLPAttention):
     r"""Channel attention v2, AutoLA Eq. 5: average and max pooling through one shared MLP.
 
     .. math::
         A_{c2}(F) = \mathcal{S}\big(f_c(F^c_{avg}) + f_c(F^c_{max})\big) \otimes F
 
-    Args:
-        channels: Input channels ``C``.
-        reduction: MLP reduction ratio (hidden width ``max(1, C // reduction)``).
-
-    Shapes:
-        - input: ``(B, C, H, W)``
-        - output: ``(B, C, H, W)``
+    Arguments and shapes: :class:`ChannelMLPAttention`.
     """
 
-    def __init__(self, channels: int, reduction: int = 4):
-        super().__init__()
-        hidden = hidden_size(channels, reduction)
-        self.fc1 = nn.Linear(channels, hidden, bias=False)
-        self.fc2 = nn.Linear(hidden, channels, bias=False)
+    with_max = True
 
-    def gate(self, x: torch.Tensor) -> torch.Tensor:
-        """The gate ``S(f_c(avg) + f_c(max))`` of shape ``(B, C, 1, 1)``."""
-        pooled = torch.stack((mean(x, (2, 3)), x.amax((2, 3))))  # (2, B, C): one MLP call for both
-        return channel_gate(pooled, self.fc1.weight, self.fc2.weight)[:, :, None, None]
+    def pool(self, x: torch.Tensor) -> torch.Tensor:
+        """``[F^c_{avg}; F^c_{max}]``, ``(2, B, C)``: one MLP call for both."""
+        return torch.stack((mean(x, (2, 3)), x.amax((2, 3))))
 
 
 def channel_pool(x: torch.Tensor) -> torch.Tensor:
@@ -167,7 +177,37 @@ def channel_pool(x: torch.Tensor) -> torch.Tensor:
     return torch.stack((mean(x, 1), x.amax(1)), 1)
 
 
-class SpatialAttention(GatedAttention):
+class ConvGateAttention(GatedAttention):
+    """An operation whose gate is a ``k x k`` convolution with a dilation (AutoLA Eqs. 6, 7):
+    :class:`SpatialAttention` and :class:`NormalizationAttention`.
+
+    Args:
+        what: The operation's name in error messages.
+        dilation: Dilation of the ``k x k`` convolution.
+        kernel_size: ``k`` (odd); the zero padding ``dilation * (k - 1) / 2`` (``self.padding``)
+            keeps ``H x W``.
+
+    Subclasses take ``(channels, reduction, dilation, kernel_size)``, ``reduction`` unused
+    (accepted so every operation has the same constructor).
+
+    Shapes:
+        - input: ``(B, C, H, W)``
+        - output: ``(B, C, H, W)``
+
+    Raises:
+        ConfigError: For an even ``k`` or ``dilation < 1``.
+    """
+
+    def __init__(self, what: str, dilation: int, kernel_size: int):
+        super().__init__()
+        if kernel_size % 2 == 0 or kernel_size < 1 or dilation < 1:
+            raise ConfigError(f"{what}: kernel_size must be odd and dilation >= 1, "
+                              f"got kernel_size={kernel_size}, dilation={dilation}")
+        self.dilation, self.kernel_size = dilation, kernel_size
+        self.padding = dilation * (kernel_size - 1) // 2
+
+
+class SpatialAttention(ConvGateAttention):
     r"""Spatial attention, AutoLA Eq. 6.
 
     .. math::
@@ -181,25 +221,12 @@ class SpatialAttention(GatedAttention):
     A batch normalisation follows, as in CBAM's spatial gate (Woo et al., 2018), whose
     ``7 x 7`` convolution is the same layer with ``kernel_size=7``.
 
-    Args:
-        channels: Input channels ``C`` (the gate does not depend on it).
-        reduction: Unused; accepted so every operation has the same constructor.
-        dilation: Dilation of the ``k x k`` convolution.
-        kernel_size: ``k`` (odd).
-
-    Shapes:
-        - input: ``(B, C, H, W)``
-        - output: ``(B, C, H, W)``
+    Arguments and shapes: :class:`ConvGateAttention` (the gate does not depend on ``channels``).
     """
 
     def __init__(self, channels: int, reduction: int = 4, dilation: int = 1, kernel_size: int = 3):
-        super().__init__()
-        if kernel_size % 2 == 0 or kernel_size < 1 or dilation < 1:
-            raise ConfigError(f"spatial attention: kernel_size must be odd and dilation >= 1, "
-                              f"got kernel_size={kernel_size}, dilation={dilation}")
-        self.dilation, self.kernel_size = dilation, kernel_size
-        pad = dilation * (kernel_size - 1) // 2
-        self.conv = nn.Conv2d(2, 1, kernel_size, padding=pad, dilation=dilation, bias=False)
+        super().__init__("spatial attention", dilation, kernel_size)
+        self.conv = nn.Conv2d(2, 1, kernel_size, padding=self.padding, dilation=dilation, bias=False)
         self.bn = nn.BatchNorm2d(1)
 
     def gate(self, x: torch.Tensor) -> torch.Tensor:
@@ -207,7 +234,7 @@ class SpatialAttention(GatedAttention):
         return torch.sigmoid(self.bn(small_conv2d(channel_pool(x), self.conv.weight, None, self.dilation)))
 
 
-class NormalizationAttention(GatedAttention):
+class NormalizationAttention(ConvGateAttention):
     r"""Normalization attention, AutoLA Eq. 7: a per-position, per-channel gate.
 
     .. math::
@@ -217,25 +244,13 @@ class NormalizationAttention(GatedAttention):
     depth-wise convolutional layer like :math:`f_s`"; the sigmoid normalises it to ``[0, 1]``.
     ``self.conv`` holds the weights; :func:`~attnas.ops.autola.small_conv.small_conv2d` applies them.
 
-    Args:
-        channels: Input channels ``C``.
-        reduction: Unused; accepted so every operation has the same constructor.
-        dilation: Dilation of the depth-wise convolution.
-        kernel_size: ``k`` (odd).
-
-    Shapes:
-        - input: ``(B, C, H, W)``
-        - output: ``(B, C, H, W)``
+    Arguments (``channels``: input channels ``C``) and shapes: :class:`ConvGateAttention`.
     """
 
     def __init__(self, channels: int, reduction: int = 4, dilation: int = 1, kernel_size: int = 3):
-        super().__init__()
-        if kernel_size % 2 == 0 or kernel_size < 1 or dilation < 1:
-            raise ConfigError(f"normalization attention: kernel_size must be odd and dilation >= 1, "
-                              f"got kernel_size={kernel_size}, dilation={dilation}")
-        self.dilation, self.kernel_size = dilation, kernel_size
-        pad = dilation * (kernel_size - 1) // 2
-        self.conv = nn.Conv2d(channels, channels, kernel_size, padding=pad, dilation=dilation, groups=channels)
+        super().__init__("normalization attention", dilation, kernel_size)
+        self.conv = nn.Conv2d(channels, channels, kernel_size, padding=self.padding, dilation=dilation,
+                              groups=channels)
 
     def gate(self, x: torch.Tensor) -> torch.Tensor:
         """The gate of shape ``(B, C, H, W)``."""
@@ -272,8 +287,9 @@ class CBAM(GatedAttention):
         return self.spatial(self.channel(x))
 
 
-class IdentityAttention(nn.Module):
-    r"""Identity attention, AutoLA Eq. 9 with :math:`\mathbf{k} = 1`: returns its input.
+class ConstantAttention(nn.Module):
+    r"""A parameter-free operation of AutoLA Eq. 9, :math:`A(F) = \mathbf{k} \otimes F` with a
+    constant :math:`\mathbf{k}` (1: :class:`IdentityAttention`, 0: :class:`ZeroAttention`).
 
     Args:
         channels: Unused (uniform constructor).
@@ -286,27 +302,20 @@ class IdentityAttention(nn.Module):
 
     def __init__(self, channels: int = 0, reduction: int = 4):
         super().__init__()
+
+
+class IdentityAttention(ConstantAttention):
+    r"""Identity attention, AutoLA Eq. 9 with :math:`\mathbf{k} = 1`: returns its input."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x
 
 
-class ZeroAttention(nn.Module):
+class ZeroAttention(ConstantAttention):
     r"""Zero attention, AutoLA Eq. 9 with :math:`\mathbf{k} = \mathbf{0}`: returns zeros.
 
     A HOGA edge with this operation is absent from the cell.
-
-    Args:
-        channels: Unused (uniform constructor).
-        reduction: Unused (uniform constructor).
-
-    Shapes:
-        - input: ``(B, C, H, W)``
-        - output: ``(B, C, H, W)``
     """
-
-    def __init__(self, channels: int = 0, reduction: int = 4):
-        super().__init__()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.zeros_like(x)
@@ -315,64 +324,40 @@ class ZeroAttention(nn.Module):
 # --------------------------------------------------------------------------- the "hoga" pool
 
 
-@register_op(POOL, "se")
-def se(channels: int, reduction: int = 4) -> nn.Module:
-    """Channel attention / squeeze-and-excitation (AutoLA Eq. 4)."""
-    return ChannelAttention(channels, reduction)
-
-
-@register_op(POOL, "channel_v2")
-def channel_v2(channels: int, reduction: int = 4) -> nn.Module:
-    """Channel attention v2: average + max pooling, shared MLP (AutoLA Eq. 5)."""
-    return ChannelAttentionV2(channels, reduction)
-
-
-@register_op(POOL, "spatial_d1")
-def spatial_d1(channels: int, reduction: int = 4) -> nn.Module:
-    """Spatial attention, depth-wise 3x3, dilation 1 (AutoLA Eq. 6)."""
-    return SpatialAttention(channels, reduction, dilation=1)
-
-
-@register_op(POOL, "spatial_d2")
-def spatial_d2(channels: int, reduction: int = 4) -> nn.Module:
-    """Spatial attention, depth-wise 3x3, dilation 2 (AutoLA Eq. 6)."""
-    return SpatialAttention(channels, reduction, dilation=2)
-
-
-@register_op(POOL, "norm_d1")
-def norm_d1(channels: int, reduction: int = 4) -> nn.Module:
-    """Normalization attention, depth-wise 3x3, dilation 1 (AutoLA Eq. 7)."""
-    return NormalizationAttention(channels, reduction, dilation=1)
-
-
-@register_op(POOL, "norm_d2")
-def norm_d2(channels: int, reduction: int = 4) -> nn.Module:
-    """Normalization attention, depth-wise 3x3, dilation 2 (AutoLA Eq. 7)."""
-    return NormalizationAttention(channels, reduction, dilation=2)
-
-
-@register_op(POOL, "cbam")
-def cbam(channels: int, reduction: int = 4) -> nn.Module:
-    """CBAM: channel attention v2 then 7x7 spatial attention (AutoLA Eq. 8)."""
-    return CBAM(channels, reduction)
-
-
-@register_op(POOL, "identity")
-def identity(channels: int, reduction: int = 4) -> nn.Module:
-    """Identity attention, 1 * F (AutoLA Eq. 9)."""
-    return IdentityAttention(channels, reduction)
-
-
-@register_op(POOL, "zero")
-def zero(channels: int, reduction: int = 4) -> nn.Module:
-    """Zero attention, 0 * F (AutoLA Eq. 9)."""
-    return ZeroAttention(channels, reduction)
-
+#: The paper's pool (Fig. 3), in the column order of the architecture weights: name ->
+#: (module, its keyword arguments beyond ``(channels, reduction)``, description).
+_POOL_OPS: dict[str, tuple[type[nn.Module], dict, str]] = {
+    "se": (ChannelAttention, {}, "Channel attention / squeeze-and-excitation (AutoLA Eq. 4)."),
+    "channel_v2": (ChannelAttentionV2, {}, "Channel attention v2: average + max pooling, shared MLP (AutoLA Eq. 5)."),
+    "spatial_d1": (SpatialAttention, {"dilation": 1}, "Spatial attention, depth-wise 3x3, dilation 1 (AutoLA Eq. 6)."),
+    "spatial_d2": (SpatialAttention, {"dilation": 2}, "Spatial attention, depth-wise 3x3, dilation 2 (AutoLA Eq. 6)."),
+    "norm_d1": (NormalizationAttention, {"dilation": 1},
+                "Normalization attention, depth-wise 3x3, dilation 1 (AutoLA Eq. 7)."),
+    "norm_d2": (NormalizationAttention, {"dilation": 2},
+                "Normalization attention, depth-wise 3x3, dilation 2 (AutoLA Eq. 7)."),
+    "cbam": (CBAM, {}, "CBAM: channel attention v2 then 7x7 spatial attention (AutoLA Eq. 8)."),
+    "identity": (IdentityAttention, {}, "Identity attention, 1 * F (AutoLA Eq. 9)."),
+    "zero": (ZeroAttention, {}, "Zero attention, 0 * F (AutoLA Eq. 9)."),
+}
 
 #: The paper's pool in a fixed order (the column order of the architecture weights).
-HOGA_OPS: tuple[str, ...] = (
-    "se", "channel_v2", "spatial_d1", "spatial_d2", "norm_d1", "norm_d2", "cbam", "identity", "zero",
-)
+HOGA_OPS: tuple[str, ...] = tuple(_POOL_OPS)
+
+
+def _register(name: str) -> None:
+    """Register the factory ``(channels, reduction) -> module`` of ``name`` in the pool ``"hoga"``."""
+    module, kwargs, description = _POOL_OPS[name]
+
+    def factory(channels: int, reduction: int = 4) -> nn.Module:
+        return module(channels, reduction, **kwargs)
+
+    factory.__name__ = factory.__qualname__ = name
+    factory.__doc__ = description
+    register_op(POOL, name)(factory)
+
+
+for _name in HOGA_OPS:
+    _register(_name)
 
 
 def create_attention(name: str, channels: int, reduction: int = 4) -> nn.Module:

@@ -58,19 +58,27 @@ from torch import Tensor, nn
 from attnas.core.errors import ConfigError, DataError
 from attnas.ops.overrides import overridable
 
-__all__ = ["LocalSelfAttention", "local_attention", "relative_embedding_table"]
+__all__ = ["LocalSelfAttention", "check_inputs", "local_attention", "relative_embedding_table", "strided_queries",
+           "window_geometry"]
 
 # --------------------------------------------------------------------------- definition
 
 
-def _check_inputs(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_col: Tensor, heads: int, stride: int) -> int:
-    """Validate shapes; return the window size ``k``."""
+def window_geometry(H: int, W: int, ks: int, stride: int) -> tuple[int, int, int]:
+    """``(p, Ho, Wo)``: the window's half width ``p = (k-1)/2`` (the padding of a ``k x k``
+    window) and the output size ``ceil(H/s) x ceil(W/s)`` of the queries at stride ``s``."""
+    return (ks - 1) // 2, -(-H // stride), -(-W // stride)
+
+
+def check_inputs(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_col: Tensor, heads: int, stride: int) -> int:
+    """Validate the arguments of :func:`local_attention` (and of the kernels that replace it);
+    return the window size ``k``."""
     if k.dim() != 4 or v.shape != k.shape:
         raise DataError(f"local attention: keys and values must both be [B, C, H, W], got {tuple(k.shape)} and {tuple(v.shape)}")
     B, C, H, W = k.shape
     if stride < 1:
         raise ConfigError(f"local attention: stride must be >= 1, got {stride}")
-    Ho, Wo = -(-H // stride), -(-W // stride)
+    _, Ho, Wo = window_geometry(H, W, 1, stride)
     if tuple(q.shape) not in ((B, C, H, W), (B, C, Ho, Wo)):
         raise DataError(
             f"local attention: queries must be [B, C, H, W] = {(B, C, H, W)} or already strided "
@@ -89,7 +97,7 @@ def _check_inputs(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_col: Ten
     return ks
 
 
-def _strided_queries(q: Tensor, H: int, W: int, stride: int) -> Tensor:
+def strided_queries(q: Tensor, H: int, W: int, stride: int) -> Tensor:
     """The queries at the strided positions (accepts full-resolution or pre-strided ``q``)."""
     if stride > 1 and q.shape[-2:] == (H, W):
         return q[:, :, ::stride, ::stride]
@@ -144,13 +152,12 @@ def local_attention(q: Tensor, k: Tensor, v: Tensor, rel_row: Tensor, rel_col: T
         - **input:** ``q, k, v`` ``[B, C, H, W]``, ``rel_row, rel_col`` ``[C/2, ks]``
         - **output:** ``[B, C, ceil(H/s), ceil(W/s)]``
     """
-    ks = _check_inputs(q, k, v, rel_row, rel_col, heads, stride)
+    ks = check_inputs(q, k, v, rel_row, rel_col, heads, stride)
     B, C, H, W = k.shape
-    p = (ks - 1) // 2
-    Ho, Wo = -(-H // stride), -(-W // stride)
+    p, Ho, Wo = window_geometry(H, W, ks, stride)
     d = C // heads
     K2 = ks * ks
-    q = _strided_queries(q, H, W, stride)
+    q = strided_queries(q, H, W, stride)
     keys = F.unfold(k, ks, padding=p, stride=stride).view(B, heads, d, K2, Ho * Wo)
     values = F.unfold(v, ks, padding=p, stride=stride).view(B, heads, d, K2, Ho * Wo)
     inside = F.unfold(k.new_ones(1, 1, H, W), ks, padding=p, stride=stride).view(1, 1, K2, Ho * Wo) > 0
