@@ -37,19 +37,15 @@ class BigBirdAttention(AttentionBlock):
     that many training passes; never while frozen or in ``eval()`` mode). The pattern is
     shared by the heads.
 
+    ``dim``, ``heads``, ``head_dim``, ``max_len`` and the shapes are those of
+    :class:`AttentionBlock`; ``max_len`` sizes the random pattern (inputs need ``L <=
+    max_len``).
+
     Args:
-        dim: Model dimension ``D``.
-        heads: Number of heads ``H``.
-        head_dim: Per-head dimension (default ``dim // heads``).
-        max_len: Longest sequence accepted (sizes the random pattern).
         block: Block length ``b``.
         global_blocks: Number ``g`` of leading global blocks.
         random_blocks: Number ``r`` of random key blocks per query block.
         redraw_every: Redraw the random pattern every this many training passes (0: fixed).
-
-    Shapes:
-        - **input:** ``x`` ``[B, L, D]`` with ``L <= max_len``, ``mask`` ``[B, L]`` bool.
-        - **output:** ``[B, L, D]``.
     """
 
     mechanism = "bigbird"

@@ -53,16 +53,11 @@ class LinearAttention(AttentionBlock):
     form of Sec. 3.2 (Eq. 5-6) (see :func:`kernel_attention`): no ``L x L`` matrix is formed, time
     and memory are :math:`O(L d_h^2)`.
 
-    Args:
-        dim: Model dimension ``D``.
-        heads: Number of heads ``H``.
-        head_dim: Per-head dimension (default ``dim // heads``).
-        max_len: Unused (the block accepts any length).
-        eps: Added to the normaliser for numerical safety.
+    ``dim``, ``heads``, ``head_dim``, ``max_len`` and the shapes are those of
+    :class:`AttentionBlock`; ``max_len`` is unused here (the block accepts any length).
 
-    Shapes:
-        - **input:** ``x`` ``[B, L, D]``, ``mask`` ``[B, L]`` bool.
-        - **output:** ``[B, L, D]``.
+    Args:
+        eps: Added to the normaliser for numerical safety.
     """
 
     mechanism = "linear"

@@ -27,17 +27,12 @@ class LinformerAttention(AttentionBlock):
     are shared by the heads (the paper's headwise sharing, Sec. 4) and ``share_kv`` makes
     ``E = F`` (key-value sharing).
 
+    ``dim``, ``heads``, ``head_dim``, ``max_len`` and the shapes are those of
+    :class:`AttentionBlock`; ``max_len`` is ``n`` (inputs need ``L <= max_len``).
+
     Args:
-        dim: Model dimension ``D``.
-        heads: Number of heads ``H``.
-        head_dim: Per-head dimension (default ``dim // heads``).
-        max_len: ``n``, the longest sequence accepted.
         k: Projected length ``k``.
         share_kv: Use one projection for keys and values.
-
-    Shapes:
-        - **input:** ``x`` ``[B, L, D]`` with ``L <= max_len``, ``mask`` ``[B, L]`` bool.
-        - **output:** ``[B, L, D]``.
     """
 
     mechanism = "linformer"

@@ -26,17 +26,12 @@ class LocalAttention(AttentionBlock):
     2021, Sec. 4; block-local attention of Liu et al. 2018 and Parmar et al. 2018); time
     and memory are :math:`O(L w)`.
 
+    ``dim``, ``heads``, ``head_dim``, ``max_len`` and the shapes are those of
+    :class:`AttentionBlock`; ``max_len`` is unused here (the block accepts any length).
+
     Args:
-        dim: Model dimension ``D``.
-        heads: Number of heads ``H``.
-        head_dim: Per-head dimension (default ``dim // heads``).
-        max_len: Unused (the block accepts any length).
         window: Chunk length ``w``.
         look_around: Neighbouring chunks on each side a chunk also attends to.
-
-    Shapes:
-        - **input:** ``x`` ``[B, L, D]``, ``mask`` ``[B, L]`` bool.
-        - **output:** ``[B, L, D]``.
     """
 
     mechanism = "local"

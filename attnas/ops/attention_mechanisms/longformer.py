@@ -29,17 +29,12 @@ class LongformerAttention(AttentionBlock):
     and both neighbouring blocks, then a band mask keeps :math:`|i-j| \le w/2`), so memory
     is :math:`O(L w)`; the global rows cost :math:`O(g L)`.
 
+    ``dim``, ``heads``, ``head_dim``, ``max_len`` and the shapes are those of
+    :class:`AttentionBlock`; ``max_len`` is unused here (the block accepts any length).
+
     Args:
-        dim: Model dimension ``D``.
-        heads: Number of heads ``H``.
-        head_dim: Per-head dimension (default ``dim // heads``).
-        max_len: Unused (the block accepts any length).
         window: Window size ``w`` (``w/2`` tokens on each side).
         global_tokens: Number ``g`` of leading positions with global attention.
-
-    Shapes:
-        - **input:** ``x`` ``[B, L, D]``, ``mask`` ``[B, L]`` bool.
-        - **output:** ``[B, L, D]``.
     """
 
     mechanism = "longformer"

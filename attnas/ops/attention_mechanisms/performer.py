@@ -92,18 +92,13 @@ class PerformerAttention(AttentionBlock):
     ``redraw_every`` training forward passes (the paper's feature redrawing; 0: never),
     never in ``eval()`` mode or while frozen (:meth:`freeze_random`).
 
+    ``dim``, ``heads``, ``head_dim``, ``max_len`` and the shapes are those of
+    :class:`AttentionBlock`; ``max_len`` is unused here (the block accepts any length).
+
     Args:
-        dim: Model dimension ``D``.
-        heads: Number of heads ``H``.
-        head_dim: Per-head dimension (default ``dim // heads``).
-        max_len: Unused (the block accepts any length).
         features: Number of random features ``m`` (LRA uses 256).
         orthogonal: Orthogonal (True, FAVOR+) or i.i.d. Gaussian features.
         redraw_every: Redraw the features every this many training forward passes.
-
-    Shapes:
-        - **input:** ``x`` ``[B, L, D]``, ``mask`` ``[B, L]`` bool.
-        - **output:** ``[B, L, D]``.
     """
 
     mechanism = "performer"

@@ -51,19 +51,14 @@ class ReformerAttention(AttentionBlock):
     ``redraw_every`` training passes (the reference implementation samples them anew
     for each pass; 0: fixed), never while frozen or in ``eval()`` mode.
 
+    ``dim``, ``heads``, ``head_dim``, ``max_len`` and the shapes are those of
+    :class:`AttentionBlock`; ``max_len`` sets the default ``n_buckets`` only.
+
     Args:
-        dim: Model dimension ``D``.
-        heads: Number of heads ``H``.
-        head_dim: Per-head dimension (default ``dim // heads``).
-        max_len: Used for the default ``n_buckets`` only.
         n_hashes: Hash rounds.
         n_buckets: Buckets per round (even; default ``~max_len / bucket_size``).
         bucket_size: Chunk length ``c`` (the "bucket size" of common implementations).
         redraw_every: Redraw rotations every this many training passes (0: fixed).
-
-    Shapes:
-        - **input:** ``x`` ``[B, L, D]``, ``mask`` ``[B, L]`` bool.
-        - **output:** ``[B, L, D]``.
     """
 
     mechanism = "reformer"

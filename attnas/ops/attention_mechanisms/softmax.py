@@ -23,15 +23,8 @@ class SoftmaxAttention(AttentionBlock):
     memory-efficient kernel where one exists, so the ``L x L`` matrix need not be stored;
     the time is still quadratic in ``L``).
 
-    Args:
-        dim: Model dimension ``D``.
-        heads: Number of heads ``H``.
-        head_dim: Per-head dimension (default ``dim // heads``).
-        max_len: Unused (the block accepts any length).
-
-    Shapes:
-        - **input:** ``x`` ``[B, L, D]``, ``mask`` ``[B, L]`` bool.
-        - **output:** ``[B, L, D]``.
+    ``dim``, ``heads``, ``head_dim``, ``max_len`` and the shapes are those of
+    :class:`AttentionBlock`; ``max_len`` is unused here (the block accepts any length).
     """
 
     mechanism = "softmax"

@@ -29,16 +29,11 @@ class SparseAttention(AttentionBlock):
     :math:`l \approx \sqrt L`, the paper's choice; by default ``stride`` is
     :math:`\lceil \sqrt{\text{max\_len}} \rceil`.
 
-    Args:
-        dim: Model dimension ``D``.
-        heads: Number of heads ``H``.
-        head_dim: Per-head dimension (default ``dim // heads``).
-        max_len: Used for the default stride only.
-        stride: Block length and stride ``l`` (default ``ceil(sqrt(max_len))``).
+    ``dim``, ``heads``, ``head_dim``, ``max_len`` and the shapes are those of
+    :class:`AttentionBlock`; ``max_len`` sets the default stride only.
 
-    Shapes:
-        - **input:** ``x`` ``[B, L, D]``, ``mask`` ``[B, L]`` bool.
-        - **output:** ``[B, L, D]``.
+    Args:
+        stride: Block length and stride ``l`` (default ``ceil(sqrt(max_len))``).
     """
 
     mechanism = "sparse"

@@ -26,16 +26,9 @@ class DenseSynthesizerAttention(AttentionBlock):
     Memory is :math:`O(L \cdot \ell)` (quadratic; the paper makes no sub-quadratic claim
     for this variant).
 
-    Args:
-        dim: Model dimension ``D``.
-        heads: Number of heads ``H``.
-        head_dim: Per-head dimension (default ``dim // heads``): hidden width of
-            :math:`F` per head and the value size.
-        max_len: ``ell``, the longest sequence accepted.
-
-    Shapes:
-        - **input:** ``x`` ``[B, L, D]`` with ``L <= max_len``, ``mask`` ``[B, L]`` bool.
-        - **output:** ``[B, L, D]``.
+    ``dim``, ``heads``, ``head_dim``, ``max_len`` and the shapes are those of
+    :class:`AttentionBlock`; ``max_len`` is ``ell`` (inputs need ``L <= max_len``) and
+    ``head_dim`` is also the hidden width of :math:`F` per head and the value size.
     """
 
     mechanism = "synthesizer-dense"

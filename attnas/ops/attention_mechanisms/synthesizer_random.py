@@ -25,16 +25,11 @@ class RandomSynthesizerAttention(AttentionBlock):
     top-left ``L x L`` corner is used and padded keys are masked. Memory is
     :math:`O(L^2)`.
 
-    Args:
-        dim: Model dimension ``D``.
-        heads: Number of heads ``H``.
-        head_dim: Per-head dimension (default ``dim // heads``).
-        max_len: ``ell``, the longest sequence accepted.
-        trainable: Learn ``R`` (True) or keep it fixed.
+    ``dim``, ``heads``, ``head_dim``, ``max_len`` and the shapes are those of
+    :class:`AttentionBlock`; ``max_len`` is ``ell`` (inputs need ``L <= max_len``).
 
-    Shapes:
-        - **input:** ``x`` ``[B, L, D]`` with ``L <= max_len``, ``mask`` ``[B, L]`` bool.
-        - **output:** ``[B, L, D]``.
+    Args:
+        trainable: Learn ``R`` (True) or keep it fixed.
     """
 
     mechanism = "synthesizer-random"
