@@ -48,7 +48,7 @@ import os
 import sys
 import warnings
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -62,7 +62,26 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 
 WORKERS_HELP = "Score candidates on N parallel Ray workers (needs attnas\\[ray]); the result is the same."
-RAY_HELP = "Use the Ray cluster at ADDR (e.g. ray://head:10001) instead of a local Ray."
+
+
+# The options and arguments several commands declare alike (the same flags, the same help).
+# Each call gives a command its own declaration.
+def _finished_run_dir() -> Any:
+    return typer.Argument(..., help="A finished run directory.")
+
+
+def _data_dir_option() -> Any:
+    return typer.Option(None, "--data-dir")
+
+
+def _device_option() -> Any:
+    return typer.Option(None, "--device")
+
+
+def _ray_address_option() -> Any:
+    return typer.Option(None, "--ray-address",
+                        help="Use the Ray cluster at ADDR (e.g. ray://head:10001) instead of a local Ray.")
+
 
 #: The commands that train or run models: the console script tunes the process for these
 #: only (:func:`tune_process`), never for ``--version``, ``list``, ``show``, ``report`` or
@@ -162,7 +181,7 @@ def search(recipe: Optional[str] = typer.Argument(None, help="Recipe name (attna
            device: Optional[str] = typer.Option(None, "--device", help="auto (default), cpu or cuda."),
            resume: Optional[Path] = typer.Option(None, "--resume", help="Continue the killed search in RUN_DIR."),
            workers: Optional[int] = typer.Option(None, "--workers", help=WORKERS_HELP),
-           ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP),
+           ray_address: Optional[str] = _ray_address_option(),
            force: bool = typer.Option(False, "--force", help="With --resume: resume even when the torch threads, "
                                       "compiled kernels or torch/attnas version differ from the run's (run.json "
                                       "records it)."),
@@ -214,15 +233,15 @@ def _search(recipe: Optional[str], set_: list[str], out: Optional[Path], data_di
 
 @app.command()
 @guard
-def retrain(run_dir: Path = typer.Argument(..., help="A finished run directory."),
+def retrain(run_dir: Path = _finished_run_dir(),
             dataset: Optional[str] = typer.Option(None, "--dataset", help="Transfer to another dataset."),
             seeds: Optional[int] = typer.Option(None, "--seeds", help="Number of seeds (default retrain.seeds)."),
             init: Optional[str] = typer.Option(None, "--init", help="supernet or scratch."),
             set_: list[str] = typer.Option([], "--set", help="retrain.* overrides, e.g. retrain.epochs=300."),
-            data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
-            device: Optional[str] = typer.Option(None, "--device"),
+            data_dir: Optional[Path] = _data_dir_option(),
+            device: Optional[str] = _device_option(),
             workers: Optional[int] = typer.Option(None, "--workers", help="Train the seeds on N parallel Ray workers."),
-            ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP)) -> None:
+            ray_address: Optional[str] = _ray_address_option()) -> None:
     """Retrain the found architecture with several seeds (mean and std go to metrics.json)."""
     from attnas.reporting.display import rounded
     from attnas.training.retraining import retrain as run_retrain
@@ -241,10 +260,10 @@ def sweep(recipe: str = typer.Argument(..., help="Recipe name or YAML path."),
           grid: list[str] = typer.Option([], "--grid", help="key=\\[v1, v2] (repeatable): search every combination."),
           set_: list[str] = typer.Option([], "--set", help="Override shared by every run (repeatable)."),
           out: Optional[Path] = typer.Option(None, "--out", help="Sweep folder (default runs/<name>-sweep-<time>)."),
-          data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
-          device: Optional[str] = typer.Option(None, "--device"),
+          data_dir: Optional[Path] = _data_dir_option(),
+          device: Optional[str] = _device_option(),
           workers: Optional[int] = typer.Option(None, "--workers", help="Run N searches at once on Ray."),
-          ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP)) -> None:
+          ray_address: Optional[str] = _ray_address_option()) -> None:
     """Run independent searches (seeds x grid) into sub-run folders; summary.json has mean and std."""
     from attnas.scale.sweep import sweep as run_sweep
 
@@ -270,10 +289,10 @@ def compare(recipe: str = typer.Argument(..., help="A recipe that searches (name
                                                      help="Also train one architecture drawn from the prior."),
             set_: list[str] = typer.Option([], "--set", help="Override for every row, e.g. task.dataset=graph-file."),
             out: Optional[Path] = typer.Option(None, "--out", help="Comparison folder (default runs/<name>-compare-<time>)."),
-            data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
-            device: Optional[str] = typer.Option(None, "--device"),
+            data_dir: Optional[Path] = _data_dir_option(),
+            device: Optional[str] = _device_option(),
             workers: Optional[int] = typer.Option(None, "--workers", help="Run rows, then seeds, on N Ray workers."),
-            ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_HELP)) -> None:
+            ray_address: Optional[str] = _ray_address_option()) -> None:
     """Is the searched attention better? Search, random search and the space's hand-designed
     baselines, each retrained with the same seeds; writes compare.json, compare.md and compare.png."""
     from attnas.comparison import compare as run_compare
@@ -332,9 +351,9 @@ def bench(out: Path = typer.Option(Path("runs/bench"), "--out", help="Output fol
 
 @app.command()
 @guard
-def evaluate(run_dir: Path = typer.Argument(..., help="A finished run directory."),
-             data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
-             device: Optional[str] = typer.Option(None, "--device")) -> None:
+def evaluate(run_dir: Path = _finished_run_dir(),
+             data_dir: Optional[Path] = _data_dir_option(),
+             device: Optional[str] = _device_option()) -> None:
     """Score the run's final model on the validation and test splits."""
     from attnas import pipeline
     from attnas.reporting.display import rounded
@@ -353,7 +372,7 @@ def report(run_dir: Path = typer.Argument(..., help="A run directory.")) -> None
 
 @app.command("export")
 @guard
-def export(run_dir: Path = typer.Argument(..., help="A finished run directory."),
+def export(run_dir: Path = _finished_run_dir(),
            pick: Optional[str] = typer.Option(None, "--pick", help="A Pareto-front member's index (0: best validation score) or "
                                                          "conditions like 'latency_ms<5' or 'params<=2e4,val_accuracy>0.8' "
                                                          "(the best validation score among the members that meet them)."),
