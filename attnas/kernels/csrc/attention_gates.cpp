@@ -82,9 +82,7 @@ void norm_backward(const T* x, int64_t sb, const T* w, const T* s, const T* dy, 
   int used = 1;
   #pragma omp parallel num_threads(nthreads)
   {
-    #pragma omp single
-    used = omp_get_num_threads();
-    double* acc = part.of(omp_get_thread_num());
+    double* acc = part.enter(used);
     std::vector<T> xpad((size_t)pplane, (T)0), gpad((size_t)pplane, (T)0), dz((size_t)P);
     #pragma omp for schedule(static)
     for (int64_t it = 0; it < sh.B * c; ++it) {
@@ -255,9 +253,7 @@ void channel_backward(const T* x, int64_t sb, const T* w1, const T* w2, int with
   int used = 1;
   #pragma omp parallel num_threads(nthreads)
   {
-    #pragma omp single
-    used = omp_get_num_threads();
-    double* a1 = part.of(omp_get_thread_num());
+    double* a1 = part.enter(used);
     std::vector<T> dz((size_t)C), hpre((size_t)h), dh((size_t)h), dv((size_t)(2 * C));
     #pragma omp for schedule(static)
     for (int64_t b = 0; b < B; ++b) {
@@ -428,9 +424,7 @@ void spatial_backward(const T* x, int64_t sb, const T* w, const T* bn_w, T eps, 
   double s1 = 0.0, s2 = 0.0;
   #pragma omp parallel num_threads(nthreads)
   {
-    #pragma omp single
-    used = omp_get_num_threads();
-    double* acc = part.of(omp_get_thread_num());
+    double* acc = part.enter(used);
     std::vector<T> ones((size_t)c, (T)1);
     #pragma omp for schedule(static)
     for (int64_t b = 0; b < sh.B; ++b) {  // dzn = d loss / d BN(z): the gate's gradient through the sigmoid

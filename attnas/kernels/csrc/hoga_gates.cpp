@@ -218,10 +218,7 @@ void combine_backward(const T* dout, const T* x, const T* s0, const T* s1, const
   int used = 1;
   #pragma omp parallel num_threads(nthreads)
   {
-    const int t = omp_get_thread_num();
-    #pragma omp single
-    used = omp_get_num_threads();
-    double* dwt = partial.of(t);
+    double* dwt = partial.enter(used);
     #pragma omp for schedule(static)
     for (int64_t bx = 0; bx < d.B * d.Gx; ++bx) {
       const int64_t b = bx / d.Gx; const int gx = (int)(bx % d.Gx);

@@ -177,10 +177,7 @@ void backward(const T* x, const T* w, const T* gout, T* gx, T* gw, const Shape& 
   int used = 1;
   #pragma omp parallel num_threads(nthreads)
   {
-    const int t = omp_get_thread_num();
-    #pragma omp single
-    used = omp_get_num_threads();
-    double* acc = partial.of(t);
+    double* acc = partial.enter(used);
     std::vector<T> gpad(gx ? (size_t)(cout_g * pplane) : 0, (T)0);
     std::vector<T> xpad(gw ? (size_t)(cin_g * pplane) : 0, (T)0);
     #pragma omp for schedule(static)
@@ -251,10 +248,7 @@ void dw_pair_backward(const T* x, const T* w1, const T* w2, const T* g1, const T
   int used = 1;
   #pragma omp parallel num_threads(nthreads)
   {
-    const int t = omp_get_thread_num();
-    #pragma omp single
-    used = omp_get_num_threads();
-    double* acc = partial.of(t);
+    double* acc = partial.enter(used);
     const size_t n1 = (size_t)(s1.Hp() * s1.Wp()), n2 = (size_t)(s2.Hp() * s2.Wp());
     std::vector<T> gpad1(gx ? n1 : 0, (T)0), gpad2(gx ? n2 : 0, (T)0);
     std::vector<T> xpad1(want_w ? n1 : 0, (T)0), xpad2(want_w ? n2 : 0, (T)0);
