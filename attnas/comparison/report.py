@@ -19,6 +19,15 @@ def _pct(x: float, scale: float) -> str:
     return f"{x * scale:.2f}"
 
 
+def _task_data(task: dict) -> str:
+    """What the task reads: ``on `cora` `` for a named dataset, else its other settings (a
+    generated task such as ``csbm``: ``with phi=-0.5, graph_seed=0``)."""
+    if task.get("dataset"):
+        return f"on `{task['dataset']}`"
+    settings = ", ".join(f"{k}={v}" for k, v in task.items() if k != "name" and not isinstance(v, (dict, list)))
+    return f"with {settings}" if settings else ""
+
+
 def compare_markdown(result: dict) -> str:
     """The comparison as a Markdown page: the table, the verdicts and the figure."""
     metric, rows = result["metric"], result["rows"]
@@ -28,7 +37,7 @@ def compare_markdown(result: dict) -> str:
     k = result.get("search_seeds", 1)
     paper = f" (the paper used {result['paper_seeds']})" if result.get("paper_seeds") else ""
     lines = [f"# Is the search better? `{result['recipe']}`", "",
-             f"- task: `{task.get('name')}` on `{task.get('dataset', '')}`, metric: test {metric}"]
+             f"- task: `{task.get('name')}` {_task_data(task)}, metric: test {metric}"]
     if k > 1:
         lines.append(f"- {k} independent searches per searching row (search seeds; folders "
                      f"{', '.join(f'`{f}/`' for f in result['folders'])}), each row retrained with "
