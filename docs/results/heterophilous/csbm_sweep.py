@@ -97,6 +97,8 @@ def figure(results: dict[float, dict], path: Path) -> None:
         pub = [(p, PUBLISHED[p][name]) for p in PUBLISHED if name in PUBLISHED[p]]
         if pub:
             ax.scatter(*zip(*pub), marker="x", color=line.get_color(), s=40)
+    best = [statistics.fmean(scores(results[p], best_by_validation(results[p]))) for p in phis]
+    ax.plot(phis, best, ls="--", color="black", lw=1, label="best baseline by validation")
     ax.set_xlabel("φ (−1 heterophilous … 1 homophilous)")
     ax.set_ylabel("test accuracy [%]")
     ax.set_title("cSBM (n = 5000, p = 2000, d = 5, ε = 3.25); × published")
