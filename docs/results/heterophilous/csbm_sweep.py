@@ -3,7 +3,8 @@
 Reads ``<runs>/phi<PHI>-g<GRAPH_SEED>/compare.json`` (test accuracy of every row on the dense
 splits its retraining seeds trained and tested on), prints a markdown table (mean +- std over
 the splits, per phi; the published figures of GPR-GNN's reproduction beside ours) with the
-paired verdicts of the search against the best baseline (chosen by mean VALIDATION accuracy),
+paired verdicts of the search against the best baseline (compare's ``best_baseline``: the
+highest mean VALIDATION accuracy),
 GAT and random search, and draws accuracy against phi::
 
     python -m docs.results.heterophilous.csbm_sweep runs/csbm docs/figures/heterophilous_csbm.png
@@ -45,12 +46,6 @@ def scores(result: dict, name: str, split: str = "test") -> list[float]:
     return [100 * s for s in row[f"{split}_per_seed"]]
 
 
-def best_by_validation(result: dict) -> str:
-    """The baseline with the highest mean validation accuracy (no test label chooses it)."""
-    baselines = [r["name"] for r in result["rows"] if r["kind"] == "baseline"]
-    return max(baselines, key=lambda n: statistics.fmean(scores(result, n, "val")))
-
-
 def verdict(result: dict, a: str, b: str) -> str:
     """``+d (p = ...)`` of the paired t-test over the splits."""
     v = paired_verdict(scores(result, a), scores(result, b), a, b)
@@ -69,7 +64,7 @@ def table(results: dict[float, dict]) -> str:
             pub = PUBLISHED.get(p, {}).get(name)
             cells.append(f"{statistics.fmean(s):.1f} ± {statistics.stdev(s):.1f}" + (f" ({pub})" if pub else ""))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    best = {p: best_by_validation(r) for p, r in results.items()}
+    best = {p: r["best_baseline"] for p, r in results.items()}
     lines.append("| best baseline by validation | " + " | ".join(DRAWN.get(b, b) for b in best.values()) + " |")
     for other, label in (("best", "search − best baseline"), ("gat", "search − GAT"), ("random", "search − random search")):
         cells = [verdict(r, "search", best[p] if other == "best" else other) for p, r in results.items()]
@@ -97,7 +92,7 @@ def figure(results: dict[float, dict], path: Path) -> None:
         pub = [(p, PUBLISHED[p][name]) for p in PUBLISHED if name in PUBLISHED[p]]
         if pub:
             ax.scatter(*zip(*pub), marker="x", color=line.get_color(), s=40)
-    best = [statistics.fmean(scores(results[p], best_by_validation(results[p]))) for p in phis]
+    best = [statistics.fmean(scores(results[p], results[p]["best_baseline"])) for p in phis]
     ax.plot(phis, best, ls="--", color="black", lw=1, label="best baseline by validation")
     ax.set_xlabel("φ (−1 heterophilous … 1 homophilous)")
     ax.set_ylabel("test accuracy [%]")
