@@ -37,8 +37,6 @@ Each recipe setting that departs from its paper names the data that chose it (va
 data only, docs/developing.md, "Selection discipline"; where a setting was chosen on test
 accuracy, the section says so), and each verdict says over which seeds it was computed.
 Each section links a detail page under `docs/results/` with the full tables and measurements.
-
-This page is assembled by `python docs/build_results.py` from `docs/results/summaries/`.
 """
 
 
