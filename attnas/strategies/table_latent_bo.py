@@ -18,8 +18,9 @@ the ``k`` best architectures queried so far, as BANANAS (White, Neiswanger, Sava
 maximises its acquisition over mutations of the best architectures, the discrete
 counterpart of a local ascent of EI started at the incumbents (fewer than ``batch``
 such neighbours left: the pool). The first ``initial`` architectures are random search's first draws (paired
-seeds). The GP is scikit-learn's exact GP (constant x RBF kernel plus white noise,
-hyper-parameters by maximum likelihood, targets standardised) refitted before each batch.
+seeds). The GP is scikit-learn's exact GP (constant x RBF kernel plus white noise, or
+``kernel: matern`` for a Matern 5/2 in place of the RBF; hyper-parameters by maximum
+likelihood, targets standardised) refitted before each batch.
 Under ``constraints`` the initial draws and the acquisition's candidates are the
 architectures within every limit only (:meth:`ValidationQueries.constrain`).
 """
@@ -30,7 +31,7 @@ import functools
 import random
 import warnings
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import torch
@@ -102,13 +103,14 @@ def acquisition_candidates(queries: ValidationQueries, unseen: np.ndarray, rng: 
 
 
 def latent_bo(queries: ValidationQueries, budget: int, rng: random.Random, latents: np.ndarray,
-              initial: int = 10, batch: int = 10, pool: int = 2000, around_best: int = 0) -> None:
+              initial: int = 10, batch: int = 10, pool: int = 2000, around_best: int = 0,
+              kernel: str = "rbf") -> None:
     """Query ``initial`` random architectures, then batches of the highest expected improvement
     among the :func:`acquisition_candidates` (``pool`` uniform unqueried ones, 0: all of them;
     or the neighbours of the ``around_best`` best queried ones)."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.gaussian_process import GaussianProcessRegressor
-    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
 
     while queries.spent < min(initial, budget):
         queries.query(queries.sample_unseen(rng))
@@ -116,10 +118,12 @@ def latent_bo(queries: ValidationQueries, budget: int, rng: random.Random, laten
     while queries.spent < budget:
         unseen[queries.trace] = False
         y = np.asarray(queries.scores)
-        kernel = ConstantKernel(1.0) * RBF(length_scale=np.sqrt(latents.shape[1])) + WhiteKernel(0.1)
+        scale = np.sqrt(latents.shape[1])
+        similarity = Matern(length_scale=scale, nu=2.5) if kernel == "matern" else RBF(length_scale=scale)
+        covariance = ConstantKernel(1.0) * similarity + WhiteKernel(0.1)
         with warnings.catch_warnings():  # hyper-parameters at a bound are a fit, not an error
             warnings.simplefilter("ignore", ConvergenceWarning)
-            gp = GaussianProcessRegressor(kernel, normalize_y=True, random_state=0).fit(latents[queries.trace], y)
+            gp = GaussianProcessRegressor(covariance, normalize_y=True, random_state=0).fit(latents[queries.trace], y)
         candidates = acquisition_candidates(queries, unseen, rng, pool, around_best, batch)
         mean, std = gp.predict(latents[candidates], return_std=True)
         ei = expected_improvement(mean, std, float(y.max()))
@@ -140,6 +144,7 @@ class TableLatentBOConfig(ConstrainedConfig):
         around_best: When > 0, maximise the acquisition over the unqueried neighbours of
             this many best queried architectures instead (BANANAS' mutation candidates;
             the pool when fewer than ``batch`` are left); 0: the pool.
+        kernel: The GP's kernel on the latents: ``rbf`` or ``matern`` (5/2).
     """
 
     vae_file: str = ""
@@ -147,6 +152,7 @@ class TableLatentBOConfig(ConstrainedConfig):
     batch: PositiveInt = 10
     pool: Annotated[int, Range(0)] = 2000
     around_best: Annotated[int, Range(0)] = 0
+    kernel: Literal["rbf", "matern"] = "rbf"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -170,4 +176,4 @@ class TableLatentBO(_TableStrategy):
                               f"table {queries.n} (proteins needs a VAE trained on nbg-proteins)")
         cls.prepare(queries, options)
         latent_bo(queries, options.budget, random.Random(seed), latents, options.initial, options.batch, options.pool,
-                  options.around_best)
+                  options.around_best, options.kernel)
