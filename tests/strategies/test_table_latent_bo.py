@@ -1,5 +1,6 @@
 """table-latent-bo: expected improvement over a graph VAE's latents of a table's architectures."""
 
+import dataclasses
 import random
 
 import numpy as np
@@ -106,6 +107,21 @@ def test_bo_around_the_best_queries_neighbours_of_queried_architectures(vae_file
         assert any(q.trace[k] in space.index.neighbours(i) for i in q.trace[:k])
     with pytest.raises(ConfigError, match="around_best"):
         TableLatentBOConfig(budget=10, vae_file=vae_file, around_best=-1)
+
+
+def test_bo_around_the_best_does_not_change_when_the_test_column_does(vae_file, proteins):
+    """Validation only: proteins' test column shuffled, the same queries."""
+    space, _ = proteins
+    shuffled = NasBenchGraphTask(NasBenchGraphTaskConfig("proteins"))
+    shuffled._table = dataclasses.replace(shuffled._table,
+                                          test=np.random.default_rng(0).permutation(shuffled._table.test))
+    options = TableLatentBOConfig(budget=25, vae_file=vae_file, initial=5, batch=5, around_best=2, kernel="matern")
+    traces = []
+    for task in (proteins[1], shuffled):
+        q = task.validation_view(space.index.codes, space.index.neighbours)
+        TableLatentBO.run_loop(q, options, 1)
+        traces.append(q.trace)
+    assert traces[0] == traces[1] and len(traces[0]) == 25
 
 
 def test_bad_vae_files_are_refused(tmp_path, vae_file, proteins):
