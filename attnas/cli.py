@@ -104,7 +104,7 @@ def main_callback(ctx: typer.Context,
                   version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                                help="Print the version and exit."),
                   threads: Optional[int] = typer.Option(None, "--threads", envvar="ATTNAS_THREADS",
-                                                        help="CPU threads of torch and of numpy's BLAS (default: their choice)."),
+                                                        help="CPU threads of torch and numpy's BLAS."),
                   debug: bool = typer.Option(False, "--debug", envvar="ATTNAS_DEBUG",
                                              help="Raise errors with their traceback instead of one line."),
                   verbose: bool = typer.Option(False, "--verbose", "-v", help="Also show debug messages (which "

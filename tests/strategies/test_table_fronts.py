@@ -9,8 +9,9 @@ pytest.importorskip("nas_bench_graph")
 pytest.importorskip("pymoo")
 
 from attnas.costs import pareto  # noqa: E402
-from attnas.strategies.table_fronts import (FrontMeter, cost_matrix, crowded_top, found_front, hypervolume,  # noqa: E402
-                                            pareto_regularized_evolution, queried_matrix, table_objectives)
+from attnas.strategies.table_fronts import (FrontMeter, cost_matrix, crowded_top, found_front,  # noqa: E402
+                                            hypervolume, pareto_regularized_evolution, queried_matrix,
+                                            table_objectives)
 from attnas.strategies.table_search import autoattend_evolution, random_search  # noqa: E402
 from attnas.strategies.table_strategies import TableEvolution, TableEvolutionConfig  # noqa: E402
 from nas_bench_graph_tables import cora_space, cora_task  # noqa: E402
