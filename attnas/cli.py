@@ -104,7 +104,7 @@ def main_callback(ctx: typer.Context,
                   version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                                help="Print the version and exit."),
                   threads: Optional[int] = typer.Option(None, "--threads", envvar="ATTNAS_THREADS",
-                                                        help="torch CPU threads (default: torch's choice)."),
+                                                        help="CPU threads of torch and numpy's BLAS."),
                   debug: bool = typer.Option(False, "--debug", envvar="ATTNAS_DEBUG",
                                              help="Raise errors with their traceback instead of one line."),
                   verbose: bool = typer.Option(False, "--verbose", "-v", help="Also show debug messages (which "
@@ -131,6 +131,12 @@ def main_callback(ctx: typer.Context,
         import torch
 
         torch.set_num_threads(threads)
+        try:  # numpy's BLAS too (scikit-learn's GPs): a 1-thread run must not spin a second core
+            from threadpoolctl import threadpool_limits
+        except ImportError:
+            pass
+        else:
+            threadpool_limits(threads)
 
 
 @app.command("list")

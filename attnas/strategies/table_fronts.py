@@ -1,10 +1,13 @@
 """Multi-objective search over a table: validation performance against the table's costs.
 
 With ``strategy.objectives`` naming the validation metric and one or more costs (e.g.
-``[val_score, params]``), ``table-random`` and ``regularized-evolution`` keep the Pareto
+``[val_score, params]``), ``table-random``, ``table-evolution`` and ``regularized-evolution`` keep the Pareto
 front of the architectures they queried instead of one pick:
 
 - ``table-random`` draws as without objectives (its front is that of its draws).
+- ``table-evolution`` (AutoAttend's evolution) mutates, each round, the first ``children``
+  of everything queried in NSGA-II's order (:func:`crowded_top`: non-dominated rank, then
+  crowding distance) instead of the best ``children`` on validation.
 - ``regularized-evolution`` becomes :func:`pareto_regularized_evolution`: Real et al.'s
   aging evolution (AAAI 2019, Algorithm 1) whose tournament is won by NSGA-II's
   crowded-comparison operator (Deb, Pratap, Agarwal, Meyarivan, *A Fast and Elitist
@@ -24,7 +27,7 @@ Approach*, IEEE TEC 1999: the "size of the space covered").
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -57,6 +60,21 @@ def found_front(queries: ValidationQueries, objectives: Sequence[str]) -> list[i
     costs = cost_matrix(queries, objectives)
     F = queried_matrix(queries, objectives, range(queries.spent), costs)
     return [queries.trace[p] for p in pareto.non_dominated(F)]
+
+
+def crowded_top(objectives: Sequence[str]) -> Callable[[ValidationQueries, int], list[int]]:
+    """A ranking for :func:`~attnas.strategies.table_search.autoattend_evolution`: the positions of
+    the ``count`` queried architectures that NSGA-II keeps (:func:`attnas.costs.pareto.nsga2_select`,
+    ties in crowding broken by the query count, so a search is reproducible)."""
+    costs: list[np.ndarray] = []
+
+    def top(queries: ValidationQueries, count: int) -> list[int]:
+        if not costs:
+            costs.append(cost_matrix(queries, objectives))
+        F = queried_matrix(queries, objectives, range(queries.spent), costs[0])
+        return pareto.nsga2_select(F, count, seed=queries.spent)
+
+    return top
 
 
 def pareto_regularized_evolution(queries: ValidationQueries, budget: int, rng: random.Random,

@@ -11,10 +11,16 @@ unqueried architectures with the highest expected improvement
 
 (``m``, ``s``: the GP's posterior mean and standard deviation, ``y*`` the best validation
 performance so far) are queried next, ``batch`` at a time. The space is a finite table,
-so the acquisition is maximised over ``pool`` unqueried architectures drawn at random for
-each batch (all of them with ``pool: 0``) instead of over decoded latent points. The first ``initial`` architectures are random search's first draws (paired
-seeds). The GP is scikit-learn's exact GP (constant x RBF kernel plus white noise,
-hyper-parameters by maximum likelihood, targets standardised) refitted before each batch.
+so the acquisition is maximised over a finite set of unqueried architectures instead of over
+decoded latent points: ``pool`` drawn at random for each batch (all of them with ``pool: 0``),
+or, with ``around_best: k``, the one-step neighbours (one operation or one input changed) of
+the ``k`` best architectures queried so far, as BANANAS (White, Neiswanger, Savani, AAAI 2021)
+maximises its acquisition over mutations of the best architectures, the discrete
+counterpart of a local ascent of EI started at the incumbents (fewer than ``batch``
+such neighbours left: the pool). The first ``initial`` architectures are random search's first draws (paired
+seeds). The GP is scikit-learn's exact GP (constant x RBF kernel plus white noise, or
+``kernel: matern`` for a Matern 5/2 in place of the RBF; hyper-parameters by maximum
+likelihood, targets standardised) refitted before each batch.
 Under ``constraints`` the initial draws and the acquisition's candidates are the
 architectures within every limit only (:meth:`ValidationQueries.constrain`).
 """
@@ -25,7 +31,7 @@ import functools
 import random
 import warnings
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import torch
@@ -78,13 +84,33 @@ def expected_improvement(mean: np.ndarray, std: np.ndarray, best: float, xi: flo
     return (mean - best - xi) * norm.cdf(u) + std * norm.pdf(u)
 
 
+def acquisition_candidates(queries: ValidationQueries, unseen: np.ndarray, rng: random.Random, pool: int,
+                           around_best: int, batch: int) -> np.ndarray:
+    """The unqueried feasible architectures (``unseen``) the acquisition is maximised over, ascending.
+
+    ``around_best > 0``: the neighbours of the ``around_best`` best queried architectures, when at
+    least ``batch`` of them are unqueried; otherwise ``pool`` of ``unseen`` drawn uniformly (0: all).
+    """
+    if around_best:
+        order = np.argsort(-np.asarray(queries.scores), kind="stable")[:around_best]
+        near = {j for k in order for j in queries.neighbours(queries.trace[k]) if unseen[j]}
+        if len(near) >= batch:
+            return np.asarray(sorted(near))
+    candidates = np.flatnonzero(unseen)
+    if 0 < pool < len(candidates):
+        candidates = np.sort(np.asarray(rng.sample(candidates.tolist(), pool)))
+    return candidates
+
+
 def latent_bo(queries: ValidationQueries, budget: int, rng: random.Random, latents: np.ndarray,
-              initial: int = 10, batch: int = 10, pool: int = 2000) -> None:
+              initial: int = 10, batch: int = 10, pool: int = 2000, around_best: int = 0,
+              kernel: str = "rbf") -> None:
     """Query ``initial`` random architectures, then batches of the highest expected improvement
-    among ``pool`` unqueried architectures drawn uniformly per batch (0: all of them)."""
+    among the :func:`acquisition_candidates` (``pool`` uniform unqueried ones, 0: all of them;
+    or the neighbours of the ``around_best`` best queried ones)."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.gaussian_process import GaussianProcessRegressor
-    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
 
     while queries.spent < min(initial, budget):
         queries.query(queries.sample_unseen(rng))
@@ -92,13 +118,13 @@ def latent_bo(queries: ValidationQueries, budget: int, rng: random.Random, laten
     while queries.spent < budget:
         unseen[queries.trace] = False
         y = np.asarray(queries.scores)
-        kernel = ConstantKernel(1.0) * RBF(length_scale=np.sqrt(latents.shape[1])) + WhiteKernel(0.1)
+        scale = np.sqrt(latents.shape[1])
+        similarity = Matern(length_scale=scale, nu=2.5) if kernel == "matern" else RBF(length_scale=scale)
+        covariance = ConstantKernel(1.0) * similarity + WhiteKernel(0.1)
         with warnings.catch_warnings():  # hyper-parameters at a bound are a fit, not an error
             warnings.simplefilter("ignore", ConvergenceWarning)
-            gp = GaussianProcessRegressor(kernel, normalize_y=True, random_state=0).fit(latents[queries.trace], y)
-        candidates = np.flatnonzero(unseen)
-        if 0 < pool < len(candidates):
-            candidates = np.sort(np.asarray(rng.sample(candidates.tolist(), pool)))
+            gp = GaussianProcessRegressor(covariance, normalize_y=True, random_state=0).fit(latents[queries.trace], y)
+        candidates = acquisition_candidates(queries, unseen, rng, pool, around_best, batch)
         mean, std = gp.predict(latents[candidates], return_std=True)
         ei = expected_improvement(mean, std, float(y.max()))
         for i in candidates[np.argsort(-ei, kind="stable")[: budget - queries.spent][:batch]]:
@@ -115,12 +141,18 @@ class TableLatentBOConfig(ConstrainedConfig):
         batch: Architectures queried per GP fit (the highest expected improvement).
         pool: Unqueried architectures drawn per batch to maximise the acquisition over
             (0: every unqueried architecture).
+        around_best: When > 0, maximise the acquisition over the unqueried neighbours of
+            this many best queried architectures instead (BANANAS' mutation candidates;
+            the pool when fewer than ``batch`` are left); 0: the pool.
+        kernel: The GP's kernel on the latents: ``rbf`` or ``matern`` (5/2).
     """
 
     vae_file: str = ""
     initial: PositiveInt = 10
     batch: PositiveInt = 10
     pool: Annotated[int, Range(0)] = 2000
+    around_best: Annotated[int, Range(0)] = 0
+    kernel: Literal["rbf", "matern"] = "rbf"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -143,4 +175,5 @@ class TableLatentBO(_TableStrategy):
             raise ConfigError(f"strategy.vae_file: the VAE's space has {len(latents)} architectures, the task's "
                               f"table {queries.n} (proteins needs a VAE trained on nbg-proteins)")
         cls.prepare(queries, options)
-        latent_bo(queries, options.budget, random.Random(seed), latents, options.initial, options.batch, options.pool)
+        latent_bo(queries, options.budget, random.Random(seed), latents, options.initial, options.batch, options.pool,
+                  options.around_best, options.kernel)

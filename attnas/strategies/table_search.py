@@ -32,6 +32,7 @@ fresh random architecture keeps the budget moving.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from attnas.tasks.nas_bench_graph import ValidationQueries
 
@@ -82,10 +83,20 @@ def local_search(queries: ValidationQueries, budget: int, rng: random.Random) ->
             current, score = best, best_score
 
 
+def best_by_validation(queries: ValidationQueries, count: int) -> list[int]:
+    """The positions in ``queries.trace`` of the ``count`` best queried architectures on validation."""
+    return sorted(range(queries.spent), key=lambda k: -queries.scores[k])[:count]
+
+
 def autoattend_evolution(queries: ValidationQueries, budget: int, rng: random.Random,
-                         population_fraction: float = 0.5, rounds: int = 5) -> None:
+                         population_fraction: float = 0.5, rounds: int = 5,
+                         top: Callable[[ValidationQueries, int], list[int]] = best_by_validation) -> None:
     """AutoAttend's evolution scaled to ``budget``: a random population, then ``rounds`` rounds
-    in which the top ``children`` architectures are each mutated once (Guan et al. 2021)."""
+    in which the top ``children`` architectures are each mutated once (Guan et al. 2021).
+
+    ``top(queries, count)`` ranks the queried architectures (positions in ``queries.trace``,
+    best first): by validation, or by NSGA-II's crowded comparison for a Pareto front
+    (:func:`attnas.strategies.table_fronts.crowded_top`)."""
     initial = max(1, min(budget, round(budget * population_fraction)))
     while queries.spent < initial:
         queries.query(queries.sample_unseen(rng))
@@ -94,8 +105,7 @@ def autoattend_evolution(queries: ValidationQueries, budget: int, rng: random.Ra
         children = -(-left // (rounds - r)) if left > 0 else 0  # spread what is left over the rounds
         if children <= 0:
             break
-        ranked = sorted(range(queries.spent), key=lambda k: -queries.scores[k])[:children]
-        parents = [queries.trace[k] for k in ranked]
+        parents = [queries.trace[k] for k in top(queries, children)]
         for c in range(children):
             queries.query(mutate_unseen(queries, parents[c % len(parents)], rng))
     while queries.spent < budget:  # rounds: 0 leaves the rest to random draws

@@ -17,8 +17,8 @@ among the architectures within every limit only. An architecture over a limit is
 without counting as a query (its costs are read from the table without training it, as a
 network's parameters are known before it trains); the budget stays the number of distinct
 architectures queried. A constraint that fewer than ``budget`` architectures meet is one
-error line before anything is written. ``table-random`` and ``regularized-evolution`` also
-take ``objectives`` (e.g. ``[val_score, params]``): the search keeps a Pareto front
+error line before anything is written. ``table-random``, ``regularized-evolution`` and
+``table-evolution`` also take ``objectives`` (e.g. ``[val_score, params]``): the search keeps a Pareto front
 (:mod:`attnas.strategies.table_fronts`) and the run writes ``pareto.json``, which
 ``attnas report`` draws.
 
@@ -42,7 +42,7 @@ from attnas.core.errors import ConfigError, UnsupportedError
 from attnas.costs import pareto
 from attnas.registry import register_strategy
 from attnas.strategies.base import SearchResult, Strategy
-from attnas.strategies.table_fronts import found_front, pareto_regularized_evolution
+from attnas.strategies.table_fronts import crowded_top, found_front, pareto_regularized_evolution
 from attnas.strategies.table_search import LOOPS
 from attnas.tasks.nas_bench_graph import TABLE_COSTS, ValidationQueries
 
@@ -86,7 +86,8 @@ class ConstrainedConfig(CheckedConfig):
 
 @dataclass(frozen=True)
 class BudgetConfig(ConstrainedConfig):
-    """Options of ``table-random`` (and, without ``objectives``, ``local-search``).
+    """Options of ``table-random`` (and, without ``objectives``, ``local-search``); the base of
+    the evolutions' options.
 
     Attributes:
         objectives: The validation metric and costs to trade off (e.g. ``[val_score, params]``);
@@ -110,7 +111,7 @@ class RegularizedEvolutionConfig(BudgetConfig):
 
 
 @dataclass(frozen=True)
-class TableEvolutionConfig(ConstrainedConfig):
+class TableEvolutionConfig(BudgetConfig):
     """Options of ``table-evolution`` (AutoAttend's evolution, Guan et al., ICML 2021).
 
     Attributes:
@@ -170,6 +171,8 @@ class _TableStrategy(Strategy):
         if multi_objective(options) and cls.name == "regularized-evolution":
             loop = pareto_regularized_evolution
             kwargs["objectives"] = options.objectives
+        elif multi_objective(options) and cls.name == "table-evolution":
+            kwargs["top"] = crowded_top(options.objectives)
         loop(queries, options.budget, random.Random(seed), **kwargs)
 
     def search(self) -> SearchResult:

@@ -101,7 +101,7 @@ def test_a_constrained_multi_objective_search_writes_its_front_and_report(tmp_pa
     assert vals == sorted(vals, reverse=True) and params == sorted(params, reverse=True)  # a front: trade-off
     write_report(run.path)
     assert "## Pareto front" in run.file("report.md").read_text() and run.file("pareto.png").stat().st_size > 0
-    for strategy in [{"name": "table-evolution", "budget": 10, "objectives": ["val_score", "params"]},
+    for strategy in [{"name": "local-search", "budget": 10, "objectives": ["val_score", "params"]},
                      {"name": "table-random", "budget": 10, "objectives": ["val_accuracy", "params"]}]:
         with pytest.raises(ConfigError, match="objectives"):
             pipeline.search({**recipe, "strategy": strategy}, out=tmp_path / "bad")

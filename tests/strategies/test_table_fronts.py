@@ -8,9 +8,12 @@ import pytest
 pytest.importorskip("nas_bench_graph")
 pytest.importorskip("pymoo")
 
-from attnas.strategies.table_fronts import (FrontMeter, found_front, hypervolume,  # noqa: E402
-                                            pareto_regularized_evolution, table_objectives)
-from attnas.strategies.table_search import random_search  # noqa: E402
+from attnas.costs import pareto  # noqa: E402
+from attnas.strategies.table_fronts import (FrontMeter, cost_matrix, crowded_top, found_front,  # noqa: E402
+                                            hypervolume, pareto_regularized_evolution, queried_matrix,
+                                            table_objectives)
+from attnas.strategies.table_search import autoattend_evolution, random_search  # noqa: E402
+from attnas.strategies.table_strategies import TableEvolution, TableEvolutionConfig  # noqa: E402
 from nas_bench_graph_tables import cora_space, cora_task  # noqa: E402
 
 OBJECTIVES = ("val_score", "params")
@@ -70,3 +73,25 @@ def test_pareto_evolution_spends_its_budget_from_random_searchs_draws(table):
     rs = view(space, task)
     random_search(rs, 10, random.Random(3))
     assert q.trace[:10] == rs.trace
+
+
+def test_pareto_autoattend_evolution_mutates_the_crowded_top(table):
+    """With objectives, a round's parents are NSGA-II's first of everything queried: the first
+    20 of 40 queries are random search's; the next 10 are neighbours of 10 of them, among which
+    the whole non-dominated front of the 20 (not only the best on validation)."""
+    space, task = table
+    q = view(space, task)
+    top = crowded_top(OBJECTIVES)
+    autoattend_evolution(q, 40, random.Random(5), population_fraction=0.5, rounds=2, top=top)
+    assert q.spent == 40 == len(set(q.trace))
+    first = view(space, task)
+    random_search(first, 20, random.Random(5))
+    assert q.trace[:20] == first.trace
+    parents = {first.trace[k] for k in top(first, 10)}
+    front = pareto.non_dominated(queried_matrix(first, OBJECTIVES, range(20), cost_matrix(first, OBJECTIVES)))
+    assert {first.trace[k] for k in front} <= parents and len(parents) == 10
+    assert all(any(c in space.index.neighbours(p) for p in parents) for c in q.trace[20:30])
+    again = view(space, task)
+    TableEvolution.run_loop(again, TableEvolutionConfig(budget=40, population_fraction=0.5, rounds=2,
+                                                        objectives=list(OBJECTIVES)), 5)
+    assert again.trace == q.trace

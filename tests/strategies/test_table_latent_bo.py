@@ -1,5 +1,6 @@
 """table-latent-bo: expected improvement over a graph VAE's latents of a table's architectures."""
 
+import dataclasses
 import random
 
 import numpy as np
@@ -14,8 +15,9 @@ from attnas.core.errors import ConfigError  # noqa: E402
 from attnas.graphvae.vae import GraphVAE, paper_model  # noqa: E402
 from attnas.runs.checkpoint_files import save_checkpoint_file  # noqa: E402
 from attnas.spaces.nas_bench_graph import NasBenchGraphConfig, NasBenchGraphSpace  # noqa: E402
-from attnas.strategies.table_latent_bo import (TableLatentBO, TableLatentBOConfig, expected_improvement,  # noqa: E402
-                                               latent_bo, space_latents)
+from attnas.strategies.table_latent_bo import (TableLatentBO, TableLatentBOConfig,  # noqa: E402
+                                               acquisition_candidates, expected_improvement, latent_bo,
+                                               space_latents)
 from attnas.strategies.table_search import random_search  # noqa: E402
 from attnas.tasks.nas_bench_graph import NasBenchGraphTask, NasBenchGraphTaskConfig  # noqa: E402
 
@@ -75,6 +77,51 @@ def test_bo_picks_the_highest_expected_improvement(vae_file, proteins):
         latent_bo(q, 40, random.Random(seed), latents, initial=20, batch=20, pool=0)
         gains.append(np.mean(q.scores[20:]) - np.mean(q.scores[:20]))
     assert np.mean(gains) > 0
+
+
+def test_candidates_around_the_best_are_their_unqueried_neighbours(proteins):
+    space, task = proteins
+    q = task.validation_view(space.index.codes, space.index.neighbours)
+    random_search(q, 12, random.Random(1))
+    unseen = np.ones(q.n, dtype=bool)
+    unseen[q.trace] = False
+    best_two = [q.trace[k] for k in np.argsort(-np.asarray(q.scores), kind="stable")[:2]]
+    expected = sorted({j for i in best_two for j in space.index.neighbours(i)} - set(q.trace))
+    assert acquisition_candidates(q, unseen, random.Random(0), 300, 2, 5).tolist() == expected
+    # too few neighbours left for a batch: the random pool instead
+    pool = acquisition_candidates(q, unseen, random.Random(0), 300, 2, len(expected) + 1)
+    assert len(pool) == 300 and unseen[pool].all() and list(pool) == sorted(pool)
+
+
+def test_bo_around_the_best_queries_neighbours_of_queried_architectures(vae_file, proteins):
+    space, task = proteins
+    latents = space_latents(vae_file)
+    q = task.validation_view(space.index.codes, space.index.neighbours)
+    TableLatentBO.run_loop(q, TableLatentBOConfig(budget=30, vae_file=vae_file, initial=8, batch=4,
+                                                  around_best=3), 2)
+    assert q.spent == 30 == len(set(q.trace))
+    rs = task.validation_view(space.index.codes, space.index.neighbours)
+    random_search(rs, 8, random.Random(2))
+    assert q.trace[:8] == rs.trace
+    for k in range(8, 30):
+        assert any(q.trace[k] in space.index.neighbours(i) for i in q.trace[:k])
+    with pytest.raises(ConfigError, match="around_best"):
+        TableLatentBOConfig(budget=10, vae_file=vae_file, around_best=-1)
+
+
+def test_bo_around_the_best_does_not_change_when_the_test_column_does(vae_file, proteins):
+    """Validation only: proteins' test column shuffled, the same queries."""
+    space, _ = proteins
+    shuffled = NasBenchGraphTask(NasBenchGraphTaskConfig("proteins"))
+    shuffled._table = dataclasses.replace(shuffled._table,
+                                          test=np.random.default_rng(0).permutation(shuffled._table.test))
+    options = TableLatentBOConfig(budget=25, vae_file=vae_file, initial=5, batch=5, around_best=2, kernel="matern")
+    traces = []
+    for task in (proteins[1], shuffled):
+        q = task.validation_view(space.index.codes, space.index.neighbours)
+        TableLatentBO.run_loop(q, options, 1)
+        traces.append(q.trace)
+    assert traces[0] == traces[1] and len(traces[0]) == 25
 
 
 def test_bad_vae_files_are_refused(tmp_path, vae_file, proteins):

@@ -128,6 +128,7 @@ def test_a_search_cannot_reach_the_test_column(space, task, constrained):
     ("table-random", {}), ("regularized-evolution", {}), ("local-search", {}), ("table-evolution", {}),
     ("local-search", {"constraints": {"params": 1.2e6}}),
     ("regularized-evolution", {"constraints": {"latency_ms": 5}, "objectives": ["val_score", "params"]}),
+    ("table-evolution", {"objectives": ["val_score", "latency_ms"]}),
 ])
 def test_searches_do_not_change_when_the_test_column_does(space, name, costs):
     """A strategy that read test performance would query other architectures once the test
