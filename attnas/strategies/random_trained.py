@@ -33,16 +33,15 @@ from dataclasses import dataclass, field
 
 from typing import Any
 
-from attnas.config import CheckedConfig, PositiveFloat, PositiveInt, TrainConfig
+from attnas.config import PositiveInt, TrainConfig
 from attnas.core.arch import Arch
 from attnas.core.errors import ConfigError
 from attnas.costs import pareto
-from attnas.costs.config import CostsConfig
 from attnas.costs.cost_model import CostModel
 from attnas.registry import register_strategy
 from attnas.runs.rng import seed_everything
 from attnas.strategies.base import SearchResult, Strategy
-from attnas.strategies.one_shot_config import check_cost_options
+from attnas.strategies.one_shot_config import CostOptions
 from attnas.strategies.one_shot_costs import CostAwareSearch, check_constraints_feasible
 from attnas.training.train import fit
 
@@ -54,29 +53,19 @@ def _short_training() -> TrainConfig:
 
 
 @dataclass(frozen=True)
-class RandomTrainedConfig(CheckedConfig):
-    """Options of ``random-trained``.
+class RandomTrainedConfig(CostOptions):
+    """Options of ``random-trained``: ``objectives``, ``constraints`` and ``costs`` of
+    :class:`~attnas.strategies.one_shot_config.CostOptions` (the example batch of the costs
+    defaults to ``train.batch_size``; an architecture over a constraint is not trained) and
 
     Attributes:
         samples: Distinct architectures drawn from the prior and trained.
         train: How each is trained (``epochs`` per candidate; ``init`` is ignored: every
             candidate starts from scratch).
-        objectives: The validation metric and costs to keep a Pareto front of
-            (``pareto.json``), e.g. ``[val_accuracy, latency_ms]``; ``None``: none.
-        constraints: Upper limits on measured costs; an architecture over one is not trained.
-        costs: How costs are measured (:class:`~attnas.costs.config.CostsConfig`; the
-            example batch defaults to ``train.batch_size``).
     """
 
     samples: PositiveInt = 8
     train: TrainConfig = field(default_factory=_short_training)
-    objectives: list[str] | None = None
-    constraints: dict[str, PositiveFloat] | None = None
-    costs: CostsConfig = field(default_factory=CostsConfig)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_cost_options(self)
 
 
 @register_strategy("random-trained")
