@@ -56,6 +56,9 @@ def main(runs: list[str]) -> None:
     for run in runs:
         for e in trained(Path(run)):
             points.setdefault(layers(e["arch"], depth), e["val_accuracy"])  # the first run's value wins
+    soft = ("softmax",) * depth
+    if soft not in points:
+        raise SystemExit("no run trained softmax in every layer, the reference (add the homogeneous run)")
     task = build_task(config, Path("."), torch.device("cpu"))
     costs = CostModel(space, task, None, config.strategy.options.costs)
     batch = costs.batch()
@@ -68,7 +71,6 @@ def main(runs: list[str]) -> None:
     keys = sorted(points, key=lambda k: (-points[k], latency[k]))
     front = {keys[i] for i in pareto.non_dominated(pareto.objective_matrix(
         [{"val_accuracy": points[k], "latency_ms": latency[k]} for k in keys], ["val_accuracy", "latency_ms"]))}
-    soft = ("softmax",) * depth
     print(f"input: {costs.context()['input']['tokens']} tokens, {ROUNDS} rounds; softmax: "
           f"{100 * points[soft]:.1f} % validation, {latency[soft]:.1f} ms\n")
     print("| layers | validation accuracy [%] | latency at L = 1,024 [ms] | latency / softmax's | "
