@@ -6,7 +6,7 @@ costs in a run directory is :class:`attnas.costs.cost_model.CostModel`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from attnas.config import CheckedConfig, NonNegativeFloat, NonNegativeInt, PositiveInt
@@ -70,6 +70,11 @@ class CostsConfig(CheckedConfig):
             being timed once, when the machine may be busier or quieter than when the
             networks run): a ``latency_ms`` constraint is an approximate limit, and a
             search that wants every network timed whole sets ``network``.
+        task: Overrides of the task's options for the example input only, e.g.
+            ``{seq_len: 1024, train_size: 4}``: the costs of the same architecture on
+            longer inputs than it trains on (the network is built for that task, so its
+            position table and length-dependent projections have the longer length);
+            empty: the run's own task.
     """
 
     batch_size: PositiveInt | None = None
@@ -78,6 +83,7 @@ class CostsConfig(CheckedConfig):
     min_repeats: PositiveInt = 2
     rtol: NonNegativeFloat = 0.1
     latency: Literal["auto", "network", "operations"] = "auto"
+    task: dict[str, Any] = field(default_factory=dict)
 
     field_prefix = "costs."
 

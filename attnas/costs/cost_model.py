@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -16,7 +17,7 @@ import torch
 from torch import nn
 
 from attnas.config import to_mapping
-from attnas.core.errors import ConfigError
+from attnas.core.errors import ConfigError, did_you_mean
 from attnas.costs.config import LATENCY_METHODS, CostsConfig
 from attnas.costs.measure import batch_signature, measure, median_ms, splits_into_parts
 from attnas.runs.rng import rng_state, set_rng_state
@@ -26,12 +27,45 @@ from attnas.runs.run_dir import read_jsonl
 COSTS_FILE = "costs.jsonl"
 
 
+def example_task(task: Any, overrides: dict) -> Any:
+    """``task``, or with ``overrides`` a task of its kind whose options are changed by them
+    (on the same device; e.g. ``{seq_len: 1024}`` to measure costs on longer inputs).
+
+    Raises:
+        ConfigError: ``strategy.costs.task.<key>: ...`` for an option the task does not have
+            or a value it refuses.
+    """
+    if not overrides:
+        return task
+    options = getattr(task, "options", None)
+    if not dataclasses.is_dataclass(options):
+        raise ConfigError(f"strategy.costs.task: task '{getattr(task, 'name', type(task).__name__)}' has no "
+                          "options to override")
+    known = {f.name for f in dataclasses.fields(options)}
+    for key in overrides:
+        if key not in known:
+            raise ConfigError(f"strategy.costs.task.{key}: unknown option of task "
+                              f"'{getattr(task, 'name', type(task).__name__)}'{did_you_mean(str(key), known)}")
+    try:
+        changed = dataclasses.replace(options, **overrides)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"strategy.costs.task: {exc}") from exc
+    saved = rng_state()
+    try:
+        other = type(task)(changed, getattr(task, "data_root", None))
+    finally:
+        set_rng_state(saved)
+    return other.to(torch.device(getattr(task, "device", "cpu")))
+
+
 class CostModel:
     """Measured costs of a space's architectures on one task, cached in a run directory.
 
     Args:
         space: The space whose architectures are measured.
-        task: The task (its device and its ``train`` split give the example batch).
+        task: The task (its device and its ``train`` split give the example batch; with
+            ``options.task``, a task of the same kind with those options changed does,
+            and the networks are built for it: :func:`example_task`).
         run: The run directory holding ``costs.jsonl`` (``None``: cache in memory only).
         options: The measurement protocol (``latency: auto`` is resolved on first use: :attr:`latency`).
         default_batch_size: The example batch's size when ``options.batch_size`` is unset.
@@ -44,8 +78,8 @@ class CostModel:
 
     def __init__(self, space: Any, task: Any, run: Any = None, options: CostsConfig | None = None,
                  default_batch_size: int | None = None):
-        self.space, self.task, self.run = space, task, run
         self.options = options or CostsConfig()
+        self.space, self.task, self.run = space, example_task(task, self.options.task), run
         self.batch_size = self.options.batch_size or default_batch_size
         self.seconds, self.measured, self.parts_measured = 0.0, 0, 0
         self._batch: Any = None

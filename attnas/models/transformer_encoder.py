@@ -2,7 +2,9 @@
 
 Every attention mechanism of :mod:`attnas.ops.attention_mechanisms` is usable alone in an
 ordinary encoder (the "homogeneous" models of DARTFormer, Sec. 3.3.1) and a searched
-per-head mix is usable as a stacked cell (Sec. 3.3.2). The layout follows the Long Range
+per-head mix is usable as a stacked cell (Sec. 3.3.2); a list of per-layer specs gives a
+hybrid whose layers use different mechanisms (e.g. a softmax layer among linear-cost ones,
+as in the hybrids of Arora et al. 2023, "Zoology"). The layout follows the Long Range
 Arena encoder (Tay et al. 2021): token embedding plus fixed sinusoidal (or learned)
 positions, ``depth`` pre-LayerNorm blocks ``x + Attn(LN(x))``, ``x + FFN(LN(x))``, a final
 LayerNorm, pooling over real tokens (mean, or a learned ``[CLS]`` token) and a linear
@@ -11,7 +13,7 @@ classifier.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Union
 
 import torch
@@ -232,8 +234,9 @@ class TransformerEncoderClassifier(SequenceClassifier):
     Args:
         vocab_size: Number of token ids.
         num_classes: Output size.
-        mechanism: A mechanism name (homogeneous model) or ``{mechanism: heads}`` (the
-            searched heterogeneous cell, stacked in every layer).
+        mechanism: A mechanism name (homogeneous model), ``{mechanism: heads}`` (the
+            searched heterogeneous cell, stacked in every layer) or a list of ``depth``
+            such specs, one per layer (a per-layer hybrid, e.g. ``["softmax", "linear"]``).
         dim: Model dimension ``D``.
         depth: Number of encoder layers.
         heads: Heads per layer of a homogeneous model.
@@ -251,19 +254,25 @@ class TransformerEncoderClassifier(SequenceClassifier):
         - **output:** logits ``[B, num_classes]``.
     """
 
-    def __init__(self, vocab_size: int, num_classes: int, mechanism: MechanismSpec = "softmax", dim: int = 64,
+    def __init__(self, vocab_size: int, num_classes: int,
+                 mechanism: MechanismSpec | Sequence[MechanismSpec] = "softmax", dim: int = 64,
                  depth: int = 2, heads: int = 4, ffn_dim: int | None = None, max_len: int = 512,
                  dropout: float = 0.1, norm: Literal["pre", "post"] = "pre", pool: Literal["mean", "cls"] = "mean",
                  positions: Literal["sinusoidal", "learned"] = "sinusoidal", pad_id: int = 0,
                  mechanism_options: Mapping[str, Mapping[str, Any]] | None = None):
         if depth < 1:
             raise ConfigError(f"depth: must be >= 1, got {depth}")
+        per_layer = list(mechanism) if isinstance(mechanism, (list, tuple)) else [mechanism] * depth
+        if len(per_layer) != depth:
+            raise ConfigError(f"mechanism: {len(per_layer)} per-layer specs for {depth} layers")
         embed = TokenEmbedding(vocab_size, dim, max_len, positions, pad_id, cls=pool == "cls")
         n = max_len + int(pool == "cls")
         layers = [
-            EncoderLayer(build_attention(mechanism, dim, heads, n, mechanism_options), dim, ffn_dim or 4 * dim,
+            EncoderLayer(build_attention(spec, dim, heads, n, mechanism_options), dim, ffn_dim or 4 * dim,
                          dropout, norm)
-            for _ in range(depth)
+            for spec in per_layer
         ]
         super().__init__(embed, layers, dim, num_classes, norm, pool)
-        self.mechanism = mechanism if isinstance(mechanism, str) else dict(mechanism)
+        self.mechanism = (mechanism if isinstance(mechanism, str) else
+                          [m if isinstance(m, str) else dict(m) for m in mechanism]
+                          if isinstance(mechanism, (list, tuple)) else dict(mechanism))

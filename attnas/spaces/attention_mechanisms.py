@@ -2,19 +2,24 @@
 
 An architecture is a Transformer encoder classifier (Long Range Arena layout: embedding
 plus positions, ``depth`` encoder layers, pooling, linear classifier) whose attention is
-either one mechanism in every layer (the *homogeneous* models of Sec. 3.3.1) or a searched
-per-head mix stacked as a cell in every layer (the *heterogeneous* models of Sec. 3.3.2).
+either one mechanism in every layer (the *homogeneous* models of Sec. 3.3.1), a searched
+per-head mix stacked as a cell in every layer (the *heterogeneous* models of Sec. 3.3.2), or
+one choice per layer (a *hybrid*, e.g. a softmax layer among linear-cost ones).
 The candidates are the attention blocks of :mod:`attnas.ops.attention_mechanisms`.
 
 ``choices`` layout::
 
     {"mechanism": "softmax"}                      # homogeneous: `heads` heads of one mechanism
     {"mechanism": {"softmax": 2, "local": 2}}     # heterogeneous: single-head blocks per mechanism
+    {"mechanism": ["softmax", "linear"]}          # per-layer hybrid: one entry (name or cell) per layer
 
 A heterogeneous cell has exactly ``heads`` single heads in total (``head_dim = dim /
 heads``), each a complete single-head block with its own projections, averaged like the
 search supernet (Sec. 3.2: per-head blocks concatenated and projected equal the sum of
-per-head output projections). Mechanisms must be among the space's ``candidates``.
+per-head output projections). A per-layer list has exactly ``depth`` entries. Mechanisms
+must be among the space's ``candidates``. ``layout`` says what :meth:`~AttentionMechanismSpace.sample`
+draws: ``homogeneous`` (default) one mechanism for every layer, ``per-layer`` one
+mechanism per layer, independently and uniformly.
 
 Capabilities: ``mechanism-supernet`` — :meth:`AttentionMechanismSpace.supernet` builds the
 fixed-alpha search network of Sec. 3.1 (one encoder layer whose attention averages a
@@ -74,6 +79,10 @@ class AttentionMechanismsConfig(CheckedConfig):
             for short sequences (see ``docs/attention_mechanisms.md`` for every option).
         supernet_depth: Encoder layers of the search supernet (DARTFormer: 1; a task such
             as associative recall, which no one-layer model solves, needs 2).
+        layout: What :meth:`AttentionMechanismSpace.sample` draws and
+            :meth:`~AttentionMechanismSpace.mutate` keeps: ``homogeneous`` (one mechanism
+            in every layer) or ``per-layer`` (a list of ``depth`` mechanisms, drawn
+            independently: the hybrids of a per-layer search).
     """
 
     candidates: tuple[str, ...] = DEFAULT_CANDIDATES
@@ -87,6 +96,7 @@ class AttentionMechanismsConfig(CheckedConfig):
     positions: Literal["sinusoidal", "learned"] = "sinusoidal"
     mechanism_options: dict[str, Any] = field(default_factory=dict)
     supernet_depth: PositiveInt = 1
+    layout: Literal["homogeneous", "per-layer"] = "homogeneous"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -134,20 +144,32 @@ class AttentionMechanismSpace(Space):
         if "mechanism" not in choices:
             raise ArchError("choices.mechanism: required key is missing")
         spec = choices["mechanism"]
+        if isinstance(spec, list):
+            if len(spec) != o.depth:
+                raise ArchError(f"choices.mechanism: a per-layer list needs {o.depth} entries (space depth), "
+                                f"got {len(spec)}")
+            for i, layer in enumerate(spec):
+                self._check_layer(layer, f"choices.mechanism[{i}]")
+            return
+        self._check_layer(spec, "choices.mechanism")
+
+    def _check_layer(self, spec: Any, where: str) -> None:
+        """Check one layer's attention: a mechanism name or a ``{mechanism: heads}`` cell."""
         if isinstance(spec, str):
-            self._check_mechanism(spec, "choices.mechanism")
+            self._check_mechanism(spec, where)
             return
         if not isinstance(spec, dict) or not spec:
-            raise ArchError(f"choices.mechanism: expected a mechanism name or a {{mechanism: heads}} mapping, "
-                            f"got {spec!r}")
+            raise ArchError(f"{where}: expected a mechanism name or a {{mechanism: heads}} mapping (or, for "
+                            f"choices.mechanism, a per-layer list of them), got {spec!r}")
         for mech, n in spec.items():
-            self._check_mechanism(mech, f"choices.mechanism.{mech}")
+            self._check_mechanism(mech, f"{where}.{mech}")
             if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-                raise ArchError(f"choices.mechanism.{mech}: heads must be a positive integer, got {n!r}")
+                raise ArchError(f"{where}.{mech}: heads must be a positive integer, got {n!r}")
         total = sum(spec.values())
-        if total != o.heads:
-            raise ArchError(f"choices.mechanism: the cell has {total} single heads but the space has "
-                            f"heads={o.heads}; the counts must add up to {o.heads}")
+        heads = self.options.heads
+        if total != heads:
+            raise ArchError(f"{where}: the cell has {total} single heads but the space has "
+                            f"heads={heads}; the counts must add up to {heads}")
 
     def _check_mechanism(self, name: Any, where: str) -> None:
         if not isinstance(name, str):
@@ -160,17 +182,29 @@ class AttentionMechanismSpace(Space):
             raise ArchError(f"{where}: " + unknown_name("attention mechanism", name, known))
 
     def sample(self, rng: random.Random) -> Arch:
-        """A homogeneous architecture with a uniformly drawn candidate."""
-        return self.arch({"mechanism": rng.choice(list(self.options.candidates))})
+        """A uniformly drawn candidate in every layer (``layout: homogeneous``) or in each
+        layer independently (``per-layer``: a list of ``depth`` names)."""
+        cands = list(self.options.candidates)
+        if self.options.layout == "per-layer":
+            return self.arch({"mechanism": [rng.choice(cands) for _ in range(self.options.depth)]})
+        return self.arch({"mechanism": rng.choice(cands)})
 
     def mutate(self, arch: Arch, rng: random.Random) -> Arch:
-        """Another mechanism (homogeneous), or one head moved to another mechanism (cell)."""
+        """Another mechanism (homogeneous), one layer's mechanism changed (per-layer list of
+        names), or one head moved to another mechanism (cell)."""
         cands = list(self.options.candidates)
         if len(cands) < 2:
             raise ArchError("mutate: a space with one candidate has no neighbours")
         spec = arch.choices["mechanism"]
         if isinstance(spec, str):
             return self.arch({"mechanism": rng.choice([c for c in cands if c != spec])})
+        if isinstance(spec, list):
+            if not all(isinstance(m, str) for m in spec):
+                raise ArchError("mutate: per-layer lists of cells have no neighbours here; use mechanism names")
+            layers = list(spec)
+            i = rng.randrange(len(layers))
+            layers[i] = rng.choice([c for c in cands if c != layers[i]])
+            return self.arch({"mechanism": layers})
         counts = dict(spec)
         src = rng.choice(sorted(counts))
         dst = rng.choice([c for c in cands if c != src])
@@ -179,8 +213,12 @@ class AttentionMechanismSpace(Space):
         return self.arch({"mechanism": {c: counts[c] for c in cands if counts.get(c)}})
 
     def size(self) -> int:
-        """Homogeneous models plus heterogeneous cells (multisets of ``heads`` heads)."""
+        """Homogeneous models plus heterogeneous cells (multisets of ``heads`` heads), or
+        with ``layout: per-layer`` the lists of ``depth`` mechanism names (``c ** depth``,
+        those with one mechanism throughout included)."""
         c, h = len(self.options.candidates), self.options.heads
+        if self.options.layout == "per-layer":
+            return c ** self.options.depth
         return c + math.comb(c + h - 1, h)
 
     def baselines(self) -> dict[str, Baseline]:
@@ -191,15 +229,23 @@ class AttentionMechanismSpace(Space):
     def describe(self, arch: Arch) -> str:
         spec = arch.choices["mechanism"]
         o = self.options
+        if isinstance(spec, list):
+            return " | ".join(self._describe_layer(s) for s in spec) + f" (per layer), dim {o.dim}"
+        return f"{self._describe_layer(spec)}, {o.depth} layers, dim {o.dim}"
+
+    def _describe_layer(self, spec: Any) -> str:
         if isinstance(spec, str):
-            att = f"{spec} x{o.heads} heads"
-        else:
-            att = " + ".join(f"{m} x{n}" for m, n in spec.items()) + " (single-head cell)"
-        return f"{att}, {o.depth} layers, dim {o.dim}"
+            return f"{spec} x{self.options.heads} heads"
+        return " + ".join(f"{m} x{n}" for m, n in spec.items()) + " (single-head cell)"
 
     def to_dag(self, arch: Arch) -> tuple[np.ndarray, list[str]]:
-        """The attention cell: input, one node per head's mechanism, the merge, output."""
+        """The attention cell: input, one node per head's mechanism, the merge, output (a
+        per-layer list: input, one node per layer's attention, output, in a chain)."""
         spec = arch.choices["mechanism"]
+        if isinstance(spec, list):
+            labels = ["input", *(s if isinstance(s, str) else "+".join(s) for s in spec), "output"]
+            n = len(labels)
+            return np.eye(n, k=1, dtype=np.int64), labels
         heads = [spec] * self.options.heads if isinstance(spec, str) else [m for m, n in spec.items()
                                                                             for _ in range(n)]
         labels = ["input", *heads, "concat+W_O" if isinstance(spec, str) else "mean", "output"]
@@ -234,9 +280,10 @@ class AttentionMechanismSpace(Space):
         extra = self._sequence_info(task)
         o = self.options
         spec = arch.choices["mechanism"]
-        mechs = [spec] if isinstance(spec, str) else list(spec)
+        layers = spec if isinstance(spec, list) else [spec]
+        mechs = sorted({m for layer in layers for m in ([layer] if isinstance(layer, str) else layer)})
         return TransformerEncoderClassifier(
-            extra["vocab_size"], task.info.num_classes, mechanism=spec if isinstance(spec, str) else dict(spec),
+            extra["vocab_size"], task.info.num_classes, mechanism=spec if isinstance(spec, (str, list)) else dict(spec),
             dim=o.dim, depth=o.depth, heads=o.heads, ffn_dim=o.ffn_dim or None, max_len=extra["max_len"],
             dropout=o.dropout, norm=o.norm, pool=self._pool(extra), positions=o.positions, pad_id=extra.get("pad_id", 0),
             mechanism_options=self._options_for(mechs))

@@ -112,16 +112,11 @@ def check_cost_options(options: Any) -> None:
 
 
 @dataclass(frozen=True)
-class OneShotConfig(CheckedConfig):
-    """The options every one-shot strategy has (``one-shot-evolution``, ``one-shot-random``).
+class CostOptions(CheckedConfig):
+    """The cost options of a search that scores candidates (the one-shot strategies,
+    ``random-trained``), checked by :func:`check_cost_options`.
 
     Attributes:
-        supernet: Supernet training.
-        rerank: Re-ranking of the best candidates.
-        score_threads: Candidates scored side by side on the CPU, each in a thread with
-            one torch thread (:func:`~attnas.scale.parallel.map_in_threads`); ``None``: as many as
-            the torch threads of the run (``attnas --threads``); 1: one at a time with all
-            of them. Scores are those of one torch thread whenever this is above 1.
         objectives: What the search optimises: the task's validation metric
             (``val_<metric>``, maximised) and measured costs (:data:`attnas.costs.config.COSTS`,
             minimised), e.g. ``[val_accuracy, params]``; ``None``: the validation metric
@@ -133,9 +128,6 @@ class OneShotConfig(CheckedConfig):
         costs: How costs are measured (:class:`~attnas.costs.config.CostsConfig`).
     """
 
-    supernet: SupernetConfig = field(default_factory=SupernetConfig)
-    rerank: RerankConfig = field(default_factory=RerankConfig)
-    score_threads: PositiveInt | None = None
     objectives: list[str] | None = None
     constraints: dict[str, PositiveFloat] | None = None
     costs: CostsConfig = field(default_factory=CostsConfig)
@@ -143,6 +135,25 @@ class OneShotConfig(CheckedConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_cost_options(self)
+
+
+@dataclass(frozen=True)
+class OneShotConfig(CostOptions):
+    """The options every one-shot strategy has (``one-shot-evolution``, ``one-shot-random``):
+    the cost options of :class:`CostOptions` and
+
+    Attributes:
+        supernet: Supernet training.
+        rerank: Re-ranking of the best candidates.
+        score_threads: Candidates scored side by side on the CPU, each in a thread with
+            one torch thread (:func:`~attnas.scale.parallel.map_in_threads`); ``None``: as many as
+            the torch threads of the run (``attnas --threads``); 1: one at a time with all
+            of them. Scores are those of one torch thread whenever this is above 1.
+    """
+
+    supernet: SupernetConfig = field(default_factory=SupernetConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
+    score_threads: PositiveInt | None = None
 
 
 @dataclass(frozen=True)

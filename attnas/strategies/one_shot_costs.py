@@ -42,6 +42,13 @@ def _draw_budget(options: Any) -> int:
     return min(FEASIBILITY_DRAWS, int(samples) if samples else 50 * _needed(options) + 100)
 
 
+def example_batch_size(options: Any) -> int | None:
+    """The batch size costs are measured at when ``costs.batch_size`` is unset: the
+    supernet's (one-shot strategies) or the candidates' training batch (``random-trained``)."""
+    owner = getattr(options, "supernet", None) or getattr(options, "train", None)
+    return getattr(owner, "batch_size", None)
+
+
 def check_constraints_feasible(options: Any, space: Any, task: Any) -> None:
     """Refuse constraints that no architecture drawn from the space meets, before the supernet trains.
 
@@ -57,7 +64,7 @@ def check_constraints_feasible(options: Any, space: Any, task: Any) -> None:
     constraints = getattr(options, "constraints", None)
     if not constraints:
         return
-    model = CostModel(space, task, None, options.costs, default_batch_size=options.supernet.batch_size)
+    model = CostModel(space, task, None, options.costs, default_batch_size=example_batch_size(options))
     rng, seen, lowest = random.Random(0), set(), {}
     saved, start = rng_state(), time.perf_counter()
     try:
@@ -85,8 +92,10 @@ def check_constraints_feasible(options: Any, space: Any, task: Any) -> None:
 
 
 class CostAwareSearch:
-    """The objectives, constraints, costs and Pareto front of a one-shot search (a mixin of
-    :class:`~attnas.strategies.one_shot_base._OneShot`, which sets ``_cost_model`` and ``rejected``)."""
+    """The objectives, constraints, costs and Pareto front of a search that scores
+    candidates (a mixin of :class:`~attnas.strategies.one_shot_base._OneShot` and
+    :class:`~attnas.strategies.random_trained.RandomTrained`, which set ``_cost_model``
+    and ``rejected``; members are ``{"arch", "score", "stage", ...}``)."""
 
     def objectives(self) -> list[str]:
         """The objective names (default: the validation metric alone)."""
@@ -105,7 +114,7 @@ class CostAwareSearch:
         """The measured costs of candidates, cached in the run directory (``costs.jsonl``)."""
         if self._cost_model is None:
             self._cost_model = CostModel(self.space, self.task, self.run, self.options.costs,
-                                         default_batch_size=self.options.supernet.batch_size)
+                                         default_batch_size=example_batch_size(self.options))
         return self._cost_model
 
     def costs(self, arch: Arch) -> dict:

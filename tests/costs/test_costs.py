@@ -298,3 +298,25 @@ def test_a_cached_network_latency_is_not_reused_as_an_operations_one(tmp_path, d
     assert resumed.costs(arch, ["latency_ms"])["latency_ms"] == whole
     assert resumed.latency == "network" and resumed.measured == 0
     run.close()
+
+
+def test_costs_task_measures_the_same_architecture_on_longer_inputs():
+    from attnas.core.errors import ConfigError
+    from attnas.spaces.attention_mechanisms import AttentionMechanismsConfig, AttentionMechanismSpace
+    from attnas.tasks.associative_recall import MQARTask, MQARTaskConfig
+
+    task = MQARTask(MQARTaskConfig(vocab_size=16, seq_len=16, num_pairs=2, train_size=8, val_size=4, test_size=4))
+    space = AttentionMechanismSpace(AttentionMechanismsConfig(candidates=("softmax", "linear"), dim=8, depth=1,
+                                                              heads=2, ffn_dim=8, dropout=0.0))
+    arch = space.arch({"mechanism": "softmax"})
+    longer = CostsConfig(batch_size=2, repeats=2, task={"seq_len": 64, "train_size": 2})
+    model = CostModel(space, task, None, longer)
+    assert model.batch()["tokens"].shape == (2, 64) and model.task.options.vocab_size == 16
+    assert task.options.seq_len == 16  # the run's own task is left as it was
+    own = CostModel(space, task, None, CostsConfig(batch_size=2, repeats=2))
+    assert own.batch()["tokens"].shape == (2, 16) and own.key(arch) != model.key(arch)
+    assert model.costs(arch, ["macs"])["macs"] > own.costs(arch, ["macs"])["macs"]
+    with pytest.raises(ConfigError, match=r"strategy.costs.task.seq_lenn: unknown option of task 'mqar' \(did you"):
+        CostModel(space, task, None, CostsConfig(task={"seq_lenn": 64}))
+    with pytest.raises(ConfigError, match=r"seq_len"):
+        CostModel(space, task, None, CostsConfig(task={"seq_len": 0}))

@@ -86,3 +86,16 @@ def test_bad_configuration_and_inputs_are_named():
         model("softmax", norm="sandwich")
     with pytest.raises(DataError, match="exceeds the model's max_len 32"):
         model("softmax")({"tokens": torch.ones(1, 33, dtype=torch.long), "mask": torch.ones(1, 33, dtype=torch.bool)})
+    with pytest.raises(ConfigError, match=r"mechanism: 1 per-layer specs for 2 layers"):
+        TransformerEncoderClassifier(12, 5, ["softmax"], dim=16, depth=2, heads=2, max_len=32)
+
+
+def test_a_per_layer_list_gives_each_layer_its_own_mechanism():
+    net = TransformerEncoderClassifier(12, 5, ["linear", {"softmax": 1, "local": 1}], dim=16, depth=2, heads=2,
+                                       max_len=32, mechanism_options={"local": SMALL["local"]})
+    first, second = (layer.attention for layer in net.layers)
+    assert type(first) is type(model("linear").layers[0].attention)
+    assert isinstance(second, HeterogeneousAttention) and second.heads == {"softmax": 1, "local": 1}
+    assert net.mechanism == ["linear", {"softmax": 1, "local": 1}]
+    batch = {"tokens": torch.randint(1, 12, (2, 20)), "mask": torch.ones(2, 20, dtype=torch.bool)}
+    assert net(batch).shape == (2, 5)

@@ -182,3 +182,45 @@ def test_per_mechanism_recipes_take_every_mechanism_by_override(recipe):
     with pytest.raises(ArchError, match="unknown attention mechanism 'lineer'"):
         cfg = load_config(recipe, ["strategy.arch.mechanism=lineer"])
         build_space(cfg).validate(Arch("attention-mechanisms", dict(cfg.strategy.options.arch)))
+
+
+def test_per_layer_lists_are_checked_layer_by_layer():
+    s = space()
+    s.validate(arch(["softmax", "linear"]))
+    s.validate(arch(["local", {"softmax": 1, "linear": 1}]))
+    with pytest.raises(ArchError, match=r"a per-layer list needs 2 entries \(space depth\), got 3"):
+        s.validate(arch(["softmax", "linear", "local"]))
+    with pytest.raises(ArchError, match=r"choices.mechanism\[1\]: 'performer' is not a candidate"):
+        s.validate(arch(["softmax", "performer"]))
+    with pytest.raises(ArchError, match=r"choices.mechanism\[0\]: the cell has 3 single heads"):
+        s.validate(arch([{"softmax": 3}, "linear"]))
+
+
+def test_per_layer_layout_samples_and_mutates_one_mechanism_per_layer():
+    s = space(layout="per-layer")
+    assert s.size() == len(CANDS) ** 2
+    rng = random.Random(0)
+    seen = set()
+    for _ in range(60):
+        a = s.sample(rng)
+        s.validate(a)
+        seen.add(tuple(a.choices["mechanism"]))
+        b = s.mutate(a, rng)
+        s.validate(b)
+        assert sum(x != y for x, y in zip(a.choices["mechanism"], b.choices["mechanism"])) == 1
+    assert len(seen) == len(CANDS) ** 2  # every hybrid, the homogeneous ones included, is drawn
+    assert space().sample(random.Random(0)).choices["mechanism"] in CANDS  # the default draws one for all
+
+
+def test_a_per_layer_hybrid_builds_one_mechanism_per_layer():
+    s, task = space(), FakeSequenceTask()
+    model = s.build(arch(["linear", "local"]), task)
+    assert model.mechanism == ["linear", "local"]
+    names = [type(layer.attention).__name__ for layer in model.layers]
+    homogeneous = [type(s.build(arch(m), task).layers[0].attention).__name__ for m in ("linear", "local")]
+    assert names == homogeneous
+    batch = {"tokens": torch.randint(1, 16, (3, 12)), "mask": torch.ones(3, 12, dtype=torch.bool)}
+    assert model(batch).shape == (3, 10)
+    assert "linear x2 heads | local x2 heads (per layer)" in s.describe(arch(["linear", "local"]))
+    adj, labels = s.to_dag(arch(["linear", "local"]))
+    assert labels == ["input", "linear", "local", "output"] and adj.sum() == 3 and adj[1, 2]
