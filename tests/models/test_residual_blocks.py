@@ -93,3 +93,14 @@ def test_the_residual_baselines_are_platonovs_models_at_the_spaces_depth():
         space.validate(space.arch(row.arch))
     assert res["res_gat_sep"].arch == _chain("gat_sep_8", 4)
     assert "res_mlp" not in _space(block="plain").baselines()
+
+
+def test_the_latency_parts_time_every_norm_and_update():
+    task, space = TinyTask(), _space()
+    model = space.build(space.arch(_chain("gcn", 3)), task).eval()
+    parts = model.latency_parts(task.batch())
+    kinds = [signature[0] for signature, _ in parts]
+    assert kinds.count("norm") == 4 and kinds.count("residual") == 3  # LayerNorm_0..3, updates 1..3
+    with torch.no_grad():
+        for _, run in parts:
+            run()
