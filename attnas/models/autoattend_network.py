@@ -10,6 +10,10 @@ Both run the same computation (:meth:`_AutoAttendBase.run`):
    *attention* layer runs Eq. 8 on (Query, Key, Value);
 3. a domain *head* maps the last layer to the task's output.
 
+With ``space.block: residual`` each layer is a pre-norm residual block (Platonov et al.,
+ICLR 2023; :mod:`attnas.models.residual_blocks`): the operations read ``LayerNorm(h_s)``
+and layer ``t`` adds ``Dropout(W_t a_t + b_t)`` to ``h_{t-1}``.
+
 Only the layers the last layer depends on are computed.
 
 Context-aware parameter sharing (Sec. 4.2.2): the supernet keeps one module per
