@@ -10,6 +10,10 @@ Both run the same computation (:meth:`_AutoAttendBase.run`):
    *attention* layer runs Eq. 8 on (Query, Key, Value);
 3. a domain *head* maps the last layer to the task's output.
 
+With ``space.block: residual`` each layer is a pre-norm residual block (Platonov et al.,
+ICLR 2023; :mod:`attnas.models.residual_blocks`): the operations read ``LayerNorm(h_s)``
+and layer ``t`` adds ``Dropout(W_t a_t + b_t)`` to ``h_{t-1}``.
+
 Only the layers the last layer depends on are computed.
 
 Context-aware parameter sharing (Sec. 4.2.2): the supernet keeps one module per
@@ -46,6 +50,7 @@ import torch
 from torch import nn
 
 from attnas.core.arch import Arch
+from attnas.models.residual_blocks import PreNormResidual
 from attnas.ops.shared.dropout import fast_dropout
 
 #: The roles of a layer type's inputs: an addition layer's two inputs, an attention layer's
@@ -98,6 +103,8 @@ class AutoAttendNetworkConfig:
         add_dropout: Dropout on the sum of an *addition* layer.
         per_layer_attention: One attention module per layer (see :class:`NetworkParts`).
         parts: The domain's modules.
+        residual: Wrap the layers in pre-norm residual blocks
+            (:class:`~attnas.models.residual_blocks.PreNormResidual`; ``space.block: residual``).
     """
 
     layers: int
@@ -113,6 +120,7 @@ class AutoAttendNetworkConfig:
     add_dropout: float
     per_layer_attention: bool
     parts: NetworkParts
+    residual: bool = False
 
     def widths(self) -> list[int]:
         """The width of every layer, 0 (the stem's output) to ``layers`` (the head's input)."""
@@ -132,8 +140,9 @@ def context_key(s: int, t: int, op: str, src_type: str, role: str, sharing: str)
     return f"s{s}_t{t}_{op}_{src}_{tgt}"
 
 
-def plan(arch: Arch, sharing: str) -> tuple:
-    """Compile ``arch`` into the steps :meth:`_AutoAttendBase.run` executes.
+def plan(arch: Arch, sharing: str, residual: bool = False) -> tuple:
+    """Compile ``arch`` into the steps :meth:`_AutoAttendBase.run` executes (with ``residual``
+    blocks every layer needs the one before it).
 
     Returns:
         A tuple over layers of ``(t, type, needed, ((slot, source, op, key), ...))``.
@@ -144,6 +153,7 @@ def plan(arch: Arch, sharing: str) -> tuple:
     needed[n] = True
     for t in range(n, 0, -1):
         if needed[t]:
+            needed[t - 1] = needed[t - 1] or residual
             for conn in layers[t - 1]["inputs"]:
                 if conn["op"] != ZERO:
                     needed[conn["source"]] = True
@@ -170,6 +180,8 @@ class _AutoAttendBase(nn.Module):
         self.p = config.input_dropout
         self.add_p = config.add_dropout
         self.widths = config.widths()
+        #: Platonov et al.'s pre-norm residual blocks around the layers (None: plain layers)
+        self.blocks = PreNormResidual(self.widths, config.input_dropout) if config.residual else None
 
     def make_op(self, op: str, s: int, t: int) -> nn.Module:
         """The module of operation ``op`` on a connection from layer ``s`` to layer ``t``."""
@@ -181,10 +193,19 @@ class _AutoAttendBase(nn.Module):
     def _module(self, t: int, slot: int, key: str, op: str) -> nn.Module:
         raise NotImplementedError
 
+    def _read(self, s: int, h: torch.Tensor, inputs: dict[int, torch.Tensor]) -> torch.Tensor:
+        """What the operations reading layer ``s`` see: ``h`` (with residual blocks its
+        ``LayerNorm_s``), after dropout (the stem already dropped layer 0's), computed once."""
+        if s not in inputs:
+            if self.blocks is not None:
+                h = self.blocks.norm(s, h)
+            inputs[s] = h if s == 0 else fast_dropout(h, self.p, self.training)
+        return inputs[s]
+
     def run(self, batch: Any, steps: tuple) -> torch.Tensor:
         h0, ctx = self.stem(batch)
         hs: list[torch.Tensor | None] = [h0]
-        dropped: dict[int, torch.Tensor] = {0: h0}  # the stem already dropped the input
+        dropped: dict[int, torch.Tensor] = {}
         for t, ltype, needed, conns in steps:
             if not needed:
                 hs.append(None)
@@ -194,13 +215,10 @@ class _AutoAttendBase(nn.Module):
                 if op == ZERO:
                     outs.append(None)
                     continue
-                x = hs[s]
                 if op == "identity":
-                    outs.append(x)
+                    outs.append(hs[s] if self.blocks is None else self.blocks.norm(s, hs[s]))
                 else:
-                    if s not in dropped:
-                        dropped[s] = fast_dropout(x, self.p, self.training)
-                    outs.append(self._module(t, slot, key, op)(dropped[s], ctx))
+                    outs.append(self._module(t, slot, key, op)(self._read(s, hs[s], dropped), ctx))
             if ltype == "add":
                 present = [o for o in outs if o is not None]
                 # reduce, not sum(): no extra 0 + present[0] pass (the same values)
@@ -209,8 +227,10 @@ class _AutoAttendBase(nn.Module):
             else:
                 q, k, v = (o if o is not None else self._zeros(h0, t) for o in outs)
                 h = self._attention(t)(q, k, v, ctx)
+            if self.blocks is not None:
+                h = self.blocks.update(t, hs[t - 1], h)
             hs.append(h)
-        return self.head(hs[-1], ctx)
+        return self.head(hs[-1] if self.blocks is None else self.blocks.norm(len(steps), hs[-1]), ctx)
 
     def _zeros(self, h0: torch.Tensor, t: int) -> torch.Tensor:
         """Layer ``t``'s zero output (h0 may be sparse, or another width)."""
@@ -279,7 +299,7 @@ class AutoAttendSupernet(_AutoAttendBase):
         k = arch.key()
         p = self._plans.get(k)
         if p is None:
-            p = plan(arch, self.sharing)
+            p = plan(arch, self.sharing, self.blocks is not None)
             if self.contexts_shared:
                 p = tuple((t, ltype, needed, tuple((slot, s, op, self._shared_key.get(key, key))
                                                    for slot, s, op, key in conns))
@@ -298,6 +318,8 @@ class AutoAttendSupernet(_AutoAttendBase):
     def parameters_of(self, arch: Arch) -> list[nn.Parameter]:
         """The parameters the sub-architecture ``arch`` uses (for counting)."""
         params = list(self.stem.parameters()) + list(self.head.parameters())
+        if self.blocks is not None:
+            params += list(self.blocks.parameters())
         if not self.per_layer_attention:
             params += list(self.attention.parameters())
         for t, ltype, needed, conns in self.plan(arch):
@@ -322,7 +344,7 @@ class AutoAttendModel(_AutoAttendBase):
     def __init__(self, config: AutoAttendNetworkConfig, arch: Arch):
         super().__init__(config)
         self.arch_doc = arch.to_dict()
-        self.steps = plan(arch, config.context)
+        self.steps = plan(arch, config.context, config.residual)
         self.ops = nn.ModuleDict()
         for t, ltype, needed, conns in self.steps:
             if not needed:
@@ -374,6 +396,9 @@ class AutoAttendModel(_AutoAttendBase):
             return states[s]
 
         parts: list[tuple[list, Callable[[], Any]]] = [(["stem"], lambda: self.stem(batch))]
+        blocks = self.blocks
+        if blocks is not None:  # every layer's LayerNorm (0..n, the last one the head's) and update
+            parts.append((["norm", self.widths[0]], lambda: blocks.norm(0, h0)))
         for t, ltype, needed, conns in self.steps:
             if not needed:
                 continue
@@ -396,6 +421,9 @@ class AutoAttendModel(_AutoAttendBase):
                 parts.append((["attention", zeros, self.widths[t]],
                               lambda attention=attention, h=h, zeros=zeros, t=t: attention(
                                   *([h] * (3 - zeros) + [self._zeros(h0, t) for _ in range(zeros)]), ctx)))
+            if blocks is not None:
+                parts.append((["residual", self.widths[t]], lambda t=t, h=h: blocks.update(t, h, h)))
+                parts.append((["norm", self.widths[t]], lambda t=t, h=h: blocks.norm(t, h)))
         h_last = state(len(self.steps))
         parts.append((["head", self.widths[-1]], lambda: self.head(h_last, ctx)))
         return parts
@@ -403,7 +431,8 @@ class AutoAttendModel(_AutoAttendBase):
     @torch.no_grad()
     def load_from_supernet(self, supernet: AutoAttendSupernet) -> None:
         """Copy the shared weights this architecture inherits from ``supernet``."""
-        for name in ("stem", "head") + (() if self.per_layer_attention else ("attention",)):
+        shared = ("stem", "head") + (() if self.blocks is None else ("blocks",))
+        for name in shared + (() if self.per_layer_attention else ("attention",)):
             getattr(self, name).load_state_dict(getattr(supernet, name).state_dict())
         for t, module in self.attention.items() if self.per_layer_attention else ():
             module.load_state_dict(supernet.attention[t].state_dict())

@@ -337,12 +337,42 @@ class AutoAttendSpace(Space):
                 chosen = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in tuned.get(m, {}).items())
                 return f"{text}; chosen on validation: {chosen}" if chosen else text
 
-            return {m: Baseline({"model": m}, {"name": "hetero-baseline", **tuned.get(m, {})}, described(m, text))
+            rows = {m: Baseline({"model": m}, {"name": "hetero-baseline", **tuned.get(m, {})}, described(m, text))
                     for m, text in DESCRIPTIONS.items()}
+            return {**rows, **self.residual_baselines()} if o.block == "residual" else rows
         return {"gcn": Baseline({"model": "gcn"}, {"name": "gnn-baseline"},
                                 "GCN (Kipf & Welling 2017: 2 layers, hidden 16, dropout 0.5)", GCN_PROTOCOL),
                 "gat": Baseline({"model": "gat"}, {"name": "gnn-baseline"},
                                 "GAT (Velickovic et al. 2018: 8 heads x 8 units, dropout 0.6)", GAT_PROTOCOL)}
+
+    #: ``space.block: residual``: Platonov et al.'s (ICLR 2023) models as points of this space,
+    #: by row name: (operation of every layer, description).
+    RESIDUAL_BASELINES = {
+        "res_mlp": ("linear", "ResNet"),
+        "res_gcn": ("gcn", "GCN"),
+        "res_sage": ("sage", "GraphSAGE"),
+        "res_gat": ("gat_8", "GAT, 8 heads"),
+        "res_gat_sep": ("gat_sep_8", "GAT-sep, 8 heads"),
+    }
+
+    def residual_baselines(self) -> dict[str, Baseline]:
+        """With ``block: residual``: Platonov et al.'s (ICLR 2023) hand-designed GNNs with skip
+        connections and layer norm, as points of this space trained under the recipe's options
+        (depth, width, dropout): every layer ``add(t-1:<op>, 0:zero)``. Only the operations in
+        the space's pool are offered."""
+        o = self.options
+        if "add" not in o.layer_types:
+            return {}
+        rows = {}
+        for name, (op, what) in self.RESIDUAL_BASELINES.items():
+            if op not in self.ops or ZERO not in self.ops:
+                continue
+            layers = [{"type": "add", "inputs": [{"source": t - 1, "op": op}, {"source": 0, "op": ZERO}]}
+                      for t in range(1, o.layers + 1)]
+            rows[name] = Baseline({"layers": layers}, None,
+                                  f"{what} with residual blocks and layer norm (Platonov et al. 2023; "
+                                  f"{o.layers} layers, hidden {o.hidden}, dropout {o.dropout})")
+        return rows
 
     def describe(self, arch: Arch) -> str:
         """E.g. ``L1=add(0:gcn, 0:zero) L2=attn(q=1:gat_4, k=0:sage, v=0:linear)``."""

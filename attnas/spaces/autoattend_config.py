@@ -41,6 +41,12 @@ class AutoAttendConfig(CheckedConfig):
         qk_norm: Graphs: scale each head's query and key to unit root-mean-square before
             Eq. 8 (not in the paper; without it the hidden attention layers of the Cora
             recipe get near-zero energies and average uniformly, docs/results/autoattend_graph.md).
+        block: ``plain``: a layer's output is its aggregation (the paper's layers);
+            ``residual``: pre-norm residual blocks as Platonov et al. (ICLR 2023, Sec. 4) train
+            every GNN with, ``h_t = h_{t-1} + Dropout(W_t a_t + b_t)`` where each operation of
+            layer ``t`` reads ``LayerNorm(h_s)`` and ``a_t`` is the layer's sum or attention
+            (:mod:`attnas.models.residual_blocks`); needs ``stem: project`` and ``head: linear``
+            (one width throughout).
         options: Domain-specific extras (e.g. text: ``{max_len: 64}``).
     """
 
@@ -60,6 +66,7 @@ class AutoAttendConfig(CheckedConfig):
     head: Literal["linear", "none"] = "linear"
     out_act: str = "linear"
     qk_norm: bool = False
+    block: Literal["plain", "residual"] = "plain"
     options: dict[str, Any] | None = None
 
     field_prefix = "space."
@@ -75,6 +82,9 @@ class AutoAttendConfig(CheckedConfig):
             raise ConfigError(f"space.constraints: {bad} are not constraints; valid: 1, 2, 3")
         if "attn" in self.layer_types and self.hidden % self.heads:
             raise ConfigError(f"space.hidden: {self.hidden} is not divisible by space.heads={self.heads}")
+        if self.block == "residual" and (self.stem, self.head) != ("project", "linear"):
+            raise ConfigError(f"space.block: 'residual' needs stem 'project' and head 'linear' (one width for the "
+                              f"residual stream), got stem '{self.stem}', head '{self.head}'")
         from attnas.ops.autoattend.common import ACTIVATIONS
 
         for key in ("act", "out_act"):

@@ -69,4 +69,5 @@ def network_config(space: Any, info: TaskInfo) -> AutoAttendNetworkConfig:
         layer_types=tuple(opts.layer_types), ops=tuple(space.ops),
         input_dropout=getattr(adapter, "input_dropout", opts.dropout),
         add_dropout=getattr(adapter, "add_dropout", 0.0),
-        per_layer_attention=bool(getattr(adapter, "per_layer_attention", False)), parts=adapter)
+        per_layer_attention=bool(getattr(adapter, "per_layer_attention", False)), parts=adapter,
+        residual=opts.block == "residual")

@@ -51,3 +51,16 @@ def test_a_baseline_row_says_which_settings_validation_chose():
     assert rows["gprgnn"].description.endswith("gpr alpha 0.9")
     untuned = build_space(load_config("autoattend-hetero")).baselines()
     assert "chosen on validation" not in untuned["mlp"].description  # the paper's settings, as described
+
+
+def test_the_deep_recipe_adds_platonovs_blocks_and_keeps_the_search():
+    from attnas.runs.build import build_space
+
+    full, deep = load_config("autoattend-hetero"), load_config("autoattend-hetero-deep")
+    assert full.space.options.block == "plain"  # the existing hetero results stay as they were
+    o = deep.space.options
+    assert (o.block, o.stem, o.head, o.act, o.pool) == ("residual", "project", "linear", "gelu", "hetero")
+    assert o.layers > full.space.options.layers and deep.strategy == full.strategy
+    assert deep.task.options.split == "search-seed" and deep.retrain.epochs == full.retrain.epochs
+    rows = build_space(deep).baselines()
+    assert {"res_sage", "res_gat_sep", "res_mlp", "sage", "gat_sep"} <= set(rows)

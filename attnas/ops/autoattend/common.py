@@ -27,6 +27,7 @@ class Identity(nn.Module):
 ACTIVATIONS = {
     "relu": nn.ReLU,
     "elu": nn.ELU,
+    "gelu": nn.GELU,
     "tanh": nn.Tanh,
     "sigmoid": nn.Sigmoid,
     "leaky_relu": nn.LeakyReLU,
