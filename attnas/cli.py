@@ -92,9 +92,6 @@ TUNED_COMMANDS = frozenset({"search", "retrain", "sweep", "compare", "evaluate"}
 #: Most torch threads ``--threads`` sets (torch takes a 32-bit count; more threads than this
 #: only oversubscribe any machine).
 MAX_THREADS = 4096
-#: Environment variables that set the thread count of a BLAS library when it loads.
-BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-
 
 def _version(value: bool) -> None:
     if value:
@@ -134,12 +131,7 @@ def main_callback(ctx: typer.Context,
         import torch
 
         torch.set_num_threads(threads)
-        # The BLAS libraries too (scikit-learn's GPs): a 1-thread run must not spin a second core.
-        # Those loaded later (scipy's OpenBLAS) read the variables when they load; threadpoolctl
-        # limits those already loaded (numpy's).
-        for variable in BLAS_THREAD_VARIABLES:
-            os.environ[variable] = str(threads)
-        try:
+        try:  # numpy's BLAS too (scikit-learn's GPs): a 1-thread run must not spin a second core
             from threadpoolctl import threadpool_limits
         except ImportError:
             pass
