@@ -43,6 +43,7 @@ from attnas.graphvae.space_dags import space_dataset
 from attnas.graphvae.vae import GraphVAE
 from attnas.registry import register_strategy
 from attnas.runs.checkpoint_files import load_checkpoint_file
+from attnas.strategies.table_search import best_by_validation
 from attnas.strategies.table_strategies import ConstrainedConfig, _TableStrategy
 from attnas.tasks.nas_bench_graph import ValidationQueries
 
@@ -92,8 +93,8 @@ def acquisition_candidates(queries: ValidationQueries, unseen: np.ndarray, rng: 
     least ``batch`` of them are unqueried; otherwise ``pool`` of ``unseen`` drawn uniformly (0: all).
     """
     if around_best:
-        order = np.argsort(-np.asarray(queries.scores), kind="stable")[:around_best]
-        near = {j for k in order for j in queries.neighbours(queries.trace[k]) if unseen[j]}
+        near = {j for k in best_by_validation(queries, around_best)
+                for j in queries.neighbours(queries.trace[k]) if unseen[j]}
         if len(near) >= batch:
             return np.asarray(sorted(near))
     candidates = np.flatnonzero(unseen)
