@@ -131,6 +131,9 @@ def main_callback(ctx: typer.Context,
         import torch
 
         torch.set_num_threads(threads)
+        from attnas.runtime.blas_threads import set_blas_limit
+
+        set_blas_limit(threads)  # scipy's own BLAS, loaded later: attnas.runtime.blas_threads
         try:  # numpy's BLAS too (scikit-learn's GPs): a 1-thread run must not spin a second core
             from threadpoolctl import threadpool_limits
         except ImportError:

@@ -42,6 +42,7 @@ from attnas.core.errors import ConfigError
 from attnas.graphvae.space_dags import space_dataset
 from attnas.graphvae.vae import GraphVAE
 from attnas.registry import register_strategy
+from attnas.runtime.blas_threads import blas_limited
 from attnas.runs.checkpoint_files import load_checkpoint_file
 from attnas.strategies.table_search import best_by_validation
 from attnas.strategies.table_strategies import ConstrainedConfig, _TableStrategy
@@ -122,11 +123,11 @@ def latent_bo(queries: ValidationQueries, budget: int, rng: random.Random, laten
         scale = np.sqrt(latents.shape[1])
         similarity = Matern(length_scale=scale, nu=2.5) if kernel == "matern" else RBF(length_scale=scale)
         covariance = ConstantKernel(1.0) * similarity + WhiteKernel(0.1)
-        with warnings.catch_warnings():  # hyper-parameters at a bound are a fit, not an error
+        with warnings.catch_warnings(), blas_limited():  # a bound reached is a fit, not an error
             warnings.simplefilter("ignore", ConvergenceWarning)
             gp = GaussianProcessRegressor(covariance, normalize_y=True, random_state=0).fit(latents[queries.trace], y)
-        candidates = acquisition_candidates(queries, unseen, rng, pool, around_best, batch)
-        mean, std = gp.predict(latents[candidates], return_std=True)
+            candidates = acquisition_candidates(queries, unseen, rng, pool, around_best, batch)
+            mean, std = gp.predict(latents[candidates], return_std=True)
         ei = expected_improvement(mean, std, float(y.max()))
         for i in candidates[np.argsort(-ei, kind="stable")[: budget - queries.spent][:batch]]:
             queries.query(int(i))
