@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, Callable, ClassVar
 
 from attnas.config import CheckedConfig, PositiveFloat, PositiveInt, Range
 from attnas.core.arch import Arch
@@ -167,13 +167,17 @@ class _TableStrategy(Strategy):
         """Search ``queries`` with ``options`` (seed ``seed``: the paired random draws)."""
         cls.prepare(queries, options)
         kwargs = {k: getattr(options, k) for k in cls.settings}
-        loop = LOOPS[cls.name]
-        if multi_objective(options) and cls.name == "regularized-evolution":
-            loop = pareto_regularized_evolution
-            kwargs["objectives"] = options.objectives
-        elif multi_objective(options) and cls.name == "table-evolution":
-            kwargs["top"] = crowded_top(options.objectives)
+        loop = cls.front_loop(options, kwargs) if multi_objective(options) else LOOPS[cls.name]
         loop(queries, options.budget, random.Random(seed), **kwargs)
+
+    @classmethod
+    def front_loop(cls, options: Any, kwargs: dict) -> Callable[..., None]:
+        """The loop that keeps a Pareto front of ``options.objectives`` (may add to ``kwargs``).
+
+        The plain loop by default: random search and local search draw or walk the same way
+        whatever the objectives; the front is read off the queried architectures afterwards.
+        """
+        return LOOPS[cls.name]
 
     def search(self) -> SearchResult:
         index = self.space.index
@@ -232,6 +236,12 @@ class RegularizedEvolution(_TableStrategy):
     Config = RegularizedEvolutionConfig
     settings = ("population", "sample_size")
 
+    @classmethod
+    def front_loop(cls, options: Any, kwargs: dict) -> Callable[..., None]:
+        """Tournaments won by Pareto rank, then crowding (NSGA-II's order)."""
+        kwargs["objectives"] = options.objectives
+        return pareto_regularized_evolution
+
 
 @register_strategy("local-search")
 class LocalSearch(_TableStrategy):
@@ -248,3 +258,9 @@ class TableEvolution(_TableStrategy):
     name = "table-evolution"
     Config = TableEvolutionConfig
     settings = ("population_fraction", "rounds")
+
+    @classmethod
+    def front_loop(cls, options: Any, kwargs: dict) -> Callable[..., None]:
+        """The same rounds with the top-k taken by Pareto rank, then crowding."""
+        kwargs["top"] = crowded_top(options.objectives)
+        return LOOPS[cls.name]
