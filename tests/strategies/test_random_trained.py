@@ -7,7 +7,7 @@ import json
 import pytest
 
 from attnas import pipeline
-from attnas.strategies import random_trained
+from attnas.strategies import trained_candidates as random_trained
 
 RECIPE = {
     "name": "tiny-random-trained",
