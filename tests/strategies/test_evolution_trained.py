@@ -6,6 +6,7 @@ import copy
 import json
 
 import pytest
+from tiny_hybrid import COSTS, HYBRID, hybrid_macs
 
 from attnas import pipeline
 from attnas.comparison.plan import plan_rows
@@ -13,19 +14,8 @@ from attnas.config import load_config
 from attnas.core.errors import ConfigError
 from attnas.strategies import trained_candidates
 
-RECIPE = {
-    "name": "tiny-evolution",
-    "seed": 0,
-    "task": {"name": "mqar", "vocab_size": 16, "seq_len": 16, "num_pairs": 2, "train_size": 64, "val_size": 32,
-             "test_size": 32, "batch_size": 32},
-    "space": {"name": "attention-mechanisms", "candidates": ["softmax", "linear", "local"], "dim": 8, "depth": 2,
-              "heads": 2, "ffn_dim": 8, "dropout": 0.0, "layout": "per-layer",
-              "mechanism_options": {"local": {"window": 2}}},
-    "strategy": {"name": "evolution-trained", "samples": 5, "population": 2, "sample_size": 2,
-                 "train": {"epochs": 1, "patience": 0}},
-    "retrain": {"epochs": 1, "patience": 0, "init": "scratch", "seeds": 1},
-}
-COSTS = {"batch_size": 2, "repeats": 2, "task": {"seq_len": 128, "train_size": 2}}
+RECIPE = {**HYBRID, "name": "tiny-evolution", "strategy": {
+    "name": "evolution-trained", "samples": 5, "population": 2, "sample_size": 2, "train": {"epochs": 1, "patience": 0}}}
 
 
 def _events(run, phase):
@@ -73,19 +63,7 @@ def test_the_initial_population_is_random_searchs_first_candidates(reference, tm
 
 
 def test_a_child_over_the_constraint_is_rejected_before_any_training(tmp_path, monkeypatch):
-    from attnas.config import from_mapping
-    from attnas.costs.config import CostsConfig
-    from attnas.costs.cost_model import CostModel
-    from attnas.spaces.attention_mechanisms import AttentionMechanismsConfig, AttentionMechanismSpace
-    from attnas.tasks.associative_recall import MQARTask, MQARTaskConfig
-
-    space = AttentionMechanismSpace(from_mapping(AttentionMechanismsConfig,
-                                                 {k: v for k, v in RECIPE["space"].items() if k != "name"}))
-    long_task = MQARTask(from_mapping(MQARTaskConfig, {**{k: v for k, v in RECIPE["task"].items() if k != "name"},
-                                                       "seq_len": 128}))
-    model = CostModel(space, long_task, None, CostsConfig(batch_size=2))
-    macs = {(a, b): model.costs(space.arch({"mechanism": [a, b]}), ["macs"])["macs"]
-            for a in space.options.candidates for b in space.options.candidates}
+    macs = hybrid_macs()
     without = max(v for k, v in macs.items() if "linear" not in k)
     assert without < min(v for k, v in macs.items() if "linear" in k)  # a linear layer puts a hybrid over
     trained = []
