@@ -12,12 +12,13 @@ architecture meets, before the supernet trains.
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from typing import Any
 
 from attnas.core.arch import Arch
-from attnas.core.errors import ConfigError
+from attnas.core.errors import ArchError, ConfigError
 from attnas.costs import pareto
 from attnas.costs.cost_model import CostModel
 from attnas.runs.rng import rng_state, set_rng_state
@@ -49,6 +50,34 @@ def example_batch_size(options: Any) -> int | None:
     return getattr(owner, "batch_size", None)
 
 
+def constraint_limits(options: Any, space: Any, model: CostModel) -> dict[str, float]:
+    """The upper limits ``options.constraints`` set: as written, or with ``options.relative_to``
+    fractions of that architecture's costs measured by ``model``.
+
+    Raises:
+        ConfigError: When ``relative_to`` is not an architecture of ``space``.
+    """
+    constraints = dict(getattr(options, "constraints", None) or {})
+    reference = getattr(options, "relative_to", None)
+    if not reference or not constraints:
+        return constraints
+    arch = space.arch(reference)
+    try:
+        space.validate(arch)
+    except ArchError as exc:
+        raise ConfigError(f"strategy.relative_to: {exc}") from None
+    costs = model.costs(arch, list(constraints))
+    return {k: v * costs[k] for k, v in constraints.items()}
+
+
+def describe_limits(options: Any, limits: dict[str, float]) -> str:
+    """``latency_ms <= 9.3`` (or ``latency_ms <= 0.5 x {...}'s = 9.3`` with ``relative_to``) per constraint."""
+    reference = getattr(options, "relative_to", None)
+    if not reference:
+        return ", ".join(f"{k} <= {v:g}" for k, v in limits.items())
+    return ", ".join(f"{k} <= {options.constraints[k]:g} x {json.dumps(reference)}'s = {v:g}" for k, v in limits.items())
+
+
 def check_constraints_feasible(options: Any, space: Any, task: Any) -> None:
     """Refuse constraints that no architecture drawn from the space meets, before the supernet trains.
 
@@ -68,6 +97,7 @@ def check_constraints_feasible(options: Any, space: Any, task: Any) -> None:
     rng, seen, lowest = random.Random(0), set(), {}
     saved, start = rng_state(), time.perf_counter()
     try:
+        limits = constraint_limits(options, space, model)
         budget = _draw_budget(options)
         for _ in range(10 * budget):
             if len(seen) >= budget:
@@ -77,16 +107,16 @@ def check_constraints_feasible(options: Any, space: Any, task: Any) -> None:
                 continue
             seen.add(arch.key())
             costs = model.costs(arch, list(constraints))
-            if all(costs[k] <= limit for k, limit in constraints.items()):
+            if all(costs[k] <= limit for k, limit in limits.items()):
                 return
             lowest = {k: min(costs[k], lowest.get(k, costs[k])) for k in constraints}
             if time.perf_counter() - start > FEASIBILITY_SECONDS:
                 break
     finally:
         set_rng_state(saved)
-    limits = ", ".join(f"{k} <= {v:g}" for k, v in constraints.items())
     smallest = ", ".join(f"{k} {v:g}" for k, v in lowest.items())
-    raise ConfigError(f"strategy.constraints: only 0 of the {len(seen)} distinct architectures drawn meet {limits}, "
+    raise ConfigError(f"strategy.constraints: only 0 of the {len(seen)} distinct architectures drawn meet "
+                      f"{describe_limits(options, limits)}, "
                       f"{_needed(options)} were needed (checked before training; the smallest drawn: {smallest}); "
                       "loosen the constraints")
 
@@ -130,23 +160,31 @@ class CostAwareSearch:
 
     def cost_metrics(self, best: dict) -> dict:
         """The metrics of a search with costs: the chosen member's costs, how many distinct
-        candidates were rejected, the seconds spent measuring and, with ``latency_ms``, how
-        it was measured (``costs_latency``: ``network`` or ``operations``, ``auto``
-        resolved); ``{}`` without costs."""
+        candidates were rejected, the seconds spent measuring, with ``latency_ms`` how it was
+        measured (``costs_latency``: ``network`` or ``operations``, ``auto`` resolved) and
+        with ``relative_to`` the limits that set (``limit_<cost>``); ``{}`` without costs."""
         names = self.cost_names()
         if not names:
             return {}
         how = {"costs_latency": self.cost_model().latency} if "latency_ms" in names else {}
+        if getattr(self.options, "relative_to", None):  # the limits relative_to set, as measured
+            how.update({f"limit_{k}": round(v, 4) for k, v in self.limits().items()})
         return {**best.get("costs", {}), "rejected": len(self.rejected),
                 "costs_seconds": round(self.cost_model().total_seconds, 2), **how}
 
+    def limits(self) -> dict[str, float]:
+        """The upper limits of the constraints (:func:`constraint_limits`; measured once)."""
+        if getattr(self, "_limits", None) is None:
+            self._limits = constraint_limits(self.options, self.space, self.cost_model())
+        return self._limits
+
     def admit(self, arch: Arch) -> bool:
         """Whether ``arch`` meets every constraint; a rejected one is logged and remembered."""
-        constraints = getattr(self.options, "constraints", None)
-        if not constraints:
+        limits = self.limits()
+        if not limits:
             return True
         costs = self.costs(arch)
-        over = {k: costs[k] for k, limit in constraints.items() if costs[k] > limit}
+        over = {k: costs[k] for k, limit in limits.items() if costs[k] > limit}
         if not over:
             return True
         self.rejected.add(arch.key())
@@ -174,9 +212,12 @@ class CostAwareSearch:
     def write_front(self, front: list[dict], chosen: dict) -> None:
         """Write ``pareto.json``: every front member's architecture, objectives and costs."""
         context = {k: v for k, v in self.cost_model().context().items() if k != "space"}
+        if getattr(self.options, "relative_to", None):
+            context["constraints_relative_to"] = {"arch": self.options.relative_to,
+                                                  "fractions": dict(self.options.constraints)}
         members = [{"arch": Arch(self.space.name, m["arch"]).to_dict(), "objectives": self.objective_values(m),
                     "costs": m.get("costs", {}), "stage": m["stage"], "population_index": m["population_index"],
                     "chosen": m["arch"] == chosen["arch"]} for m in front]
         self.run.write_json(pareto.PARETO_FILE, pareto.front_document(
-            members, self.objectives(), getattr(self.options, "constraints", None), f"val_{self.task.metric}",
+            members, self.objectives(), self.limits(), f"val_{self.task.metric}",
             context))

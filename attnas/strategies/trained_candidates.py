@@ -70,7 +70,7 @@ def random_trained_counterpart(options: TrainedSearchConfig) -> dict:
     section = {"name": "random-trained", "samples": options.samples, "train": to_mapping(options.train)}
     if options.objectives or options.constraints:
         section.update(objectives=to_mapping(options.objectives), constraints=to_mapping(options.constraints),
-                       costs=to_mapping(options.costs))
+                       relative_to=to_mapping(options.relative_to), costs=to_mapping(options.costs))
     return section
 
 

@@ -70,7 +70,10 @@ def test_a_child_over_the_constraint_is_rejected_before_any_training(tmp_path, m
     real = trained_candidates.fit
     monkeypatch.setattr(trained_candidates, "fit", lambda m, *a, **k: (trained.append(m), real(m, *a, **k))[1])
     out = tmp_path / "run"
-    pipeline.search(_with(samples=4, constraints={"macs": without}, costs=COSTS), out=out)
+    assert without == macs["local", "local"]  # the limit: 1.0 x local's in both layers, measured by the search
+    pipeline.search(_with(samples=4, constraints={"macs": 1.0}, relative_to={"mechanism": ["local", "local"]},
+                          costs=COSTS), out=out)
+    assert json.loads((out / "metrics.json").read_text())["limit_macs"] == without
     events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     scored = [e for e in events if e["phase"] == "evolution-trained"]
     assert len(scored) == 4 and len(trained) == 4  # only the feasible ones were trained
@@ -115,6 +118,8 @@ def test_the_random_counterpart_trains_as_many_candidates_the_same_way():
 @pytest.mark.parametrize("strategy, message", [
     ({"population": 6}, r"^strategy.population: 6 is more than strategy.samples \(5\)"),
     ({"sample_size": 3}, r"^strategy.sample_size: 3 is more than strategy.population \(2\)"),
+    ({"relative_to": {"mechanism": "softmax"}}, r"^strategy.relative_to: .* strategy.constraints is not set"),
+    ({"relative_to": {"mechanism": "nope"}, "constraints": {"macs": 0.5}}, r"^strategy.relative_to: .*'nope'"),
 ])
 def test_a_bad_option_is_one_line_before_anything_is_written(tmp_path, strategy, message):
     with pytest.raises(ConfigError, match=message) as err:
