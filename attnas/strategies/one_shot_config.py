@@ -126,10 +126,11 @@ class CostOptions(CheckedConfig):
         constraints: Upper limits on measured costs, e.g. ``{params: 1e6, latency_ms: 5}``:
             a candidate over one is rejected before it is scored and another is drawn.
         relative_to: An architecture of the space (its ``choices``, e.g. ``{mechanism:
-            softmax}``) whose measured costs the ``constraints`` are fractions of:
-            ``{latency_ms: 0.5}`` admits half its latency, measured by the same cost model
-            as the candidates (on the same machine, under the same protocol); ``None``:
-            the limits are absolute.
+            softmax}``) whose costs the ``constraints`` are fractions of: ``{latency_ms:
+            0.5}`` admits half its latency. It is measured beside each candidate, at once
+            and under the same protocol (:meth:`attnas.costs.cost_model.CostModel.relative`),
+            so the fraction holds while the machine's load changes; ``None``: the limits
+            are absolute.
         costs: How costs are measured (:class:`~attnas.costs.config.CostsConfig`).
     """
 

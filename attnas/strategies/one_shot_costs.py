@@ -50,32 +50,39 @@ def example_batch_size(options: Any) -> int | None:
     return getattr(owner, "batch_size", None)
 
 
-def constraint_limits(options: Any, space: Any, model: CostModel) -> dict[str, float]:
-    """The upper limits ``options.constraints`` set: as written, or with ``options.relative_to``
-    fractions of that architecture's costs measured by ``model``.
+def reference_arch(options: Any, space: Any) -> Arch | None:
+    """The architecture ``options.relative_to`` names (``None``: the limits are absolute).
 
     Raises:
-        ConfigError: When ``relative_to`` is not an architecture of ``space``.
+        ConfigError: When it is not an architecture of ``space``.
     """
-    constraints = dict(getattr(options, "constraints", None) or {})
     reference = getattr(options, "relative_to", None)
-    if not reference or not constraints:
-        return constraints
+    if not reference:
+        return None
     arch = space.arch(reference)
     try:
         space.validate(arch)
     except ArchError as exc:
         raise ConfigError(f"strategy.relative_to: {exc}") from None
-    costs = model.costs(arch, list(constraints))
-    return {k: v * costs[k] for k, v in constraints.items()}
+    return arch
 
 
-def describe_limits(options: Any, limits: dict[str, float]) -> str:
-    """``latency_ms <= 9.3`` (or ``latency_ms <= 0.5 x {...}'s = 9.3`` with ``relative_to``) per constraint."""
+def constrained_values(options: Any, space: Any, model: CostModel, arch: Arch) -> dict[str, float]:
+    """The values of ``arch`` that ``options.constraints`` limit: its measured costs, or with
+    ``relative_to`` their fractions of that architecture's, measured beside it
+    (:meth:`~attnas.costs.cost_model.CostModel.relative`)."""
+    names = list(getattr(options, "constraints", None) or {})
+    reference = reference_arch(options, space)
+    if reference is None:
+        return model.costs(arch, names)
+    return model.relative(arch, reference, names)
+
+
+def describe_limits(options: Any) -> str:
+    """``latency_ms <= 9.3`` (with ``relative_to``: ``latency_ms <= 0.5 x {...}'s``) per constraint."""
     reference = getattr(options, "relative_to", None)
-    if not reference:
-        return ", ".join(f"{k} <= {v:g}" for k, v in limits.items())
-    return ", ".join(f"{k} <= {options.constraints[k]:g} x {json.dumps(reference)}'s = {v:g}" for k, v in limits.items())
+    of = f" x {json.dumps(reference)}'s" if reference else ""
+    return ", ".join(f"{k} <= {v:g}{of}" for k, v in options.constraints.items())
 
 
 def check_constraints_feasible(options: Any, space: Any, task: Any) -> None:
@@ -97,7 +104,6 @@ def check_constraints_feasible(options: Any, space: Any, task: Any) -> None:
     rng, seen, lowest = random.Random(0), set(), {}
     saved, start = rng_state(), time.perf_counter()
     try:
-        limits = constraint_limits(options, space, model)
         budget = _draw_budget(options)
         for _ in range(10 * budget):
             if len(seen) >= budget:
@@ -106,8 +112,8 @@ def check_constraints_feasible(options: Any, space: Any, task: Any) -> None:
             if arch.key() in seen:
                 continue
             seen.add(arch.key())
-            costs = model.costs(arch, list(constraints))
-            if all(costs[k] <= limit for k, limit in limits.items()):
+            costs = constrained_values(options, space, model, arch)
+            if all(costs[k] <= limit for k, limit in constraints.items()):
                 return
             lowest = {k: min(costs[k], lowest.get(k, costs[k])) for k in constraints}
             if time.perf_counter() - start > FEASIBILITY_SECONDS:
@@ -116,7 +122,7 @@ def check_constraints_feasible(options: Any, space: Any, task: Any) -> None:
         set_rng_state(saved)
     smallest = ", ".join(f"{k} {v:g}" for k, v in lowest.items())
     raise ConfigError(f"strategy.constraints: only 0 of the {len(seen)} distinct architectures drawn meet "
-                      f"{describe_limits(options, limits)}, "
+                      f"{describe_limits(options)}, "
                       f"{_needed(options)} were needed (checked before training; the smallest drawn: {smallest}); "
                       "loosen the constraints")
 
@@ -156,39 +162,38 @@ class CostAwareSearch:
         """``{"costs": ...}`` for a scored candidate's event and population entry (``{}``
         without costs); measured when the candidate was admitted, so read from the cache."""
         costs = self.costs(arch)
+        if costs and getattr(self.options, "relative_to", None):  # the constrained fractions, as admitted
+            return {"costs": costs, "relative": constrained_values(self.options, self.space, self.cost_model(), arch)}
         return {"costs": costs} if costs else {}
 
     def cost_metrics(self, best: dict) -> dict:
         """The metrics of a search with costs: the chosen member's costs, how many distinct
         candidates were rejected, the seconds spent measuring, with ``latency_ms`` how it was
         measured (``costs_latency``: ``network`` or ``operations``, ``auto`` resolved) and
-        with ``relative_to`` the limits that set (``limit_<cost>``); ``{}`` without costs."""
+        with ``relative_to`` its fractions of that architecture's costs (``relative_<cost>``);
+        ``{}`` without costs."""
         names = self.cost_names()
         if not names:
             return {}
         how = {"costs_latency": self.cost_model().latency} if "latency_ms" in names else {}
-        if getattr(self.options, "relative_to", None):  # the limits relative_to set, as measured
-            how.update({f"limit_{k}": round(v, 4) for k, v in self.limits().items()})
+        if "relative" in best:  # the chosen member's fractions of relative_to's costs
+            how.update({f"relative_{k}": round(v, 4) for k, v in best["relative"].items()})
         return {**best.get("costs", {}), "rejected": len(self.rejected),
                 "costs_seconds": round(self.cost_model().total_seconds, 2), **how}
 
-    def limits(self) -> dict[str, float]:
-        """The upper limits of the constraints (:func:`constraint_limits`; measured once)."""
-        if getattr(self, "_limits", None) is None:
-            self._limits = constraint_limits(self.options, self.space, self.cost_model())
-        return self._limits
-
     def admit(self, arch: Arch) -> bool:
         """Whether ``arch`` meets every constraint; a rejected one is logged and remembered."""
-        limits = self.limits()
-        if not limits:
+        constraints = getattr(self.options, "constraints", None)
+        if not constraints:
             return True
-        costs = self.costs(arch)
-        over = {k: costs[k] for k, limit in limits.items() if costs[k] > limit}
+        values = constrained_values(self.options, self.space, self.cost_model(), arch)
+        over = {k: values[k] for k, limit in constraints.items() if values[k] > limit}
         if not over:
             return True
         self.rejected.add(arch.key())
-        self.run.log({"phase": "rejected", "arch": arch.choices, "costs": costs, "over": sorted(over)})
+        relative = {"relative": values} if getattr(self.options, "relative_to", None) else {}
+        self.run.log({"phase": "rejected", "arch": arch.choices, "costs": self.costs(arch), **relative,
+                      "over": sorted(over)})
         return False
 
     def objective_values(self, member: dict) -> dict:
@@ -213,11 +218,10 @@ class CostAwareSearch:
         """Write ``pareto.json``: every front member's architecture, objectives and costs."""
         context = {k: v for k, v in self.cost_model().context().items() if k != "space"}
         if getattr(self.options, "relative_to", None):
-            context["constraints_relative_to"] = {"arch": self.options.relative_to,
-                                                  "fractions": dict(self.options.constraints)}
+            context["constraints_relative_to"] = self.options.relative_to  # the limits are fractions of its costs
         members = [{"arch": Arch(self.space.name, m["arch"]).to_dict(), "objectives": self.objective_values(m),
                     "costs": m.get("costs", {}), "stage": m["stage"], "population_index": m["population_index"],
                     "chosen": m["arch"] == chosen["arch"]} for m in front]
         self.run.write_json(pareto.PARETO_FILE, pareto.front_document(
-            members, self.objectives(), self.limits(), f"val_{self.task.metric}",
+            members, self.objectives(), getattr(self.options, "constraints", None), f"val_{self.task.metric}",
             context))
