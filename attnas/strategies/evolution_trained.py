@@ -38,9 +38,10 @@ from typing import Any, ClassVar
 
 from attnas.config import PositiveInt
 from attnas.core.arch import Arch
-from attnas.core.errors import ConfigError
+from attnas.core.errors import ConfigError, UnsupportedError
 from attnas.registry import register_strategy
 from attnas.runs.rng import rng_state, set_rng_state
+from attnas.spaces.base import Space
 from attnas.strategies.trained_candidates import (TrainedCandidateSearch, TrainedSearchConfig,
                                                   random_trained_counterpart)
 
@@ -80,6 +81,13 @@ class EvolutionTrained(TrainedCandidateSearch):
     Config = EvolutionTrainedConfig
     prefix = "evolution"
     compare_search_seeds: ClassVar[int] = 3
+
+    @classmethod
+    def check(cls, options: EvolutionTrainedConfig, space: Any) -> None:
+        """Refuse a space that cannot mutate its architectures."""
+        if type(space).mutate is Space.mutate:
+            raise UnsupportedError(f"strategy '{cls.name}' mutates architectures; space '{space.name}' has no "
+                                   "mutate() (use 'random-trained')")
 
     @classmethod
     def random_counterpart(cls, options: EvolutionTrainedConfig, space: Any, seed: int) -> dict:

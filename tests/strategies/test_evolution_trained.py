@@ -127,3 +127,15 @@ def test_a_bad_option_is_one_line_before_anything_is_written(tmp_path, strategy,
     with pytest.raises(ConfigError, match=message) as err:
         pipeline.search(_with(**strategy), out=tmp_path / "run")
     assert "\n" not in str(err.value) and not (tmp_path / "run").exists()
+
+
+def test_a_space_that_cannot_mutate_is_refused():
+    from attnas.core.errors import UnsupportedError
+    from attnas.spaces.base import Space
+    from attnas.strategies.evolution_trained import EvolutionTrained
+
+    class Unmutable(Space):
+        name = "unmutable"
+
+    with pytest.raises(UnsupportedError, match="has no mutate"):
+        EvolutionTrained.check(EvolutionTrained.Config(), Unmutable())
