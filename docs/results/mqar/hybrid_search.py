@@ -8,10 +8,10 @@ Usage (from the repository root)::
 --search-seeds K --baselines softmax`` (one ``search-seed-<s>/`` per search seed, each with
 the rows ``search`` (``evolution-trained``), ``random`` (``random-trained`` with as many
 trained hybrids) and ``softmax``, and its ``compare.json``). Prints Markdown, one line per
-search seed: each search's pick (the best validation accuracy among its trained hybrids), that
-validation accuracy, how many hybrids it trained before the first at >= 95 % validation
-accuracy, the pick's test accuracy once retrained (the compare's row; test only reported),
-and the pick's latency as a fraction of softmax's. Two fractions: the one the search
+search seed and row: the pick (the best validation accuracy among its trained hybrids), that
+validation accuracy, which trained hybrid was the first at >= 95 % validation accuracy, the
+pick's test accuracy once retrained (the compare's row; test only reported), and the pick's
+latency as a fraction of softmax's. Two fractions: the one the search
 admitted it with (softmax timed beside it, ``relative`` of its event), and one from timing
 every pick and softmax again here, all in one process in interleaved rounds
 (:func:`docs.results.mqar.hybrid_front.time_together`).
@@ -55,11 +55,11 @@ def main(folder: str) -> None:
                                                  for name in ROWS}, test["softmax"]))
     soft = ("softmax",) * depth
     latency = time_together(config, list({soft, *(r["pick"] for _, rows, _ in lines for r in rows.values())}))
-    print("| search seed | row | pick | validation [%] | trained before the first >= 95 % | test [%] | "
+    print("| search seed | row | pick | validation [%] | first >= 95 % validation | test [%] | "
           "softmax test [%] | latency / softmax's (admitted) | (timed together) |\n|---|---|---|---|---|---|---|---|---|")
     for seed, rows, soft_test in lines:
         for name, r in rows.items():
-            first = f"{r['first']} of {r['trained']}" if r["first"] else f"none of {r['trained']}"
+            first = f"candidate {r['first']} of {r['trained']}" if r["first"] else f"none of {r['trained']}"
             print(f"| {seed} | {name} | {' / '.join(f'`{m}`' for m in r['pick'])} | {100 * r['val']:.1f} | {first} | "
                   f"{100 * r['test']:.1f} | {100 * soft_test:.1f} | {r['admitted']:.2f} | "
                   f"{latency[r['pick']] / latency[soft]:.2f} |")
