@@ -192,25 +192,33 @@ class CostModel:
         if not missing:
             self._spare = None  # a network built to resolve "auto" that the cache made unnecessary
         else:
-            t0 = time.perf_counter()
-            model = self._build(arch)
-            o = self.options
-            by_parts = self.latency == "operations" and "latency_ms" in missing
-            rest = [n for n in missing if not (by_parts and n == "latency_ms")]
-            new = measure(model, self.task, self.batch(), ["params", *rest], o.warmup, o.repeats,
-                          o.min_repeats, o.rtol)
-            if by_parts:
-                new["latency_ms"] = self._latency_by_parts(model)
-            del model
-            seconds = time.perf_counter() - t0
-            self.seconds += seconds
+            new, seconds = self._measure(arch, missing)
             self.measured += 1
             have = self._cache.setdefault(key, {})
             have.update(new)
-            self._append({"key": key, "arch": arch.choices, "costs": new, "seconds": round(seconds, 4),
-                          "device": str(self.device), "threads": torch.get_num_threads(), "input": self._signature,
-                          "latency": self.latency})
+            self._record(key, arch, new, seconds)
         return {n: have[n] for n in names}
+
+    def _measure(self, arch: Any, names: list[str]) -> tuple[dict[str, float], float]:
+        """Measure the costs ``names`` (and ``params``) of ``arch`` now; returns them and the seconds it took."""
+        t0 = time.perf_counter()
+        model = self._build(arch)
+        o = self.options
+        by_parts = self.latency == "operations" and "latency_ms" in names
+        rest = [n for n in names if not (by_parts and n == "latency_ms")]
+        new = measure(model, self.task, self.batch(), ["params", *rest], o.warmup, o.repeats, o.min_repeats, o.rtol)
+        if by_parts:
+            new["latency_ms"] = self._latency_by_parts(model)
+        del model
+        seconds = time.perf_counter() - t0
+        self.seconds += seconds
+        return new, seconds
+
+    def _record(self, key: str, arch: Any, costs: dict, seconds: float, **extra: Any) -> None:
+        """Append a measurement of ``arch`` to ``costs.jsonl``."""
+        self._append({"key": key, "arch": arch.choices, "costs": costs, "seconds": round(seconds, 4), **extra,
+                      "device": str(self.device), "threads": torch.get_num_threads(), "input": self._signature,
+                      "latency": self.latency})
 
     def relative(self, arch: Any, reference: Any, names: Iterable[str]) -> dict[str, float]:
         """The costs ``names`` of ``arch`` as fractions of those of ``reference``, measured beside it.
@@ -235,23 +243,10 @@ class CostModel:
         have = self._cache[key]
         missing = [n for n in names if REFERENCE + n not in have]
         if missing:
-            t0 = time.perf_counter()
-            model = self._build(reference)
-            o = self.options
-            by_parts = self.latency == "operations" and "latency_ms" in missing
-            rest = [n for n in missing if not (by_parts and n == "latency_ms")]
-            measured = measure(model, self.task, self.batch(), ["params", *rest], o.warmup, o.repeats,
-                               o.min_repeats, o.rtol)
-            if by_parts:
-                measured["latency_ms"] = self._latency_by_parts(model)
-            del model
-            seconds = time.perf_counter() - t0
-            self.seconds += seconds
+            measured, seconds = self._measure(reference, missing)
             new = {REFERENCE + n: measured[n] for n in missing}
             have.update(new)
-            self._append({"key": key, "arch": arch.choices, "costs": new, "seconds": round(seconds, 4),
-                          "reference": reference.choices, "device": str(self.device),
-                          "threads": torch.get_num_threads(), "input": self._signature, "latency": self.latency})
+            self._record(key, arch, new, seconds, reference=reference.choices)
         return {n: own[n] / have[REFERENCE + n] for n in names}
 
     def _latency_by_parts(self, model: nn.Module) -> float:
