@@ -18,6 +18,7 @@ COMPONENTS = (
     ('space', 'text-transformer', '', 'attnas.spaces.text_transformer', {}),
     ('strategy', 'car-darts', '', 'attnas.strategies.car_darts', {}),
     ('strategy', 'darts', '', 'attnas.strategies.darts', {}),
+    ('strategy', 'evolution-trained', '', 'attnas.strategies.evolution_trained', {}),
     ('strategy', 'fixed', '', 'attnas.strategies.fixed', {}),
     ('strategy', 'graph-vae', '', 'attnas.strategies.graph_vae', {}),
     ('strategy', 'latent-bo', '', 'attnas.strategies.latent_bo', {}),

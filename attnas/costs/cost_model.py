@@ -25,6 +25,8 @@ from attnas.runs.run_dir import read_jsonl
 
 #: The run-directory file of measured costs.
 COSTS_FILE = "costs.jsonl"
+#: Prefix of the costs of a reference architecture measured beside a candidate (:meth:`CostModel.relative`).
+REFERENCE = "reference:"
 
 
 def example_task(task: Any, overrides: dict) -> Any:
@@ -190,25 +192,62 @@ class CostModel:
         if not missing:
             self._spare = None  # a network built to resolve "auto" that the cache made unnecessary
         else:
-            t0 = time.perf_counter()
-            model = self._build(arch)
-            o = self.options
-            by_parts = self.latency == "operations" and "latency_ms" in missing
-            rest = [n for n in missing if not (by_parts and n == "latency_ms")]
-            new = measure(model, self.task, self.batch(), ["params", *rest], o.warmup, o.repeats,
-                          o.min_repeats, o.rtol)
-            if by_parts:
-                new["latency_ms"] = self._latency_by_parts(model)
-            del model
-            seconds = time.perf_counter() - t0
-            self.seconds += seconds
+            new, seconds = self._measure(arch, missing)
             self.measured += 1
             have = self._cache.setdefault(key, {})
             have.update(new)
-            self._append({"key": key, "arch": arch.choices, "costs": new, "seconds": round(seconds, 4),
-                          "device": str(self.device), "threads": torch.get_num_threads(), "input": self._signature,
-                          "latency": self.latency})
+            self._record(key, arch, new, seconds)
         return {n: have[n] for n in names}
+
+    def _measure(self, arch: Any, names: list[str]) -> tuple[dict[str, float], float]:
+        """Measure the costs ``names`` (and ``params``) of ``arch`` now; returns them and the seconds it took."""
+        t0 = time.perf_counter()
+        model = self._build(arch)
+        o = self.options
+        by_parts = self.latency == "operations" and "latency_ms" in names
+        rest = [n for n in names if not (by_parts and n == "latency_ms")]
+        new = measure(model, self.task, self.batch(), ["params", *rest], o.warmup, o.repeats, o.min_repeats, o.rtol)
+        if by_parts:
+            new["latency_ms"] = self._latency_by_parts(model)
+        del model
+        seconds = time.perf_counter() - t0
+        self.seconds += seconds
+        return new, seconds
+
+    def _record(self, key: str, arch: Any, costs: dict, seconds: float, **extra: Any) -> None:
+        """Append a measurement of ``arch`` to ``costs.jsonl``."""
+        self._append({"key": key, "arch": arch.choices, "costs": costs, "seconds": round(seconds, 4), **extra,
+                      "device": str(self.device), "threads": torch.get_num_threads(), "input": self._signature,
+                      "latency": self.latency})
+
+    def relative(self, arch: Any, reference: Any, names: Iterable[str]) -> dict[str, float]:
+        """The costs ``names`` of ``arch`` as fractions of those of ``reference``, measured beside it.
+
+        ``arch`` is measured (:meth:`costs`, unless cached), then ``reference`` at once, under
+        the same protocol; the reference's costs are cached in ``arch``'s entry (``costs.jsonl``:
+        ``reference:<name>``), so the fraction of each architecture is measured once. Two
+        latencies timed side by side keep their ratio when the machine's load changes during
+        a search; a latency against one timing of the reference at the start would not.
+
+        Args:
+            arch: The measured architecture.
+            reference: The architecture its costs are divided by.
+            names: Which of :data:`COSTS`.
+
+        Returns:
+            ``{name: arch's cost / reference's cost}``.
+        """
+        names = list(dict.fromkeys(names))
+        own = self.costs(arch, names)
+        key = self.key(arch)
+        have = self._cache[key]
+        missing = [n for n in names if REFERENCE + n not in have]
+        if missing:
+            measured, seconds = self._measure(reference, missing)
+            new = {REFERENCE + n: measured[n] for n in missing}
+            have.update(new)
+            self._record(key, arch, new, seconds, reference=reference.choices)
+        return {n: own[n] / have[REFERENCE + n] for n in names}
 
     def _latency_by_parts(self, model: nn.Module) -> float:
         """``latency_ms`` of ``model`` as the sum of its parts' times (``latency: operations``),

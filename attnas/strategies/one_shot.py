@@ -108,5 +108,5 @@ def random_search_section(options: Any, samples: int) -> dict:
                "rerank": to_mapping(options.rerank), "score_threads": getattr(options, "score_threads", None)}
     if getattr(options, "objectives", None) or getattr(options, "constraints", None):  # the same cost-aware search
         section.update(objectives=to_mapping(options.objectives), constraints=to_mapping(options.constraints),
-                       costs=to_mapping(options.costs))
+                       relative_to=to_mapping(options.relative_to), costs=to_mapping(options.costs))
     return section

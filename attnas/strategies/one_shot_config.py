@@ -125,16 +125,26 @@ class CostOptions(CheckedConfig):
             NSGA-II's rank and crowding distance.
         constraints: Upper limits on measured costs, e.g. ``{params: 1e6, latency_ms: 5}``:
             a candidate over one is rejected before it is scored and another is drawn.
+        relative_to: An architecture of the space (its ``choices``, e.g. ``{mechanism:
+            softmax}``) whose costs the ``constraints`` are fractions of: ``{latency_ms:
+            0.5}`` admits half its latency. It is measured beside each candidate, at once
+            and under the same protocol (:meth:`attnas.costs.cost_model.CostModel.relative`),
+            so the fraction holds while the machine's load changes; ``None``: the limits
+            are absolute.
         costs: How costs are measured (:class:`~attnas.costs.config.CostsConfig`).
     """
 
     objectives: list[str] | None = None
     constraints: dict[str, PositiveFloat] | None = None
+    relative_to: dict[str, Any] | None = None
     costs: CostsConfig = field(default_factory=CostsConfig)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_cost_options(self)
+        if self.relative_to is not None and not self.constraints:
+            raise ConfigError("strategy.relative_to: names the architecture the constraints are fractions of, "
+                              "but strategy.constraints is not set")
 
 
 @dataclass(frozen=True)

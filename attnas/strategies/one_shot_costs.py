@@ -12,12 +12,13 @@ architecture meets, before the supernet trains.
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from typing import Any
 
 from attnas.core.arch import Arch
-from attnas.core.errors import ConfigError
+from attnas.core.errors import ArchError, ConfigError
 from attnas.costs import pareto
 from attnas.costs.cost_model import CostModel
 from attnas.runs.rng import rng_state, set_rng_state
@@ -49,6 +50,41 @@ def example_batch_size(options: Any) -> int | None:
     return getattr(owner, "batch_size", None)
 
 
+def reference_arch(options: Any, space: Any) -> Arch | None:
+    """The architecture ``options.relative_to`` names (``None``: the limits are absolute).
+
+    Raises:
+        ConfigError: When it is not an architecture of ``space``.
+    """
+    reference = getattr(options, "relative_to", None)
+    if not reference:
+        return None
+    arch = space.arch(reference)
+    try:
+        space.validate(arch)
+    except ArchError as exc:
+        raise ConfigError(f"strategy.relative_to: {exc}") from None
+    return arch
+
+
+def constrained_values(options: Any, space: Any, model: CostModel, arch: Arch) -> dict[str, float]:
+    """The values of ``arch`` that ``options.constraints`` limit: its measured costs, or with
+    ``relative_to`` their fractions of that architecture's, measured beside it
+    (:meth:`~attnas.costs.cost_model.CostModel.relative`)."""
+    names = list(getattr(options, "constraints", None) or {})
+    reference = reference_arch(options, space)
+    if reference is None:
+        return model.costs(arch, names)
+    return model.relative(arch, reference, names)
+
+
+def describe_limits(options: Any) -> str:
+    """``latency_ms <= 9.3`` (with ``relative_to``: ``latency_ms <= 0.5 x {...}'s``) per constraint."""
+    reference = getattr(options, "relative_to", None)
+    of = f" x {json.dumps(reference)}'s" if reference else ""
+    return ", ".join(f"{k} <= {v:g}{of}" for k, v in options.constraints.items())
+
+
 def check_constraints_feasible(options: Any, space: Any, task: Any) -> None:
     """Refuse constraints that no architecture drawn from the space meets, before the supernet trains.
 
@@ -76,7 +112,7 @@ def check_constraints_feasible(options: Any, space: Any, task: Any) -> None:
             if arch.key() in seen:
                 continue
             seen.add(arch.key())
-            costs = model.costs(arch, list(constraints))
+            costs = constrained_values(options, space, model, arch)
             if all(costs[k] <= limit for k, limit in constraints.items()):
                 return
             lowest = {k: min(costs[k], lowest.get(k, costs[k])) for k in constraints}
@@ -84,9 +120,9 @@ def check_constraints_feasible(options: Any, space: Any, task: Any) -> None:
                 break
     finally:
         set_rng_state(saved)
-    limits = ", ".join(f"{k} <= {v:g}" for k, v in constraints.items())
     smallest = ", ".join(f"{k} {v:g}" for k, v in lowest.items())
-    raise ConfigError(f"strategy.constraints: only 0 of the {len(seen)} distinct architectures drawn meet {limits}, "
+    raise ConfigError(f"strategy.constraints: only 0 of the {len(seen)} distinct architectures drawn meet "
+                      f"{describe_limits(options)}, "
                       f"{_needed(options)} were needed (checked before training; the smallest drawn: {smallest}); "
                       "loosen the constraints")
 
@@ -126,17 +162,22 @@ class CostAwareSearch:
         """``{"costs": ...}`` for a scored candidate's event and population entry (``{}``
         without costs); measured when the candidate was admitted, so read from the cache."""
         costs = self.costs(arch)
+        if costs and getattr(self.options, "relative_to", None):  # the constrained fractions, as admitted
+            return {"costs": costs, "relative": constrained_values(self.options, self.space, self.cost_model(), arch)}
         return {"costs": costs} if costs else {}
 
     def cost_metrics(self, best: dict) -> dict:
         """The metrics of a search with costs: the chosen member's costs, how many distinct
-        candidates were rejected, the seconds spent measuring and, with ``latency_ms``, how
-        it was measured (``costs_latency``: ``network`` or ``operations``, ``auto``
-        resolved); ``{}`` without costs."""
+        candidates were rejected, the seconds spent measuring, with ``latency_ms`` how it was
+        measured (``costs_latency``: ``network`` or ``operations``, ``auto`` resolved) and
+        with ``relative_to`` its fractions of that architecture's costs (``relative_<cost>``);
+        ``{}`` without costs."""
         names = self.cost_names()
         if not names:
             return {}
         how = {"costs_latency": self.cost_model().latency} if "latency_ms" in names else {}
+        if "relative" in best:  # the chosen member's fractions of relative_to's costs
+            how.update({f"relative_{k}": round(v, 4) for k, v in best["relative"].items()})
         return {**best.get("costs", {}), "rejected": len(self.rejected),
                 "costs_seconds": round(self.cost_model().total_seconds, 2), **how}
 
@@ -145,12 +186,14 @@ class CostAwareSearch:
         constraints = getattr(self.options, "constraints", None)
         if not constraints:
             return True
-        costs = self.costs(arch)
-        over = {k: costs[k] for k, limit in constraints.items() if costs[k] > limit}
+        values = constrained_values(self.options, self.space, self.cost_model(), arch)
+        over = {k: values[k] for k, limit in constraints.items() if values[k] > limit}
         if not over:
             return True
         self.rejected.add(arch.key())
-        self.run.log({"phase": "rejected", "arch": arch.choices, "costs": costs, "over": sorted(over)})
+        relative = {"relative": values} if getattr(self.options, "relative_to", None) else {}
+        self.run.log({"phase": "rejected", "arch": arch.choices, "costs": self.costs(arch), **relative,
+                      "over": sorted(over)})
         return False
 
     def objective_values(self, member: dict) -> dict:
@@ -174,6 +217,8 @@ class CostAwareSearch:
     def write_front(self, front: list[dict], chosen: dict) -> None:
         """Write ``pareto.json``: every front member's architecture, objectives and costs."""
         context = {k: v for k, v in self.cost_model().context().items() if k != "space"}
+        if getattr(self.options, "relative_to", None):
+            context["constraints_relative_to"] = self.options.relative_to  # the limits are fractions of its costs
         members = [{"arch": Arch(self.space.name, m["arch"]).to_dict(), "objectives": self.objective_values(m),
                     "costs": m.get("costs", {}), "stage": m["stage"], "population_index": m["population_index"],
                     "chosen": m["arch"] == chosen["arch"]} for m in front]

@@ -97,6 +97,29 @@ def test_costs_are_cached_in_the_run_directory_and_reused(tmp_path, digits_parts
     run.close()
 
 
+def test_relative_costs_measure_the_reference_beside_each_architecture_once(tmp_path, digits_parts):
+    from attnas.runs.run_dir import RunDir
+
+    space, task = digits_parts
+    run = RunDir.create(tmp_path / "run", "name: x\n", {})
+    options = CostsConfig(warmup=0, repeats=1, latency="network")
+    archs = [space.sample(random.Random(i)) for i in range(3)]
+    first = CostModel(space, task, run, options, default_batch_size=64)
+    fractions = [first.relative(a, archs[0], ["params", "latency_ms"]) for a in archs]
+    params = {a.key(): first.costs(a, ["params"])["params"] for a in archs}
+    for arch, f in zip(archs, fractions):
+        assert f["params"] == params[arch.key()] / params[archs[0].key()] and f["latency_ms"] > 0
+    assert [first.relative(a, archs[0], ["params", "latency_ms"]) for a in archs] == fractions  # cached
+    first.close()
+    rows = [json.loads(line) for line in run.file(COSTS_FILE).read_text().splitlines()]
+    beside = [r for r in rows if r.get("reference") == archs[0].choices]
+    assert len(beside) == 3 and all(set(r["costs"]) == {"reference:params", "reference:latency_ms"} for r in beside)
+    second = CostModel(space, task, run, options, default_batch_size=64)  # a resumed search: nothing timed again
+    assert [second.relative(a, archs[0], ["params", "latency_ms"]) for a in archs] == fractions
+    assert second.seconds == 0.0
+    run.close()
+
+
 def test_costs_config_is_checked():
     from attnas.core.errors import ConfigError
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from tiny_hybrid import COSTS, HYBRID as TINY_HYBRID, hybrid_macs
 
 from attnas import pipeline
-from attnas.strategies import random_trained
+from attnas.strategies import trained_candidates as random_trained
 
 RECIPE = {
     "name": "tiny-random-trained",
@@ -81,35 +82,14 @@ def test_a_search_stopped_between_candidates_resumes_to_the_same_result(referenc
     assert got["test_accuracy"] == want["test_accuracy"] and got["random_best_val_accuracy"] == want["random_best_val_accuracy"]
 
 
-HYBRID = {
-    "name": "tiny-hybrid",
-    "seed": 0,
-    "task": {"name": "mqar", "vocab_size": 16, "seq_len": 16, "num_pairs": 2, "train_size": 64, "val_size": 32,
-             "test_size": 32, "batch_size": 32},
-    "space": {"name": "attention-mechanisms", "candidates": ["softmax", "linear", "local"], "dim": 8, "depth": 2,
-              "heads": 2, "ffn_dim": 8, "dropout": 0.0, "layout": "per-layer",
-              "mechanism_options": {"local": {"window": 2}}},
-    "strategy": {"name": "random-trained", "samples": 3, "train": {"epochs": 1, "patience": 0},
-                 "objectives": ["val_accuracy", "macs"], "constraints": {"macs": 1.0},
-                 "costs": {"batch_size": 2, "repeats": 2, "task": {"seq_len": 128, "train_size": 2}}},
-    "retrain": {"epochs": 1, "patience": 0, "init": "scratch", "seeds": 1},
-}
+HYBRID = {**TINY_HYBRID, "strategy": {
+    "name": "random-trained", "samples": 3, "train": {"epochs": 1, "patience": 0},
+    "objectives": ["val_accuracy", "macs"], "constraints": {"macs": 1.0}, "costs": COSTS}}
 
 
 def test_hybrid_search_trains_only_candidates_within_the_limit_and_writes_their_front(tmp_path):
-    from attnas.config import from_mapping
-    from attnas.costs.config import CostsConfig
-    from attnas.costs.cost_model import CostModel
-    from attnas.spaces.attention_mechanisms import AttentionMechanismsConfig, AttentionMechanismSpace
-    from attnas.tasks.associative_recall import MQARTask, MQARTaskConfig
-
-    space = AttentionMechanismSpace(from_mapping(AttentionMechanismsConfig,
-                                                 {k: v for k, v in HYBRID["space"].items() if k != "name"}))
-    long_task = MQARTask(from_mapping(MQARTaskConfig, {**{k: v for k, v in HYBRID["task"].items() if k != "name"},
-                                                       "seq_len": 128}))
-    costs = CostModel(space, long_task, None, CostsConfig(batch_size=2))
-    macs = {m: costs.costs(space.arch({"mechanism": [m, m]}), ["macs"])["macs"] for m in ("softmax", "linear")}
-    limit = (macs["softmax"] + macs["linear"]) / 2  # softmax in both layers is over it, linear in both within
+    macs = {m: hybrid_macs()[m, m] for m in ("softmax", "linear")}
+    limit = (macs["softmax"] + macs["linear"]) / 2  # linear in both layers is over it, softmax in both within
     recipe = {**HYBRID, "strategy": {**HYBRID["strategy"], "constraints": {"macs": limit}}}
     out = tmp_path / "run"
     pipeline.search(recipe, out=out)
@@ -118,7 +98,7 @@ def test_hybrid_search_trains_only_candidates_within_the_limit_and_writes_their_
     rejected = [e for e in events if e["phase"] == "rejected"]
     assert len(trained) == 3 and rejected  # some drawn hybrids were over the limit and never trained
     assert all(e["costs"]["macs"] <= limit for e in trained) and all(e["costs"]["macs"] > limit for e in rejected)
-    assert all(e["arch"]["mechanism"] != ["softmax", "softmax"] for e in trained)
+    assert all(e["arch"]["mechanism"] != ["linear", "linear"] for e in trained)
     front = json.loads((out / "pareto.json").read_text())
     assert front["objectives"] == ["val_accuracy", "macs"] and front["constraints"] == {"macs": limit}
     assert front["measured"]["input"]["tokens"][:2] == [2, 128]  # costs at the longer length

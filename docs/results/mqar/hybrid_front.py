@@ -4,8 +4,8 @@ Usage (from the repository root)::
 
     python -m docs.results.mqar.hybrid_front RUN [RUN ...]
 
-Each ``RUN`` is a ``random-trained`` run folder of ``hybrid-mqar-quick`` (its ``events.jsonl``
-holds every trained candidate's architecture and validation accuracy). Every trained
+Each ``RUN`` is a ``random-trained`` or ``evolution-trained`` run folder of ``hybrid-mqar-quick``
+(its ``events.jsonl`` holds every trained candidate's architecture and validation accuracy). Every trained
 architecture is timed again here, all in one process with one torch thread and in
 interleaved rounds (``ROUNDS`` rounds, each architecture once per round, the median kept),
 so that every latency is measured under the same conditions: the network of the run's
@@ -35,10 +35,30 @@ from attnas.runs.build import build_space, build_task
 ROUNDS = 5
 
 
+#: The event phases of a trained candidate (``random-trained``, ``evolution-trained``).
+TRAINED = ("random-trained", "evolution-trained")
+
+
 def trained(run: Path) -> list[dict]:
-    """The ``random-trained`` events of a run: ``arch`` and ``val_accuracy`` per candidate."""
+    """The trained candidates' events of a run, in the order trained: ``arch`` and ``val_accuracy`` each."""
     events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
-    return [e for e in events if e.get("phase") == "random-trained"]
+    return [e for e in events if e.get("phase") in TRAINED]
+
+
+def time_together(config, keys: list[tuple[str, ...]]) -> dict[tuple[str, ...], float]:
+    """The latency [ms] of each per-layer architecture in ``keys`` on the recipe's
+    ``strategy.costs`` input (1,024 tokens), all timed in one process in ``ROUNDS``
+    interleaved rounds (each architecture once per round, 3 timed runs), the median kept."""
+    space = build_space(config)
+    task = build_task(config, Path("."), torch.device("cpu"))
+    costs = CostModel(space, task, None, config.strategy.options.costs)
+    batch = costs.batch()
+    models = {k: space.build(Arch(space.name, {"mechanism": list(k)}), costs.task) for k in keys}
+    times: dict[tuple[str, ...], list[float]] = {k: [] for k in keys}
+    for _ in range(ROUNDS):
+        for k, model in models.items():
+            times[k].append(measure(model, costs.task, batch, ["latency_ms"], warmup=1, repeats=3)["latency_ms"])
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def layers(choices: dict, depth: int) -> tuple[str, ...]:
@@ -59,19 +79,11 @@ def main(runs: list[str]) -> None:
     soft = ("softmax",) * depth
     if soft not in points:
         raise SystemExit("no run trained softmax in every layer, the reference (add the homogeneous run)")
-    task = build_task(config, Path("."), torch.device("cpu"))
-    costs = CostModel(space, task, None, config.strategy.options.costs)
-    batch = costs.batch()
-    models = {k: space.build(Arch(space.name, {"mechanism": list(k)}), costs.task) for k in points}
-    times: dict[tuple[str, ...], list[float]] = {k: [] for k in points}
-    for _ in range(ROUNDS):
-        for k, model in models.items():
-            times[k].append(measure(model, costs.task, batch, ["latency_ms"], warmup=1, repeats=3)["latency_ms"])
-    latency = {k: statistics.median(v) for k, v in times.items()}
+    latency = time_together(config, list(points))
     keys = sorted(points, key=lambda k: (-points[k], latency[k]))
     front = {keys[i] for i in pareto.non_dominated(pareto.objective_matrix(
         [{"val_accuracy": points[k], "latency_ms": latency[k]} for k in keys], ["val_accuracy", "latency_ms"]))}
-    print(f"input: {costs.context()['input']['tokens']} tokens, {ROUNDS} rounds; softmax: "
+    print(f"input: {config.strategy.options.costs.task.get('seq_len')} tokens, {ROUNDS} rounds; softmax: "
           f"{100 * points[soft]:.1f} % validation, {latency[soft]:.1f} ms\n")
     print("| layers | validation accuracy [%] | latency at L = 1,024 [ms] | latency / softmax's | "
           "front | >= 95 % acc., <= 50 % latency |\n|---|---|---|---|---|---|")
