@@ -28,12 +28,17 @@ seeds pooled shown beside it. Below three pairs no verdict is given, only the me
 
 Every row's config, strategy and data are checked before anything is written. Running
 the same command again into the same folder continues it: finished rows and seeds are
-kept, killed searches resumed. With ``workers`` the rows' searches, and then each row's
+kept, killed searches resumed. A command that only adds rows to a folder's comparison
+(the random-search row a ``--no-random`` run left out, another baseline) runs the new
+rows and keeps the finished ones; its rows are compared with the folder's after both are
+filled with this version's defaults, so a folder written before a new setting existed
+(at its default) is continued, and any other change is refused. With ``workers`` the rows' searches, and then each row's
 seeds, run side by side on Ray with the same results as one after the other.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import time
@@ -46,7 +51,7 @@ from attnas.comparison.plan import Row, plan_rows
 from attnas.comparison.report import write_compare_files
 from attnas.comparison.stats import paired_verdict, summarise
 from attnas.config import check_seeds, load_config, to_mapping
-from attnas.core.errors import RunDirError
+from attnas.core.errors import AttnasError, RunDirError
 from attnas.data.root import resolve_data_root
 from attnas.reporting.progress import labelled
 from attnas.runs.atomic_files import atomic_write_json
@@ -163,11 +168,52 @@ def _check_folder(out: Path, plan: dict, nested: bool = False) -> None:
             old = json.loads((out / PLAN).read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
             raise RunDirError(f"{out / PLAN} is unreadable ({e}); choose another --out") from e
-        if old != json.loads(json.dumps(plan)):
-            raise RunDirError(f"{out} holds another comparison (its {PLAN} differs); choose another --out")
+        problem = plan_change(old, json.loads(json.dumps(plan)))
+        if problem:
+            raise RunDirError(f"{out} holds another comparison ({problem}); choose another --out")
     elif out.is_dir() and any(out.iterdir()):
         if nested or not (out.parent / PLAN).exists():
             raise RunDirError(f"{out} is not empty and holds no comparison; choose a new or empty folder with --out")
+
+
+def plan_change(old: dict, new: dict) -> str | None:
+    """What keeps a folder's comparison plan ``old`` from being continued as ``new``.
+
+    ``None`` when ``new`` is ``old`` or ``old`` with rows added; each of ``old``'s rows must
+    be in ``new`` with the same recipe once both are filled with this version's defaults
+    (:func:`_canonical`), and every other entry (recipe name, overrides, seeds, folders) equal.
+    Otherwise a few words naming the difference.
+    """
+    for key in sorted(set(old) | set(new)):
+        if key != "rows" and old.get(key) != new.get(key):
+            return f"its {PLAN} has another {key}"
+    if old == new:
+        return None
+    if not isinstance(old.get("rows"), list) or not isinstance(new.get("rows"), list):
+        return f"its {PLAN} differs"
+    rows = {r.get("name"): r for r in new["rows"]}
+    for row in old["rows"]:
+        name = row.get("name")
+        if name not in rows:
+            return f"its row '{name}' is not in this comparison"
+        if row == rows[name]:
+            continue
+        ours = rows[name]
+        if (row.get("kind"), row.get("description")) != (ours.get("kind"), ours.get("description")) \
+                or _canonical(row.get("recipe")) != _canonical(ours.get("recipe")):
+            return f"its row '{name}' differs"
+    return None
+
+
+def _canonical(recipe: object) -> dict | None:
+    """A row's recipe with every setting this version knows filled with its default (``None``
+    when it no longer loads)."""
+    if not isinstance(recipe, dict):
+        return None
+    try:
+        return json.loads(json.dumps(load_config(copy.deepcopy(recipe)).to_dict()))
+    except AttnasError:
+        return None
 
 
 def _retrain_row(row: dict, out: Path, n: int, root: Path, device: str | None, workers: int | None,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import json
+import shutil
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -11,6 +14,7 @@ from typer.testing import CliRunner
 
 from attnas.cli import app
 from attnas.comparison import runner
+from attnas.comparison.plan import plan_rows
 from attnas.comparison.runner import compare
 from attnas.reporting.report import write_report
 from attnas.training import retraining
@@ -86,6 +90,48 @@ def test_another_plan_in_the_same_folder_is_refused(reference):
     out, _ = reference
     with pytest.raises(Exception, match="holds another comparison"):
         compare(**{**ARGS, "seeds": 3}, out=out)
+
+
+def test_a_row_added_to_a_finished_comparison_runs_alone_and_keeps_the_others(reference, tmp_path, monkeypatch):
+    src, expected = reference
+    out = tmp_path / "cmp"
+    shutil.copytree(src, out)
+    searched = runner.pipeline.search_or_resume
+    ran = []
+
+    def search_or_resume(run_dir, *a, **k):
+        if not (Path(run_dir) / "model.pt").exists():
+            ran.append(Path(run_dir).name)
+        return searched(run_dir, *a, **k)
+
+    monkeypatch.setattr(runner.pipeline, "search_or_resume", search_or_resume)
+    result = compare(**{**ARGS, "random": True}, out=out)  # the same command without --no-random
+    assert ran == ["random"]
+    by = {r["name"]: r for r in result["rows"]}
+    assert list(by) == ["search", "random", "gcn"]
+    for r in expected["rows"]:  # the finished rows' runs and seeds are read, not trained again
+        assert by[r["name"]]["test_per_seed"] == r["test_per_seed"] and by[r["name"]]["arch"] == r["arch"]
+    assert ("search", "random") in {(v["a"], v["b"]) for v in result["verdicts"]}
+    assert [r["name"] for r in json.loads((out / "compare-plan.json").read_text())["rows"]] == list(by)
+
+
+def test_a_plan_may_only_add_rows_to_a_folder_s_comparison():
+    _, rows = plan_rows(ARGS["recipe"], ARGS["overrides"], ["gcn", "gat"])
+    plan = json.loads(json.dumps(runner._plan("r", [], 2, rows)))
+    fewer = {**plan, "rows": [r for r in plan["rows"] if r["name"] != "random"]}
+    assert runner.plan_change(plan, plan) is None
+    assert runner.plan_change(fewer, plan) is None  # rows added
+    assert runner.plan_change(plan, fewer) == "its row 'random' is not in this comparison"
+    assert runner.plan_change(plan, {**plan, "seeds": 3}) == "its compare-plan.json has another seeds"
+    changed = copy.deepcopy(plan)
+    changed["rows"][0]["recipe"]["retrain"]["lr"] = 0.5
+    assert runner.plan_change(plan, changed) == "its row 'search' differs"
+    # a folder written before a setting existed: the setting's default is what it ran with
+    older = copy.deepcopy(plan)
+    del older["rows"][0]["recipe"]["retrain"]["eval_every"]
+    assert runner.plan_change(older, plan) is None
+    older["rows"][0]["recipe"]["retrain"]["eval_every"] = 2
+    assert runner.plan_change(older, plan) == "its row 'search' differs"
 
 
 @pytest.mark.parametrize("args, message", [

@@ -1,0 +1,54 @@
+"""Search against random search by each run's own final model, paired over search seeds.
+
+A search run ends by training its architecture once from scratch (``model.pt``; training
+seed = the recipe's seed, so the search and random-search rows of one search seed train
+with the same seed on the same split). Before ``attnas compare`` has retrained the rows,
+those final models already pair the two searches: this reads ``val_<metric>`` and
+``test_<metric>`` from each folder's ``search/metrics.json`` and ``random/metrics.json``
+and applies compare's paired t-test (:func:`attnas.comparison.stats.paired_verdict`) over
+the folders (one per search seed). Validation and test are of the final model only; no
+choice is made here.
+
+    python -m docs.results.heterophilous.final_models roc_auc runs/ms-deep/cmp-s0 runs/ms-deep/cmp-s1 runs/ms-deep/cmp-s2
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from attnas.comparison.stats import paired_verdict
+
+ROWS = ("search", "random")
+
+
+def final_scores(folders: list[Path], metric: str) -> dict[str, dict[str, list[float]]]:
+    """Per row, its final models' validation and test scores, one per folder."""
+    out = {row: {"val": [], "test": [], "arch": []} for row in ROWS}
+    for f in folders:
+        for row in ROWS:
+            m = json.loads((f / row / "metrics.json").read_text())
+            out[row]["val"].append(m[f"val_{metric}"])
+            out[row]["test"].append(m[f"test_{metric}"])
+            out[row]["arch"].append(m["arch"])
+    return out
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) < 3:
+        raise SystemExit(__doc__)
+    metric, folders = argv[1], [Path(a) for a in argv[2:]]
+    scores = final_scores(folders, metric)
+    for row in ROWS:
+        print(f"{row}: test " + ", ".join(f"{100 * x:.2f}" for x in scores[row]["test"])
+              + "; val " + ", ".join(f"{100 * x:.2f}" for x in scores[row]["val"]))
+        for f, arch in zip(folders, scores[row]["arch"]):
+            print(f"  {f}: {arch}")
+    for split in ("test", "val"):
+        v = paired_verdict(scores["search"][split], scores["random"][split], "search", "random", unit="search seeds")
+        print(f"{split}: {v['sentence']}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
