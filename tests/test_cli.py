@@ -152,19 +152,26 @@ def test_version_imports_no_torch_and_leaves_the_process_alone():
 
 
 def test_threads_limits_numpys_blas_too():
-    """``--threads 1`` holds numpy's BLAS (scikit-learn's GPs in table-latent-bo) to one thread as well."""
+    """``--threads 1`` holds numpy's BLAS to one thread, and inside
+    :func:`attnas.runtime.blas_threads.blas_limited` (table-latent-bo's GP fit) also scipy's own
+    OpenBLAS, loaded after the command started."""
     pytest.importorskip("threadpoolctl")
     code = ("import sys\n"
             "from threadpoolctl import threadpool_info\n"
             "from attnas.cli import main\n"
             "sys.argv = ['attnas', '--threads', '1', 'list', 'tasks']\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "print('BLAS', sorted({p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas'}))\n")
+            "counts = lambda: sorted({p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas'})\n"
+            "print('BLAS', counts())\n"
+            "import scipy.linalg, sklearn.gaussian_process\n"
+            "from attnas.runtime.blas_threads import blas_limited\n"
+            "with blas_limited():\n    print('INSIDE', counts())\n")
     env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
     proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=Path(__file__).parents[1], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "BLAS [1]" in proc.stdout
+    assert "INSIDE [1]" in proc.stdout
 
 
 @pytest.mark.parametrize("command, args, target", [
