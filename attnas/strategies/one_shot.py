@@ -40,7 +40,7 @@ from attnas.config import to_mapping
 from attnas.core.arch import Arch
 from attnas.registry import register_strategy
 from attnas.strategies.one_shot_base import _OneShot
-from attnas.strategies.one_shot_config import OneShotEvolutionConfig, OneShotRandomConfig
+from attnas.strategies.one_shot_config import OneShotEvolutionConfig, OneShotRandomConfig, cost_section
 
 
 @register_strategy("one-shot-evolution")
@@ -106,7 +106,5 @@ def random_search_section(options: Any, samples: int) -> dict:
     one-shot strategy, with its objectives and constraints)."""
     section = {"name": "one-shot-random", "supernet": to_mapping(options.supernet), "samples": samples,
                "rerank": to_mapping(options.rerank), "score_threads": getattr(options, "score_threads", None)}
-    if getattr(options, "objectives", None) or getattr(options, "constraints", None):  # the same cost-aware search
-        section.update(objectives=to_mapping(options.objectives), constraints=to_mapping(options.constraints),
-                       relative_to=to_mapping(options.relative_to), costs=to_mapping(options.costs))
+    section.update(cost_section(options))  # the same cost-aware search
     return section

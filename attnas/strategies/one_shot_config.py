@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from attnas.config import CheckedConfig, Fraction, NonNegativeInt, OptimConfig, PositiveFloat, PositiveInt
+from attnas.config import CheckedConfig, Fraction, NonNegativeInt, OptimConfig, PositiveFloat, PositiveInt, to_mapping
 from attnas.core.errors import ConfigError
 from attnas.costs.config import CostsConfig
 
@@ -109,6 +109,17 @@ def check_cost_options(options: Any) -> None:
         object.__setattr__(options, "objectives", tuple(objectives))
         if len(objectives) >= 2:
             require_pymoo()
+
+
+def cost_section(options: Any) -> dict:
+    """The cost options of ``options`` for the ``strategy`` section of its random-search
+    counterpart, so that both rows run the same cost-aware search: ``objectives``,
+    ``constraints``, ``relative_to`` (``None`` for a config without it, e.g. ``latent-bo``'s)
+    and ``costs``; ``{}`` when ``options`` set neither objectives nor constraints."""
+    if not (getattr(options, "objectives", None) or getattr(options, "constraints", None)):
+        return {}
+    return {"objectives": to_mapping(options.objectives), "constraints": to_mapping(options.constraints),
+            "relative_to": to_mapping(getattr(options, "relative_to", None)), "costs": to_mapping(options.costs)}
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from attnas.costs.cost_model import CostModel
 from attnas.reporting.progress import progress
 from attnas.runs.rng import seed_everything
 from attnas.strategies.base import SearchResult, Strategy
-from attnas.strategies.one_shot_config import CostOptions
+from attnas.strategies.one_shot_config import CostOptions, cost_section
 from attnas.strategies.one_shot_costs import CostAwareSearch, check_constraints_feasible
 from attnas.training.train import fit
 
@@ -67,11 +67,8 @@ class TrainedSearchConfig(CostOptions):
 def random_trained_counterpart(options: TrainedSearchConfig) -> dict:
     """The ``strategy`` section of ``random-trained`` at ``options``' compute: as many
     trained candidates, the same training, the same objectives, constraints and costs."""
-    section = {"name": "random-trained", "samples": options.samples, "train": to_mapping(options.train)}
-    if options.objectives or options.constraints:
-        section.update(objectives=to_mapping(options.objectives), constraints=to_mapping(options.constraints),
-                       relative_to=to_mapping(options.relative_to), costs=to_mapping(options.costs))
-    return section
+    return {"name": "random-trained", "samples": options.samples, "train": to_mapping(options.train),
+            **cost_section(options)}
 
 
 class TrainedCandidateSearch(CostAwareSearch, Strategy):

@@ -110,3 +110,19 @@ def test_killed_constrained_search_resumes_to_the_same_result_reusing_costs(refe
     got, exp = (json.loads((r / "metrics.json").read_text()) for r in (out, ref))
     for name in ("evaluated", "bo_rejected", "bo_invalid", "rejected", "params", "test_accuracy"):
         assert got[name] == exp[name], name
+
+
+def test_the_random_counterpart_of_a_constrained_latent_bo_runs_the_same_constraints():
+    """``attnas compare``'s random row of a constrained latent-bo: one-shot-random under the same
+    constraints and costs (latent-bo's options have no ``relative_to``: the limits are absolute)."""
+    from attnas.strategies.latent_bo import LatentBO, LatentBOConfig
+    from attnas.config.values import from_mapping
+    from attnas.strategies.one_shot_config import OneShotRandomConfig
+
+    options = from_mapping(LatentBOConfig, {"constraints": {"params": LIMIT}, "costs": {"warmup": 0, "repeats": 1}})
+    section = LatentBO.random_counterpart(options, None, 0)
+    assert section["name"] == "one-shot-random" and section["samples"] == options.budget
+    assert section["constraints"] == {"params": LIMIT} and section["relative_to"] is None
+    assert section["costs"]["repeats"] == 1
+    random_options = from_mapping(OneShotRandomConfig, {k: v for k, v in section.items() if k != "name"})
+    assert random_options.constraints == {"params": LIMIT}
