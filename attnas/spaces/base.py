@@ -53,6 +53,13 @@ class Baseline:
     retrain: dict | None = None
 
 
+
+def prior_draws(n: int) -> int:
+    """How many prior draws a search makes looking for ``n`` distinct (or feasible)
+    architectures before it gives up with fewer: ``50 n + 100`` (a small space, or tight
+    constraints, may hold fewer)."""
+    return 50 * n + 100
+
 class Space:
     """Base class of search spaces.
 
@@ -170,7 +177,7 @@ class Space:
         (at most ``50 n + 100`` draws: a small space may give fewer)."""
         seen: set[str] = set()
         out: list[Arch] = []
-        for _ in range(50 * n + 100):
+        for _ in range(prior_draws(n)):
             if len(out) == n:
                 break
             a = self.sample(rng)

@@ -41,7 +41,7 @@ from attnas.core.arch import Arch
 from attnas.core.errors import ConfigError, UnsupportedError
 from attnas.registry import register_strategy
 from attnas.runs.rng import rng_state, set_rng_state
-from attnas.spaces.base import Space
+from attnas.spaces.base import Space, prior_draws
 from attnas.strategies.trained_candidates import (TrainedCandidateSearch, TrainedSearchConfig,
                                                   random_trained_counterpart)
 
@@ -131,7 +131,7 @@ class EvolutionTrained(TrainedCandidateSearch):
 
     def _fresh(self, trained: set[str]) -> Arch:
         n = self.options.samples
-        for _ in range(50 * n + 100):
+        for _ in range(prior_draws(n)):
             arch = self.space.sample(self._rng)
             if self._new(arch, trained):
                 return arch

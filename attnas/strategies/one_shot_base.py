@@ -33,6 +33,7 @@ from attnas.runs.resumable_phase import ResumablePhase, Slot
 from attnas.runs.rng import rng_state, seed_everything, set_rng_state
 from attnas.scale import distributed
 from attnas.scale.parallel import chunks, map_in_threads
+from attnas.spaces.base import prior_draws
 from attnas.strategies.base import SearchResult, Strategy
 from attnas.strategies.one_shot_costs import CostAwareSearch, check_constraints_feasible
 from attnas.strategies.supernet_scoring import score_candidates, supernet_score
@@ -212,7 +213,7 @@ class _OneShot(CostAwareSearch, Strategy):
         """
         draws = None if source is None else iter(source)
         out, tries, rejected = [], 0, 0
-        while len(out) < n and tries < 50 * n + 100:
+        while len(out) < n and tries < prior_draws(n):
             a = self.space.sample(self.py_rng) if draws is None else next(draws, None)
             if a is None:  # the source is used up
                 break

@@ -22,6 +22,7 @@ from attnas.core.errors import ArchError, ConfigError
 from attnas.costs import pareto
 from attnas.costs.cost_model import CostModel
 from attnas.runs.rng import rng_state, set_rng_state
+from attnas.spaces.base import prior_draws
 
 #: Most architectures drawn, and seconds spent, looking for one that meets the constraints
 #: before the supernet trains (:func:`check_constraints_feasible`).
@@ -40,7 +41,7 @@ def _draw_budget(options: Any) -> int:
     ``vae.samples`` (latent-bo, whose candidates are those), else ``50 n + 100`` for ``n``
     needed (:meth:`_OneShot.sample_unique`); at most :data:`FEASIBILITY_DRAWS`."""
     samples = getattr(getattr(options, "vae", None), "samples", None)
-    return min(FEASIBILITY_DRAWS, int(samples) if samples else 50 * _needed(options) + 100)
+    return min(FEASIBILITY_DRAWS, int(samples) if samples else prior_draws(_needed(options)))
 
 
 def example_batch_size(options: Any) -> int | None:

@@ -33,6 +33,7 @@ from attnas.costs import pareto
 from attnas.costs.cost_model import CostModel
 from attnas.reporting.progress import progress
 from attnas.runs.rng import seed_everything
+from attnas.spaces.base import prior_draws
 from attnas.strategies.base import SearchResult, Strategy
 from attnas.strategies.one_shot_config import CostOptions, cost_section
 from attnas.strategies.one_shot_costs import CostAwareSearch, check_constraints_feasible
@@ -102,7 +103,7 @@ class TrainedCandidateSearch(CostAwareSearch, Strategy):
             out = self.space.sample_distinct(n, random.Random(self.seed))
         else:  # distinct draws, those over a limit rejected
             out = []
-            for arch in self.space.sample_distinct(50 * n + 100, random.Random(self.seed)):
+            for arch in self.space.sample_distinct(prior_draws(n), random.Random(self.seed)):
                 if len(out) == n:
                     break
                 if self.admit(arch):
