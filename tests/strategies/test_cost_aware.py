@@ -224,3 +224,17 @@ def test_a_killed_constrained_search_resumes_to_the_same_front_reusing_its_costs
     assert {r["latency"] for r in rows if "costs" in r} == {"operations"}
     parts = [json.dumps(r["part"]) for r in rows if "part" in r]
     assert parts and len(parts) == len(set(parts))
+
+
+def test_a_feasibility_check_cut_short_by_the_clock_refuses_nothing(tmp_path, tiny_recipe_data, monkeypatch):
+    """Latency timed on a busy machine can stop the check after a few draws: that shows nothing,
+    so the recipe is not refused there; the search's own draws still end with a clear error."""
+    from attnas.strategies import one_shot_costs
+
+    recipe = _small(tiny_recipe_data, constraints={"params": 10})
+    recipe["strategy"]["evolution"]["population"] = 4
+    monkeypatch.setattr(one_shot_costs, "FEASIBILITY_SECONDS", -1.0)
+    with pytest.raises(ConfigError, match=r"only 0 of the \d+ distinct architectures drawn meet params <= 10, "
+                                          r"4 were needed; loosen") as caught:
+        pipeline.search(recipe, out=tmp_path / "run")
+    assert "checked before training" not in str(caught.value)  # the search's draws, not the check, refused it
