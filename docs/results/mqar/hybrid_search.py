@@ -2,9 +2,9 @@
 
 Usage (from the repository root)::
 
-    python -m docs.results.mqar.hybrid_search COMPARE_FOLDER
+    python -m docs.results.mqar.hybrid_search COMPARE_FOLDER [COMPARE_FOLDER ...]
 
-``COMPARE_FOLDER`` is the folder of ``attnas compare hybrid-mqar-hard-evolution
+A ``COMPARE_FOLDER`` is the folder of ``attnas compare hybrid-mqar-hard-evolution
 --search-seeds K --baselines softmax`` (one ``search-seed-<s>/`` per search seed, each with
 the rows ``search`` (``evolution-trained``), ``random`` (``random-trained`` with as many
 trained hybrids) and ``softmax``, and its ``compare.json``). Prints Markdown, one line per
@@ -14,7 +14,10 @@ pick's test accuracy once retrained (the compare's row; test only reported), and
 latency as a fraction of softmax's. Two fractions: the one the search
 admitted it with (softmax timed beside it, ``relative`` of its event), and one from timing
 every pick and softmax again here, all in one process in interleaved rounds
-(:func:`docs.results.mqar.hybrid_front.time_together`).
+(:func:`docs.results.mqar.hybrid_front.time_together`). Then, over the search seeds of
+every folder given (a search seed finished in each; several folders: searches of other seeds
+run side by side, ``--set seed=S``), the mean ± standard deviation of each row's test and
+validation accuracy and the paired differences with their paired t-test p-values.
 """
 
 from __future__ import annotations
@@ -42,10 +45,27 @@ def row_summary(folder: Path, depth: int) -> dict:
             "admitted": best["relative"]["latency_ms"], "trained": len(events)}
 
 
-def main(folder: str) -> None:
+def paired(lines: list, key: str) -> None:
+    """Mean ± std of ``key`` per row over the search seeds, and the paired differences."""
+    import numpy as np
+    from scipy.stats import ttest_rel
+
+    values = {name: np.array([rows[name][key] for _, rows, _ in lines]) * 100 for name in ROWS}
+    if key == "test":
+        values["softmax"] = np.array([soft for _, _, soft in lines]) * 100
+    parts = [f"{name} {v.mean():.1f} ± {v.std(ddof=1):.1f}" for name, v in values.items()]
+    for a, b in (("search", "random"), ("search", "softmax"), ("random", "softmax")):
+        if a in values and b in values:
+            d = values[a] - values[b]
+            p = ttest_rel(values[a], values[b]).pvalue if d.any() else 1.0
+            parts.append(f"{a} − {b} {d.mean():+.1f} (p = {p:.2f})")
+    print(f"{key} over {len(lines)} search seeds: " + "; ".join(parts))
+
+
+def main(folders: list[str]) -> None:
     torch.set_num_threads(1)
-    top = Path(folder)
-    seed_dirs = sorted(top.glob("search-seed-*"), key=lambda p: int(p.name.rsplit("-", 1)[1]))
+    seed_dirs = sorted((d for top in folders for d in Path(top).glob("search-seed-*") if (d / "compare.json").exists()),
+                       key=lambda p: int(p.name.rsplit("-", 1)[1]))
     config = load_config(str(seed_dirs[0] / "search" / "config.yaml"))
     depth = config.space.options.depth
     lines = []
@@ -65,9 +85,12 @@ def main(folder: str) -> None:
                   f"{latency[r['pick']] / latency[soft]:.2f} |")
     print(f"\nsoftmax timed together: {latency[soft]:.1f} ms at {config.strategy.options.costs.task.get('seq_len')} "
           "tokens")
+    if len(lines) > 1:
+        paired(lines, "test")
+        paired(lines, "val")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2:
         raise SystemExit(__doc__)
-    main(sys.argv[1])
+    main(sys.argv[1:])
