@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    python -m docs.results.mqar.graded_settings OUT.json EPOCHS [--set KEY=VALUE ...]
+    python -m docs.results.mqar.graded_settings OUT.json EPOCHS [--set KEY=VALUE ...] [--only A/B ...]
 
 Trains each hybrid of :data:`HYBRIDS` (2-layer per-layer hybrids under half softmax's
 latency at 1,024 tokens in earlier runs, solvers and non-solvers alike) and ``softmax`` in
@@ -13,6 +13,7 @@ records the validation accuracy after every epoch (with a constant learning rate
 early stopping, epoch ``e`` of this run is a candidate trained ``e`` epochs), the best so far
 and the seconds per epoch. Validation only: the test split is not scored. Writes ``OUT.json``
 after every model (a killed run keeps what it finished; a rerun skips the models in it).
+``--only A/B`` trains just that hybrid (e.g. ``--only softmax/softmax``).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ HYBRIDS = (("softmax", "softmax"), ("linformer", "local"), ("sparse", "linear"),
 SEED = 1000
 
 
-def main(out: str, epochs: int, overrides: list[str]) -> None:
+def main(out: str, epochs: int, overrides: list[str], only: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     config = load_config("hybrid-mqar-hard-evolution", overrides)
     space = build_space(config)
@@ -45,7 +46,7 @@ def main(out: str, epochs: int, overrides: list[str]) -> None:
     cfg = replace(config.strategy.options.train, epochs=epochs, patience=0)
     path = Path(out)
     done = json.loads(path.read_text()) if path.exists() else {"overrides": overrides, "epochs": epochs, "models": {}}
-    for layers in HYBRIDS:
+    for layers in [tuple(o.split("/")) for o in only] if only else HYBRIDS:
         name = " / ".join(layers)
         if name in done["models"]:
             continue
@@ -63,4 +64,5 @@ def main(out: str, epochs: int, overrides: list[str]) -> None:
 if __name__ == "__main__":
     args = sys.argv[1:]
     sets = [args[i + 1] for i, a in enumerate(args) if a == "--set"]
-    main(args[0], int(args[1]), sets)
+    only = [args[i + 1] for i, a in enumerate(args) if a == "--only"]
+    main(args[0], int(args[1]), sets, only)
