@@ -14,6 +14,10 @@ what the comparison is about:
   trained from scratch by the ``fixed`` strategy, with the training protocol of its own
   paper where the baseline declares one (``Baseline.retrain``), else the recipe's.
 
+Both random rows draw from the architectures the search returns: the recipe's space with
+:meth:`~attnas.strategies.base.Strategy.counterpart_space` (e.g. the cells of single heads
+of a heterogeneous mechanism search, not homogeneous models).
+
 Every row keeps the recipe's task and seed, so seed ``k`` of every row is retrained with
 the same random seed and the rows are paired.
 """
@@ -98,14 +102,16 @@ def plan_rows(recipe: str | dict, overrides: list[str] | tuple[str, ...] = (),
 
     base = config.to_dict()
     rows = [Row("search", "search", base, f"{config.strategy.name} search")]
+    drawn = {**base["space"], **strategy_cls.counterpart_space(config.strategy.options, space)}
     if random:
         section = strategy_cls.random_counterpart(config.strategy.options, space, config.seed)
         if section is not None:
-            rows.append(_random_row(base, section))
+            rows.append(_random_row(base, section, drawn))
     if random_architecture:
-        section = strategy_cls.random_architecture(space, config.seed)
+        prior = build_space(load_config({**base, "space": drawn}))
+        section = strategy_cls.random_architecture(prior, config.seed)
         rows.append(Row("random-architecture", "random-architecture",
-                        _variant(base, "random-architecture", strategy=section, scratch=True),
+                        _variant(base, "random-architecture", space=drawn, strategy=section, scratch=True),
                         "one architecture drawn from the prior"))
     for name in chosen:
         b = declared[name]
@@ -120,8 +126,9 @@ def plan_rows(recipe: str | dict, overrides: list[str] | tuple[str, ...] = (),
     return config, rows
 
 
-def _random_row(base: dict, section: dict) -> Row:
-    """The random-search row from the strategy's counterpart section."""
+def _random_row(base: dict, section: dict, space: dict) -> Row:
+    """The random-search row from the strategy's counterpart section, drawing from ``space``
+    (the recipe's, with :meth:`~attnas.strategies.base.Strategy.counterpart_space`)."""
     section = copy.deepcopy(section)
     if section["name"] == "random-trained":
         own = {k: v for k, v in base["retrain"].items() if k not in ("init", "finetune_lr", "seeds")}
@@ -133,7 +140,7 @@ def _random_row(base: dict, section: dict) -> Row:
     else:
         what = f"random search: {section.get('samples', '?')} architectures scored ({section['name']})"
     scratch = section["name"] in ("fixed", "random-trained")  # no shared weights to start from
-    return Row("random", "random", _variant(base, "random", strategy=section, scratch=scratch), what)
+    return Row("random", "random", _variant(base, "random", space=space, strategy=section, scratch=scratch), what)
 
 
 def _variant(base: dict, row: str, space: dict | None = None, strategy: dict | None = None,

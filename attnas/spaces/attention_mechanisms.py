@@ -18,8 +18,10 @@ heads``), each a complete single-head block with its own projections, averaged l
 search supernet (Sec. 3.2: per-head blocks concatenated and projected equal the sum of
 per-head output projections). A per-layer list has exactly ``depth`` entries. Mechanisms
 must be among the space's ``candidates``. ``layout`` says what :meth:`~AttentionMechanismSpace.sample`
-draws: ``homogeneous`` (default) one mechanism for every layer, ``per-layer`` one
-mechanism per layer, independently and uniformly.
+draws: ``homogeneous`` (default) one mechanism for every layer, ``heterogeneous`` a cell of
+``heads`` single heads (uniform over the multisets of candidates: the architectures a NAS
+One-shot or NAS Prune search returns), ``per-layer`` one mechanism per layer,
+independently and uniformly.
 
 Capabilities: ``mechanism-supernet`` — :meth:`AttentionMechanismSpace.supernet` builds the
 fixed-alpha search network of Sec. 3.1 (one encoder layer whose attention averages a
@@ -81,7 +83,9 @@ class AttentionMechanismsConfig(CheckedConfig):
             as associative recall, which no one-layer model solves, needs 2).
         layout: What :meth:`AttentionMechanismSpace.sample` draws and
             :meth:`~AttentionMechanismSpace.mutate` keeps: ``homogeneous`` (one mechanism
-            in every layer) or ``per-layer`` (a list of ``depth`` mechanisms, drawn
+            in every layer), ``heterogeneous`` (a cell of ``heads`` single heads stacked in
+            every layer, uniform over the multisets: DARTFormer's heterogeneous models,
+            Sec. 3.3.2) or ``per-layer`` (a list of ``depth`` mechanisms, drawn
             independently: the hybrids of a per-layer search).
     """
 
@@ -96,7 +100,7 @@ class AttentionMechanismsConfig(CheckedConfig):
     positions: Literal["sinusoidal", "learned"] = "sinusoidal"
     mechanism_options: dict[str, Any] = field(default_factory=dict)
     supernet_depth: PositiveInt = 1
-    layout: Literal["homogeneous", "per-layer"] = "homogeneous"
+    layout: Literal["homogeneous", "heterogeneous", "per-layer"] = "homogeneous"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -182,12 +186,30 @@ class AttentionMechanismSpace(Space):
             raise ArchError(f"{where}: " + unknown_name("attention mechanism", name, known))
 
     def sample(self, rng: random.Random) -> Arch:
-        """A uniformly drawn candidate in every layer (``layout: homogeneous``) or in each
-        layer independently (``per-layer``: a list of ``depth`` names)."""
+        """A uniformly drawn candidate in every layer (``layout: homogeneous``), a uniformly
+        drawn cell (``heterogeneous``) or a candidate in each layer independently
+        (``per-layer``: a list of ``depth`` names)."""
         cands = list(self.options.candidates)
         if self.options.layout == "per-layer":
             return self.arch({"mechanism": [rng.choice(cands) for _ in range(self.options.depth)]})
+        if self.options.layout == "heterogeneous":
+            return self.arch({"mechanism": self._sample_cell(cands, rng)})
         return self.arch({"mechanism": rng.choice(cands)})
+
+    def _sample_cell(self, cands: list[str], rng: random.Random) -> dict[str, int]:
+        """A multiset of ``heads`` candidates, each of the ``C(c + h - 1, h)`` equally likely.
+
+        Stars and bars: ``h`` of the ``c + h - 1`` slots hold heads, the other ``c - 1``
+        are the bars between candidates, so a uniform ``h``-subset of the slots is a
+        uniform multiset; the heads before the first bar are the first candidate's, and so on.
+        """
+        h = self.options.heads
+        bars = sorted(set(range(len(cands) + h - 1)) - set(rng.sample(range(len(cands) + h - 1), h)))
+        counts, prev = [], -1
+        for b in [*bars, len(cands) + h - 1]:
+            counts.append(b - prev - 1)
+            prev = b
+        return {c: n for c, n in zip(cands, counts) if n}
 
     def mutate(self, arch: Arch, rng: random.Random) -> Arch:
         """Another mechanism (homogeneous), one layer's mechanism changed (per-layer list of
@@ -213,12 +235,14 @@ class AttentionMechanismSpace(Space):
         return self.arch({"mechanism": {c: counts[c] for c in cands if counts.get(c)}})
 
     def size(self) -> int:
-        """Homogeneous models plus heterogeneous cells (multisets of ``heads`` heads), or
-        with ``layout: per-layer`` the lists of ``depth`` mechanism names (``c ** depth``,
-        those with one mechanism throughout included)."""
+        """Homogeneous models plus heterogeneous cells (multisets of ``heads`` heads); with
+        ``layout: heterogeneous`` the cells alone, with ``per-layer`` the lists of ``depth``
+        mechanism names (``c ** depth``, those with one mechanism throughout included)."""
         c, h = len(self.options.candidates), self.options.heads
         if self.options.layout == "per-layer":
             return c ** self.options.depth
+        if self.options.layout == "heterogeneous":
+            return math.comb(c + h - 1, h)
         return c + math.comb(c + h - 1, h)
 
     def baselines(self) -> dict[str, Baseline]:

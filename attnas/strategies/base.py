@@ -120,6 +120,15 @@ class Strategy:
         return random_trained_section(epochs)
 
     @classmethod
+    def counterpart_space(cls, options: Any, space: Any) -> dict:
+        """Space options that make the random rows of ``attnas compare`` draw from the set of
+        architectures this search returns, when the recipe's space would draw others
+        (e.g. a heterogeneous mechanism search returns cells of single heads, a space with
+        ``layout: homogeneous`` draws one mechanism for every layer); empty: the recipe's.
+        """
+        return {}
+
+    @classmethod
     def search_epochs(cls, options: Any) -> int | None:
         """Passes over the training data the search makes (its compute), or ``None``."""
         return None

@@ -188,6 +188,13 @@ class MechanismSearch(Strategy):
                               f"nothing to choose from; list at least two in space.candidates")
 
     @classmethod
+    def counterpart_space(cls, options: MechanismSearchConfig, space: Any) -> dict:
+        """Random search draws what this mode returns: one mechanism for every layer
+        (``homogeneous``) or a cell of ``heads`` single heads (``nas-one-shot``,
+        ``nas-prune``), whatever the recipe's ``space.layout``."""
+        return {"layout": "homogeneous" if options.mode == "homogeneous" else "heterogeneous"}
+
+    @classmethod
     def search_epochs(cls, options: MechanismSearchConfig) -> int:
         """The supernet's ``epochs`` (at most; its early stopping may end it sooner)."""
         return options.supernet.epochs

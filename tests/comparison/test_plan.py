@@ -106,3 +106,29 @@ def test_bad_requests_are_refused_naming_the_problem(monkeypatch):
     for bad in (0, -1, 1.5, True, "3"):
         with pytest.raises(ConfigError, match="--seeds"):
             check_seeds(bad)
+
+
+@pytest.mark.parametrize("recipe, overrides", [("dartformer-mqar-quick", []),
+                                               ("mechanism-mqar-quick", ["space.layout=per-layer"])])
+def test_mechanism_search_random_rows_draw_what_the_search_returns(recipe, overrides):
+    """NAS One-shot returns cells of single heads, the homogeneous search one mechanism for
+    every layer: the random rows draw from the same set, whatever the recipe's layout."""
+    import random
+
+    config, rows = plan_rows(recipe, overrides, random_architecture=True)
+    cell = config.strategy.options.mode != "homogeneous"
+    heads = config.space.options.heads
+    for name in ("random", "random-architecture"):
+        cfg = load_config(next(r for r in rows if r.name == name).recipe)
+        space = build_space(cfg)
+        drawn = (space.sample_distinct(8, random.Random(cfg.seed)) if name == "random"
+                 else [Arch(space.name, dict(cfg.strategy.options.arch))])
+        for arch in drawn:
+            space.validate(arch)
+            mechanism = arch.choices["mechanism"]
+            if cell:
+                assert isinstance(mechanism, dict) and sum(mechanism.values()) == heads, (name, mechanism)
+            else:
+                assert isinstance(mechanism, str), (name, mechanism)
+    search_space = next(r for r in rows if r.name == "search").recipe["space"]
+    assert search_space == config.to_dict()["space"]  # the search row keeps the recipe's space

@@ -224,3 +224,21 @@ def test_a_per_layer_hybrid_builds_one_mechanism_per_layer():
     assert "linear x2 heads | local x2 heads (per layer)" in s.describe(arch(["linear", "local"]))
     adj, labels = s.to_dag(arch(["linear", "local"]))
     assert labels == ["input", "linear", "local", "output"] and adj.sum() == 3 and adj[1, 2]
+
+
+def test_heterogeneous_layout_draws_every_cell_uniformly_and_mutates_one_head():
+    s = space(layout="heterogeneous", heads=3, dim=9)
+    cells = list(itertools.combinations_with_replacement(CANDS, 3))
+    assert s.size() == len(cells) == 10
+    rng = random.Random(0)
+    counts = {}
+    for _ in range(2000):
+        a = s.sample(rng)
+        s.validate(a)
+        cell = a.choices["mechanism"]
+        assert list(cell) == [c for c in CANDS if c in cell]  # candidate order, no zero counts
+        counts[tuple(sorted(cell.items()))] = counts.get(tuple(sorted(cell.items())), 0) + 1
+        b = s.mutate(a, rng).choices["mechanism"]
+        assert sum(abs(cell.get(c, 0) - b.get(c, 0)) for c in CANDS) == 2  # one head moved
+    assert len(counts) == 10
+    assert min(counts.values()) > 150 and max(counts.values()) < 250  # 200 each if uniform over cells
