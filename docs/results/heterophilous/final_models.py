@@ -20,6 +20,8 @@ import json
 import sys
 from pathlib import Path
 
+import yaml
+
 from attnas.comparison.stats import paired_verdict
 
 ROWS = ("search", "random")
@@ -35,6 +37,22 @@ def final_scores(folders: list[Path], metric: str) -> dict[str, dict[str, list[f
             out[row]["test"].append(m[f"test_{metric}"])
             out[row]["arch"].append(m["arch"])
             out[row]["candidate"].append(candidate_score(m, metric))
+    return out
+
+
+def later_candidates(folder: Path, metric: str) -> dict[str, float] | None:
+    """Mean validation score of the candidates an evolution trained after its initial
+    population (its children) and of random search's candidates with the same indices
+    (prior draws), or ``None`` where the search row is not ``evolution-trained``."""
+    config = yaml.safe_load((folder / "search" / "config.yaml").read_text())
+    if config["strategy"]["name"] != "evolution-trained":
+        return None
+    first = config["strategy"]["population"]
+    out = {}
+    for row in ROWS:
+        events = [json.loads(line) for line in (folder / row / "events.jsonl").read_text().splitlines()]
+        scores = [e[f"val_{metric}"] for e in events if e.get("candidate", -1) >= first]
+        out[row] = sum(scores) / len(scores)
     return out
 
 
@@ -62,6 +80,12 @@ def main(argv: list[str]) -> None:
         for row in ROWS:
             print(f"{row}: pick's validation score in the search " + ", ".join(
                 f"{100 * x:.2f}" for x in scores[row]["candidate"]))
+    later = [later_candidates(f, metric) for f in folders]
+    if all(x is not None for x in later):  # do mutations of tournament winners beat fresh draws?
+        v = paired_verdict([x["search"] for x in later], [x["random"] for x in later], "search", "random",
+                           unit="search seeds")
+        print("mean validation score of the candidates after the initial population (evolution: children; "
+              f"random: draws): {v['sentence']}")
     for split in splits:
         v = paired_verdict(scores["search"][split], scores["random"][split], "search", "random", unit="search seeds")
         print(f"{split}: {v['sentence']}")
