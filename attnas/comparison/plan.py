@@ -103,12 +103,12 @@ def plan_rows(recipe: str | dict, overrides: list[str] | tuple[str, ...] = (),
     base = config.to_dict()
     rows = [Row("search", "search", base, f"{config.strategy.name} search")]
     drawn = {**base["space"], **strategy_cls.counterpart_space(config.strategy.options, space)}
+    prior = space if drawn == base["space"] else build_space(load_config({**base, "space": drawn}))
     if random:
-        section = strategy_cls.random_counterpart(config.strategy.options, space, config.seed)
+        section = strategy_cls.random_counterpart(config.strategy.options, prior, config.seed)
         if section is not None:
             rows.append(_random_row(base, section, drawn))
     if random_architecture:
-        prior = build_space(load_config({**base, "space": drawn}))
         section = strategy_cls.random_architecture(prior, config.seed)
         rows.append(Row("random-architecture", "random-architecture",
                         _variant(base, "random-architecture", space=drawn, strategy=section, scratch=True),
