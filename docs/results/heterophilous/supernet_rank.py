@@ -61,14 +61,13 @@ def choose(scored: list[dict], n_prior: int, n_top: int, seed: int) -> tuple[lis
     return picked, top
 
 
-def stand_alone(run: Path, out: Path, arch: dict, seeds: int) -> dict:
-    """Validation and test of ``arch`` trained alone ``seeds`` times (cached)."""
+def stand_alone(config, task, space, out: Path, arch: dict, seeds: int) -> dict:
+    """Validation and test of ``arch`` trained alone ``seeds`` times under the run's ``config``
+    on its ``task`` (its split) and ``space`` (cached)."""
     key = json.dumps(arch, sort_keys=True)
     f = out / f"{hashlib.sha1(key.encode()).hexdigest()[:12]}.json"
     if f.exists():
         return json.loads(f.read_text())
-    config = load_config(run / "config.yaml")
-    task, space = build_task(config, resolve_data_root(), torch.device("cpu")), build_space(config)
     vals, tests = [], []
     for k in range(seeds):
         res = train_final(None, config, space, task, None, space.arch(arch), seed=config.seed + 100 + k)
@@ -105,10 +104,12 @@ def main() -> None:
     torch.set_num_threads(1)
     args.out.mkdir(parents=True, exist_ok=True)
     prior, top = choose(scored_architectures(args.run), args.n_prior, args.n_top, args.seed)
+    config = load_config(args.run / "config.yaml")  # the run's task (its split), space and retraining
+    task, space = build_task(config, resolve_data_root(), torch.device("cpu")), build_space(config)
     rows = {}
     for s in top + prior:
         if s["key"] not in rows:
-            rows[s["key"]] = {**s, **stand_alone(args.run, args.out, s["arch"], args.seeds)}
+            rows[s["key"]] = {**s, **stand_alone(config, task, space, args.out, s["arch"], args.seeds)}
             print(f"supernet {100 * s['supernet']:.2f}  alone val {100 * rows[s['key']]['val']:.2f}"
                   f"  (test {100 * rows[s['key']]['test']:.2f})", flush=True)
     result = summary([rows[p["key"]] for p in prior], [rows[t["key"]] for t in top])
