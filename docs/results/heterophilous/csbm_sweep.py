@@ -1,13 +1,15 @@
-"""Table and figure of the cSBM sweep: one ``attnas compare autoattend-csbm`` folder per phi.
+"""Table and figure of the cSBM sweep: one ``attnas compare autoattend-csbm`` folder per phi and graph.
 
 Reads ``<runs>/phi<PHI>-g<GRAPH_SEED>/compare.json`` (test accuracy of every row on the dense
-splits its retraining seeds trained and tested on), prints a markdown table (mean +- std over
-the splits, per phi; the published figures of GPR-GNN's reproduction beside ours) with the
-paired verdicts of the search against the best baseline (compare's ``best_baseline``: the
-highest mean VALIDATION accuracy),
-GAT and random search, and draws accuracy against phi::
+splits its retraining seeds trained and tested on). With ``--pooled`` (several graph seeds) it
+prints one row per phi: every model's mean +- std over all graphs x splits, and the search's
+paired differences to the best baseline (compare's ``best_baseline`` of each graph: the highest
+mean VALIDATION accuracy there), GAT and random search over the graph x split pairs, with the
+per-graph differences beside them (each graph has its own search, so the graphs, not the
+splits, are the independent repeats of the search). Without it, the table of graph seed 0
+(models x phi). Both draw accuracy against phi (pooled: mean over graphs x splits)::
 
-    python -m docs.results.heterophilous.csbm_sweep runs/csbm docs/figures/heterophilous_csbm.png
+    python -m docs.results.heterophilous.csbm_sweep runs/csbm docs/figures/heterophilous_csbm.png [--pooled]
 """
 
 from __future__ import annotations
@@ -40,10 +42,58 @@ def load(runs: Path, graph_seed: int = 0) -> dict[float, dict]:
     return dict(sorted(out.items()))
 
 
+def load_graphs(runs: Path) -> dict[int, dict[float, dict]]:
+    """Every graph seed's finished comparisons: graph seed -> phi -> ``compare.json``."""
+    seeds = sorted({int(f.parent.name.rsplit("-g", 1)[1]) for f in runs.glob("phi*-g*/compare.json")
+                    if f.parent.name.rsplit("-g", 1)[1].isdigit()})
+    return {g: load(runs, g) for g in seeds}
+
+
 def scores(result: dict, name: str, split: str = "test") -> list[float]:
-    """A row's per-seed scores in percent."""
+    """A row's per-seed scores in percent; ``best`` is the graph's best baseline by validation."""
+    name = result["best_baseline"] if name == "best" else name
     row = next(r for r in result["rows"] if r["name"] == name)
     return [100 * s for s in row[f"{split}_per_seed"]]
+
+
+def pooled_scores(per_graph: list[dict], name: str) -> list[float]:
+    """A row's scores over every graph's splits, graph after graph (the pairing order)."""
+    return [s for result in per_graph for s in scores(result, name)]
+
+
+def pooled_table(graphs: dict[int, dict[float, dict]]) -> str:
+    """One row per phi: models' mean +- std over graphs x splits and the search's paired differences."""
+    phis = sorted({p for by_phi in graphs.values() for p in by_phi})
+    head = ("| φ | graphs | " + " | ".join(DRAWN.values()) + " | best baseline by validation | "
+            "search − best baseline | search − GAT | search − random search |")
+    lines = [head, "|---|---|" + "---|" * (len(DRAWN) + 4)]
+    for p in phis:
+        per_graph = [graphs[g][p] for g in graphs if p in graphs[g]]
+        cells = []
+        for name in DRAWN:
+            s = pooled_scores(per_graph, name)
+            pub = PUBLISHED.get(p, {}).get(name)
+            cells.append(f"{statistics.fmean(s):.1f} ± {statistics.stdev(s):.1f}" + (f" ({pub})" if pub else ""))
+        best = ", ".join(DRAWN.get(r["best_baseline"], r["best_baseline"]) for r in per_graph)
+        diffs = []
+        for other in ("best", "gat", "random"):
+            v = paired_verdict(pooled_scores(per_graph, "search"), pooled_scores(per_graph, other), "search", other)
+            each = "; ".join(f"{statistics.fmean(scores(r, 'search')) - statistics.fmean(scores(r, other)):+.1f}"
+                             for r in per_graph)
+            diffs.append(f"{v['diff_mean']:+.1f} (p = {v['p_value']:.2g}; {each})")
+        graph_ids = ", ".join(str(g) for g in graphs if p in graphs[g])
+        lines.append(f"| {p:g} | {graph_ids} | " + " | ".join(cells) + f" | {best} | " + " | ".join(diffs) + " |")
+    return "\n".join(lines)
+
+
+def architectures(graphs: dict[int, dict[float, dict]]) -> str:
+    """The found architecture per phi and graph, as a markdown list."""
+    lines = []
+    for p in sorted({p for by_phi in graphs.values() for p in by_phi}):
+        found = [f"graph {g}: `{next(r for r in graphs[g][p]['rows'] if r['name'] == 'search')['arch']}`"
+                 for g in graphs if p in graphs[g]]
+        lines.append(f"- φ = {p:g}: " + "; ".join(found))
+    return "\n".join(lines)
 
 
 def verdict(result: dict, a: str, b: str) -> str:
@@ -74,8 +124,13 @@ def table(results: dict[float, dict]) -> str:
     return "\n".join(lines)
 
 
-def figure(results: dict[float, dict], path: Path) -> None:
-    """Test accuracy against phi: our rows as lines (mean +- std over splits), published figures as crosses."""
+def figure(results: dict[float, list[dict]], path: Path) -> None:
+    """Test accuracy against phi: our rows as lines (mean +- std over graphs x splits), published as crosses.
+
+    Args:
+        results: phi -> the compare results of every graph measured at that phi.
+        path: Where the PNG goes.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -84,15 +139,15 @@ def figure(results: dict[float, dict], path: Path) -> None:
     phis = list(results)
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for name, label in DRAWN.items():
-        means = [statistics.fmean(scores(results[p], name)) for p in phis]
-        stds = [statistics.stdev(scores(results[p], name)) for p in phis]
+        means = [statistics.fmean(pooled_scores(results[p], name)) for p in phis]
+        stds = [statistics.stdev(pooled_scores(results[p], name)) for p in phis]
         line, = ax.plot(phis, means, marker="o", label=label, lw=2.2 if name == "search" else 1.2)
         ax.fill_between(phis, [m - s for m, s in zip(means, stds)], [m + s for m, s in zip(means, stds)],
                         color=line.get_color(), alpha=0.12)
         pub = [(p, PUBLISHED[p][name]) for p in PUBLISHED if name in PUBLISHED[p]]
         if pub:
             ax.scatter(*zip(*pub), marker="x", color=line.get_color(), s=40)
-    best = [statistics.fmean(scores(results[p], results[p]["best_baseline"])) for p in phis]
+    best = [statistics.fmean(pooled_scores(results[p], "best")) for p in phis]
     ax.plot(phis, best, ls="--", color="black", lw=1, label="best baseline by validation")
     ax.set_xlabel("φ (−1 heterophilous … 1 homophilous)")
     ax.set_ylabel("test accuracy [%]")
@@ -105,12 +160,19 @@ def figure(results: dict[float, dict], path: Path) -> None:
 
 
 def main(argv: list[str]) -> None:
-    runs, png = Path(argv[0]), Path(argv[1])
-    results = load(runs)
-    if not results:
-        sys.exit(f"no finished comparison under {runs}/phi*-g0/")
-    print(table(results))
-    figure(results, png)
+    pooled = "--pooled" in argv
+    runs, png = (Path(a) for a in argv if a != "--pooled")
+    graphs = load_graphs(runs) if pooled else {0: load(runs)}
+    if not any(graphs.values()):
+        sys.exit(f"no finished comparison under {runs}/phi*-g*/")
+    if pooled:
+        print(pooled_table(graphs))
+        print()
+        print(architectures(graphs))
+    else:
+        print(table(graphs[0]))
+    phis = sorted({p for by_phi in graphs.values() for p in by_phi})
+    figure({p: [graphs[g][p] for g in graphs if p in graphs[g]] for p in phis}, png)
     print(f"\nwrote {png}")
 
 
