@@ -167,17 +167,17 @@ class _TableStrategy(Strategy):
         """Search ``queries`` with ``options`` (seed ``seed``: the paired random draws)."""
         cls.prepare(queries, options)
         kwargs = {k: getattr(options, k) for k in cls.settings}
-        loop = cls.front_loop(options, kwargs) if multi_objective(options) else LOOPS[cls.name]
-        loop(queries, options.budget, random.Random(seed), **kwargs)
+        loop, extra = cls.front_loop(options) if multi_objective(options) else (LOOPS[cls.name], {})
+        loop(queries, options.budget, random.Random(seed), **kwargs, **extra)
 
     @classmethod
-    def front_loop(cls, options: Any, kwargs: dict) -> Callable[..., None]:
-        """The loop that keeps a Pareto front of ``options.objectives`` (may add to ``kwargs``).
+    def front_loop(cls, options: Any) -> tuple[Callable[..., None], dict]:
+        """The loop that keeps a Pareto front of ``options.objectives`` and the arguments it adds.
 
         The plain loop by default: random search and local search draw or walk the same way
         whatever the objectives; the front is read off the queried architectures afterwards.
         """
-        return LOOPS[cls.name]
+        return LOOPS[cls.name], {}
 
     def search(self) -> SearchResult:
         index = self.space.index
@@ -237,10 +237,9 @@ class RegularizedEvolution(_TableStrategy):
     settings = ("population", "sample_size")
 
     @classmethod
-    def front_loop(cls, options: Any, kwargs: dict) -> Callable[..., None]:
+    def front_loop(cls, options: Any) -> tuple[Callable[..., None], dict]:
         """Tournaments won by Pareto rank, then crowding (NSGA-II's order)."""
-        kwargs["objectives"] = options.objectives
-        return pareto_regularized_evolution
+        return pareto_regularized_evolution, {"objectives": options.objectives}
 
 
 @register_strategy("local-search")
@@ -260,7 +259,6 @@ class TableEvolution(_TableStrategy):
     settings = ("population_fraction", "rounds")
 
     @classmethod
-    def front_loop(cls, options: Any, kwargs: dict) -> Callable[..., None]:
+    def front_loop(cls, options: Any) -> tuple[Callable[..., None], dict]:
         """The same rounds with the top-k taken by Pareto rank, then crowding."""
-        kwargs["top"] = crowded_top(options.objectives)
-        return LOOPS[cls.name]
+        return LOOPS[cls.name], {"top": crowded_top(options.objectives)}
