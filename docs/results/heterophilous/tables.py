@@ -32,12 +32,15 @@ def pooled(results: list[dict], name: str, split: str = "test") -> list[float]:
 
 
 def pct(xs: list[float]) -> str:
-    return f"{100 * statistics.fmean(xs):.1f} ± {100 * statistics.stdev(xs):.1f}"
+    """``mean ± std`` in percent (the mean alone for a single score: one retraining seed per search)."""
+    spread = f" ± {100 * statistics.stdev(xs):.1f}" if len(xs) > 1 else ""
+    return f"{100 * statistics.fmean(xs):.1f}{spread}"
 
 
 def table(dataset: str, results: list[dict]) -> str:
     names = [row["name"] for row in results[0]["rows"]]
-    lines = [f"### {dataset} ({len(results)} search seeds x 10 splits)", "",
+    splits = len(results[0]["rows"][0]["test_per_seed"])
+    lines = [f"### {dataset} ({len(results)} search seeds x {splits} splits)", "",
              "| row | " + " | ".join(f"search seed {r['search_seed']}" for r in results) + " | pooled test | pooled val |",
              "|---|" + "---|" * (len(results) + 2)]
     for name in names:
