@@ -34,19 +34,15 @@ DRAWN = {"search": "search", "random": "random search", "mlp": "MLP", "gcn": "GC
          "gprgnn": "GPR-GNN"}
 
 
-def load(runs: Path, graph_seed: int = 0) -> dict[float, dict]:
-    """Every finished comparison of ``graph_seed``, keyed by phi (from the folder name)."""
-    out = {}
-    for f in runs.glob(f"phi*-g{graph_seed}/compare.json"):
-        out[float(f.parent.name[3:].rsplit("-g", 1)[0])] = json.loads(f.read_text())
-    return dict(sorted(out.items()))
-
-
 def load_graphs(runs: Path) -> dict[int, dict[float, dict]]:
-    """Every graph seed's finished comparisons: graph seed -> phi -> ``compare.json``."""
-    seeds = sorted({int(f.parent.name.rsplit("-g", 1)[1]) for f in runs.glob("phi*-g*/compare.json")
-                    if f.parent.name.rsplit("-g", 1)[1].isdigit()})
-    return {g: load(runs, g) for g in seeds}
+    """Every graph seed's finished comparisons: graph seed -> phi -> ``compare.json`` (folders
+    ``phi<PHI>-g<GRAPH_SEED>`` only; ``...-g1-s3`` and the like are other protocols)."""
+    out: dict[int, dict[float, dict]] = {}
+    for f in runs.glob("phi*-g*/compare.json"):
+        phi, _, graph = f.parent.name[3:].rpartition("-g")
+        if graph.isdigit():
+            out.setdefault(int(graph), {})[float(phi)] = json.loads(f.read_text())
+    return {g: dict(sorted(by_phi.items())) for g, by_phi in sorted(out.items())}
 
 
 def scores(result: dict, name: str, split: str = "test") -> list[float]:
@@ -69,18 +65,13 @@ def pooled_table(graphs: dict[int, dict[float, dict]]) -> str:
     lines = [head, "|---|---|" + "---|" * (len(DRAWN) + 4)]
     for p in phis:
         per_graph = [graphs[g][p] for g in graphs if p in graphs[g]]
-        cells = []
-        for name in DRAWN:
-            s = pooled_scores(per_graph, name)
-            pub = PUBLISHED.get(p, {}).get(name)
-            cells.append(f"{statistics.fmean(s):.1f} ± {statistics.stdev(s):.1f}" + (f" ({pub})" if pub else ""))
+        cells = [cell(pooled_scores(per_graph, name), p, name) for name in DRAWN]
         best = ", ".join(DRAWN.get(r["best_baseline"], r["best_baseline"]) for r in per_graph)
         diffs = []
         for other in ("best", "gat", "random"):
-            v = paired_verdict(pooled_scores(per_graph, "search"), pooled_scores(per_graph, other), "search", other)
             each = "; ".join(f"{statistics.fmean(scores(r, 'search')) - statistics.fmean(scores(r, other)):+.1f}"
                              for r in per_graph)
-            diffs.append(f"{v['diff_mean']:+.1f} (p = {v['p_value']:.2g}; {each})")
+            diffs.append(difference(pooled_scores(per_graph, "search"), pooled_scores(per_graph, other), f"; {each}"))
         graph_ids = ", ".join(str(g) for g in graphs if p in graphs[g])
         lines.append(f"| {p:g} | {graph_ids} | " + " | ".join(cells) + f" | {best} | " + " | ".join(diffs) + " |")
     return "\n".join(lines)
@@ -96,10 +87,21 @@ def architectures(graphs: dict[int, dict[float, dict]]) -> str:
     return "\n".join(lines)
 
 
+def cell(s: list[float], phi: float, name: str) -> str:
+    """``mean ± std`` of scores ``s``, with the published figure of ``name`` at ``phi`` in brackets."""
+    pub = PUBLISHED.get(phi, {}).get(name)
+    return f"{statistics.fmean(s):.1f} ± {statistics.stdev(s):.1f}" + (f" ({pub})" if pub else "")
+
+
+def difference(a: list[float], b: list[float], detail: str = "") -> str:
+    """``+d (p = ...)`` of the paired t-test of ``a`` against ``b``, ``detail`` before the bracket closes."""
+    v = paired_verdict(a, b, "a", "b")
+    return f"{v['diff_mean']:+.1f} (p = {v['p_value']:.2g}{detail})"
+
+
 def verdict(result: dict, a: str, b: str) -> str:
     """``+d (p = ...)`` of the paired t-test over the splits."""
-    v = paired_verdict(scores(result, a), scores(result, b), a, b)
-    return f"{v['diff_mean']:+.1f} (p = {v['p_value']:.2g})"
+    return difference(scores(result, a), scores(result, b))
 
 
 def table(results: dict[float, dict]) -> str:
@@ -108,16 +110,12 @@ def table(results: dict[float, dict]) -> str:
     head = "| model | " + " | ".join(f"φ = {p:g}" for p in phis) + " |"
     lines = [head, "|---|" + "---|" * len(phis)]
     for name, label in DRAWN.items():
-        cells = []
-        for p in phis:
-            s = scores(results[p], name)
-            pub = PUBLISHED.get(p, {}).get(name)
-            cells.append(f"{statistics.fmean(s):.1f} ± {statistics.stdev(s):.1f}" + (f" ({pub})" if pub else ""))
+        cells = [cell(scores(results[p], name), p, name) for p in phis]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    best = {p: r["best_baseline"] for p, r in results.items()}
-    lines.append("| best baseline by validation | " + " | ".join(DRAWN.get(b, b) for b in best.values()) + " |")
+    best = [r["best_baseline"] for r in results.values()]
+    lines.append("| best baseline by validation | " + " | ".join(DRAWN.get(b, b) for b in best) + " |")
     for other, label in (("best", "search − best baseline"), ("gat", "search − GAT"), ("random", "search − random search")):
-        cells = [verdict(r, "search", best[p] if other == "best" else other) for p, r in results.items()]
+        cells = [verdict(r, "search", other) for r in results.values()]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append("| found architecture | " + " | ".join(f"`{next(r for r in res['rows'] if r['name'] == 'search')['arch']}`"
                                                     for res in results.values()) + " |")
@@ -162,7 +160,8 @@ def figure(results: dict[float, list[dict]], path: Path) -> None:
 def main(argv: list[str]) -> None:
     pooled = "--pooled" in argv
     runs, png = (Path(a) for a in argv if a != "--pooled")
-    graphs = load_graphs(runs) if pooled else {0: load(runs)}
+    graphs = load_graphs(runs)
+    graphs = graphs if pooled else {0: graphs.get(0, {})}
     if not any(graphs.values()):
         sys.exit(f"no finished comparison under {runs}/phi*-g*/")
     if pooled:
