@@ -1,0 +1,104 @@
+"""Does the masked-drop score rank the mechanisms when it is measured in validation loss?
+
+DARTFormer scores a block by the validation accuracy lost when its output is zeroed
+(masked validation accuracy, Wang et al. 2021). On MQAR the two-layer supernet solves the
+task through its linformer blocks alone, so masking any other block costs no accuracy and
+ten scores tie at zero. This study re-scores finished homogeneous searches' supernets
+(their kept best-validation weights; nothing is trained) in two signals, both on the
+validation sequences:
+
+* accuracy drop: ``acc(all) - acc(block j zeroed)`` (the paper's score, as the search logged it);
+* loss drop: ``loss(block j zeroed) - loss(all)``, the mean cross-entropy over the query
+  positions (a graded signal that separates blocks whose masking costs no argmax hit).
+
+and reports each signal's Spearman rho against the mechanisms' stand-alone accuracy
+(``--alone``: a folder of one finished ``fixed``-strategy run per mechanism, named by the
+mechanism; validation accuracy decides, test accuracy is printed beside it).
+
+Run as ``python -m docs.results.mqar.drop_signal SEARCH_RUN... --alone FIXED_DIR [--json F]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def drop_scores(run_dir: str) -> dict[str, dict[str, float]]:
+    """``{"accuracy": {block: drop}, "loss": {block: drop}}`` of ``run_dir``'s supernet on validation."""
+    import torch
+
+    from benchmarks._common import open_search
+
+    found = open_search(run_dir)
+    model, _ = found.strategy.train_supernet()  # reloads the finished supernet; trains nothing
+    task = found.task
+    names = list(model.active_names)
+    patterns: list[list[str]] = [[], *([n] for n in names)]
+    correct = [0.0] * len(patterns)
+    loss_sum = [0.0] * len(patterns)
+    total = 0
+    batch_size = found.strategy.options.score_batch_size or found.strategy.options.supernet.optim.batch_size
+    model.eval()
+    with model.reuse_outputs(), torch.no_grad():
+        for batch in task.batches("val", batch_size=batch_size):
+            n = 0
+            for i, pattern in enumerate(patterns):
+                with model.masked(pattern):
+                    out = model(batch)
+                c, n = task.count_correct(out, batch)
+                correct[i] += c
+                loss_sum[i] += float(task.loss(out, batch)) * n
+            total += n
+    acc = [c / total for c in correct]
+    loss = [s / total for s in loss_sum]
+    return {"accuracy": {n: acc[0] - a for n, a in zip(names, acc[1:])},
+            "loss": {n: l_ - loss[0] for n, l_ in zip(names, loss[1:])},
+            "base": {"accuracy": acc[0], "loss": loss[0]}}
+
+
+def alone_accuracy(folder: Path) -> dict[str, dict[str, float]]:
+    """``{mechanism: {"val": .., "test": ..}}`` from the finished fixed runs under ``folder``
+    (or from a JSON file of that shape, for runs whose folders were not kept)."""
+    if folder.is_file():
+        return {m: {"val": float(a["val"]), "test": float(a["test"])} for m, a in json.loads(folder.read_text()).items()}
+    out = {}
+    for run in sorted(p for p in folder.iterdir() if (p / "metrics.json").exists()):
+        m = json.loads((run / "metrics.json").read_text())
+        out[run.name] = {"val": float(m["val_accuracy"]), "test": float(m["test_accuracy"])}
+    if not out:
+        raise SystemExit(f"{folder}: no finished run (no */metrics.json)")
+    return out
+
+
+def main() -> None:
+    from scipy.stats import spearmanr
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="+", help="finished homogeneous mechanism-search run folders")
+    p.add_argument("--alone", type=Path, required=True, help="folder of fixed-strategy runs, one per mechanism (or a JSON file {mechanism: {val, test}})")
+    p.add_argument("--json", type=Path, help="also write the scores here")
+    args = p.parse_args()
+    alone = alone_accuracy(args.alone)
+    rows = []
+    for run in args.runs:
+        scores = drop_scores(run)
+        mechs = [m for m in scores["loss"] if m in alone]
+        line = [f"{run}: {len(mechs)} mechanisms measured alone"]
+        for signal in ("accuracy", "loss"):
+            s = [scores[signal][m] for m in mechs]
+            rho_val = spearmanr(s, [alone[m]["val"] for m in mechs])[0]
+            rho_test = spearmanr(s, [alone[m]["test"] for m in mechs])[0]
+            order = sorted(scores[signal], key=lambda m: -scores[signal][m])
+            line.append(f"  {signal} drop: rho vs alone val {rho_val:.2f}, test {rho_test:.2f}; order "
+                        + ", ".join(f"{m} {scores[signal][m]:.4g}" for m in order))
+        print("\n".join(line))
+        rows.append({"run": run, **scores})
+    print("alone (val / test): " + ", ".join(f"{m} {a['val']:.3f}/{a['test']:.3f}" for m, a in alone.items()))
+    if args.json:
+        args.json.write_text(json.dumps({"alone": alone, "runs": rows}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
