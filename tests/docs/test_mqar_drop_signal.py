@@ -36,6 +36,7 @@ def test_accuracy_drops_reproduce_the_searchs_own_scores(runs):
     for mech in SPACE["candidates"]:
         assert scores["accuracy"][mech] == pytest.approx(logged[f"drop_score_{mech}"], abs=1e-9)
         assert scores["loss"][mech] == scores["loss"][mech]  # a number, not NaN
+        assert 0 <= scores["kept_alone"][mech] <= 1
     assert 0 <= scores["base"]["accuracy"] <= 1 and scores["base"]["loss"] > 0
 
 
@@ -48,7 +49,7 @@ def test_main_ranks_both_signals_against_the_runs_trained_alone(runs, monkeypatc
                                       "--json", str(out)])
     drop_signal.main()
     text = capsys.readouterr().out
-    assert "2 mechanisms measured alone" in text and "accuracy drop: rho" in text and "loss drop: rho" in text
+    assert "2 mechanisms measured alone" in text and "accuracy: rho" in text and "loss: rho" in text and "kept_alone: rho" in text
     saved = json.loads(out.read_text())
     assert set(saved["alone"]) == {"softmax", "local"} and len(saved["runs"]) == 1
 

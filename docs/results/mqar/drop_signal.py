@@ -1,15 +1,18 @@
-"""Does the masked-drop score rank the mechanisms when it is measured in validation loss?
+"""Does a supernet score rank the mechanisms better in validation loss, or with one block kept alone?
 
 DARTFormer scores a block by the validation accuracy lost when its output is zeroed
 (masked validation accuracy, Wang et al. 2021). On MQAR the two-layer supernet solves the
 task through its linformer blocks alone, so masking any other block costs no accuracy and
 ten scores tie at zero. This study re-scores finished homogeneous searches' supernets
-(their kept best-validation weights; nothing is trained) in two signals, both on the
+(their kept best-validation weights; nothing is trained) in three signals, all on the
 validation sequences:
 
 * accuracy drop: ``acc(all) - acc(block j zeroed)`` (the paper's score, as the search logged it);
 * loss drop: ``loss(block j zeroed) - loss(all)``, the mean cross-entropy over the query
-  positions (a graded signal that separates blocks whose masking costs no argmax hit).
+  positions (a graded signal that separates blocks whose masking costs no argmax hit);
+* kept alone: ``acc(every block but j zeroed)``, how well block ``j`` does the task inside
+  the supernet without the others (the single-path evaluation of one-shot NAS, Bender et
+  al. 2018, applied to the paper's supernet).
 
 and reports each signal's Spearman rho against the mechanisms' stand-alone accuracy
 (``--alone``: a folder of one finished ``fixed``-strategy run per mechanism, named by the
@@ -26,7 +29,8 @@ from pathlib import Path
 
 
 def drop_scores(run_dir: str) -> dict[str, dict[str, float]]:
-    """``{"accuracy": {block: drop}, "loss": {block: drop}}`` of ``run_dir``'s supernet on validation."""
+    """``{"accuracy": {block: drop}, "loss": {block: drop}, "kept_alone": {block: accuracy}, "base": ..}``
+    of ``run_dir``'s supernet on validation."""
     import torch
 
     from benchmarks._common import open_search
@@ -35,7 +39,7 @@ def drop_scores(run_dir: str) -> dict[str, dict[str, float]]:
     model, _ = found.strategy.train_supernet()  # reloads the finished supernet; trains nothing
     task = found.task
     names = list(model.active_names)
-    patterns: list[list[str]] = [[], *([n] for n in names)]
+    patterns: list[list[str]] = [[], *([n] for n in names), *([m for m in names if m != n] for n in names)]
     correct = [0.0] * len(patterns)
     loss_sum = [0.0] * len(patterns)
     total = 0
@@ -53,8 +57,10 @@ def drop_scores(run_dir: str) -> dict[str, dict[str, float]]:
             total += n
     acc = [c / total for c in correct]
     loss = [s / total for s in loss_sum]
-    return {"accuracy": {n: acc[0] - a for n, a in zip(names, acc[1:])},
-            "loss": {n: l_ - loss[0] for n, l_ in zip(names, loss[1:])},
+    k = len(names)
+    return {"accuracy": {n: acc[0] - a for n, a in zip(names, acc[1:k + 1])},
+            "loss": {n: l_ - loss[0] for n, l_ in zip(names, loss[1:k + 1])},
+            "kept_alone": dict(zip(names, acc[k + 1:])),
             "base": {"accuracy": acc[0], "loss": loss[0]}}
 
 
@@ -86,12 +92,12 @@ def main() -> None:
         scores = drop_scores(run)
         mechs = [m for m in scores["loss"] if m in alone]
         line = [f"{run}: {len(mechs)} mechanisms measured alone"]
-        for signal in ("accuracy", "loss"):
+        for signal in ("accuracy", "loss", "kept_alone"):
             s = [scores[signal][m] for m in mechs]
             rho_val = spearmanr(s, [alone[m]["val"] for m in mechs])[0]
             rho_test = spearmanr(s, [alone[m]["test"] for m in mechs])[0]
             order = sorted(scores[signal], key=lambda m: -scores[signal][m])
-            line.append(f"  {signal} drop: rho vs alone val {rho_val:.2f}, test {rho_test:.2f}; order "
+            line.append(f"  {signal}: rho vs alone val {rho_val:.2f}, test {rho_test:.2f}; order "
                         + ", ".join(f"{m} {scores[signal][m]:.4g}" for m in order))
         print("\n".join(line))
         rows.append({"run": run, **scores})
