@@ -33,6 +33,7 @@ def drop_scores(run_dir: str) -> dict[str, dict[str, float]]:
     of ``run_dir``'s supernet on validation."""
     import torch
 
+    from attnas.strategies._mechanism_selection import evaluation_mode
     from benchmarks._common import open_search
 
     found = open_search(run_dir)
@@ -44,8 +45,8 @@ def drop_scores(run_dir: str) -> dict[str, dict[str, float]]:
     loss_sum = [0.0] * len(patterns)
     total = 0
     batch_size = found.strategy.options.score_batch_size or found.strategy.options.supernet.optim.batch_size
-    model.eval()
-    with model.reuse_outputs(), torch.no_grad():
+    # as the search scores: evaluation mode, random features and hash rotations frozen
+    with evaluation_mode(model), model.reuse_outputs(), torch.no_grad():
         for batch in task.batches("val", batch_size=batch_size):
             n = 0
             for i, pattern in enumerate(patterns):
@@ -65,10 +66,7 @@ def drop_scores(run_dir: str) -> dict[str, dict[str, float]]:
 
 
 def alone_accuracy(folder: Path) -> dict[str, dict[str, float]]:
-    """``{mechanism: {"val": .., "test": ..}}`` from the finished fixed runs under ``folder``
-    (or from a JSON file of that shape, for runs whose folders were not kept)."""
-    if folder.is_file():
-        return {m: {"val": float(a["val"]), "test": float(a["test"])} for m, a in json.loads(folder.read_text()).items()}
+    """``{mechanism: {"val": .., "test": ..}}`` from the finished fixed runs under ``folder``."""
     out = {}
     for run in sorted(p for p in folder.iterdir() if (p / "metrics.json").exists()):
         m = json.loads((run / "metrics.json").read_text())
@@ -83,7 +81,7 @@ def main() -> None:
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+", help="finished homogeneous mechanism-search run folders")
-    p.add_argument("--alone", type=Path, required=True, help="folder of fixed-strategy runs, one per mechanism (or a JSON file {mechanism: {val, test}})")
+    p.add_argument("--alone", type=Path, required=True, help="folder of fixed-strategy runs, one per mechanism")
     p.add_argument("--json", type=Path, help="also write the scores here")
     args = p.parse_args()
     alone = alone_accuracy(args.alone)
