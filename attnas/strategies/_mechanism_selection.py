@@ -148,15 +148,42 @@ def masked_drop_scores(model: SelectableSupernet, evaluate: Evaluate, blocks: li
     return DropScores(base, scores)
 
 
+def masked_sums(model: Any, batches: Callable[[], Iterable[Any]], patterns: list[list[str]],
+                measure: Callable[[Any, Any], tuple[float, ...]]) -> list[list[float]]:
+    """Per masking pattern, the sums over the batches of ``measure(output, batch)``.
+
+    Batches are the outer loop and masking patterns the inner one, so a supernet with
+    ``reuse_outputs()`` (:class:`~attnas.models.mechanism_supernet.MechanismSupernet`)
+    runs each candidate block once per batch instead of once per pattern. Runs in
+    :func:`evaluation_mode` (random structure frozen) without gradients.
+
+    Args:
+        model: The supernet (with ``reuse_outputs()`` for the saving; works without).
+        batches: ``batches()`` yields the batches afresh.
+        patterns: Block names to zero, one list per evaluation (``[]``: every block active).
+        measure: ``measure(output, batch) -> numbers`` of one batch (e.g. ``(correct, total)``).
+
+    Returns:
+        One list of sums per pattern (empty lists when there are no batches).
+    """
+    sums: list[list[float]] = [[] for _ in patterns]
+    reuse = model.reuse_outputs() if hasattr(model, "reuse_outputs") else nullcontext()
+    with evaluation_mode(model), reuse, torch.no_grad():
+        for batch in batches():
+            for i, pattern in enumerate(patterns):
+                with model.masked(pattern):
+                    values = measure(model(batch), batch)
+                sums[i] = [a + b for a, b in zip(sums[i], values)] if sums[i] else list(values)
+    return sums
+
+
 def masked_drop_scores_sweep(model: Any, batches: Callable[[], Iterable[Any]], count: Count,
                              blocks: list[str] | None = None) -> DropScores:
     """Masked-validation scores from one pass over the batches (same numbers as :func:`masked_drop_scores`).
 
-    Batches are the outer loop and masking patterns the inner one, so a supernet with
-    ``reuse_outputs()`` (:class:`~attnas.models.mechanism_supernet.MechanismSupernet`)
-    runs each candidate block once per batch instead of once per pattern: scoring ``n``
-    blocks costs about one supernet pass plus ``n + 1`` passes of the cheap layers
-    after the attention, instead of ``n + 1`` supernet passes.
+    Scoring ``n`` blocks with :func:`masked_sums` costs about one supernet pass plus
+    ``n + 1`` passes of the cheap layers after the attention, instead of ``n + 1``
+    supernet passes.
 
     Args:
         model: The supernet (with ``reuse_outputs()`` for the saving; works without).
@@ -168,19 +195,9 @@ def masked_drop_scores_sweep(model: Any, batches: Callable[[], Iterable[Any]], c
         The base accuracy and ``score_j = base - acc(block j zeroed)`` per block.
     """
     names = list(model.active_names if blocks is None else blocks)
-    patterns: list[list[str]] = [[], *([n] for n in names)]
-    correct = [0] * len(patterns)
-    total = 0
-    reuse = model.reuse_outputs() if hasattr(model, "reuse_outputs") else nullcontext()
-    with evaluation_mode(model), reuse, torch.no_grad():
-        for batch in batches():
-            n = 0
-            for i, pattern in enumerate(patterns):
-                with model.masked(pattern):
-                    c, n = count(model(batch), batch)
-                correct[i] += int(c)
-            total += int(n)
-    acc = [c / max(total, 1) for c in correct]
+    counts = lambda output, batch: tuple(int(v) for v in count(output, batch))  # noqa: E731
+    sums = masked_sums(model, batches, [[], *([n] for n in names)], counts)
+    acc = [s[0] / max(s[1], 1) if s else 0.0 for s in sums]
     return DropScores(acc[0], {name: acc[0] - a for name, a in zip(names, acc[1:])})
 
 

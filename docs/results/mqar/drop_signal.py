@@ -31,9 +31,7 @@ from pathlib import Path
 def drop_scores(run_dir: str) -> dict[str, dict[str, float]]:
     """``{"accuracy": {block: drop}, "loss": {block: drop}, "kept_alone": {block: accuracy}, "base": ..}``
     of ``run_dir``'s supernet on validation."""
-    import torch
-
-    from attnas.strategies._mechanism_selection import evaluation_mode
+    from attnas.strategies._mechanism_selection import masked_sums
     from benchmarks._common import open_search
 
     found = open_search(run_dir)
@@ -41,23 +39,16 @@ def drop_scores(run_dir: str) -> dict[str, dict[str, float]]:
     task = found.task
     names = list(model.active_names)
     patterns: list[list[str]] = [[], *([n] for n in names), *([m for m in names if m != n] for n in names)]
-    correct = [0.0] * len(patterns)
-    loss_sum = [0.0] * len(patterns)
-    total = 0
     batch_size = found.strategy.options.score_batch_size or found.strategy.options.supernet.optim.batch_size
+
+    def measure(output, batch) -> tuple[float, float, float]:  # correct, queries, summed loss
+        correct, n = task.count_correct(output, batch)
+        return correct, n, float(task.loss(output, batch)) * n
+
     # as the search scores: evaluation mode, random features and hash rotations frozen
-    with evaluation_mode(model), model.reuse_outputs(), torch.no_grad():
-        for batch in task.batches("val", batch_size=batch_size):
-            n = 0
-            for i, pattern in enumerate(patterns):
-                with model.masked(pattern):
-                    out = model(batch)
-                c, n = task.count_correct(out, batch)
-                correct[i] += c
-                loss_sum[i] += float(task.loss(out, batch)) * n
-            total += n
-    acc = [c / total for c in correct]
-    loss = [s / total for s in loss_sum]
+    sums = masked_sums(model, lambda: task.batches("val", batch_size=batch_size), patterns, measure)
+    acc = [c / n for c, n, _ in sums]
+    loss = [s / n for _, n, s in sums]
     k = len(names)
     return {"accuracy": {n: acc[0] - a for n, a in zip(names, acc[1:k + 1])},
             "loss": {n: l_ - loss[0] for n, l_ in zip(names, loss[1:k + 1])},
