@@ -227,6 +227,12 @@ class MechanismSupernet(SequenceClassifier):
         pad_id: Padding id.
         mechanism_options: ``{mechanism: {option: value}}``.
         depth: Supernet encoder layers (DARTFormer: 1).
+        path_keep: In training mode, run only this many active blocks per forward pass,
+            drawn uniformly (the same blocks in every layer), the others masked as in
+            scoring with alpha unchanged: path dropout (Bender et al. 2018, "Understanding
+            and Simplifying One-Shot Architecture Search", Sec. 3) with a fixed number of
+            paths, single-path sampling (Guo et al. 2020, SPOS) at ``1``. ``0`` (DARTFormer):
+            every block runs. Evaluation always runs every unmasked block.
 
     Shapes:
         - **input:** batch ``{"tokens": [B, L], "mask": [B, L]}``.
@@ -238,9 +244,12 @@ class MechanismSupernet(SequenceClassifier):
                  ffn_dim: int | None = None, max_len: int = 512, dropout: float = 0.1,
                  norm: Literal["pre", "post"] = "pre", pool: Literal["mean", "cls"] = "mean",
                  positions: Literal["sinusoidal", "learned"] = "sinusoidal", pad_id: int = 0,
-                 mechanism_options: Mapping[str, Mapping[str, Any]] | None = None, depth: int = 1):
+                 mechanism_options: Mapping[str, Mapping[str, Any]] | None = None, depth: int = 1,
+                 path_keep: int = 0):
         if depth < 1:
             raise ConfigError(f"supernet depth: must be >= 1, got {depth}")
+        if path_keep < 0:
+            raise ConfigError(f"path_keep: must be >= 0 (0: every block), got {path_keep}")
         embed = TokenEmbedding(vocab_size, dim, max_len, positions, pad_id, cls=pool == "cls")
         supernets = [SupernetAttention(dim, mechanisms, heads, mode, max_len + int(pool == "cls"), mechanism_options)
                      for _ in range(depth)]
@@ -248,6 +257,17 @@ class MechanismSupernet(SequenceClassifier):
         super().__init__(embed, layers, dim, num_classes, norm, pool)
         self.supernet = supernets[0]
         self._supernets = supernets  # every layer's (plain list: the modules are registered in self.layers)
+        self.path_keep = path_keep
+
+    def forward(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """Logits of a batch; in training mode with ``path_keep = k``, through ``k`` random active blocks."""
+        active = self.active_names
+        k = self.path_keep
+        if not self.training or not 0 < k < len(active):
+            return super().forward(batch)
+        kept = set(torch.randperm(len(active))[:k].tolist())  # the global RNG: checkpointed with training
+        with self.masked([n for i, n in enumerate(active) if i not in kept]):
+            return super().forward(batch)
 
     # the selection interface (see attnas.strategies._mechanism_selection)
     @property

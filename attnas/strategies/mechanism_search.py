@@ -105,6 +105,9 @@ class SupernetTrainingConfig(CheckedConfig):
             ``optim.<key>``.
         eval_every: Validation every this many epochs.
         checkpoint_every: Epochs between checkpoints.
+        path_keep: Blocks run per training step, drawn uniformly, the others masked as in
+            scoring (path dropout, Bender et al. 2018; ``1``: single-path sampling, Guo et
+            al. 2020). ``0`` (DARTFormer): every block on every step.
     """
 
     epochs: PositiveInt = 20
@@ -112,6 +115,7 @@ class SupernetTrainingConfig(CheckedConfig):
     optim: SupernetOptimConfig = field(default_factory=SupernetOptimConfig)
     eval_every: PositiveInt = 1
     checkpoint_every: PositiveInt = 1
+    path_keep: NonNegativeInt = 0
 
     moved_keys = moved_into(OptimConfig, "optim")
 
@@ -214,7 +218,9 @@ class MechanismSearch(Strategy):
 
     def _build_supernet(self) -> nn.Module:
         seed_everything(self.seed)
-        return self.space.supernet(self.task, mode=self.supernet_mode).to(self.device)
+        model = self.space.supernet(self.task, mode=self.supernet_mode).to(self.device)
+        model.path_keep = self.options.supernet.path_keep
+        return model
 
     def train_supernet(self) -> tuple[nn.Module, dict]:
         """Train (or resume, or reload) the supernet; returns it with the best-validation weights."""

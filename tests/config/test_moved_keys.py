@@ -71,7 +71,8 @@ strategy:
 ADDED_OPTIONS = {"strategy.vae.plateau_factor": 0.1, "strategy.vae.plateau_patience": 10,
                  "strategy.vae.max_batches": None, "strategy.vae.precision": "fp32",
                  "strategy.optimizer": "sgd", "strategy.scheduler": "cosine",
-                 "space.layout": "homogeneous", "strategy.costs.task": {}, "strategy.relative_to": None}
+                 "space.layout": "homogeneous", "strategy.costs.task": {}, "strategy.relative_to": None,
+                 "strategy.supernet.path_keep": 0}
 
 
 def test_every_shipped_recipe_keeps_the_settings_it_had_before_the_move():

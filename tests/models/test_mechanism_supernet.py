@@ -123,3 +123,40 @@ def test_a_deeper_supernet_masks_and_drops_a_block_in_every_layer():
     assert [layer.active_names for layer in layers] == [["softmax"], ["softmax"]] and net.kept() == "softmax"
     with pytest.raises(ConfigError, match="depth"):
         MechanismSupernet(12, 5, ("softmax", "local"), dim=16, heads=2, max_len=32, depth=0)
+
+
+def test_path_keep_trains_through_k_drawn_blocks_and_evaluates_through_all():
+    """Path dropout: in training, k uniformly drawn blocks run (the others masked, alpha 1/|A|);
+    in evaluation every block runs."""
+    net = supernet(mechanisms=("softmax", "local", "performer"))
+
+    for m in net.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+    b = batch()
+    alone = {}
+    for name in net.block_names:  # the network with one block kept (what k = 1 trains)
+        with torch.no_grad(), net.masked([n for n in net.block_names if n != name]):
+            alone[name] = net(b)
+    with torch.no_grad():
+        full = net(b)
+    net.path_keep = 1
+    net.train()
+    seen = set()
+    for step in range(12):
+        torch.manual_seed(step)
+        with torch.no_grad():
+            out = net(b)
+        match = [n for n, ref in alone.items() if torch.allclose(out, ref, atol=1e-5)]
+        assert len(match) == 1, f"step {step}: the output is not one block's masked network"
+        seen.add(match[0])
+    assert seen == set(net.block_names)  # every block is drawn sometimes
+    net.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(net(b), full)
+    net.path_keep = 3  # k >= |A|: every block, as without path dropout
+    net.train()
+    with torch.no_grad():
+        torch.testing.assert_close(net(b), full)
+    with pytest.raises(ConfigError, match="path_keep"):
+        MechanismSupernet(12, 5, ("softmax", "local"), dim=16, heads=2, max_len=32, path_keep=-1)

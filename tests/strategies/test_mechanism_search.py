@@ -220,3 +220,29 @@ def test_the_reference_logs_of_a_prune_search(references):
     assert [e["epoch"] for e in events if e["phase"] == "supernet"] == [1, 2, 3, 4]
     assert [e["round"] for e in events if e["phase"] == "prune"] == [1, 2, 3, 4, 5, 6]
     assert [e["index"] for e in events if e["phase"] == "scoring"] == list(range(8 + 7 + 6 + 5 + 4 + 3))
+
+
+def test_path_keep_search_trains_another_supernet_and_resumes_exactly(references, tmp_path, restore_torch_threads):
+    """``supernet.path_keep: 1`` (single-path sampling) trains through one drawn block per step:
+    other supernet weights than the paper's every-block training, the same run after a kill."""
+    _, ref = references("homogeneous")
+    r = recipe()
+    r["strategy"]["supernet"]["path_keep"] = 1
+    f = tmp_path / "path.yaml"
+    f.write_text(yaml.safe_dump(r))
+    full = pipeline.search(f, out=tmp_path / "full")
+    losses = [e["loss"] for e in full.events("supernet")]
+    ref_losses = [json.loads(line)["loss"] for line in (ref / "events.jsonl").read_text().splitlines()
+                  if json.loads(line).get("phase") == "supernet"]
+    assert len(losses) == len(ref_losses) == 4 and losses != ref_losses
+    killed_search(f, tmp_path / "killed", "supernet:2")
+    torch.set_num_threads(1)
+    pipeline.resume(tmp_path / "killed")
+    for name in ("arch.json",):
+        assert read(tmp_path / "killed", name) == read(full, name)
+    m_out, m_ref = read(tmp_path / "killed", "metrics.json"), read(full, "metrics.json")
+    for m in (m_out, m_ref):
+        m.pop("search_seconds"), m.pop("costs_seconds")
+        for c in m["mechanism_costs"].values():
+            c.pop("latency_ms")
+    assert m_out == m_ref
