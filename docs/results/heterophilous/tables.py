@@ -37,10 +37,20 @@ def pct(xs: list[float]) -> str:
     return f"{100 * statistics.fmean(xs):.1f}{spread}"
 
 
+def retraining_unit(result: dict) -> str:
+    """What one comparison's retraining seeds are: ``K splits`` when each seed trains on its own
+    split (``task.split: per-seed``), else ``K trainings`` on one split (the search seed's or a fixed one)."""
+    k = len(result["rows"][0]["test_per_seed"])
+    split = result.get("task", {}).get("split", "per-seed")
+    if split == "per-seed":
+        return f"{k} split{'s' * (k != 1)}"
+    where = "its search seed's split" if split == "search-seed" else f"split {split}"
+    return f"{k} training{'s' * (k != 1)} on {where}"
+
+
 def table(dataset: str, results: list[dict]) -> str:
     names = [row["name"] for row in results[0]["rows"]]
-    splits = len(results[0]["rows"][0]["test_per_seed"])
-    lines = [f"### {dataset} ({len(results)} search seeds x {splits} splits)", "",
+    lines = [f"### {dataset} ({len(results)} search seeds x {retraining_unit(results[0])})", "",
              "| row | " + " | ".join(f"search seed {r['search_seed']}" for r in results) + " | pooled test | pooled val |",
              "|---|" + "---|" * (len(results) + 2)]
     for name in names:
