@@ -17,6 +17,7 @@ Two parts:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import statistics
@@ -24,6 +25,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -198,6 +200,35 @@ def prior_samples(space, samples: int, sample_seed: int) -> list:
 def best_by_validation(val: list[float]) -> int:
     """The index of the highest validation score (ties: the earlier sample, as a search takes them)."""
     return max(range(len(val)), key=lambda k: (val[k], -k))
+
+
+#: Keys of a one-shot search's scoring event that are not its score.
+_EVENT_KEYS = frozenset({"time", "phase", "stage", "index", "arch"})
+
+
+def supernet_scored(run_dir: str | os.PathLike, phases: tuple[str, ...] = ("evolution",)) -> list[dict]:
+    """Every architecture a one-shot search scored on its supernet, first score of each, in event order.
+
+    Reads ``events.jsonl``: the events of ``phases`` that carry an ``arch`` (``evolution``: the
+    evolutionary search's, with the evolution ``stage``; ``random``: random search's).
+
+    Returns:
+        ``{"key": canonical JSON of the arch, "arch", "stage" (None where not logged), "score"}`` per
+        architecture.
+    """
+    seen, out = set(), []
+    for line in (Path(run_dir) / "events.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        if event.get("phase") not in phases or "arch" not in event:
+            continue
+        key = json.dumps(event["arch"], sort_keys=True)
+        if key in seen:
+            continue
+        seen.add(key)
+        score = next(v for k, v in event.items() if k not in _EVENT_KEYS and isinstance(v, (int, float))
+                     and not isinstance(v, bool))
+        out.append({"key": key, "arch": event["arch"], "stage": event.get("stage"), "score": float(score)})
+    return out
 
 
 def open_search(run_dir: str) -> FinishedSearch:

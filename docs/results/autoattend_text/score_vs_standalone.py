@@ -28,21 +28,7 @@ from attnas.data.root import resolve_data_root
 from attnas.runs.build import build_space, build_task, pick_device
 from attnas.runs.rng import seed_everything
 from attnas.training.train import fit
-
-
-def scored_archs(run_dir: Path) -> list[dict]:
-    """Every (arch, score) the search logged, best first, without repeats."""
-    seen, out = set(), []
-    for line in (run_dir / "events.jsonl").read_text().splitlines():
-        ev = json.loads(line)
-        if ev.get("phase") in ("evolution", "random") and "arch" in ev:
-            key = json.dumps(ev["arch"], sort_keys=True)
-            score = next(v for k, v in ev.items() if k not in ("time", "phase", "stage", "index", "arch")
-                         and isinstance(v, float))
-            if key not in seen:
-                seen.add(key)
-                out.append({"arch": ev["arch"], "score": score})
-    return sorted(out, key=lambda p: -p["score"])
+from benchmarks._common import supernet_scored
 
 
 def main() -> None:
@@ -54,7 +40,7 @@ def main() -> None:
     config = load_config(str(args.run_dir / "config.yaml"), args.set)
     space = build_space(config)
     task = build_task(config, resolve_data_root(None), pick_device("cpu"))
-    ranked = scored_archs(args.run_dir)
+    ranked = sorted(supernet_scored(args.run_dir, ("evolution", "random")), key=lambda p: -p["score"])
     n = min(args.archs, len(ranked))
     picks = [ranked[round(i * (len(ranked) - 1) / max(1, n - 1))] for i in range(n)]
     scores, vals = [], []

@@ -35,29 +35,14 @@ from attnas.config import load_config
 from attnas.data.root import resolve_data_root
 from attnas.pipeline import train_final
 from attnas.runs.build import build_space, build_task
-
-
-def scored_architectures(run: Path) -> list[dict]:
-    """The run's supernet-scored architectures (first score of each), in event order."""
-    seen, out = set(), []
-    for line in (run / "events.jsonl").read_text().splitlines():
-        event = json.loads(line)
-        if event.get("phase") != "evolution":
-            continue
-        key = json.dumps(event["arch"], sort_keys=True)
-        if key in seen:
-            continue
-        seen.add(key)
-        metric = next(k for k in event if k not in {"time", "phase", "stage", "index", "arch"})
-        out.append({"key": key, "arch": event["arch"], "stage": event["stage"], "supernet": event[metric]})
-    return out
+from benchmarks._common import supernet_scored
 
 
 def choose(scored: list[dict], n_prior: int, n_top: int, seed: int) -> tuple[list[dict], list[dict]]:
     """``n_prior`` prior draws (uniform over stage 0) and the ``n_top`` best by supernet score."""
     prior = [s for s in scored if s["stage"] == 0]
     picked = random.Random(seed).sample(prior, min(n_prior, len(prior)))
-    top = sorted(scored, key=lambda s: -s["supernet"])[:n_top]
+    top = sorted(scored, key=lambda s: -s["score"])[:n_top]
     return picked, top
 
 
@@ -80,8 +65,8 @@ def stand_alone(config, task, space, out: Path, arch: dict, seeds: int) -> dict:
 
 def summary(prior: list[dict], top: list[dict]) -> dict:
     """Rank agreement and the top architectures' stand-alone validation against the prior's."""
-    tau_prior = kendalltau([p["supernet"] for p in prior], [p["val"] for p in prior])
-    tau_top = kendalltau([t["supernet"] for t in top], [t["val"] for t in top])
+    tau_prior = kendalltau([p["score"] for p in prior], [p["val"] for p in prior])
+    tau_top = kendalltau([t["score"] for t in top], [t["val"] for t in top])
     vp, vt = [p["val"] for p in prior], [t["val"] for t in top]
     return {"tau_prior": tau_prior.statistic, "p_tau_prior": tau_prior.pvalue,
             "tau_top": tau_top.statistic, "p_tau_top": tau_top.pvalue,
@@ -103,7 +88,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     args.out.mkdir(parents=True, exist_ok=True)
-    prior, top = choose(scored_architectures(args.run), args.n_prior, args.n_top, args.seed)
+    prior, top = choose(supernet_scored(args.run), args.n_prior, args.n_top, args.seed)
     config = load_config(args.run / "config.yaml")  # the run's task (its split), space and retraining
     task, space = build_task(config, resolve_data_root(), torch.device("cpu")), build_space(config)
     rows = {}
