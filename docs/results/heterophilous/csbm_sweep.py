@@ -7,9 +7,10 @@ paired differences to the best baseline (compare's ``best_baseline`` of each gra
 mean VALIDATION accuracy there), GAT and random search over the graph x split pairs, with the
 per-graph differences beside them (each graph has its own search, so the graphs, not the
 splits, are the independent repeats of the search). Without it, the table of graph seed 0
-(models x phi). Both draw accuracy against phi (pooled: mean over graphs x splits)::
+(models x phi; ``--graph G`` for another). Both draw accuracy against phi (pooled: mean over
+graphs x splits)::
 
-    python -m docs.results.heterophilous.csbm_sweep runs/csbm docs/figures/heterophilous_csbm.png [--pooled]
+    python -m docs.results.heterophilous.csbm_sweep runs/csbm docs/figures/heterophilous_csbm.png [--pooled | --graph G]
 """
 
 from __future__ import annotations
@@ -158,21 +159,27 @@ def figure(results: dict[float, list[dict]], path: Path) -> None:
 
 
 def main(argv: list[str]) -> None:
-    pooled = "--pooled" in argv
-    runs, png = (Path(a) for a in argv if a != "--pooled")
-    graphs = load_graphs(runs)
-    graphs = graphs if pooled else {0: graphs.get(0, {})}
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", type=Path, help="folder of phi<PHI>-g<GRAPH_SEED>/compare.json")
+    parser.add_argument("png", type=Path, help="where the figure goes")
+    parser.add_argument("--pooled", action="store_true", help="pool every graph seed found")
+    parser.add_argument("--graph", type=int, default=0, help="the graph seed tabled without --pooled (default 0)")
+    args = parser.parse_args(argv)
+    graphs = load_graphs(args.runs)
+    graphs = graphs if args.pooled else {args.graph: graphs.get(args.graph, {})}
     if not any(graphs.values()):
-        sys.exit(f"no finished comparison under {runs}/phi*-g*/")
-    if pooled:
+        sys.exit(f"no finished comparison under {args.runs}/phi*-g*/" + ("" if args.pooled else f" for graph seed {args.graph}"))
+    if args.pooled:
         print(pooled_table(graphs))
         print()
         print(architectures(graphs))
     else:
-        print(table(graphs[0]))
+        print(table(graphs[args.graph]))
     phis = sorted({p for by_phi in graphs.values() for p in by_phi})
-    figure({p: [graphs[g][p] for g in graphs if p in graphs[g]] for p in phis}, png)
-    print(f"\nwrote {png}")
+    figure({p: [graphs[g][p] for g in graphs if p in graphs[g]] for p in phis}, args.png)
+    print(f"\nwrote {args.png}")
 
 
 if __name__ == "__main__":
