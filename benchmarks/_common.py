@@ -31,6 +31,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from attnas.runs.run_dir import RunDir, read_jsonl
+
 Batch = tuple[torch.Tensor, torch.Tensor]
 Loss = Callable[[torch.nn.Module, Batch], torch.Tensor]
 
@@ -209,7 +211,7 @@ _EVENT_KEYS = frozenset({"time", "phase", "stage", "index", "arch"})
 def supernet_scored(run_dir: str | os.PathLike, phases: tuple[str, ...] = ("evolution",)) -> list[dict]:
     """Every architecture a one-shot search scored on its supernet, first score of each, in event order.
 
-    Reads ``events.jsonl``: the events of ``phases`` that carry an ``arch`` (``evolution``: the
+    Reads ``events.jsonl`` (:func:`~attnas.runs.run_dir.read_jsonl`: a torn last line skipped): the events of ``phases`` that carry an ``arch`` (``evolution``: the
     evolutionary search's, with the evolution ``stage``; ``random``: random search's).
 
     Returns:
@@ -217,8 +219,7 @@ def supernet_scored(run_dir: str | os.PathLike, phases: tuple[str, ...] = ("evol
         architecture.
     """
     seen, out = set(), []
-    for line in (Path(run_dir) / "events.jsonl").read_text().splitlines():
-        event = json.loads(line)
+    for event in read_jsonl(Path(run_dir) / RunDir.EVENTS):
         if event.get("phase") not in phases or "arch" not in event:
             continue
         key = json.dumps(event["arch"], sort_keys=True)
