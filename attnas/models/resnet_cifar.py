@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from attnas.core.errors import ConfigError
+from attnas.models.strided_pointwise import StridedPointwiseConv
 
 AttnFactory = Callable[[int], nn.Module]
 
@@ -58,7 +59,7 @@ class BasicBlock(nn.Module):
         self.shortcut = nn.Identity()
         if stride != 1 or in_channels != channels:
             self.shortcut = nn.Sequential(
-                nn.Conv2d(in_channels, channels, 1, stride, bias=False), nn.BatchNorm2d(channels)
+                StridedPointwiseConv(in_channels, channels, stride), nn.BatchNorm2d(channels)
             )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -96,7 +97,7 @@ class Bottleneck(nn.Module):
         self.attn = _attn(attn_layer, out)
         self.shortcut = nn.Identity()
         if stride != 1 or in_channels != out:
-            self.shortcut = nn.Sequential(nn.Conv2d(in_channels, out, 1, stride, bias=False), nn.BatchNorm2d(out))
+            self.shortcut = nn.Sequential(StridedPointwiseConv(in_channels, out, stride), nn.BatchNorm2d(out))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = torch.relu(self.bn1(self.conv1(x)))
