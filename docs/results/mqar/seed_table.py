@@ -32,10 +32,12 @@ def _mean_std(values: list[float]) -> tuple[float, float]:
     return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
 
 
-def table(rows: dict[str, list[tuple[float, float]]], pick: str | None = None) -> str:
-    """The Markdown table and the lines under it."""
+def table(rows: dict[str, list[tuple[float, float]]], pick: str | None = None,
+          names: list[str] | None = None) -> str:
+    """The Markdown table and the lines under it (``names``: a column title per seed's folder)."""
     n = len(next(iter(rows.values())))
-    lines = ["| mechanism | " + " | ".join(f"test, seed {k + 1} of {n}" for k in range(n))
+    names = names or [f"seed {k + 1} of {n}" for k in range(n)]
+    lines = ["| mechanism | " + " | ".join(f"test, {name}" for name in names)
              + " | test, mean ± std | validation, mean |", "|---" * (n + 3) + "|"]
     means = {}
     for m, runs in rows.items():
@@ -64,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = seed_rows(args.folders)
     if not rows:
         raise SystemExit("no mechanism has a metrics.json in every folder")
-    print(table(rows, args.pick))
+    print(table(rows, args.pick, [f.name for f in args.folders]))
 
 
 if __name__ == "__main__":
