@@ -7,7 +7,7 @@ Usage (from the repository root)::
 Each FOLDER holds one training seed's runs, one folder per mechanism with its ``metrics.json``
 (``attnas search RECIPE --set seed=S`` with the ``fixed`` strategy, as in
 ``docs/results/mqar/records``). Prints Markdown: per mechanism its test accuracy on every seed,
-the mean ± std over the seeds (``statistics.stdev``) and the mean validation accuracy; then the
+the mean ± std over the seeds (:func:`attnas.comparison.stats.summarise`) and the mean validation accuracy; then the
 best mechanism by mean VALIDATION accuracy (ties: the first in the space's order) and, with
 ``--pick``, how far the search's pick lies below the best mean test accuracy.
 """
@@ -18,6 +18,7 @@ import argparse
 import statistics
 from pathlib import Path
 
+from attnas.comparison.stats import summarise
 from docs.results.mqar.tables import homogeneous
 
 
@@ -26,10 +27,6 @@ def seed_rows(folders: list[Path]) -> dict[str, list[tuple[float, float]]]:
     per_seed = [homogeneous([f]) for f in folders]
     common = [m for m in per_seed[0] if all(m in seed for seed in per_seed)]
     return {m: [seed[m] for seed in per_seed] for m in common}
-
-
-def _mean_std(values: list[float]) -> tuple[float, float]:
-    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
 
 
 def table(rows: dict[str, list[tuple[float, float]]], pick: str | None = None,
@@ -42,7 +39,8 @@ def table(rows: dict[str, list[tuple[float, float]]], pick: str | None = None,
     means = {}
     for m, runs in rows.items():
         test, val = [100 * t for _, t in runs], [100 * v for v, _ in runs]
-        mean, std = _mean_std(test)
+        summary = summarise(test)
+        mean, std = summary["mean"], summary["std"]
         means[m] = mean
         lines.append(f"| `{m}` | " + " | ".join(f"{t:.1f}" for t in test) + f" | {mean:.1f} ± {std:.1f} | "
                      f"{statistics.fmean(val):.1f} |")
