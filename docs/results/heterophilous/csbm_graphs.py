@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from attnas.comparison.stats import paired_verdict
-from docs.results.heterophilous.csbm_sweep import DRAWN, PUBLISHED, load_graphs, scores
+from docs.results.heterophilous.csbm_sweep import DRAWN, PUBLISHED, draw, load_graphs, scores
 
 #: The search's differences tabled, with their column labels.
 DIFFERENCES = {"random": "search − random search", "best": "search − best baseline by validation",
@@ -82,28 +82,9 @@ def table(sweep: dict[float, dict[int, dict]]) -> str:
 
 def figure(sweep: dict[float, dict[int, dict]], path: Path) -> None:
     """Mean test accuracy over graphs against phi, published figures as crosses."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    phis = list(sweep)
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for name, label in DRAWN.items():
-        means = [mean_over_graphs(sweep[p], name) for p in phis]
-        line, = ax.plot(phis, means, marker="o", label=label, lw=2.2 if name == "search" else 1.2)
-        pub = [(p, PUBLISHED[p][name]) for p in PUBLISHED if name in PUBLISHED[p]]
-        if pub:
-            ax.scatter(*zip(*pub), marker="x", color=line.get_color(), s=40)
-    ax.plot(phis, [mean_over_graphs(sweep[p], "best") for p in phis], ls="--", color="black", lw=1, label="best baseline by validation")
-    ax.set_xlabel("φ (−1 heterophilous … 1 homophilous)")
-    ax.set_ylabel("test accuracy [%], mean over graphs")
-    ax.set_title("cSBM, three graph seeds, one search each; × published")
-    ax.legend(fontsize=8, ncol=3, loc="lower center")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    draw(list(sweep), lambda p, name: mean_over_graphs(sweep[p], name), path,
+         ylabel="test accuracy [%], mean over graphs", title="cSBM, three graph seeds, one search each; × published",
+         legend={"fontsize": 8, "ncol": 3, "loc": "lower center"})
 
 
 def main(argv: list[str]) -> None:

@@ -130,28 +130,44 @@ def figure(results: dict[float, list[dict]], path: Path) -> None:
         results: phi -> the compare results of every graph measured at that phi.
         path: Where the PNG goes.
     """
+    draw(list(results), lambda p, name: statistics.fmean(pooled_scores(results[p], name)), path,
+         std_of=lambda p, name: statistics.stdev(pooled_scores(results[p], name)))
+
+
+def draw(phis: list[float], mean_of, path: Path, std_of=None, ylabel: str = "test accuracy [%]",
+         title: str = "cSBM (n = 5000, p = 2000, d = 5, ε = 3.25); × published", legend: dict | None = None) -> None:
+    """Accuracy against phi: every drawn row and the best baseline by validation, published as crosses.
+
+    Args:
+        phis: The x values.
+        mean_of: ``(phi, row) -> %``; row ``best`` is the best baseline by validation.
+        path: Where the PNG goes.
+        std_of: ``(phi, row) -> %`` shaded around each line, or None.
+        ylabel: The y axis label.
+        title: The figure title.
+        legend: Keyword arguments of the legend (default: two columns where matplotlib finds room).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    phis = list(results)
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for name, label in DRAWN.items():
-        means = [statistics.fmean(pooled_scores(results[p], name)) for p in phis]
-        stds = [statistics.stdev(pooled_scores(results[p], name)) for p in phis]
+        means = [mean_of(p, name) for p in phis]
         line, = ax.plot(phis, means, marker="o", label=label, lw=2.2 if name == "search" else 1.2)
-        ax.fill_between(phis, [m - s for m, s in zip(means, stds)], [m + s for m, s in zip(means, stds)],
-                        color=line.get_color(), alpha=0.12)
+        if std_of is not None:
+            stds = [std_of(p, name) for p in phis]
+            ax.fill_between(phis, [m - s for m, s in zip(means, stds)], [m + s for m, s in zip(means, stds)],
+                            color=line.get_color(), alpha=0.12)
         pub = [(p, PUBLISHED[p][name]) for p in PUBLISHED if name in PUBLISHED[p]]
         if pub:
             ax.scatter(*zip(*pub), marker="x", color=line.get_color(), s=40)
-    best = [statistics.fmean(pooled_scores(results[p], "best")) for p in phis]
-    ax.plot(phis, best, ls="--", color="black", lw=1, label="best baseline by validation")
+    ax.plot(phis, [mean_of(p, "best") for p in phis], ls="--", color="black", lw=1, label="best baseline by validation")
     ax.set_xlabel("φ (−1 heterophilous … 1 homophilous)")
-    ax.set_ylabel("test accuracy [%]")
-    ax.set_title("cSBM (n = 5000, p = 2000, d = 5, ε = 3.25); × published")
-    ax.legend(fontsize=8, ncol=2)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(**(legend or {"fontsize": 8, "ncol": 2}))
     ax.grid(alpha=0.3)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
