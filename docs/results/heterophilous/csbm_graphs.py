@@ -5,7 +5,7 @@ Combines the printed figures of graph seeds 0 and 1 (``records/csbm/graphs-0-1.j
 (graph seed 2, graph seed 1 at phi = 1). Per phi it prints each model's mean over graphs (of each
 graph's mean over its splits) and the search's difference to random search, to the best
 baseline by validation and to GAT on each graph, with a one-sample t-test of those differences
-over the graphs (:func:`attnas.comparison.stats.paired_verdict` against zero). The figure draws
+over the graphs (:func:`csbm_sweep.difference` against zero). The figure draws
 the mean accuracy over graphs against phi::
 
     python -m docs.results.heterophilous.csbm_graphs docs/results/heterophilous/records/csbm docs/figures/heterophilous_csbm_graphs.png
@@ -18,7 +18,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from attnas.comparison.stats import paired_verdict
+from docs.results.heterophilous import csbm_sweep
 from docs.results.heterophilous.csbm_sweep import DRAWN, PUBLISHED, draw, load_graphs, scores
 
 #: The search's differences tabled, with their column labels.
@@ -42,11 +42,11 @@ def per_graph(records: Path, printed: Path) -> dict[float, dict[int, dict]]:
         for phi, result in by_phi.items():
             if g in out.get(phi, {}):
                 raise ValueError(f"graph seed {g} at phi = {phi:g} is both printed and recorded")
-            search = statistics.fmean(scores(result, "search"))
+            best = result["best_baseline"]
+            mean = {name: statistics.fmean(scores(result, name)) for name in (*DRAWN, best)}
             out.setdefault(phi, {})[g] = {
-                "mean": {name: statistics.fmean(scores(result, name)) for name in DRAWN},
-                "best": result["best_baseline"],
-                "diff": {other: search - statistics.fmean(scores(result, other)) for other in DIFFERENCES}}
+                "mean": mean, "best": best,
+                "diff": {other: mean["search"] - mean[best if other == "best" else other] for other in DIFFERENCES}}
     return dict(sorted(out.items()))
 
 
@@ -59,10 +59,7 @@ def difference(graphs: dict[int, dict], other: str) -> str:
     """Per-graph differences, then their mean and the one-sample t-test's p over the graphs."""
     each = [round(g["diff"][other], 1) for g in graphs.values()]
     shown = " / ".join(f"{d:+.1f}" for d in each)
-    if len(each) < 2:
-        return shown
-    v = paired_verdict(each, [0.0] * len(each), "search", other, unit="graphs")
-    return f"{shown}: {v['diff_mean']:+.1f} (p = {v['p_value']:.2g})"
+    return shown if len(each) < 2 else f"{shown}: {csbm_sweep.difference(each, [0.0] * len(each))}"
 
 
 def table(sweep: dict[float, dict[int, dict]]) -> str:
